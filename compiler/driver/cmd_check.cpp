@@ -1,0 +1,130 @@
+// driver/cmd_check.cpp — `spmdc check`, `spmdc print` and `spmdc fmt`.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "driver/commands.h"
+#include "frontend/format.h"
+#include "ir/printer.h"
+
+namespace spmd::driver {
+
+CompileOptions CommonOptions::compile_options() const {
+  CompileOptions o;
+  o.auto_pbroadcast = !no_auto_pbroadcast;
+  o.library_paths = library_paths;
+  o.max_errors = max_errors;
+  return o;
+}
+
+int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after) {
+  CompileOptions options = common.compile_options();
+  options.stop_after = stop_after;
+  compile_file(c, common.input, options);
+  if (!c.diags.all().empty()) std::cerr << render_diagnostics(c.diags, c.sources, common.color);
+  if (c.diags.has_internal_errors()) return kExitInternalError;
+  if (c.diags.has_errors()) return kExitUserError;
+  return kExitOk;
+}
+
+int run_check(const CommonOptions &common) {
+  Compilation c;
+  return compile_and_report(c, common, Phase::Variance);
+}
+
+int run_print(const CommonOptions &common, const PrintOptions &options) {
+  Compilation c;
+  Phase stop = options.emit == "ast" ? Phase::Parse : Phase::Variance;
+  int status = compile_and_report(c, common, stop);
+  if (status != kExitOk) return status;
+  if (options.emit == "ast") {
+    std::cout << dump_ast(c.program.modules.at(0).ast, c.sources);
+    return kExitOk;
+  }
+  if (options.emit == "ir") {
+    std::cout << ir::dump_ir(*c.module);
+    return kExitOk;
+  }
+  ir::PrintOptions po;
+  po.types = options.types || options.emit == "typed";
+  std::cout << ir::print_module(*c.module, po);
+  return kExitOk;
+}
+
+int run_fmt(const CommonOptions &common, const FmtOptions &options) {
+  Compilation c;
+  int status = compile_and_report(c, common, Phase::Parse);
+  if (status != kExitOk) return status;
+  std::string formatted = format_module(c.program.modules.at(0).ast);
+  const std::string &original = c.sources.file(c.main_file).text();
+  if (options.check) {
+    if (formatted == original) return kExitOk;
+    std::cerr << common.input << ": not formatted (run `spmdc fmt -i " << common.input << "`)\n";
+    return kExitUserError;
+  }
+  if (!options.in_place) {
+    std::cout << formatted;
+    return kExitOk;
+  }
+  if (formatted == original) return kExitOk;
+  std::string tmp = common.input + ".spmdc-fmt.tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << formatted;
+    if (!out) {
+      std::cerr << "spmdc: error: cannot write `" << tmp << "`\n";
+      std::remove(tmp.c_str());
+      return kExitUserError;
+    }
+  }
+  if (std::rename(tmp.c_str(), common.input.c_str()) != 0) {
+    std::cerr << "spmdc: error: cannot replace `" << common.input << "`\n";
+    std::remove(tmp.c_str());
+    return kExitUserError;
+  }
+  return kExitOk;
+}
+
+}  // namespace spmd::driver
+
+namespace spmd::driver {
+
+void add_common_options(CLI::App &cmd, CommonOptions &common) {
+  cmd.add_option("file", common.input, "The .spmd source file")->required();
+  cmd.add_flag("--no-auto-pbroadcast", common.no_auto_pbroadcast,
+               "Do not insert pbroadcast automatically; report each place that needs one");
+  cmd.add_option("--lib-path", common.library_paths,
+                 "Directory searched for imported modules before the standard library "
+                 "(repeatable)");
+  cmd.add_option("--max-errors", common.max_errors, "Stop after this many errors")
+      ->check(CLI::Range(1, 10000));
+}
+
+void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out) {
+  CLI::App *check = app.add_subcommand(
+      "check", "Parse and type-check a file; print diagnostics; exit 0 if it is valid");
+  add_common_options(*check, common);
+  out.push_back({check, [&common] { return run_check(common); }});
+
+  static PrintOptions print_options;
+  CLI::App *print = app.add_subcommand(
+      "print", "Print the checked program as .spmd source (after pbroadcast insertion)");
+  add_common_options(*print, common);
+  print->add_flag("--types", print_options.types,
+                  "Annotate every value with its local type and device variance");
+  print->add_option("--emit", print_options.emit,
+                    "Stop after a phase and print it: ast (syntax tree), typed (= --types), "
+                    "ir (raw instructions), source (default)")
+      ->check(CLI::IsMember({"ast", "typed", "ir", "source"}));
+  out.push_back({print, [&common] { return run_print(common, print_options); }});
+
+  static FmtOptions fmt_options;
+  CLI::App *fmt = app.add_subcommand("fmt", "Print the file in canonical formatting");
+  add_common_options(*fmt, common);
+  fmt->add_flag("-i,--in-place", fmt_options.in_place, "Rewrite the file instead of printing");
+  fmt->add_flag("--check", fmt_options.check,
+                "Exit 1 if the file is not canonically formatted (prints nothing else)");
+  out.push_back({fmt, [&common] { return run_fmt(common, fmt_options); }});
+}
+
+}  // namespace spmd::driver

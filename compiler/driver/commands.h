@@ -1,0 +1,66 @@
+// driver/commands.h — the spmdc subcommands.
+//
+// main.cpp declares the command line with CLI11 and calls one of these. Each
+// returns the process exit status: 0 success, 1 user error (bad program, bad
+// input, bad usage), 2 internal compiler error.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "pipeline/compile.h"
+
+namespace spmd::driver {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitUserError = 1;
+inline constexpr int kExitInternalError = 2;
+
+/// Options shared by every subcommand that compiles a file.
+struct CommonOptions {
+  std::string input;
+  bool no_auto_pbroadcast = false;
+  std::vector<std::string> library_paths;
+  int max_errors = 50;
+  bool color = false;
+
+  CompileOptions compile_options() const;
+};
+
+/// Compiles, prints diagnostics to stderr, and returns the exit status the
+/// diagnostics call for (0 when there were none or only warnings).
+int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after);
+
+/// A subcommand: its CLI11 node and what runs when it is chosen.
+struct Command {
+  CLI::App *app;
+  std::function<int()> run;
+};
+
+/// Adds the options shared by file-compiling commands (the input file, ...).
+void add_common_options(CLI::App &cmd, CommonOptions &common);
+
+// Each cmd_*.cpp registers its subcommands here; main.cpp calls them in order.
+// Options objects must outlive parsing, so registrars keep them in statics.
+void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
+void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
+
+int run_check(const CommonOptions &common);
+
+struct PrintOptions {
+  bool types = false;
+  std::string emit = "source";  // ast | typed | ir | source
+  bool stats = false;
+};
+int run_print(const CommonOptions &common, const PrintOptions &options);
+
+struct FmtOptions {
+  bool in_place = false;
+  bool check = false;
+};
+int run_fmt(const CommonOptions &common, const FmtOptions &options);
+
+}  // namespace spmd::driver

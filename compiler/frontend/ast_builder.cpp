@@ -1,0 +1,498 @@
+// frontend/ast_builder.cpp — running the ANTLR lexer and parser over one file.
+//
+// The file's bytes are fed to ANTLR one byte per "code point" (a Latin-1 view),
+// so token indices are byte offsets and no input, however malformed, makes the
+// UTF-8 decoder throw. After lexing, malformed tokens (hidden channel) become
+// `syntax-error` diagnostics and comments are collected for attachment. Before
+// the recursive-descent parser runs, a linear scan of the tokens rejects input
+// whose bracket nesting or operator chains would recurse too deeply
+// (`nesting-too-deep`). Syntax errors are reported by a custom error strategy
+// that words them in plain language ("expected `)` to close the call to
+// `psum`"); ANTLR's console output is never used.
+#include <algorithm>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "SpmdLexer.h"
+#include "SpmdParser.h"
+#include "antlr4-runtime.h"
+#include "frontend/ast_builder.h"
+#include "frontend/ast_builder_internal.h"
+
+namespace spmd::frontend_detail {
+
+using spmd_antlr::SpmdLexer;
+
+// ------------------------------------------------------------ SyntaxErrorSink
+
+Diagnostic *SyntaxErrorSink::report(SourceSpan span, std::string message, std::string code) {
+  if (full()) return nullptr;
+  if (!positions_.insert(span.begin).second) return nullptr;
+  ++count_;
+  return &diags_.error(std::move(code), span, std::move(message));
+}
+
+SourceSpan SyntaxErrorSink::span(const antlr4::Token *token) const {
+  uint32_t size = static_cast<uint32_t>(file_.text().size());
+  if (token == nullptr) return {id_, size, size};
+  size_t start = token->getStartIndex(), stop = token->getStopIndex();
+  if (token->getType() == antlr4::Token::EOF || start == INVALID_INDEX || start > size) {
+    // EOF, or a token conjured by error recovery: an empty span where it would be.
+    uint32_t at = start == INVALID_INDEX || start > size ? size : static_cast<uint32_t>(start);
+    return {id_, at, at};
+  }
+  size_t end = stop == INVALID_INDEX || stop < start ? start : std::min<size_t>(stop + 1, size);
+  return {id_, static_cast<uint32_t>(start), static_cast<uint32_t>(end)};
+}
+
+SourceSpan SyntaxErrorSink::span(antlr4::tree::TerminalNode *node) const {
+  return span(node != nullptr ? node->getSymbol() : nullptr);
+}
+
+SourceSpan SyntaxErrorSink::span(antlr4::ParserRuleContext *ctx) const {
+  if (ctx == nullptr) return span(static_cast<const antlr4::Token *>(nullptr));
+  SourceSpan first = span(ctx->getStart());
+  const antlr4::Token *stop = ctx->getStop();
+  if (stop == nullptr || stop->getTokenIndex() < ctx->getStart()->getTokenIndex()) return first;
+  SourceSpan last = span(stop);
+  if (last.end < first.begin) return first;
+  return SourceSpan::cover(first, last);
+}
+
+std::string SyntaxErrorSink::text(const antlr4::Token *token) const {
+  SourceSpan s = span(token);
+  return file_.text().substr(s.begin, s.end - s.begin);
+}
+
+namespace {
+
+// ------------------------------------------------------------------- helpers
+
+/// Feeds bytes to ANTLR as code points 0..255 so indices are byte offsets.
+class ByteInputStream : public antlr4::ANTLRInputStream {
+ public:
+  ByteInputStream(std::string_view bytes, const std::string &source_name) {
+    _data.reserve(bytes.size());
+    for (char c : bytes) _data.push_back(static_cast<unsigned char>(c));
+    p = 0;
+    name = source_name;
+  }
+};
+
+/// Length of the valid UTF-8 sequence at s[i], or 0.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+bool is_open(size_t t) {
+  return t == SpmdParser::LPAREN || t == SpmdParser::LBRACK || t == SpmdParser::LBRACE;
+}
+bool is_close(size_t t) {
+  return t == SpmdParser::RPAREN || t == SpmdParser::RBRACK || t == SpmdParser::RBRACE;
+}
+size_t closer_of(size_t open) {
+  return open == SpmdParser::LPAREN   ? SpmdParser::RPAREN
+         : open == SpmdParser::LBRACK ? SpmdParser::RBRACK
+                                      : SpmdParser::RBRACE;
+}
+
+/// Tokens after which an expression is complete (so `-` or `[` is binary/postfix).
+bool ends_operand(size_t t) {
+  switch (t) {
+    case SpmdParser::IDENT: case SpmdParser::INT: case SpmdParser::FLOAT:
+    case SpmdParser::STRING: case SpmdParser::TRUE: case SpmdParser::FALSE:
+    case SpmdParser::NONE: case SpmdParser::RPAREN: case SpmdParser::RBRACK:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_operator(size_t t) {
+  switch (t) {
+    case SpmdParser::POW: case SpmdParser::STAR: case SpmdParser::SLASH: case SpmdParser::AT:
+    case SpmdParser::PLUS: case SpmdParser::MINUS: case SpmdParser::LT: case SpmdParser::LE:
+    case SpmdParser::GT: case SpmdParser::GE: case SpmdParser::EQ: case SpmdParser::NE:
+    case SpmdParser::AND: case SpmdParser::OR: case SpmdParser::NOT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_keyword(size_t t) { return t >= SpmdParser::IMPORT && t <= SpmdParser::NONE; }
+
+bool starts_declaration_or_statement(size_t t) {
+  switch (t) {
+    case SpmdParser::IMPORT: case SpmdParser::MESH: case SpmdParser::DEF: case SpmdParser::SHMAP:
+    case SpmdParser::RETURN: case SpmdParser::FOR: case SpmdParser::IF:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Tokens that end one expression and start another at the same bracket level.
+bool resets_expression(size_t t) {
+  return t == SpmdParser::COMMA || t == SpmdParser::COLON || t == SpmdParser::ASSIGN ||
+         t == SpmdParser::SEMI || t == SpmdParser::ARROW ||
+         (is_keyword(t) && !is_operator(t) && !ends_operand(t));
+}
+
+/// How a token type is named in "expected ..." lists.
+std::string describe_token_type(size_t t, const antlr4::dfa::Vocabulary &vocabulary) {
+  switch (t) {
+    case antlr4::Token::EOF: return "end of file";
+    case SpmdParser::IDENT: return "a name";
+    case SpmdParser::INT: return "an integer";
+    case SpmdParser::FLOAT: return "a number";
+    case SpmdParser::STRING: return "a string";
+    default: break;
+  }
+  std::string literal = vocabulary.getLiteralName(t);
+  if (literal.size() >= 2 && literal.front() == '\'') literal = literal.substr(1, literal.size() - 2);
+  return "`" + literal + "`";
+}
+
+/// "`)`", "`)` or `,`", "one of `)`, `,`, an operator" — with groups folded into words.
+std::string describe_expected(const antlr4::misc::IntervalSet &set,
+                              const antlr4::dfa::Vocabulary &vocabulary) {
+  std::vector<size_t> types;
+  for (ssize_t t : set.toList()) types.push_back(static_cast<size_t>(t));
+  auto has = [&](size_t t) { return std::find(types.begin(), types.end(), t) != types.end(); };
+  auto drop = [&](std::initializer_list<size_t> group) {
+    for (size_t t : group) types.erase(std::remove(types.begin(), types.end(), t), types.end());
+  };
+  std::vector<std::string> items;
+  using P = SpmdParser;
+  if (has(P::DEF) && has(P::SHMAP) && has(P::MESH)) {
+    items.push_back("a declaration (`import`, `mesh`, `def` or `shmap`)");
+    drop({P::IMPORT, P::MESH, P::DEF, P::SHMAP, P::LBRACK});
+  }
+  if (has(P::RETURN) && has(P::FOR) && has(P::IF)) {
+    items.push_back("a statement");
+    drop({P::IDENT, P::RETURN, P::FOR, P::IF});
+  }
+  if (has(P::INT) && has(P::FLOAT) && has(P::LPAREN)) {
+    items.push_back("an expression");
+    drop({P::IDENT, P::INT, P::FLOAT, P::STRING, P::TRUE, P::FALSE, P::LPAREN, P::LBRACK,
+          P::MINUS, P::NOT});
+  }
+  if (has(P::PLUS) && has(P::STAR)) {
+    items.push_back("an operator");
+    drop({P::POW, P::STAR, P::SLASH, P::AT, P::PLUS, P::MINUS, P::LT, P::LE, P::GT, P::GE, P::EQ,
+          P::NE, P::AND, P::OR, P::LBRACK});
+  }
+  // "end of file" is worth saying only when nothing else would do.
+  if (types.size() > 1 || !items.empty()) drop({antlr4::Token::EOF});
+  std::vector<std::string> groups = std::move(items);
+  items.clear();
+  for (size_t t : types) items.push_back(describe_token_type(t, vocabulary));
+  items.insert(items.end(), groups.begin(), groups.end());
+  // Concrete tokens first, then words ("a name", "an expression").
+  std::stable_sort(items.begin(), items.end(), [](const std::string &a, const std::string &b) {
+    return (a.front() == '`') > (b.front() == '`');
+  });
+  constexpr size_t kMaxListed = 6;
+  bool truncated = items.size() > kMaxListed;
+  if (truncated) items.resize(kMaxListed);
+  if (items.empty()) return "something else";
+  if (items.size() == 1) return items[0];
+  std::string out = truncated || items.size() > 2 ? "one of " : "";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += items.size() == 2 && !truncated ? " or " : ", ";
+    out += items[i];
+  }
+  if (truncated) out += ", ...";
+  return out;
+}
+
+// -------------------------------------------------------------- error strategy
+
+/// Words ANTLR's syntax errors for people and reports them to the sink.
+class FriendlyErrorStrategy : public antlr4::DefaultErrorStrategy {
+ public:
+  FriendlyErrorStrategy(SyntaxErrorSink &sink, antlr4::CommonTokenStream &tokens)
+      : sink_(sink), tokens_(tokens) {}
+
+ protected:
+  void reportNoViableAlternative(antlr4::Parser *parser,
+                                 const antlr4::NoViableAltException &e) override {
+    report(parser, e.getOffendingToken(), e.getExpectedTokens());
+  }
+  void reportInputMismatch(antlr4::Parser *parser,
+                           const antlr4::InputMismatchException &e) override {
+    report(parser, e.getOffendingToken(), e.getExpectedTokens());
+  }
+  void reportFailedPredicate(antlr4::Parser *parser,
+                             const antlr4::FailedPredicateException &e) override {
+    report(parser, e.getOffendingToken(), getExpectedTokens(parser));
+  }
+  void reportUnwantedToken(antlr4::Parser *parser) override {
+    if (inErrorRecoveryMode(parser)) return;
+    beginErrorCondition(parser);
+    report(parser, parser->getCurrentToken(), getExpectedTokens(parser));
+  }
+  void reportMissingToken(antlr4::Parser *parser) override {
+    if (inErrorRecoveryMode(parser)) return;
+    beginErrorCondition(parser);
+    report(parser, parser->getCurrentToken(), getExpectedTokens(parser));
+  }
+
+ private:
+  void report(antlr4::Parser *parser, antlr4::Token *offending,
+              const antlr4::misc::IntervalSet &expected) {
+    if (sink_.full()) throw antlr4::ParseCancellationException("too many syntax errors");
+    const antlr4::dfa::Vocabulary &vocabulary = parser->getVocabulary();
+    SourceSpan at = sink_.span(offending);
+    bool at_eof = offending == nullptr || offending->getType() == antlr4::Token::EOF;
+    std::string found = at_eof ? "end of file" : quote_source_text(sink_.text(offending));
+    size_t type = at_eof ? antlr4::Token::EOF : offending->getType();
+    if (is_keyword(type) && !is_operator(type) && expected.contains(size_t(SpmdParser::IDENT)))
+      found = "keyword " + found;
+
+    std::string message = "unexpected " + found + "; expected ";
+    std::string note;
+    SourceSpan note_span;
+    const antlr4::Token *opener = at_eof ? innermost_open_bracket(tokens_.size() - 1)
+                                         : innermost_open_bracket(offending->getTokenIndex());
+    bool closes = opener != nullptr && expected.contains(closer_of(opener->getType()));
+    if (closes && cannot_continue(offending)) {
+      std::string closer = describe_token_type(closer_of(opener->getType()), vocabulary);
+      message += closer + " to close " + describe_opener(opener);
+      note = "the unclosed " + quote_source_text(sink_.text(opener)) + " is here";
+      note_span = sink_.span(opener);
+    } else {
+      message += describe_expected(expected, vocabulary);
+    }
+    Diagnostic *d = sink_.report(at, message);
+    if (d != nullptr && !note.empty()) d->notes.push_back({note_span, note});
+  }
+
+  /// The innermost bracket opened before token index `before` and not yet closed.
+  const antlr4::Token *innermost_open_bracket(size_t before) {
+    int depth = 0;
+    for (size_t i = before; i-- > 0;) {
+      antlr4::Token *t = tokens_.get(i);
+      if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
+      if (is_close(t->getType())) ++depth;
+      if (is_open(t->getType()) && depth-- == 0) return t;
+    }
+    return nullptr;
+  }
+
+  /// True when the offending token clearly starts something new (so the
+  /// missing piece is most likely a closing bracket).
+  bool cannot_continue(const antlr4::Token *offending) {
+    if (offending == nullptr || offending->getType() == antlr4::Token::EOF) return true;
+    size_t t = offending->getType();
+    if (is_close(t) || starts_declaration_or_statement(t)) return true;
+    // On a later line than the previous code token.
+    for (size_t i = offending->getTokenIndex(); i-- > 0;) {
+      antlr4::Token *prev = tokens_.get(i);
+      if (prev->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
+      return prev->getLine() < offending->getLine();
+    }
+    return false;
+  }
+
+  /// "the call to `psum`", "the parameter list of `f`", "this `[`".
+  std::string describe_opener(const antlr4::Token *opener) {
+    size_t index = opener->getTokenIndex();
+    if (opener->getType() == SpmdParser::LPAREN && index > 0) {
+      // Walk back over a dotted name.
+      size_t i = index;
+      std::string name;
+      while (i > 0) {
+        antlr4::Token *t = tokens_.get(i - 1);
+        if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL) break;
+        if (t->getType() != SpmdParser::IDENT && t->getType() != SpmdParser::DOT) break;
+        name = sink_.text(t) + name;
+        --i;
+      }
+      if (!name.empty() && name.front() != '.') {
+        antlr4::Token *before = i > 0 ? tokens_.get(i - 1) : nullptr;
+        if (before != nullptr &&
+            (before->getType() == SpmdParser::DEF || before->getType() == SpmdParser::SHMAP))
+          return "the parameter list of `" + name + "`";
+        if (name == "P") return "the partition spec `P(...)`";
+        return "the call to `" + name + "`";
+      }
+      if (i > 0 && tokens_.get(i - 1)->getType() == SpmdParser::RANGE) return "`range(...)`";
+    }
+    return "this " + quote_source_text(sink_.text(opener));
+  }
+
+  SyntaxErrorSink &sink_;
+  antlr4::CommonTokenStream &tokens_;
+};
+
+// ------------------------------------------------------------ lexical checks
+
+/// Reports malformed tokens and collects comments. Returns false when the
+/// error limit was reached.
+bool scan_hidden_tokens(const std::vector<antlr4::Token *> &all, SyntaxErrorSink &sink,
+                        std::vector<CommentToken> &comments) {
+  const std::string &text = sink.file().text();
+  const antlr4::Token *previous_code = nullptr;
+  const antlr4::Token *previous = nullptr;
+  for (const antlr4::Token *t : all) {
+    size_t type = t->getType();
+    if (t->getChannel() == antlr4::Token::DEFAULT_CHANNEL) {
+      if (type != antlr4::Token::EOF) previous_code = t;
+      previous = t;
+      continue;
+    }
+    SourceSpan span = sink.span(t);
+    if (type == SpmdParser::COMMENT) {
+      CommentToken c;
+      c.begin = span.begin;
+      c.end = span.end;
+      c.text = text.substr(span.begin + 1, span.end - span.begin - 1);
+      while (!c.text.empty() && (c.text.back() == ' ' || c.text.back() == '\t')) c.text.pop_back();
+      if (previous_code != nullptr && previous_code->getLine() == t->getLine()) {
+        c.follows_code = true;
+        c.previous_code_end = sink.span(previous_code).end;
+      }
+      comments.push_back(std::move(c));
+    } else if (type == SpmdParser::UNTERMINATED_STRING) {
+      sink.report(span, "unterminated string literal; a string must end with `\"` on the same line");
+    } else if (type == SpmdParser::BAD_BYTES || type == SpmdParser::BAD_CHAR) {
+      // One diagnostic per run of adjacent bad characters.
+      bool continues_run = previous != nullptr &&
+                           (previous->getType() == SpmdParser::BAD_BYTES ||
+                            previous->getType() == SpmdParser::BAD_CHAR) &&
+                           previous->getStopIndex() + 1 == t->getStartIndex();
+      if (!continues_run) {
+        std::string_view bytes = std::string_view(text).substr(span.begin, span.end - span.begin);
+        size_t n = utf8_sequence_length(bytes, 0);
+        std::string shown = std::string(bytes.substr(0, n > 0 ? n : 1));
+        Diagnostic *d = sink.report({span.file, span.begin, span.begin + uint32_t(shown.size())},
+                                    "unexpected character " + quote_source_text(shown));
+        if (d != nullptr && n > 0)
+          d->fix = "identifiers and operators are ASCII; non-ASCII text may appear only in "
+                   "comments and strings";
+      }
+    }
+    previous = t;
+  }
+  return !sink.full();
+}
+
+/// Rejects nesting that would make the recursive parser (or any later AST
+/// walk) recurse too deeply. Linear in the number of tokens.
+bool check_nesting(const std::vector<antlr4::Token *> &all, SyntaxErrorSink &sink) {
+  std::vector<size_t> ops{0};  // operators in the current expression, per bracket level
+  size_t total_ops = 0;
+  size_t previous = antlr4::Token::INVALID_TYPE;
+  for (const antlr4::Token *t : all) {
+    if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
+    size_t type = t->getType();
+    bool counts = is_operator(type) || (type == SpmdParser::LBRACK && ends_operand(previous));
+    if (counts) {
+      ++ops.back();
+      ++total_ops;
+      if (total_ops + ops.size() > kMaxExpressionDepth) {
+        Diagnostic *d = sink.report(
+            sink.span(t), "expression is nested too deeply (more than " +
+                              std::to_string(kMaxExpressionDepth) + " levels of operators)",
+            "nesting-too-deep");
+        if (d != nullptr) d->fix = "split the expression into several assignments";
+        return false;
+      }
+    }
+    if (is_open(type)) {
+      ops.push_back(0);
+      if (ops.size() - 1 > kMaxBracketNesting) {
+        Diagnostic *d = sink.report(sink.span(t),
+                                    "brackets are nested too deeply (more than " +
+                                        std::to_string(kMaxBracketNesting) + " levels)",
+                                    "nesting-too-deep");
+        if (d != nullptr) d->fix = "split the expression or block into smaller pieces";
+        return false;
+      }
+    } else if (is_close(type)) {
+      if (ops.size() > 1) {
+        total_ops -= ops.back();
+        ops.pop_back();
+      }
+    } else if (resets_expression(type)) {
+      total_ops -= ops.back();
+      ops.back() = 0;
+    }
+    previous = type;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string quote_source_text(std::string_view bytes) {
+  constexpr size_t kMaxShown = 32;
+  std::string out = "`";
+  size_t i = 0;
+  for (; i < bytes.size() && i < kMaxShown;) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    size_t n = c >= 0x80 ? utf8_sequence_length(bytes, i) : 0;
+    if (n > 0) {
+      out.append(bytes.substr(i, n));
+      i += n;
+    } else if (c < 0x20 || c >= 0x7F) {
+      static const char *hex = "0123456789ABCDEF";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+      ++i;
+    }
+  }
+  if (i < bytes.size()) out += "...";
+  return out + "`";
+}
+
+RawParse build_ast(const SourceFile &file, FileId id, DiagnosticEngine &diags) {
+  RawParse result;
+  result.module.file = id;
+  SyntaxErrorSink sink(file, id, diags);
+  if (file.text().size() >= UINT32_MAX) {
+    sink.report({id, 0, 0}, "file is too large (4 GiB or more)");
+    return result;
+  }
+  try {
+    ByteInputStream input(file.text(), file.path());
+    SpmdLexer lexer(&input);
+    lexer.removeErrorListeners();  // every input lexes: bad characters are tokens
+    antlr4::CommonTokenStream tokens(&lexer);
+    tokens.fill();
+    const std::vector<antlr4::Token *> &all = tokens.getTokens();
+    if (!scan_hidden_tokens(all, sink, result.comments)) return result;
+    if (!check_nesting(all, sink)) return result;
+
+    SpmdParser parser(&tokens);
+    parser.removeErrorListeners();
+    parser.setErrorHandler(std::make_shared<FriendlyErrorStrategy>(sink, tokens));
+    SpmdParser::Module_Context *tree = nullptr;
+    try {
+      tree = parser.module_();
+    } catch (const antlr4::ParseCancellationException &) {
+      return result;  // too many errors; what was built is not worth converting
+    }
+    result.module = build_module(tree, sink, diags);
+    result.module.file = id;
+  } catch (const std::exception &e) {
+    diags.internal({id, 0, 0}, std::string("the parser failed: ") + e.what());
+  }
+  return result;
+}
+
+}  // namespace spmd::frontend_detail

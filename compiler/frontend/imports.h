@@ -1,0 +1,37 @@
+// frontend/imports.h — loading a program: the main file and the modules it imports.
+//
+// `import std.nn` names the file `std/nn.spmd` under a library search path
+// (the source tree's stdlib/ when run from the build tree, the installed
+// share/spmdc/stdlib otherwise, plus any --lib-path directories, searched first).
+// Imports are loaded transitively, each file once; cycles are allowed and
+// harmless (a module is parsed once). A missing module is a diagnostic at the
+// import ("unknown-module").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "support/diagnostics.h"
+#include "support/source.h"
+
+namespace spmd {
+
+struct ParsedModule {
+  std::string name;  // "std.nn"; the main file is ""
+  ast::Module ast;
+};
+
+struct Program {
+  /// modules[0] is the main file; imported modules follow in load order.
+  std::vector<ParsedModule> modules;
+};
+
+/// The default library search path (see the file comment).
+std::vector<std::string> default_library_paths();
+
+/// Parses `main_file` and everything it imports.
+Program load_program(SourceManager &sources, FileId main_file,
+                     const std::vector<std::string> &library_paths, DiagnosticEngine &diags);
+
+}  // namespace spmd

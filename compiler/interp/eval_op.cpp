@@ -1,0 +1,193 @@
+// interp/eval_op.cpp — the one exhaustive switch from OpCode to runtime kernels.
+//
+// Every op of ops.def has exactly one case here and no `default:`, so adding an
+// op fails to compile (-Werror=switch) until the interpreter can run it. The
+// cases only translate attributes into kernel arguments: the arithmetic lives
+// in the runtime (spmdrt/kernels.h, spmdrt/collectives.h), shared with the CPU
+// backend, so there is one implementation per op per target. The meaning of
+// each attribute follows ops/shape_rules.cpp.
+#include "interp/eval_op.h"
+
+// A missing case is an error for this file whatever the build flags.
+#pragma GCC diagnostic error "-Wswitch"
+
+#include <string>
+
+#include "spmdrt/kernels.h"
+
+namespace spmd::interp::detail {
+namespace {
+
+using rt::Tensor;
+
+Tensor un(rt::UnaryOp op, const std::vector<Tensor> &x) { return rt::unary(op, x[0]); }
+Tensor bin(rt::BinaryOp op, const std::vector<Tensor> &x) { return rt::binary(op, x[0], x[1]); }
+Tensor red(rt::ReduceOp op, const std::vector<Tensor> &x, const ir::Instr &in) {
+  return rt::reduce(op, x[0], in.attrs.dims);
+}
+
+/// The i32 scalar operand of dynamic_slice / dynamic_update_slice.
+int64_t block_index(const Tensor &index) { return static_cast<int64_t>(index.get(0)); }
+
+/// pscatter: this device's block of an invariant value along attrs.dim (no communication).
+Tensor local_scatter(const Tensor &x, const Attrs &attrs, rt::DeviceContext &ctx) {
+  const int64_t n = ctx.mesh().group_size(attrs.axes);
+  const int64_t rank = ctx.axis_index(attrs.axes);
+  const int64_t dim = attrs.dim;
+  std::vector<int64_t> start(x.shape().size(), 0), limit = x.shape(),
+      stride(x.shape().size(), 1);
+  if (attrs.tiled) {
+    const int64_t block = x.shape()[dim] / n;
+    start[dim] = rank * block;
+    limit[dim] = (rank + 1) * block;
+    return rt::slice(x, start, limit, stride);
+  }
+  start[dim] = rank;
+  limit[dim] = rank + 1;
+  Tensor s = rt::slice(x, start, limit, stride);
+  rt::Shape shape = x.shape();
+  shape.erase(shape.begin() + dim);
+  return rt::reshape(s, shape);
+}
+
+Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext &ctx) {
+  const Attrs &a = in.attrs;
+  switch (in.op) {
+    // Creation.
+    case OpCode::Constant:
+      return Tensor::scalar(a.dtype, a.value);
+    case OpCode::Full:
+      return Tensor::full(a.dtype, a.shape, a.value);
+    case OpCode::Iota:
+      return rt::iota(a.dtype, a.shape, a.dim);
+    // Elementwise, unary.
+    case OpCode::Neg:
+      return un(rt::UnaryOp::Neg, x);
+    case OpCode::Exp:
+      return un(rt::UnaryOp::Exp, x);
+    case OpCode::Log:
+      return un(rt::UnaryOp::Log, x);
+    case OpCode::Sin:
+      return un(rt::UnaryOp::Sin, x);
+    case OpCode::Cos:
+      return un(rt::UnaryOp::Cos, x);
+    case OpCode::Tanh:
+      return un(rt::UnaryOp::Tanh, x);
+    case OpCode::Sqrt:
+      return un(rt::UnaryOp::Sqrt, x);
+    case OpCode::Rsqrt:
+      return un(rt::UnaryOp::Rsqrt, x);
+    case OpCode::Abs:
+      return un(rt::UnaryOp::Abs, x);
+    case OpCode::Sign:
+      return un(rt::UnaryOp::Sign, x);
+    case OpCode::Logistic:
+      return un(rt::UnaryOp::Logistic, x);
+    case OpCode::Not:
+      return un(rt::UnaryOp::Not, x);
+    case OpCode::Cast:
+      return rt::cast(x[0], a.dtype);
+    // Elementwise, binary.
+    case OpCode::Add:
+      return bin(rt::BinaryOp::Add, x);
+    case OpCode::Sub:
+      return bin(rt::BinaryOp::Sub, x);
+    case OpCode::Mul:
+      return bin(rt::BinaryOp::Mul, x);
+    case OpCode::Div:
+      return bin(rt::BinaryOp::Div, x);
+    case OpCode::Pow:
+      return bin(rt::BinaryOp::Pow, x);
+    case OpCode::Max:
+      return bin(rt::BinaryOp::Max, x);
+    case OpCode::Min:
+      return bin(rt::BinaryOp::Min, x);
+    case OpCode::Lt:
+      return bin(rt::BinaryOp::Lt, x);
+    case OpCode::Le:
+      return bin(rt::BinaryOp::Le, x);
+    case OpCode::Gt:
+      return bin(rt::BinaryOp::Gt, x);
+    case OpCode::Ge:
+      return bin(rt::BinaryOp::Ge, x);
+    case OpCode::Eq:
+      return bin(rt::BinaryOp::Eq, x);
+    case OpCode::Ne:
+      return bin(rt::BinaryOp::Ne, x);
+    case OpCode::And:
+      return bin(rt::BinaryOp::And, x);
+    case OpCode::Or:
+      return bin(rt::BinaryOp::Or, x);
+    case OpCode::Select:
+      return rt::select(x[0], x[1], x[2]);
+    // Reductions.
+    case OpCode::ReduceSum:
+      return red(rt::ReduceOp::Sum, x, in);
+    case OpCode::ReduceMax:
+      return red(rt::ReduceOp::Max, x, in);
+    case OpCode::ReduceMin:
+      return red(rt::ReduceOp::Min, x, in);
+    // Contraction.
+    case OpCode::Einsum:
+      return rt::einsum(a.spec, x);
+    // Layout.
+    case OpCode::Reshape:
+      return rt::reshape(x[0], a.shape);
+    case OpCode::Transpose:
+      return rt::transpose(x[0], a.dims);
+    case OpCode::BroadcastTo:
+      return rt::broadcast_to(x[0], a.shape);
+    case OpCode::Slice:
+      return rt::slice(x[0], a.start, a.limit, a.stride);
+    case OpCode::Pad:
+      return rt::pad_into(x[0], a.shape, a.start, a.stride);
+    case OpCode::Concat:
+      return rt::concat(x, a.dim);
+    case OpCode::DynamicSlice: {
+      std::vector<int64_t> start(a.shape.size(), 0);
+      start[a.dim] = block_index(x[1]) * a.shape[a.dim];
+      return rt::dynamic_slice(x[0], start, a.shape);
+    }
+    case OpCode::DynamicUpdateSlice: {
+      std::vector<int64_t> start(x[0].shape().size(), 0);
+      start[a.dim] = block_index(x[2]) * x[1].shape()[a.dim];
+      return rt::dynamic_update_slice(x[0], x[1], start);
+    }
+    // Collectives.
+    case OpCode::Psum:
+      return ctx.all_reduce(x[0], a.axes, rt::ReduceOp::Sum);
+    case OpCode::Pmax:
+      return ctx.all_reduce(x[0], a.axes, rt::ReduceOp::Max);
+    case OpCode::Pmin:
+      return ctx.all_reduce(x[0], a.axes, rt::ReduceOp::Min);
+    case OpCode::Pbroadcast:
+      return x[0];  // Invariant -> Varying: no data moves
+    case OpCode::AllGather:
+    case OpCode::AllGatherInvariant:
+      return ctx.all_gather(x[0], a.axes, a.dim, a.tiled);
+    case OpCode::PsumScatter:
+      return ctx.reduce_scatter(x[0], a.axes, a.dim, a.tiled);
+    case OpCode::Pscatter:
+      return local_scatter(x[0], a, ctx);
+    case OpCode::AllToAll:
+      return ctx.all_to_all(x[0], a.axes, a.dim, a.dim2);
+    case OpCode::Ppermute:
+      return ctx.ppermute(x[0], a.axes.at(0), a.perm);
+    case OpCode::AxisIndex:
+      return Tensor::scalar(DType::I32, static_cast<double>(ctx.axis_index(a.axes)));
+    case OpCode::Call:
+      break;  // several results: handled by eval_op
+  }
+  throw std::logic_error("interpreter: `" + std::string(op_spelling(in.op)) +
+                         "` has no single-result evaluation");
+}
+
+}  // namespace
+
+std::vector<rt::Tensor> eval_op(const ir::Instr &instr, const std::vector<rt::Tensor> &operands,
+                                rt::DeviceContext &ctx, const CallFn &call) {
+  if (instr.op == OpCode::Call) return call(instr.attrs.callee, operands);
+  return {one(instr, operands, ctx)};
+}
+
+}  // namespace spmd::interp::detail

@@ -1,0 +1,24 @@
+// interp/eval_op.h — the meaning of one IR instruction on one simulated device.
+//
+// Internal to the interpreter. eval_op maps an instruction to the runtime's
+// CPU kernels (spmdrt/kernels.h) and simulated collectives
+// (spmdrt/collectives.h); calls of def instances go back to the interpreter
+// through `call`.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "ir/ir.h"
+#include "spmdrt/collectives.h"
+
+namespace spmd::interp::detail {
+
+/// Evaluates the callee (an index into Module::functions) on these arguments.
+using CallFn = std::function<std::vector<rt::Tensor>(int callee, std::vector<rt::Tensor> args)>;
+
+/// Executes `instr` on this device; returns one tensor per result.
+std::vector<rt::Tensor> eval_op(const ir::Instr &instr, const std::vector<rt::Tensor> &operands,
+                                rt::DeviceContext &ctx, const CallFn &call);
+
+}  // namespace spmd::interp::detail

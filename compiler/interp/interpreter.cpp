@@ -1,0 +1,187 @@
+// interp/interpreter.cpp — running a shmap on one simulated device per mesh position.
+//
+// run_shmap validates the inputs, then starts the mesh (rt::run_on_mesh). Each
+// device shards the global inputs by the in_specs, evaluates the body with a
+// DeviceEvaluator (values in a vector indexed by ValueId, each freed after its
+// last use, calls of def instances evaluated recursively) and leaves its local
+// results in a per-device slot. The global results are assembled with
+// rt::unshard by the out_specs. With check_replication, every value's hash is
+// recorded and compared across devices afterwards (interp/replication.h).
+#include "interp/interpreter.h"
+
+#include <map>
+#include <mutex>
+
+#include "interp/eval_op.h"
+#include "interp/replication.h"
+#include "spmdrt/collectives.h"
+
+namespace spmd::interp {
+namespace {
+
+using rt::Tensor;
+
+/// When each value of a function can be dropped.
+struct FunctionPlan {
+  std::vector<ir::ValueId> dead_params;               // unused parameters, dropped at entry
+  std::vector<std::vector<ir::ValueId>> free_after;   // per instruction
+};
+
+/// Last-use analysis of every function of the module, computed once per run
+/// and shared read-only by all devices.
+std::vector<FunctionPlan> plan_module(const ir::Module &module) {
+  std::vector<FunctionPlan> plans(module.functions.size());
+  for (size_t fi = 0; fi < module.functions.size(); ++fi) {
+    const ir::Function &f = module.functions[fi];
+    const int n = static_cast<int>(f.body.size());
+    constexpr int kNever = -2;  // returned: kept to the end
+    std::vector<int> last(f.values.size(), -1);
+    for (int i = 0; i < n; ++i) {
+      for (ir::ValueId r : f.body[i].results) last[r] = i;
+      for (ir::ValueId v : f.body[i].operands) last[v] = i;
+    }
+    for (ir::ValueId v : f.returns) last[v] = kNever;
+    FunctionPlan &p = plans[fi];
+    p.free_after.resize(f.body.size());
+    for (const ir::Param &param : f.params)
+      if (last[param.value] == -1) p.dead_params.push_back(param.value);
+    for (size_t v = 0; v < last.size(); ++v)
+      if (last[v] >= 0) p.free_after[last[v]].push_back(static_cast<ir::ValueId>(v));
+  }
+  return plans;
+}
+
+/// Evaluates functions on one device.
+class DeviceEvaluator {
+ public:
+  DeviceEvaluator(const ir::Module &module, const std::vector<FunctionPlan> &plans,
+                  rt::DeviceContext &ctx, std::vector<detail::Record> *records)
+      : module_(module), plans_(plans), ctx_(ctx), records_(records) {}
+
+  std::vector<Tensor> call(int index, std::vector<Tensor> args) {
+    const ir::Function &f = module_.functions.at(static_cast<size_t>(index));
+    const FunctionPlan &plan = plans_[static_cast<size_t>(index)];
+    if (args.size() != f.params.size())
+      throw std::logic_error("interpreter: `" + f.name + "` called with the wrong arity");
+    std::vector<Tensor> env(f.values.size());
+    for (size_t k = 0; k < args.size(); ++k) env[f.params[k].value] = std::move(args[k]);
+    for (ir::ValueId v : plan.dead_params) env[v] = Tensor();
+
+    const detail::CallFn call_fn = [this](int callee, std::vector<Tensor> a) {
+      return call(callee, std::move(a));
+    };
+    std::vector<Tensor> operands;
+    for (size_t i = 0; i < f.body.size(); ++i) {
+      const ir::Instr &instr = f.body[i];
+      operands.clear();
+      for (ir::ValueId v : instr.operands) operands.push_back(env[v]);
+      std::vector<Tensor> out = detail::eval_op(instr, operands, ctx_, call_fn);
+      operands.clear();
+      if (out.size() != instr.results.size())
+        throw std::logic_error("interpreter: `" + std::string(op_spelling(instr.op)) +
+                               "` produced the wrong number of results");
+      for (size_t k = 0; k < out.size(); ++k) {
+        if (records_)
+          records_->push_back({&f, instr.results[k], &instr, detail::hash_tensor(out[k])});
+        env[instr.results[k]] = std::move(out[k]);
+      }
+      for (ir::ValueId v : plan.free_after[i]) env[v] = Tensor();
+    }
+    std::vector<Tensor> results;
+    results.reserve(f.returns.size());
+    for (ir::ValueId v : f.returns) results.push_back(env[v]);
+    return results;
+  }
+
+ private:
+  const ir::Module &module_;
+  const std::vector<FunctionPlan> &plans_;
+  rt::DeviceContext &ctx_;
+  std::vector<detail::Record> *records_;
+};
+
+std::string function_desc(const ir::Function &f) { return "`" + f.name + "`"; }
+
+}  // namespace
+
+std::string spec_str(const rt::PartitionSpec &spec, const rt::Mesh &mesh) {
+  size_t n = spec.size();
+  while (n > 0 && spec[n - 1].empty()) --n;
+  std::string s = "P(";
+  for (size_t d = 0; d < n; ++d) {
+    if (d) s += ", ";
+    s += spec[d].empty() ? "None" : axis_list_str(spec[d], mesh);
+  }
+  return s + ")";
+}
+
+std::string param_name(const ir::Function &function, size_t k) {
+  const ir::Param &p = function.params.at(k);
+  const std::string &name = function.values.at(static_cast<size_t>(p.value)).name;
+  return name.empty() ? "arg" + std::to_string(k) : name;
+}
+
+std::string check_input(const ir::Module &module, const ir::Function &function, size_t k,
+                        rt::DType dtype, const rt::Shape &shape, const std::string &found_in) {
+  const ir::Param &p = function.params.at(k);
+  const Type &local = function.type(p.value);
+  if (dtype == local.dtype && shape == p.global_shape) return {};
+  const rt::Mesh &mesh = module.mesh_of(function);
+  std::string expected = shape_type_str(local.dtype, p.global_shape) + " @ " +
+                         spec_str(p.spec, mesh);
+  std::string detail = "the global shape";
+  if (local.shape != p.global_shape)
+    detail += ", split into " + shape_type_str(local.dtype, local.shape) + " per device";
+  if (local.dtype == DType::BF16) detail += "; bf16 is stored as f32 in .npy files";
+  return "input `" + param_name(function, k) + "` of " + function_desc(function) +
+         " must be " + expected + " (" + detail + "), but " + found_in + " holds " +
+         shape_type_str(dtype, shape);
+}
+
+std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
+                              const std::vector<Tensor> &inputs, const InterpOptions &options) {
+  if (function_index < 0 || static_cast<size_t>(function_index) >= module.functions.size())
+    throw std::invalid_argument("run_shmap: no function with index " +
+                                std::to_string(function_index));
+  const ir::Function &f = module.functions[static_cast<size_t>(function_index)];
+  if (f.kind != ir::FunctionKind::Shmap)
+    throw std::invalid_argument("run_shmap: `" + f.name + "` is a def, not a shmap");
+  if (inputs.size() != f.params.size())
+    throw InputError(function_desc(f) + " takes " + std::to_string(f.params.size()) +
+                     " input" + (f.params.size() == 1 ? "" : "s") + " but " +
+                     std::to_string(inputs.size()) + " were given");
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!inputs[k].defined()) throw InputError("input `" + param_name(f, k) + "` is missing");
+    std::string problem = check_input(module, f, k, inputs[k].dtype(), inputs[k].shape());
+    if (!problem.empty()) throw InputError(problem);
+  }
+
+  const rt::Mesh &mesh = module.mesh_of(f);
+  const auto devices = static_cast<size_t>(mesh.num_devices());
+  const std::vector<FunctionPlan> plans = plan_module(module);
+  std::vector<std::vector<Tensor>> locals(f.results.size(), std::vector<Tensor>(devices));
+  std::vector<std::vector<detail::Record>> records(options.check_replication ? devices : 0);
+
+  rt::run_on_mesh(mesh, [&](rt::DeviceContext &ctx) {
+    const auto d = static_cast<size_t>(ctx.device());
+    std::vector<detail::Record> *rec = options.check_replication ? &records[d] : nullptr;
+    std::vector<Tensor> args;
+    args.reserve(inputs.size());
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      args.push_back(rt::shard(mesh, inputs[k], f.params[k].spec, ctx.device()));
+      if (rec) rec->push_back({&f, f.params[k].value, nullptr, detail::hash_tensor(args.back())});
+    }
+    DeviceEvaluator eval(module, plans, ctx, rec);
+    std::vector<Tensor> out = eval.call(function_index, std::move(args));
+    for (size_t k = 0; k < out.size(); ++k) locals[k][d] = std::move(out[k]);
+  });
+
+  if (options.check_replication) detail::check_replication(mesh, records);
+  std::vector<Tensor> results;
+  results.reserve(f.results.size());
+  for (size_t k = 0; k < f.results.size(); ++k)
+    results.push_back(rt::unshard(mesh, locals[k], f.results[k].spec));
+  return results;
+}
+
+}  // namespace spmd::interp

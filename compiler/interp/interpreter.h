@@ -1,0 +1,73 @@
+// interp/interpreter.h — runs a checked shmap on a simulated CPU mesh.
+//
+// run_shmap splits each global input by its in_spec (block distribution, a
+// dimension split over several axes is split major to minor), runs the body on
+// one thread per mesh position (rt::run_on_mesh), executing every op with the
+// runtime's CPU kernels and simulated collectives (interp/eval_op.cpp), and
+// assembles the global outputs by their out_specs. Calls of def instances are
+// evaluated recursively; every value is freed after its last use.
+//
+// With InterpOptions::check_replication, the interpreter proves at run time
+// what the type system promises: after every instruction, each result that is
+// invariant along a mesh axis must hold identical bits on all devices that
+// differ only along that axis. A violation is a compiler bug and is reported
+// as a ReplicationError carrying the offending op's source span.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "spmdrt/tensor.h"
+#include "support/source.h"
+
+namespace spmd::interp {
+
+struct InterpOptions {
+  /// Check after every instruction that invariant values agree bit for bit.
+  bool check_replication = false;
+};
+
+/// A problem with the inputs given to run_shmap (a user error). The message
+/// names the argument, the expected global type and in_spec, and what was found.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A value the type system calls invariant along a mesh axis differed between
+/// devices along it: a compiler bug. `span` is the op that computed it.
+class ReplicationError : public std::runtime_error {
+ public:
+  ReplicationError(SourceSpan span, std::string message)
+      : std::runtime_error(message), span_(span) {}
+  SourceSpan span() const { return span_; }
+
+ private:
+  SourceSpan span_;
+};
+
+/// Runs shmap `function_index` of a checked module. `inputs` are the global
+/// arrays of its parameters, in order, with exactly the declared dtype and
+/// global shape; the results are the global arrays of its results. Throws
+/// InputError, ReplicationError or rt::RuntimeError (e.g. integer division by
+/// zero inside the body).
+std::vector<rt::Tensor> run_shmap(const ir::Module &module, int function_index,
+                                  const std::vector<rt::Tensor> &inputs,
+                                  const InterpOptions &options = {});
+
+/// `P(i, None)` / `P((data, model))` / `P()`, axes named from `mesh`.
+std::string spec_str(const rt::PartitionSpec &spec, const rt::Mesh &mesh);
+
+/// The user-facing name of shmap parameter k (its name in the source).
+std::string param_name(const ir::Function &function, size_t k);
+
+/// Checks one input against parameter k of `function`; returns an empty string
+/// when it fits, else a complete sentence naming the argument, the expected
+/// global type and in_spec, and what `found_in` (e.g. "`x.npy`") holds.
+std::string check_input(const ir::Module &module, const ir::Function &function, size_t k,
+                        rt::DType dtype, const rt::Shape &shape,
+                        const std::string &found_in = "the given array");
+
+}  // namespace spmd::interp

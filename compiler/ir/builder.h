@@ -1,0 +1,50 @@
+// ir/builder.h — appending typed instructions to a function.
+//
+// Builder::add types a new instruction with the op's shape rule and variance
+// rule (the union of the operands' variance, then result_variance), creates its
+// result values and appends it. Passes that rewrite a body build a fresh
+// instruction list with a Builder pointed at it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace spmd::ir {
+
+class Builder {
+ public:
+  Builder(const Module &module, Function &function)
+      : module_(module), function_(function), body_(&function.body) {}
+  /// Appends to `body` instead of function.body (values still live in function).
+  Builder(const Module &module, Function &function, std::vector<Instr> &body)
+      : module_(module), function_(function), body_(&body) {}
+
+  Function &function() { return function_; }
+  const rt::Mesh &mesh() const { return module_.mesh_of(function_); }
+
+  /// Appends `op`; on a shape-rule failure returns {} and sets `error`.
+  std::vector<ValueId> add(OpCode op, std::vector<ValueId> operands, Attrs attrs, SourceSpan span,
+                           std::string &error, Origin origin = Origin::User);
+  /// As add, for single-result ops; a failure is a compiler bug (throws std::logic_error).
+  ValueId add1(OpCode op, std::vector<ValueId> operands, Attrs attrs = {}, SourceSpan span = {},
+               Origin origin = Origin::Transform);
+  /// Appends an instruction whose result types are given (calls).
+  std::vector<ValueId> add_typed(OpCode op, std::vector<ValueId> operands, Attrs attrs,
+                                 std::vector<Type> result_types, SourceSpan span,
+                                 Origin origin = Origin::User);
+
+  // Shorthands used by the transforms.
+  ValueId constant(DType dtype, double value, SourceSpan span = {});
+  ValueId full(DType dtype, const Shape &shape, double value, SourceSpan span = {});
+  ValueId pbroadcast(ValueId x, const std::vector<int> &axes, SourceSpan span = {},
+                     Origin origin = Origin::Transform);
+
+ private:
+  const Module &module_;
+  Function &function_;
+  std::vector<Instr> *body_;
+};
+
+}  // namespace spmd::ir

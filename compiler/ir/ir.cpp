@@ -1,0 +1,33 @@
+// ir/ir.cpp — small helpers of the IR data structures.
+#include "ir/ir.h"
+
+namespace spmd::ir {
+
+ValueId Function::add_value(Type type, std::string name, SourceSpan span) {
+  Value v;
+  v.type = std::move(type);
+  v.name = std::move(name);
+  v.span = span;
+  values.push_back(std::move(v));
+  return static_cast<ValueId>(values.size() - 1);
+}
+
+std::string result_name(const Function &f, size_t k) {
+  if (k < f.results.size() && !f.results[k].name.empty()) return f.results[k].name;
+  if (f.results.size() == 1) return f.name;
+  return "out" + std::to_string(k);
+}
+
+const rt::Mesh &Module::mesh_of(const Function &f) const {
+  static const rt::Mesh kNoMesh;
+  if (f.mesh < 0) return kNoMesh;
+  return meshes.at(static_cast<size_t>(f.mesh)).mesh;
+}
+
+int Module::find_function(std::string_view name) const {
+  for (size_t i = 0; i < functions.size(); ++i)
+    if (functions[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace spmd::ir

@@ -1,0 +1,104 @@
+// ir/ir.h — the flat, typed intermediate representation of the middle end.
+//
+// A Module holds meshes and functions. A Function is a list of instructions in
+// SSA form: every instruction reads operand values and defines fresh result
+// values; every value has a Type (dtype, local shape, variance) and a name
+// hint used when printing. A shmap function has a mesh and partition specs for
+// its parameters and results; a def function is an instantiation of a `def`
+// for concrete argument types (its mesh is the caller's, so axis names in its
+// body resolve). The verifier (ir/verifier.h) re-checks every rule.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/types.h"
+#include "ops/op_info.h"
+#include "spmdrt/mesh.h"
+#include "support/source.h"
+
+namespace spmd::ir {
+
+using ValueId = int32_t;
+inline constexpr ValueId kNoValue = -1;
+
+/// Why an instruction exists: written by the user, or inserted by a pass.
+enum class Origin : uint8_t { User, AutoPbroadcast, Lowering, Transform };
+
+struct Value {
+  Type type;
+  std::string name;  // hint for printing; unique names are chosen by the printer
+  SourceSpan span;   // where it was defined
+  /// A variance the user wrote (`w: f32[]{i} = ...`), checked by infer_variance.
+  std::optional<AxisSet> declared_variance;
+  SourceSpan annotation_span;
+};
+
+struct Instr {
+  OpCode op = OpCode::Constant;
+  std::vector<ValueId> operands;
+  std::vector<ValueId> results;
+  Attrs attrs;
+  SourceSpan span;
+  Origin origin = Origin::User;
+};
+
+enum class FunctionKind : uint8_t { Shmap, Def };
+
+struct MeshDef {
+  std::string name;
+  rt::Mesh mesh;
+  SourceSpan span;
+};
+
+struct Param {
+  ValueId value = kNoValue;
+  Shape global_shape;                // shmap: as written; def: = local shape
+  rt::PartitionSpec spec;            // shmap only
+  SourceSpan span;
+};
+
+struct Result {
+  std::string name;  // as written in the signature (`-> (loss: f32[] @ P())`), or empty
+  Shape global_shape;
+  rt::PartitionSpec spec;
+  SourceSpan span;  // the result type in the signature
+};
+
+struct Function {
+  std::string name;
+  FunctionKind kind = FunctionKind::Shmap;
+  int mesh = -1;  // index into Module::meshes
+  bool auto_pbroadcast = true;
+  std::vector<Param> params;
+  std::vector<Result> results;  // types of the returned values
+  std::vector<ValueId> returns;
+  SourceSpan return_span;       // the return statement
+  std::vector<Value> values;
+  std::vector<Instr> body;
+  SourceSpan span;
+  /// Free text printed as a comment above the function (e.g. "transpose of f1").
+  std::string comment;
+  /// For def instances: the source def's name and span.
+  std::string source_name;
+
+  ValueId add_value(Type type, std::string name, SourceSpan span);
+  const Type &type(ValueId v) const { return values.at(static_cast<size_t>(v)).type; }
+  Type &type(ValueId v) { return values.at(static_cast<size_t>(v)).type; }
+};
+
+/// The user-facing name of result k: its written name, else the function's
+/// name for a single result, else "out<k>". `spmdc run --out NAME=file` uses it.
+std::string result_name(const Function &f, size_t k);
+
+struct Module {
+  std::vector<MeshDef> meshes;
+  std::vector<Function> functions;
+
+  const rt::Mesh &mesh_of(const Function &f) const;
+  /// Index of the function named `name` or -1.
+  int find_function(std::string_view name) const;
+};
+
+}  // namespace spmd::ir

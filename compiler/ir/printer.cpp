@@ -1,0 +1,528 @@
+// ir/printer.cpp — IR to .spmd source and raw dumps (see printer.h).
+#include "ir/printer.h"
+
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "ops/shape_rules.h"
+
+namespace spmd::ir {
+namespace {
+
+std::string shape_tuple(const Shape &s) {
+  if (s.empty()) return "()";
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+std::string int_tuple(const std::vector<int64_t> &v) { return shape_tuple(v); }
+
+bool is_keyword(const std::string &n) {
+  static const std::set<std::string> kw = {"import", "mesh", "def",   "shmap", "on",
+                                           "return", "for",  "in",    "range", "if",
+                                           "else",   "and",  "or",    "not",   "true",
+                                           "false",  "None"};
+  return kw.count(n) > 0;
+}
+
+/// Assigns printable unique names to the values of one function.
+class Namer {
+ public:
+  Namer(const Function &f, const rt::Mesh &mesh) : f_(f) {
+    for (const auto &a : mesh.axes()) taken_.insert(a.name);
+    names_.resize(f.values.size());
+    for (const auto &p : f.params) assign(p.value);
+  }
+  const std::string &name(ValueId v) {
+    if (names_[v].empty()) assign(v);
+    return names_[v];
+  }
+
+ private:
+  void assign(ValueId v) {
+    std::string base = f_.values[v].name;
+    if (base.empty() || is_keyword(base)) {
+      std::string n;
+      do n = "t" + std::to_string(next_temp_++);
+      while (taken_.count(n));
+      names_[v] = n;
+      taken_.insert(n);
+      return;
+    }
+    std::string n = base;
+    for (int k = 1; taken_.count(n); ++k) n = base + "_" + std::to_string(k);
+    names_[v] = n;
+    taken_.insert(n);
+  }
+  const Function &f_;
+  std::vector<std::string> names_;
+  std::set<std::string> taken_;
+  int next_temp_ = 0;
+};
+
+class FunctionPrinter {
+ public:
+  FunctionPrinter(const Module &m, const Function &f, const PrintOptions &o,
+                  const std::vector<std::string> &fn_names)
+      : m_(m), f_(f), o_(o), mesh_(m.mesh_of(f)), namer_(f, mesh_), fn_names_(fn_names) {
+    for (const auto &in : f.body)
+      for (ValueId r : in.results) def_[r] = &in;
+    for (const auto &in : f.body)
+      for (ValueId o : in.operands) uses_[o]++;
+    for (ValueId r : f.returns) uses_[r]++;
+  }
+
+  std::string print() {
+    std::ostringstream out;
+    if (!f_.comment.empty()) {
+      std::istringstream lines(f_.comment);
+      std::string line;
+      while (std::getline(lines, line)) out << "# " << line << "\n";
+    }
+    bool shmap = f_.kind == FunctionKind::Shmap;
+    if (shmap && !f_.auto_pbroadcast) out << "[[no_auto_pbroadcast]]\n";
+    out << (shmap ? "shmap " : "def ") << fn_names_[index_of()] << "(";
+    for (size_t i = 0; i < f_.params.size(); ++i) {
+      const Param &p = f_.params[i];
+      const Type &t = f_.type(p.value);
+      out << (i ? ", " : "") << namer_.name(p.value) << ": ";
+      if (shmap) {
+        out << shape_type_str(t.dtype, p.global_shape) << " @ " << spec_str(p.spec);
+      } else {
+        out << (o_.types ? type_str(t, mesh_) : shape_type_str(t.dtype, t.shape));
+      }
+    }
+    out << ") -> ";
+    if (f_.results.size() != 1) out << "(";
+    for (size_t k = 0; k < f_.results.size(); ++k) {
+      const Type &t = f_.type(f_.returns[k]);
+      out << (k ? ", " : "");
+      if (shmap) {
+        out << shape_type_str(t.dtype, f_.results[k].global_shape) << " @ "
+            << spec_str(f_.results[k].spec);
+      } else {
+        out << (o_.types ? type_str(t, mesh_) : shape_type_str(t.dtype, t.shape));
+      }
+    }
+    if (f_.results.size() != 1) out << ")";
+    if (shmap) out << " on " << m_.meshes[static_cast<size_t>(f_.mesh)].name;
+    out << " {\n";
+    for (const Instr &in : f_.body) {
+      if (inlined(in)) continue;
+      out << "  ";
+      for (size_t k = 0; k < in.results.size(); ++k) {
+        out << (k ? ", " : "") << namer_.name(in.results[k]);
+        if (o_.types) out << ": " << type_str(f_.type(in.results[k]), mesh_);
+      }
+      out << " = " << expr(in);
+      if (o_.types && o_.mark_inserted && in.origin == Origin::AutoPbroadcast) out << "  # auto";
+      out << "\n";
+    }
+    out << "  return";
+    for (size_t k = 0; k < f_.returns.size(); ++k)
+      out << (k ? ", " : " ") << operand(f_.returns[k], std::nullopt);
+    out << "\n}\n";
+    return out.str();
+  }
+
+ private:
+  size_t index_of() const { return static_cast<size_t>(&f_ - m_.functions.data()); }
+
+  std::string spec_str(const rt::PartitionSpec &spec) {
+    size_t n = spec.size();
+    while (n > 0 && spec[n - 1].empty()) --n;
+    std::string s = "P(";
+    for (size_t d = 0; d < n; ++d) {
+      s += d ? ", " : "";
+      if (spec[d].empty()) s += "None";
+      else s += axis_list_str(spec[d], mesh_);
+    }
+    return s + ")";
+  }
+
+  /// A constant used only as a partner of a binary op with a same-dtype
+  /// non-constant operand is printed in place as a literal.
+  bool inlined(const Instr &in) const {
+    if (in.op != OpCode::Constant) return false;
+    ValueId v = in.results[0];
+    for (const Instr &user : f_.body) {
+      for (size_t k = 0; k < user.operands.size(); ++k) {
+        if (user.operands[k] != v) continue;
+        if (!literal_ok_in(user, k)) return false;
+      }
+    }
+    for (ValueId r : f_.returns)
+      if (r == v) return false;
+    return true;
+  }
+  bool literal_ok_in(const Instr &user, size_t k) const {
+    OpKind kind = op_kind(user.op);
+    if (kind != OpKind::Binary && kind != OpKind::Compare && kind != OpKind::Select) return false;
+    if (kind == OpKind::Select && k == 0) return false;
+    DType d = f_.type(user.operands[k]).dtype;
+    for (size_t j = 0; j < user.operands.size(); ++j) {
+      if (j == k || (kind == OpKind::Select && j == 0)) continue;
+      auto it = def_.find(user.operands[j]);
+      bool other_const = it != def_.end() && it->second->op == OpCode::Constant;
+      if (!other_const && f_.type(user.operands[j]).dtype == d &&
+          f_.type(user.operands[j]).variance.contains_all(f_.type(user.operands[k]).variance))
+        return true;
+    }
+    return false;
+  }
+
+  std::string literal(const Instr &c) { return format_number(c.attrs.value, c.attrs.dtype); }
+
+  std::string operand(ValueId v, std::optional<int> /*unused*/) {
+    auto it = def_.find(v);
+    if (it != def_.end() && it->second->op == OpCode::Constant && inlined(*it->second)) {
+      std::string lit = literal(*it->second);
+      return lit[0] == '-' ? "(" + lit + ")" : lit;
+    }
+    return namer_.name(v);
+  }
+  std::string op(ValueId v) { return operand(v, std::nullopt); }
+
+  std::string axes(const Instr &in) { return axis_list_str(in.attrs.axes, mesh_); }
+
+  std::string expr(const Instr &in) {
+    const Attrs &a = in.attrs;
+    auto call1 = [&](std::string_view name) {
+      return std::string(name) + "(" + op(in.operands[0]) + ")";
+    };
+    auto infix = [&](const char *sym) {
+      return op(in.operands[0]) + " " + sym + " " + op(in.operands[1]);
+    };
+    switch (in.op) {
+      case OpCode::Constant: {
+        bool natural = a.dtype == DType::F32 || a.dtype == DType::I32 || a.dtype == DType::Bool;
+        if (natural) return literal(in);
+        return "full((), " + format_number(a.value, a.dtype) + ", " + dtype_name(a.dtype) + ")";
+      }
+      case OpCode::Full: {
+        std::string d = a.dtype == DType::F32 ? "" : std::string(", ") + dtype_name(a.dtype);
+        if (a.value == 0 && !std::signbit(a.value)) return "zeros(" + shape_tuple(a.shape) + d + ")";
+        if (a.value == 1) return "ones(" + shape_tuple(a.shape) + d + ")";
+        return "full(" + shape_tuple(a.shape) + ", " + format_number(a.value, a.dtype) + ", " +
+               dtype_name(a.dtype) + ")";
+      }
+      case OpCode::Iota:
+        return "iota(" + shape_tuple(a.shape) + ", dim=" + std::to_string(a.dim) +
+               ", dtype=" + dtype_name(a.dtype) + ")";
+      case OpCode::Neg: return "-" + op(in.operands[0]);
+      case OpCode::Exp:
+      case OpCode::Log:
+      case OpCode::Sin:
+      case OpCode::Cos:
+      case OpCode::Tanh:
+      case OpCode::Sqrt:
+      case OpCode::Rsqrt:
+      case OpCode::Abs:
+      case OpCode::Sign:
+      case OpCode::Logistic:
+      case OpCode::Not:
+        return call1(op_spelling(in.op));
+      case OpCode::Cast:
+        return "cast(" + op(in.operands[0]) + ", " + dtype_name(a.dtype) + ")";
+      case OpCode::Add: return infix("+");
+      case OpCode::Sub: return infix("-");
+      case OpCode::Mul: return infix("*");
+      case OpCode::Div: return infix("/");
+      case OpCode::Pow: return infix("**");
+      case OpCode::Lt: return infix("<");
+      case OpCode::Le: return infix("<=");
+      case OpCode::Gt: return infix(">");
+      case OpCode::Ge: return infix(">=");
+      case OpCode::Eq: return infix("==");
+      case OpCode::Ne: return infix("!=");
+      case OpCode::And: return infix("and");
+      case OpCode::Or: return infix("or");
+      case OpCode::Max:
+      case OpCode::Min:
+        return std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " +
+               op(in.operands[1]) + ")";
+      case OpCode::Select:
+        return "where(" + op(in.operands[0]) + ", " + op(in.operands[1]) + ", " +
+               op(in.operands[2]) + ")";
+      case OpCode::ReduceSum:
+      case OpCode::ReduceMax:
+      case OpCode::ReduceMin: {
+        std::string s = std::string(op_spelling(in.op)) + "(" + op(in.operands[0]);
+        int64_t rank = f_.type(in.operands[0]).rank();
+        bool all = static_cast<int64_t>(a.dims.size()) == rank;
+        if (!all || rank == 0) s += ", axes=" + int_tuple(a.dims);
+        return s + ")";
+      }
+      case OpCode::Einsum: {
+        if (in.operands.size() == 2 &&
+            (a.spec == "ij,jk->ik" || a.spec == "j,jk->k" || a.spec == "ij,j->i" ||
+             a.spec == "j,j->"))
+          return op(in.operands[0]) + " @ " + op(in.operands[1]);
+        std::string s = "einsum(\"" + a.spec + "\"";
+        for (ValueId o : in.operands) s += ", " + op(o);
+        return s + ")";
+      }
+      case OpCode::Reshape:
+        return "reshape(" + op(in.operands[0]) + ", " + shape_tuple(a.shape) + ")";
+      case OpCode::Transpose:
+        return "transpose(" + op(in.operands[0]) + ", " + int_tuple(a.dims) + ")";
+      case OpCode::BroadcastTo:
+        return "broadcast_to(" + op(in.operands[0]) + ", " + shape_tuple(a.shape) + ")";
+      case OpCode::Slice: {
+        const Shape &s = f_.type(in.operands[0]).shape;
+        std::string out = op(in.operands[0]) + "[";
+        for (size_t d = 0; d < s.size(); ++d) {
+          out += d ? ", " : "";
+          bool full_range = a.start[d] == 0 && a.limit[d] == s[d];
+          if (!full_range || a.stride[d] == 1) {
+            if (a.start[d] != 0) out += std::to_string(a.start[d]);
+            out += ":";
+            if (a.limit[d] != s[d]) out += std::to_string(a.limit[d]);
+          } else {
+            out += ":";
+          }
+          if (a.stride[d] != 1) out += ":" + std::to_string(a.stride[d]);
+        }
+        if (s.empty()) out += ":";  // not reachable: rank-0 values are not sliced
+        return out + "]";
+      }
+      case OpCode::Pad:
+        return "pad(" + op(in.operands[0]) + ", " + shape_tuple(a.shape) +
+               ", start=" + int_tuple(a.start) + ", stride=" + int_tuple(a.stride) + ")";
+      case OpCode::Concat: {
+        std::string s = "concat((";
+        for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
+        if (in.operands.size() == 1) s += ",";
+        return s + "), axis=" + std::to_string(a.dim) + ")";
+      }
+      case OpCode::DynamicSlice:
+        return "dynamic_slice(" + op(in.operands[0]) + ", " + op(in.operands[1]) +
+               ", size=" + std::to_string(a.shape[a.dim]) + ", axis=" + std::to_string(a.dim) +
+               ")";
+      case OpCode::DynamicUpdateSlice:
+        return "dynamic_update_slice(" + op(in.operands[0]) + ", " + op(in.operands[1]) + ", " +
+               op(in.operands[2]) + ", axis=" + std::to_string(a.dim) + ")";
+      case OpCode::Psum:
+      case OpCode::Pmax:
+      case OpCode::Pmin:
+      case OpCode::Pbroadcast:
+        return std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " + axes(in) + ")";
+      case OpCode::AllGather:
+      case OpCode::AllGatherInvariant:
+      case OpCode::Pscatter: {
+        std::string s =
+            std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " + axes(in);
+        if (a.dim != 0) s += ", axis=" + std::to_string(a.dim);
+        if (!a.tiled) s += ", tiled=false";
+        return s + ")";
+      }
+      case OpCode::PsumScatter: {
+        std::string s = "psum_scatter(" + op(in.operands[0]) + ", " + axes(in);
+        if (a.dim != 0) s += ", scatter_dimension=" + std::to_string(a.dim);
+        if (!a.tiled) s += ", tiled=false";
+        return s + ")";
+      }
+      case OpCode::AllToAll:
+        return "all_to_all(" + op(in.operands[0]) + ", " + axes(in) +
+               ", split_axis=" + std::to_string(a.dim) + ", concat_axis=" + std::to_string(a.dim2) +
+               ")";
+      case OpCode::Ppermute: {
+        std::string s = "ppermute(" + op(in.operands[0]) + ", " + axes(in) + ", perm=[";
+        for (size_t k = 0; k < a.perm.size(); ++k)
+          s += (k ? ", " : "") + std::string("(") + std::to_string(a.perm[k].first) + ", " +
+               std::to_string(a.perm[k].second) + ")";
+        return s + "])";
+      }
+      case OpCode::AxisIndex:
+        return "axis_index(" + axes(in) + ")";
+      case OpCode::Call: {
+        std::string s = fn_names_[static_cast<size_t>(a.callee)] + "(";
+        for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
+        return s + ")";
+      }
+    }
+    return "?";
+  }
+
+  const Module &m_;
+  const Function &f_;
+  const PrintOptions &o_;
+  const rt::Mesh &mesh_;
+  Namer namer_;
+  const std::vector<std::string> &fn_names_;
+  std::map<ValueId, const Instr *> def_;
+  std::map<ValueId, int> uses_;
+};
+
+/// Unique printed names for functions (def instances of one source name get suffixes).
+std::vector<std::string> function_names(const Module &m) {
+  std::vector<std::string> names;
+  std::set<std::string> taken;
+  for (const auto &f : m.functions)
+    if (f.kind == FunctionKind::Shmap) taken.insert(f.name);
+  for (const auto &f : m.functions) {
+    if (f.kind == FunctionKind::Shmap) {
+      names.push_back(f.name);
+      continue;
+    }
+    std::string n = f.name;
+    for (int k = 2; taken.count(n); ++k) n = f.name + "_" + std::to_string(k);
+    taken.insert(n);
+    names.push_back(n);
+  }
+  return names;
+}
+
+/// Def instances reachable from shmaps (others are leftovers of specialisation).
+std::vector<bool> reachable(const Module &m) {
+  std::vector<bool> seen(m.functions.size(), false);
+  std::vector<size_t> stack;
+  for (size_t i = 0; i < m.functions.size(); ++i)
+    if (m.functions[i].kind == FunctionKind::Shmap) {
+      seen[i] = true;
+      stack.push_back(i);
+    }
+  while (!stack.empty()) {
+    size_t i = stack.back();
+    stack.pop_back();
+    for (const auto &in : m.functions[i].body)
+      if (in.op == OpCode::Call && !seen[static_cast<size_t>(in.attrs.callee)]) {
+        seen[static_cast<size_t>(in.attrs.callee)] = true;
+        stack.push_back(static_cast<size_t>(in.attrs.callee));
+      }
+  }
+  return seen;
+}
+
+/// Callees before callers.
+void post_order(const Module &m, size_t i, std::vector<bool> &done, std::vector<size_t> &out) {
+  if (done[i]) return;
+  done[i] = true;
+  for (const auto &in : m.functions[i].body)
+    if (in.op == OpCode::Call) post_order(m, static_cast<size_t>(in.attrs.callee), done, out);
+  out.push_back(i);
+}
+
+}  // namespace
+
+std::string format_number(double value, DType dtype) {
+  if (dtype == DType::Bool) return value != 0 ? "true" : "false";
+  if (dtype == DType::I32) return std::to_string(static_cast<int64_t>(value));
+  if (std::isinf(value) || std::isnan(value)) {
+    // No literal syntax for these: a finite expression that produces them.
+    if (std::isnan(value)) return "(0.0 / 0.0)";
+    return value > 0 ? "(1.0 / 0.0)" : "(-1.0 / 0.0)";
+  }
+  char buf[64];
+  std::to_chars_result r;
+  if (dtype == DType::F32 || dtype == DType::BF16)
+    r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(value));
+  else
+    r = std::to_chars(buf, buf + sizeof buf, value);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string print_function(const Module &module, const Function &function,
+                           const PrintOptions &options) {
+  auto names = function_names(module);
+  return FunctionPrinter(module, function, options, names).print();
+}
+
+std::string print_module(const Module &module, const PrintOptions &options) {
+  std::ostringstream out;
+  bool first = true;
+  if (options.include_meshes) {
+    for (const auto &m : module.meshes) {
+      out << "mesh " << m.name << " = (";
+      for (size_t i = 0; i < m.mesh.axes().size(); ++i)
+        out << (i ? ", " : "") << m.mesh.axes()[i].name << ": " << m.mesh.axes()[i].size;
+      out << ")\n";
+      first = false;
+    }
+  }
+  auto names = function_names(module);
+  auto live = reachable(module);
+  std::vector<bool> done(module.functions.size(), false);
+  std::vector<size_t> order;
+  for (size_t i = 0; i < module.functions.size(); ++i)
+    if (module.functions[i].kind == FunctionKind::Shmap) post_order(module, i, done, order);
+  for (size_t i : order) {
+    if (!live[i]) continue;
+    if (!first) out << "\n";
+    first = false;
+    out << FunctionPrinter(module, module.functions[i], options, names).print();
+  }
+  return out.str();
+}
+
+std::string dump_ir(const Module &module) {
+  std::ostringstream out;
+  for (size_t i = 0; i < module.functions.size(); ++i) {
+    const Function &f = module.functions[i];
+    const rt::Mesh &mesh = module.mesh_of(f);
+    out << "func @" << i << " " << (f.kind == FunctionKind::Shmap ? "shmap " : "def ") << f.name;
+    if (f.mesh >= 0) out << " mesh=" << module.meshes[static_cast<size_t>(f.mesh)].name;
+    out << " auto_pbroadcast=" << (f.auto_pbroadcast ? "on" : "off") << "\n";
+    for (const auto &p : f.params)
+      out << "  param %" << p.value << " " << f.values[p.value].name << ": "
+          << type_str(f.type(p.value), mesh) << "\n";
+    for (const auto &in : f.body) {
+      out << "  ";
+      for (size_t k = 0; k < in.results.size(); ++k)
+        out << (k ? ", " : "") << "%" << in.results[k] << ": " << type_str(f.type(in.results[k]), mesh);
+      out << " = " << op_spelling(in.op);
+      for (ValueId o : in.operands) out << " %" << o;
+      const Attrs &a = in.attrs;
+      if (!a.axes.empty()) out << " axes=" << axis_list_str(a.axes, mesh);
+      if (!a.dims.empty()) out << " dims=" << int_tuple(a.dims);
+      if (!a.shape.empty()) out << " shape=" << shape_tuple(a.shape);
+      if (!a.start.empty()) out << " start=" << int_tuple(a.start);
+      if (!a.limit.empty()) out << " limit=" << int_tuple(a.limit);
+      if (!a.stride.empty()) out << " stride=" << int_tuple(a.stride);
+      if (!a.spec.empty()) out << " spec=\"" << a.spec << "\"";
+      if (!a.perm.empty()) {
+        out << " perm=[";
+        for (size_t k = 0; k < a.perm.size(); ++k)
+          out << (k ? "," : "") << a.perm[k].first << "->" << a.perm[k].second;
+        out << "]";
+      }
+      switch (op_kind(in.op)) {
+        case OpKind::Creation:
+          out << " dtype=" << dtype_name(a.dtype) << " value=" << format_number(a.value, DType::F64);
+          if (in.op == OpCode::Iota) out << " dim=" << a.dim;
+          break;
+        case OpKind::Collective:
+          if (in.op != OpCode::AxisIndex && in.op != OpCode::Ppermute && in.op != OpCode::Psum &&
+              in.op != OpCode::Pmax && in.op != OpCode::Pmin && in.op != OpCode::Pbroadcast)
+            out << " dim=" << a.dim << (in.op == OpCode::AllToAll ? " dim2=" + std::to_string(a.dim2) : "")
+                << " tiled=" << (a.tiled ? "true" : "false");
+          break;
+        case OpKind::Layout:
+          if (in.op == OpCode::Concat || in.op == OpCode::DynamicSlice ||
+              in.op == OpCode::DynamicUpdateSlice)
+            out << " dim=" << a.dim;
+          break;
+        case OpKind::Call:
+          out << " callee=@" << a.callee;
+          break;
+        default:
+          if (in.op == OpCode::Cast) out << " dtype=" << dtype_name(a.dtype);
+          break;
+      }
+      if (in.origin == Origin::AutoPbroadcast) out << " (auto)";
+      out << "\n";
+    }
+    out << "  return";
+    for (size_t k = 0; k < f.returns.size(); ++k) out << (k ? ", %" : " %") << f.returns[k];
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace spmd::ir

@@ -1,0 +1,23 @@
+// ir/verifier.h — re-checks every typing rule of an IR module.
+//
+// verify_module checks that each function is in SSA form (every operand
+// defined before use, every value defined once), that every instruction's
+// result types agree with its op's shape rule and variance rule, that
+// collectives get operands of the variance they need, that calls match their
+// callee, and that shmap returns match the out_specs (local shape, and
+// variance equal to exactly the axes the out_spec mentions). Passes run it in
+// tests after every transformation; a failure is a compiler bug.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace spmd::ir {
+
+/// Problems found, one sentence each, prefixed with the function name; empty if valid.
+std::vector<std::string> verify_module(const Module &module);
+std::vector<std::string> verify_function(const Module &module, const Function &function);
+
+}  // namespace spmd::ir

@@ -1,0 +1,1083 @@
+// middle/lower.cpp — AST to IR (see lower.h for the steps).
+#include "middle/lower.h"
+
+#include <set>
+
+#include "frontend/format.h"
+#include "middle/lower_internal.h"
+#include "ops/shape_rules.h"
+
+namespace spmd {
+namespace lowering {
+namespace {
+
+std::string qualified_alias(const std::string &module_name) {
+  auto dot = module_name.rfind('.');
+  return dot == std::string::npos ? module_name : module_name.substr(dot + 1);
+}
+
+const char *op_symbol(ast::BinaryOpKind k) {
+  switch (k) {
+    case ast::BinaryOpKind::Add: return "+";
+    case ast::BinaryOpKind::Sub: return "-";
+    case ast::BinaryOpKind::Mul: return "*";
+    case ast::BinaryOpKind::Div: return "/";
+    case ast::BinaryOpKind::Pow: return "**";
+    case ast::BinaryOpKind::MatMul: return "@";
+    case ast::BinaryOpKind::Lt: return "<";
+    case ast::BinaryOpKind::Le: return "<=";
+    case ast::BinaryOpKind::Gt: return ">";
+    case ast::BinaryOpKind::Ge: return ">=";
+    case ast::BinaryOpKind::Eq: return "==";
+    case ast::BinaryOpKind::Ne: return "!=";
+    case ast::BinaryOpKind::And: return "and";
+    case ast::BinaryOpKind::Or: return "or";
+  }
+  return "?";
+}
+
+OpCode binary_opcode(ast::BinaryOpKind k) {
+  switch (k) {
+    case ast::BinaryOpKind::Add: return OpCode::Add;
+    case ast::BinaryOpKind::Sub: return OpCode::Sub;
+    case ast::BinaryOpKind::Mul: return OpCode::Mul;
+    case ast::BinaryOpKind::Div: return OpCode::Div;
+    case ast::BinaryOpKind::Pow: return OpCode::Pow;
+    case ast::BinaryOpKind::MatMul: return OpCode::Einsum;
+    case ast::BinaryOpKind::Lt: return OpCode::Lt;
+    case ast::BinaryOpKind::Le: return OpCode::Le;
+    case ast::BinaryOpKind::Gt: return OpCode::Gt;
+    case ast::BinaryOpKind::Ge: return OpCode::Ge;
+    case ast::BinaryOpKind::Eq: return OpCode::Eq;
+    case ast::BinaryOpKind::Ne: return OpCode::Ne;
+    case ast::BinaryOpKind::And: return OpCode::And;
+    case ast::BinaryOpKind::Or: return OpCode::Or;
+  }
+  return OpCode::Add;
+}
+
+std::optional<double> fold(OpCode op, double a, double b, bool ints) {
+  switch (op) {
+    case OpCode::Add: return a + b;
+    case OpCode::Sub: return a - b;
+    case OpCode::Mul: return a * b;
+    case OpCode::Div:
+      if (ints) return std::nullopt;  // integer division is not folded
+      return a / b;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+// ============================================================== BodyLowerer
+
+BodyLowerer::BodyLowerer(ProgramLowerer &program, ir::Function &function, int module_index)
+    : program_(program),
+      function_(function),
+      builder_(program.module, function),
+      module_index_(module_index) {}
+
+DiagnosticEngine &BodyLowerer::diags() { return program_.diags; }
+
+ir::ValueId BodyLowerer::emit(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
+                              SourceSpan span, ir::Origin origin) {
+  for (ir::ValueId v : operands)
+    if (v == ir::kNoValue) return ir::kNoValue;
+  std::string error;
+  auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error, origin);
+  if (results.empty()) {
+    diags().error("type-error", span, "`" + std::string(op_spelling(op)) + "`: " + error);
+    return ir::kNoValue;
+  }
+  return results[0];
+}
+
+void BodyLowerer::lower_block(const ast::Block &block) {
+  for (const auto &stmt : block) {
+    if (returned) {
+      diags().error("unreachable-code", stmt->span, "statement after `return`");
+      return;
+    }
+    lower_stmt(*stmt);
+    if (diags().at_limit()) return;
+  }
+}
+
+void BodyLowerer::lower_stmt(const ast::Stmt &stmt) {
+  std::visit(
+      [&](const auto &node) {
+        using T = std::decay_t<decltype(node)>;
+        if constexpr (std::is_same_v<T, ast::AssignStmt>) {
+          lower_assign(node, stmt.span);
+        } else if constexpr (std::is_same_v<T, ast::ReturnStmt>) {
+          lower_return(node, stmt.span);
+        } else {
+          diags().error("unsupported", stmt.span,
+                        "`for` and `if` statements are not supported yet");
+        }
+      },
+      stmt.node);
+}
+
+void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
+  LExpr value = lower_expr(*assign.value);
+  if (!value.ok()) {
+    for (const auto &t : assign.targets) env.erase(t.name.name);  // avoid follow-on errors
+    return;
+  }
+  std::vector<ir::ValueId> values;
+  if (value.kind == LExpr::Kind::Tuple) {
+    values = value.tuple;
+  } else {
+    values.push_back(materialize(value, std::nullopt));
+  }
+  if (values.size() != assign.targets.size()) {
+    diags().error("arity-mismatch", span,
+                  "assigning " + std::to_string(values.size()) + " value" +
+                      (values.size() == 1 ? "" : "s") + " to " +
+                      std::to_string(assign.targets.size()) + " name" +
+                      (assign.targets.size() == 1 ? "" : "s"));
+    return;
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    const ast::AssignTarget &target = assign.targets[i];
+    ir::ValueId v = values[i];
+    if (v == ir::kNoValue) {
+      env.erase(target.name.name);
+      continue;
+    }
+    if (mesh().find_axis(target.name.name) >= 0)
+      diags().warning("shadows-axis", target.name.span,
+                      "`" + target.name.name + "` shadows the mesh axis of the same name");
+    if (target.annotation) {
+      const ast::TypeExpr &ann = *target.annotation;
+      auto dtype = parse_dtype(ann.dtype.name);
+      Shape shape;
+      bool ok = dtype.has_value();
+      if (!dtype) diags().error("unknown-dtype", ann.dtype.span, "unknown dtype `" + ann.dtype.name + "`");
+      for (const auto &d : ann.dims) {
+        if (auto *n = std::get_if<int64_t>(&d.value)) {
+          shape.push_back(*n);
+        } else {
+          auto it = dim_symbols.find(std::get<std::string>(d.value));
+          if (it == dim_symbols.end()) {
+            diags().error("unknown-name", d.span,
+                          "unknown dimension `" + std::get<std::string>(d.value) + "`");
+            ok = false;
+          } else {
+            shape.push_back(it->second);
+          }
+        }
+      }
+      const Type &actual = function_.type(v);
+      if (ok && (actual.dtype != *dtype || actual.shape != shape)) {
+        diags().error("annotation-mismatch", ann.span,
+                      "`" + target.name.name + "` is annotated " + shape_type_str(*dtype, shape) +
+                          " but its value is " + shape_type_str(actual.dtype, actual.shape));
+      }
+      if (ann.variance) {
+        AxisSet declared;
+        for (const auto &axis : *ann.variance) {
+          int a = mesh().find_axis(axis.name);
+          if (a < 0) {
+            diags().error("unknown-axis", axis.span,
+                          "`" + axis.name + "` is not an axis of the mesh");
+            ok = false;
+          } else {
+            declared = declared | AxisSet::of(a);
+          }
+        }
+        if (ok) {
+          // The annotation applies to this binding; give it its own value so
+          // the check (and any lifting pbroadcast) happens at this statement.
+          function_.values[v].declared_variance = declared;
+          function_.values[v].annotation_span = ann.span;
+        }
+      }
+    }
+    ir::Value &info = function_.values[v];
+    if (info.name.empty()) info.name = target.name.name;
+    env[target.name.name] = v;
+  }
+}
+
+void BodyLowerer::lower_return(const ast::ReturnStmt &ret, SourceSpan span) {
+  returned = true;
+  function_.return_span = span;
+  std::vector<ir::ValueId> values;
+  for (const auto &e : ret.values) {
+    LExpr le = lower_expr(*e);
+    if (!le.ok()) return;
+    if (le.kind == LExpr::Kind::Tuple) {
+      for (auto v : le.tuple) values.push_back(v);
+    } else {
+      std::optional<DType> hint;
+      size_t k = values.size();
+      if (k < function_.results.size() && !function_.results[k].global_shape.empty()) hint = {};
+      values.push_back(materialize(le, hint));
+    }
+  }
+  function_.returns = values;
+}
+
+LExpr BodyLowerer::lower_name(const std::string &name, SourceSpan span) {
+  auto it = env.find(name);
+  if (it != env.end()) return LExpr::of(it->second, span);
+  auto sym = dim_symbols.find(name);
+  if (sym != dim_symbols.end()) {
+    LExpr e;
+    e.kind = LExpr::Kind::Literal;
+    e.literal = static_cast<double>(sym->second);
+    e.literal_is_int = true;
+    e.span = span;
+    return e;
+  }
+  if (mesh().find_axis(name) >= 0) {
+    diags().error("axis-as-value", span,
+                  "`" + name + "` is a mesh axis, not a value")
+        .fix = "use axis_index(" + name + ") for this device's position along it, or axis_size(" +
+               name + ") for its size";
+    return {};
+  }
+  diags().error("unknown-name", span, "unknown name `" + name + "`");
+  return {};
+}
+
+ir::ValueId BodyLowerer::materialize(const LExpr &e, std::optional<DType> hint) {
+  switch (e.kind) {
+    case LExpr::Kind::Invalid:
+      return ir::kNoValue;
+    case LExpr::Kind::Value:
+      return e.value;
+    case LExpr::Kind::Tuple:
+      diags().error("type-error", e.span, "a tuple of values is not allowed here");
+      return ir::kNoValue;
+    case LExpr::Kind::Literal: {
+      DType d = e.literal_is_bool ? DType::Bool
+                : e.literal_is_int ? DType::I32
+                                   : DType::F32;
+      if (hint) {
+        if (e.literal_is_bool && *hint != DType::Bool) {
+          diags().error("type-error", e.span,
+                        std::string("a bool literal cannot be used as ") + dtype_name(*hint));
+          return ir::kNoValue;
+        }
+        if (!e.literal_is_bool && *hint == DType::Bool) {
+          diags().error("type-error", e.span, "a number cannot be used as a bool");
+          return ir::kNoValue;
+        }
+        if (!e.literal_is_int && !e.literal_is_bool && *hint == DType::I32 &&
+            e.literal != static_cast<double>(static_cast<int64_t>(e.literal))) {
+          diags().error("type-error", e.span,
+                        "a fractional literal cannot be used as i32; cast the other operand");
+          return ir::kNoValue;
+        }
+        d = *hint;
+      }
+      Attrs a;
+      a.dtype = d;
+      a.value = e.literal;
+      return emit(OpCode::Constant, {}, a, e.span);
+    }
+  }
+  return ir::kNoValue;
+}
+
+ir::ValueId BodyLowerer::lower_value(const ast::Expr &expr, std::optional<DType> hint) {
+  return materialize(lower_expr(expr), hint);
+}
+
+LExpr BodyLowerer::binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan span) {
+  if (!a.ok() || !b.ok()) return {};
+  using K = LExpr::Kind;
+  if (a.kind == K::Literal && b.kind == K::Literal && !a.literal_is_bool && !b.literal_is_bool) {
+    bool ints = a.literal_is_int && b.literal_is_int;
+    if (auto r = fold(op, a.literal, b.literal, ints)) {
+      LExpr e = a;
+      e.literal = *r;
+      e.literal_is_int = ints;
+      e.span = span;
+      return e;
+    }
+  }
+  std::optional<DType> hint;
+  if (a.kind == K::Value) hint = function_.type(a.value).dtype;
+  if (b.kind == K::Value) hint = function_.type(b.value).dtype;
+  if (!hint && a.kind == K::Literal && b.kind == K::Literal)
+    hint = (a.literal_is_int && b.literal_is_int) ? DType::I32 : DType::F32;
+  ir::ValueId va = materialize(a, hint), vb = materialize(b, hint);
+  if (va == ir::kNoValue || vb == ir::kNoValue) return {};
+  if (op == OpCode::Einsum) {
+    const Type &ta = function_.type(va), &tb = function_.type(vb);
+    if (ta.rank() < 1 || tb.rank() < 1 || ta.rank() > 2 || tb.rank() > 2) {
+      diags().error("type-error", span,
+                    "`@` takes operands of rank 1 or 2 (use einsum for batched products), got " +
+                        shape_type_str(ta.dtype, ta.shape) + " and " +
+                        shape_type_str(tb.dtype, tb.shape));
+      return {};
+    }
+    std::string lhs = ta.rank() == 2 ? "ij" : "j";
+    std::string rhs = tb.rank() == 2 ? "jk" : "j";
+    std::string out = std::string(ta.rank() == 2 ? "i" : "") + (tb.rank() == 2 ? "k" : "");
+    Attrs attrs;
+    attrs.spec = lhs + "," + rhs + "->" + out;
+    return LExpr::of(emit(OpCode::Einsum, {va, vb}, attrs, span), span);
+  }
+  return LExpr::of(emit(op, {va, vb}, {}, span), span);
+}
+
+LExpr BodyLowerer::lower_expr(const ast::Expr &expr) {
+  const SourceSpan span = expr.span;
+  return std::visit(
+      [&](const auto &node) -> LExpr {
+        using T = std::decay_t<decltype(node)>;
+        if constexpr (std::is_same_v<T, ast::NameExpr>) {
+          return lower_name(node.name, span);
+        } else if constexpr (std::is_same_v<T, ast::IntLit>) {
+          LExpr e;
+          e.kind = LExpr::Kind::Literal;
+          e.literal = static_cast<double>(node.value);
+          e.literal_is_int = true;
+          e.span = span;
+          if (node.value > INT32_MAX) {
+            diags().error("literal-out-of-range", span, "integer literal does not fit in i32");
+            return {};
+          }
+          return e;
+        } else if constexpr (std::is_same_v<T, ast::FloatLit>) {
+          LExpr e;
+          e.kind = LExpr::Kind::Literal;
+          e.literal = node.value;
+          e.span = span;
+          return e;
+        } else if constexpr (std::is_same_v<T, ast::BoolLit>) {
+          LExpr e;
+          e.kind = LExpr::Kind::Literal;
+          e.literal = node.value ? 1 : 0;
+          e.literal_is_bool = true;
+          e.span = span;
+          return e;
+        } else if constexpr (std::is_same_v<T, ast::StringLit>) {
+          diags().error("type-error", span, "a string is only allowed as an einsum spec");
+          return {};
+        } else if constexpr (std::is_same_v<T, ast::UnaryExpr>) {
+          LExpr x = lower_expr(*node.operand);
+          if (!x.ok()) return {};
+          if (node.op == ast::UnaryOpKind::Neg) {
+            if (x.kind == LExpr::Kind::Literal && !x.literal_is_bool) {
+              x.literal = -x.literal;
+              x.span = span;
+              return x;
+            }
+            return LExpr::of(emit(OpCode::Neg, {materialize(x, std::nullopt)}, {}, span), span);
+          }
+          return LExpr::of(emit(OpCode::Not, {materialize(x, DType::Bool)}, {}, span), span);
+        } else if constexpr (std::is_same_v<T, ast::BinaryExpr>) {
+          LExpr a = lower_expr(*node.lhs);
+          LExpr b = lower_expr(*node.rhs);
+          if (!a.ok() || !b.ok()) return {};
+          LExpr r = binary(binary_opcode(node.op), a, b, span);
+          (void)op_symbol;
+          return r;
+        } else if constexpr (std::is_same_v<T, ast::CallExpr>) {
+          return lower_call(node, span);
+        } else if constexpr (std::is_same_v<T, ast::IndexExpr>) {
+          return lower_index(node, span);
+        } else {
+          diags().error("type-error", span,
+                        "a tuple or list is only allowed as an argument of a builtin (shapes, "
+                        "axes, permutations)");
+          return {};
+        }
+      },
+      expr.node);
+}
+
+LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
+  const std::string &name = call.callee.name;
+  if (const BuiltinHandler *h = find_builtin(name)) return (*h)(*this, call, span);
+  int def_module = -1;
+  const ast::FuncDecl *decl = program_.find_def(name, module_index_, call.callee.span, def_module);
+  if (!decl) return {};
+  if (decl->kind == ast::FuncKind::Shmap) {
+    diags().error("call-shmap", call.callee.span,
+                  "`" + name + "` is a shmap; a body can call only `def` functions");
+    return {};
+  }
+  std::vector<ir::ValueId> args;
+  for (const auto &arg : call.args) {
+    if (!arg.keyword.empty()) {
+      diags().error("bad-argument", arg.span,
+                    "keyword arguments are not supported in calls of `def` functions");
+      return {};
+    }
+    args.push_back(lower_value(*arg.value));
+    if (args.back() == ir::kNoValue) return {};
+  }
+  if (args.size() != decl->params.size()) {
+    diags()
+        .error("arity-mismatch", span,
+               "`" + name + "` takes " + std::to_string(decl->params.size()) + " argument" +
+                   (decl->params.size() == 1 ? "" : "s") + " but " + std::to_string(args.size()) +
+                   " were given")
+        .notes.push_back({decl->name.span, "`" + name + "` is defined here"});
+    return {};
+  }
+  std::vector<Type> arg_types;
+  for (auto v : args) arg_types.push_back(function_.type(v));
+  int callee = program_.instantiate(*decl, def_module, arg_types, function_.mesh, span);
+  if (callee < 0) return {};
+  const ir::Function &f = program_.module.functions[static_cast<size_t>(callee)];
+  std::vector<Type> result_types;
+  for (auto v : f.returns) result_types.push_back(f.type(v).with_variance({}));
+  Attrs attrs;
+  attrs.callee = callee;
+  auto results = builder_.add_typed(OpCode::Call, args, attrs, result_types, span);
+  if (results.size() == 1) return LExpr::of(results[0], span);
+  LExpr e;
+  e.kind = LExpr::Kind::Tuple;
+  e.tuple = results;
+  e.span = span;
+  return e;
+}
+
+LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
+  ir::ValueId base = lower_value(*index.base);
+  if (base == ir::kNoValue) return {};
+  const Type &t = function_.type(base);
+  if (static_cast<int64_t>(index.subscripts.size()) > t.rank()) {
+    diags().error("bad-index", span,
+                  "too many subscripts (" + std::to_string(index.subscripts.size()) +
+                      ") for a value of rank " + std::to_string(t.rank()));
+    return {};
+  }
+  Attrs attrs;
+  std::vector<int64_t> squeeze;
+  for (int64_t d = 0; d < t.rank(); ++d) {
+    int64_t n = t.shape[d];
+    int64_t b = 0, e = n, st = 1;
+    if (d < static_cast<int64_t>(index.subscripts.size())) {
+      const ast::Subscript &s = index.subscripts[d];
+      auto normalize = [&](int64_t v) { return v < 0 ? v + n : v; };
+      if (!s.is_slice) {
+        auto i = eval_int(*s.index, "an index");
+        if (!i) return {};
+        int64_t k = normalize(*i);
+        if (k < 0 || k >= n) {
+          diags().error("bad-index", s.span,
+                        "index " + std::to_string(*i) + " is out of bounds for dimension " +
+                            std::to_string(d) + " of size " + std::to_string(n));
+          return {};
+        }
+        b = k;
+        e = k + 1;
+        squeeze.push_back(d);
+      } else {
+        if (s.step) {
+          auto v = eval_int(*s.step, "a slice step");
+          if (!v) return {};
+          if (*v <= 0) {
+            diags().error("bad-index", s.step->span, "slice steps must be positive");
+            return {};
+          }
+          st = *v;
+        }
+        if (s.start) {
+          auto v = eval_int(*s.start, "a slice start");
+          if (!v) return {};
+          b = std::clamp<int64_t>(normalize(*v), 0, n);
+        }
+        if (s.stop) {
+          auto v = eval_int(*s.stop, "a slice stop");
+          if (!v) return {};
+          e = std::clamp<int64_t>(normalize(*v), 0, n);
+        }
+        if (e < b) e = b;
+      }
+    }
+    attrs.start.push_back(b);
+    attrs.limit.push_back(e);
+    attrs.stride.push_back(st);
+  }
+  ir::ValueId v = emit(OpCode::Slice, {base}, attrs, span);
+  if (v == ir::kNoValue || squeeze.empty()) return LExpr::of(v, span);
+  Attrs r;
+  const Shape &sliced = function_.type(v).shape;
+  for (int64_t d = 0; d < static_cast<int64_t>(sliced.size()); ++d)
+    if (std::find(squeeze.begin(), squeeze.end(), d) == squeeze.end()) r.shape.push_back(sliced[d]);
+  return LExpr::of(emit(OpCode::Reshape, {v}, r, span, ir::Origin::Lowering), span);
+}
+
+std::optional<int64_t> BodyLowerer::eval_int(const ast::Expr &expr, const char *what) {
+  auto fail = [&]() -> std::optional<int64_t> {
+    diags().error("not-constant", expr.span,
+                  std::string(what) + " must be a compile-time integer");
+    return std::nullopt;
+  };
+  if (auto *lit = std::get_if<ast::IntLit>(&expr.node)) return lit->value;
+  if (auto *name = std::get_if<ast::NameExpr>(&expr.node)) {
+    auto it = dim_symbols.find(name->name);
+    if (it != dim_symbols.end()) return it->second;
+    return fail();
+  }
+  if (auto *u = std::get_if<ast::UnaryExpr>(&expr.node)) {
+    if (u->op != ast::UnaryOpKind::Neg) return fail();
+    auto v = eval_int(*u->operand, what);
+    if (!v) return std::nullopt;
+    return -*v;
+  }
+  if (auto *b = std::get_if<ast::BinaryExpr>(&expr.node)) {
+    auto l = eval_int(*b->lhs, what);
+    if (!l) return std::nullopt;
+    auto r = eval_int(*b->rhs, what);
+    if (!r) return std::nullopt;
+    __int128 res;
+    switch (b->op) {
+      case ast::BinaryOpKind::Add: res = static_cast<__int128>(*l) + *r; break;
+      case ast::BinaryOpKind::Sub: res = static_cast<__int128>(*l) - *r; break;
+      case ast::BinaryOpKind::Mul: res = static_cast<__int128>(*l) * *r; break;
+      case ast::BinaryOpKind::Div:
+        if (*r == 0 || *l % *r != 0) {
+          diags().error("not-constant", expr.span,
+                        std::string(what) + " divides " + std::to_string(*l) + " by " +
+                            std::to_string(*r) + ", which is not exact");
+          return std::nullopt;
+        }
+        res = *l / *r;
+        break;
+      default:
+        return fail();
+    }
+    if (res > INT64_MAX / 2 || res < INT64_MIN / 2) {
+      diags().error("literal-out-of-range", expr.span, std::string(what) + " overflows");
+      return std::nullopt;
+    }
+    return static_cast<int64_t>(res);
+  }
+  if (auto *c = std::get_if<ast::CallExpr>(&expr.node)) {
+    if (c->callee.name == "axis_size" && c->args.size() == 1) {
+      auto axes = eval_axes(*c->args[0].value);
+      if (!axes) return std::nullopt;
+      return axes_size(mesh(), *axes);
+    }
+  }
+  return fail();
+}
+
+std::optional<std::vector<int>> BodyLowerer::eval_axes(const ast::Expr &expr) {
+  std::vector<const ast::Expr *> items;
+  if (auto *t = std::get_if<ast::TupleExpr>(&expr.node)) {
+    for (const auto &e : t->elements) items.push_back(e.get());
+    if (items.empty()) {
+      diags().error("bad-axes", expr.span, "expected at least one mesh axis");
+      return std::nullopt;
+    }
+  } else {
+    items.push_back(&expr);
+  }
+  std::vector<int> axes;
+  for (const ast::Expr *e : items) {
+    auto *name = std::get_if<ast::NameExpr>(&e->node);
+    if (!name) {
+      diags().error("bad-axes", e->span, "expected a mesh axis name");
+      return std::nullopt;
+    }
+    int a = mesh().find_axis(name->name);
+    if (a < 0) {
+      std::string names;
+      for (const auto &ax : mesh().axes()) names += (names.empty() ? "`" : ", `") + ax.name + "`";
+      diags().error("unknown-axis", e->span,
+                    "`" + name->name + "` is not an axis of the mesh (its axes: " + names + ")");
+      return std::nullopt;
+    }
+    if (std::find(axes.begin(), axes.end(), a) != axes.end()) {
+      diags().error("duplicate-axis", e->span, "axis `" + name->name + "` is named twice");
+      return std::nullopt;
+    }
+    axes.push_back(a);
+  }
+  return axes;
+}
+
+// ============================================================== ProgramLowerer
+
+ProgramLowerer::ProgramLowerer(const Program &program, const SourceManager &sources,
+                               const LowerOptions &options, DiagnosticEngine &diags)
+    : diags(diags), sources(sources), program_(program), options_(options) {}
+
+void ProgramLowerer::collect() {
+  for (size_t m = 0; m < program_.modules.size(); ++m) {
+    const ParsedModule &pm = program_.modules[m];
+    for (const ast::Decl &decl : pm.ast.decls) {
+      if (auto *mesh = std::get_if<ast::MeshDecl>(&decl.node)) {
+        if (meshes_.count(mesh->name.name)) {
+          diags.error("duplicate-definition", mesh->name.span,
+                      "mesh `" + mesh->name.name + "` is defined twice");
+          continue;
+        }
+        std::vector<rt::MeshAxis> axes;
+        std::set<std::string> seen;
+        bool ok = true;
+        for (const auto &ax : mesh->axes) {
+          if (!seen.insert(ax.name.name).second) {
+            diags.error("duplicate-axis", ax.name.span,
+                        "axis `" + ax.name.name + "` appears twice in mesh `" + mesh->name.name +
+                            "`");
+            ok = false;
+          }
+          if (ax.size <= 0 || ax.size > 4096) {
+            diags.error("bad-mesh", ax.size_span,
+                        "axis sizes must be between 1 and 4096, got " + std::to_string(ax.size));
+            ok = false;
+          }
+          axes.push_back({ax.name.name, ax.size});
+        }
+        if (mesh->axes.empty()) {
+          diags.error("bad-mesh", mesh->name.span, "a mesh needs at least one axis");
+          ok = false;
+        }
+        if (axes.size() > 16) {
+          diags.error("bad-mesh", mesh->name.span, "a mesh has at most 16 axes");
+          ok = false;
+        }
+        int64_t total = 1;
+        for (auto &a : axes) total = std::min<int64_t>(total * std::max<int64_t>(a.size, 1), 1 << 30);
+        if (ok && total > 65536) {
+          diags.error("bad-mesh", mesh->name.span,
+                      "mesh `" + mesh->name.name + "` has more than 65536 devices");
+          ok = false;
+        }
+        if (!ok) continue;
+        meshes_[mesh->name.name] = static_cast<int>(module.meshes.size());
+        module.meshes.push_back({mesh->name.name, rt::Mesh(axes), mesh->name.span});
+      } else if (auto *fn = std::get_if<ast::FuncDecl>(&decl.node)) {
+        const std::string &name = fn->name.name;
+        if (is_builtin(name)) {
+          diags.error("duplicate-definition", fn->name.span,
+                      "`" + name + "` is a builtin function and cannot be redefined");
+          continue;
+        }
+        auto &syms = funcs_[name];
+        bool dup = false;
+        for (const auto &s : syms)
+          if (s.module_index == static_cast<int>(m)) {
+            diags.error("duplicate-definition", fn->name.span,
+                        "`" + name + "` is defined twice")
+                .notes.push_back({s.decl->name.span, "first defined here"});
+            dup = true;
+          }
+        if (dup) continue;
+        syms.push_back({fn, static_cast<int>(m)});
+        if (!pm.name.empty()) {
+          funcs_[pm.name + "." + name].push_back({fn, static_cast<int>(m)});
+          std::string alias = qualified_alias(pm.name) + "." + name;
+          if (alias != pm.name + "." + name) funcs_[alias].push_back({fn, static_cast<int>(m)});
+        }
+      }
+    }
+  }
+}
+
+const ast::FuncDecl *ProgramLowerer::find_def(const std::string &name, int from_module,
+                                              SourceSpan span, int &def_module) {
+  auto it = funcs_.find(name);
+  if (it == funcs_.end() || it->second.empty()) {
+    diags.error("unknown-function", span, "unknown function `" + name + "`");
+    return nullptr;
+  }
+  const auto &cands = it->second;
+  // Prefer a definition in the calling module, then in the main module.
+  for (int pref : {from_module, 0})
+    for (const auto &c : cands)
+      if (c.module_index == pref) {
+        def_module = c.module_index;
+        return c.decl;
+      }
+  if (cands.size() > 1) {
+    auto &d = diags.error("ambiguous-name", span,
+                          "`" + name + "` is defined by several imported modules");
+    for (const auto &c : cands) d.notes.push_back({c.decl->name.span, "defined here"});
+    d.fix = "call it with its module name, e.g. `" +
+            qualified_alias(program_.modules[cands[0].module_index].name) + "." + name + "`";
+    return nullptr;
+  }
+  def_module = cands[0].module_index;
+  return cands[0].decl;
+}
+
+std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type,
+                                                 const std::map<std::string, int64_t> *symbols,
+                                                 bool allow_symbols,
+                                                 std::map<std::string, int64_t> *bind) {
+  auto dtype = parse_dtype(type.dtype.name);
+  bool ok = true;
+  if (!dtype) {
+    diags.error("unknown-dtype", type.dtype.span,
+                "unknown dtype `" + type.dtype.name + "` (expected f32, f64, bf16, i32 or bool)");
+    ok = false;
+  }
+  Shape shape;
+  for (const auto &d : type.dims) {
+    if (auto *n = std::get_if<int64_t>(&d.value)) {
+      if (*n < 0 || *n > (int64_t{1} << 40)) {
+        diags.error("literal-out-of-range", d.span, "dimension size out of range");
+        ok = false;
+      }
+      shape.push_back(*n);
+      continue;
+    }
+    const std::string &sym = std::get<std::string>(d.value);
+    if (!allow_symbols) {
+      diags.error("symbolic-dimension", d.span,
+                  "shmap signatures need concrete sizes; `" + sym + "` is symbolic");
+      ok = false;
+      continue;
+    }
+    if (symbols) {
+      auto it = symbols->find(sym);
+      if (it == symbols->end()) {
+        diags.error("unknown-name", d.span,
+                    "dimension `" + sym + "` is not bound by any parameter");
+        ok = false;
+        continue;
+      }
+      shape.push_back(it->second);
+    } else {
+      shape.push_back(-1);  // filled by the caller through `bind`
+    }
+  }
+  if (type.variance && !bind) {
+    // Variance on signature types is only meaningful inside bodies.
+  }
+  if (!ok) return std::nullopt;
+  return Type{*dtype, shape, {}};
+}
+
+std::optional<rt::PartitionSpec> ProgramLowerer::resolve_spec(const ast::SpecExpr &spec,
+                                                              const rt::Mesh &mesh,
+                                                              const Shape &global,
+                                                              SourceSpan type_span) {
+  bool ok = true;
+  if (spec.dims.size() > global.size()) {
+    diags.error("spec-too-long", spec.span,
+                "partition spec has " + std::to_string(spec.dims.size()) +
+                    " entries but the array has rank " + std::to_string(global.size()));
+    return std::nullopt;
+  }
+  rt::PartitionSpec out(global.size());
+  std::map<int, SourceSpan> used;
+  for (size_t d = 0; d < spec.dims.size(); ++d) {
+    int64_t product = 1;
+    for (const auto &axis : spec.dims[d].axes) {
+      int a = mesh.find_axis(axis.name);
+      if (a < 0) {
+        std::string names;
+        for (const auto &ax : mesh.axes()) names += (names.empty() ? "`" : ", `") + ax.name + "`";
+        diags.error("unknown-axis", axis.span,
+                    "`" + axis.name + "` is not an axis of the mesh (its axes: " + names + ")");
+        ok = false;
+        continue;
+      }
+      if (used.count(a)) {
+        diags.error("duplicate-axis", axis.span,
+                    "axis `" + axis.name + "` is used twice in one partition spec")
+            .notes.push_back({used[a], "first used here"});
+        ok = false;
+        continue;
+      }
+      used[a] = axis.span;
+      out[d].push_back(a);
+      product *= mesh.axis_size(a);
+    }
+    if (ok && product > 1 && global[d] % product != 0) {
+      diags.error("indivisible-dimension", spec.dims[d].span,
+                  "dimension " + std::to_string(d) + " has size " + std::to_string(global[d]) +
+                      ", which is not divisible by the " + std::to_string(product) +
+                      " devices it is split over")
+          .notes.push_back({type_span, "the global type is declared here"});
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
+  ir::Function f;
+  f.name = decl.name.name;
+  f.kind = ir::FunctionKind::Shmap;
+  f.span = decl.name.span;
+  f.auto_pbroadcast = options_.auto_pbroadcast;
+  for (const auto &attr : decl.attributes) {
+    if (attr.name == "no_auto_pbroadcast") {
+      f.auto_pbroadcast = false;
+    } else if (attr.name == "auto_pbroadcast") {
+      f.auto_pbroadcast = true;
+    } else {
+      diags.error("unknown-attribute", attr.span,
+                  "unknown attribute `" + attr.name +
+                      "` (known: no_auto_pbroadcast, auto_pbroadcast)");
+    }
+  }
+  if (!decl.mesh) {
+    diags.error("missing-mesh", decl.name.span, "shmap `" + f.name + "` needs `on MESH`");
+    return;
+  }
+  auto mit = meshes_.find(decl.mesh->name);
+  if (mit == meshes_.end()) {
+    diags.error("unknown-mesh", decl.mesh->span, "unknown mesh `" + decl.mesh->name + "`");
+    return;
+  }
+  f.mesh = mit->second;
+  const rt::Mesh &mesh = module.meshes[static_cast<size_t>(f.mesh)].mesh;
+  bool ok = true;
+  std::set<std::string> names;
+  std::vector<std::pair<std::string, ir::ValueId>> bindings;
+  for (const ast::Param &p : decl.params) {
+    if (!names.insert(p.name.name).second) {
+      diags.error("duplicate-definition", p.name.span,
+                  "parameter `" + p.name.name + "` is declared twice");
+      ok = false;
+    }
+    auto type = resolve_type(p.type, nullptr, false, nullptr);
+    if (!type) {
+      ok = false;
+      continue;
+    }
+    if (!p.spec) {
+      diags.error("missing-spec", p.span, "shmap parameter `" + p.name.name + "` needs `@ P(...)`");
+      ok = false;
+      continue;
+    }
+    auto spec = resolve_spec(*p.spec, mesh, type->shape, p.type.span);
+    if (!spec) {
+      ok = false;
+      continue;
+    }
+    ir::Param param;
+    param.global_shape = type->shape;
+    param.spec = *spec;
+    param.span = p.span;
+    Type local{type->dtype, rt::local_shape(mesh, type->shape, *spec), {}};
+    param.value = f.add_value(local, p.name.name, p.name.span);
+    f.params.push_back(param);
+    bindings.emplace_back(p.name.name, param.value);
+  }
+  for (const ast::Result &r : decl.results) {
+    auto type = resolve_type(r.type, nullptr, false, nullptr);
+    if (!type) {
+      ok = false;
+      continue;
+    }
+    if (!r.spec) {
+      diags.error("missing-spec", r.span, "shmap results need `@ P(...)`");
+      ok = false;
+      continue;
+    }
+    auto spec = resolve_spec(*r.spec, mesh, type->shape, r.type.span);
+    if (!spec) {
+      ok = false;
+      continue;
+    }
+    ir::Result result;
+    result.global_shape = type->shape;
+    result.spec = *spec;
+    result.span = r.span;
+    f.results.push_back(result);
+    f.results.back().global_shape = type->shape;
+    // Remember the dtype through a placeholder value type check below.
+    (void)type;
+  }
+  if (!ok) return;
+  // Result dtypes are needed to check returns; keep them in a side vector.
+  std::vector<DType> result_dtypes;
+  for (const ast::Result &r : decl.results) result_dtypes.push_back(*parse_dtype(r.type.dtype.name));
+
+  // Lower into a local function: instantiating defs appends to module.functions.
+  size_t diags_before = diags.count();
+  ir::Function &fn = f;
+  {
+    BodyLowerer body(*this, fn, module_index);
+    for (auto &[n, v] : bindings) body.env[n] = v;
+    body.lower_block(decl.body);
+    if (!body.returned && diags.count() == diags_before)
+      diags.error("missing-return", decl.name.span,
+                  "shmap `" + fn.name + "` does not end with a `return`");
+  }
+  if (diags.count() != diags_before) return;
+  if (fn.returns.size() != fn.results.size()) {
+    diags.error("arity-mismatch", fn.return_span,
+                "`" + fn.name + "` returns " + std::to_string(fn.returns.size()) + " value" +
+                    (fn.returns.size() == 1 ? "" : "s") + " but its signature declares " +
+                    std::to_string(fn.results.size()));
+    return;
+  }
+  for (size_t k = 0; k < fn.returns.size(); ++k) {
+    const Type &t = fn.type(fn.returns[k]);
+    Shape local = rt::local_shape(mesh, fn.results[k].global_shape, fn.results[k].spec);
+    if (t.dtype != result_dtypes[k] || t.shape != local) {
+      diags.error("return-type-mismatch", fn.return_span,
+                  "result " + std::to_string(k + 1) + " of `" + fn.name + "` has local type " +
+                      shape_type_str(t.dtype, t.shape) + " but the signature needs " +
+                      shape_type_str(result_dtypes[k], local) + " on each device (global " +
+                      shape_type_str(result_dtypes[k], fn.results[k].global_shape) + ")")
+          .notes.push_back({fn.results[k].span, "declared here"});
+      return;
+    }
+  }
+  module.functions.push_back(std::move(f));
+}
+
+int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
+                                const std::vector<Type> &arg_types, int mesh,
+                                SourceSpan call_span) {
+  InstanceKey key{&decl, mesh, {}};
+  for (const Type &t : arg_types) key.args.emplace_back(t.dtype, t.shape);
+  auto it = instances_.find(key);
+  if (it != instances_.end()) {
+    if (it->second == -2)
+      diags.error("recursion", call_span,
+                  "`" + decl.name.name + "` calls itself; recursion is not supported");
+    return it->second < 0 ? -1 : it->second;
+  }
+  instances_[key] = -2;  // in progress
+  size_t diags_before = diags.count();
+
+  // Bind dimension symbols from the arguments.
+  std::map<std::string, int64_t> symbols;
+  bool ok = true;
+  std::vector<Type> param_types;
+  for (size_t i = 0; i < decl.params.size(); ++i) {
+    const ast::Param &p = decl.params[i];
+    const Type &arg = arg_types[i];
+    auto dtype = parse_dtype(p.type.dtype.name);
+    if (!dtype) {
+      diags.error("unknown-dtype", p.type.dtype.span, "unknown dtype `" + p.type.dtype.name + "`");
+      ok = false;
+      continue;
+    }
+    std::string expected = dtype_name(*dtype);
+    bool match = *dtype == arg.dtype && p.type.dims.size() == arg.shape.size();
+    for (size_t d = 0; match && d < p.type.dims.size(); ++d) {
+      const auto &dim = p.type.dims[d];
+      if (auto *n = std::get_if<int64_t>(&dim.value)) {
+        match = *n == arg.shape[d];
+      } else {
+        const std::string &sym = std::get<std::string>(dim.value);
+        auto [sit, inserted] = symbols.emplace(sym, arg.shape[d]);
+        match = inserted || sit->second == arg.shape[d];
+      }
+    }
+    if (!match) {
+      diags
+          .error("argument-type-mismatch", call_span,
+                 "argument " + std::to_string(i + 1) + " of `" + decl.name.name + "` has type " +
+                     shape_type_str(arg.dtype, arg.shape) + ", which does not match `" +
+                     format_type(p.type) + "`")
+          .notes.push_back({p.span, "parameter declared here"});
+      ok = false;
+    }
+    param_types.push_back(arg.with_variance({}));
+  }
+  if (!ok) {
+    instances_[key] = -1;
+    return -1;
+  }
+
+  ir::Function f;
+  f.name = decl.name.name;
+  f.source_name = decl.name.name;
+  f.kind = ir::FunctionKind::Def;
+  f.mesh = mesh;
+  f.span = decl.name.span;
+  for (size_t i = 0; i < decl.params.size(); ++i) {
+    ir::Param param;
+    param.global_shape = param_types[i].shape;
+    param.span = decl.params[i].span;
+    param.value = f.add_value(param_types[i], decl.params[i].name.name, decl.params[i].name.span);
+    f.params.push_back(param);
+  }
+  std::vector<Type> result_types;
+  for (const ast::Result &r : decl.results) {
+    auto t = resolve_type(r.type, &symbols, true, nullptr);
+    if (!t) {
+      ok = false;
+      continue;
+    }
+    ir::Result result;
+    result.global_shape = t->shape;
+    result.span = r.span;
+    f.results.push_back(result);
+    result_types.push_back(*t);
+  }
+  if (!ok) {
+    instances_[key] = -1;
+    return -1;
+  }
+  // Lower into the local `f`: nested instantiations append to module.functions.
+  ir::Function &fn = f;
+  {
+    BodyLowerer body(*this, fn, decl_module);
+    body.dim_symbols = symbols;
+    for (size_t i = 0; i < fn.params.size(); ++i)
+      body.env[decl.params[i].name.name] = fn.params[i].value;
+    body.lower_block(decl.body);
+    if (!body.returned && diags.count() == diags_before)
+      diags.error("missing-return", decl.name.span,
+                  "`" + fn.name + "` does not end with a `return`");
+  }
+  if (diags.count() == diags_before) {
+    if (fn.returns.size() != result_types.size()) {
+      diags.error("arity-mismatch", fn.return_span,
+                  "`" + fn.name + "` returns " + std::to_string(fn.returns.size()) +
+                      " values but its signature declares " + std::to_string(result_types.size()));
+    } else {
+      for (size_t k = 0; k < fn.returns.size(); ++k) {
+        const Type &t = fn.type(fn.returns[k]);
+        if (t.dtype != result_types[k].dtype || t.shape != result_types[k].shape)
+          diags.error("return-type-mismatch", fn.return_span,
+                      "result " + std::to_string(k + 1) + " of `" + fn.name + "` is " +
+                          shape_type_str(t.dtype, t.shape) + " but the signature declares " +
+                          shape_type_str(result_types[k].dtype, result_types[k].shape))
+              .notes.push_back({fn.results[k].span, "declared here"});
+      }
+    }
+  }
+  if (diags.count() != diags_before) {
+    std::string sig;
+    for (size_t i = 0; i < arg_types.size(); ++i)
+      sig += (i ? ", " : "") + shape_type_str(arg_types[i].dtype, arg_types[i].shape);
+    for (size_t k = diags_before; k < diags.count(); ++k)
+      diags.at(k).notes.push_back(
+          {call_span, "in `" + decl.name.name + "` called here with (" + sig + ")"});
+    instances_[key] = -1;
+    return -1;
+  }
+  module.functions.push_back(std::move(f));
+  int index = static_cast<int>(module.functions.size() - 1);
+  instances_[key] = index;
+  return index;
+}
+
+ir::Module ProgramLowerer::run() {
+  collect();
+  if (program_.modules.empty()) return std::move(module);
+  for (size_t m = 0; m < 1; ++m)
+    for (const ast::Decl &decl : program_.modules[m].ast.decls)
+      if (auto *fn = std::get_if<ast::FuncDecl>(&decl.node)) {
+        if (fn->kind == ast::FuncKind::Shmap) lower_shmap(*fn, static_cast<int>(m));
+        if (diags.at_limit()) break;
+      }
+  return std::move(module);
+}
+
+}  // namespace lowering
+
+ir::Module lower_program(const Program &program, const SourceManager &sources,
+                         const LowerOptions &options, DiagnosticEngine &diags) {
+  lowering::ProgramLowerer lowerer(program, sources, options, diags);
+  return lowerer.run();
+}
+
+}  // namespace spmd

@@ -1,0 +1,32 @@
+// middle/lower.h — AST to IR: name resolution, shapes and dtypes.
+//
+// lower_program turns the parsed program into an ir::Module:
+//   1. collects meshes and functions from every module (main file first);
+//   2. lowers each shmap: checks its signature (dtypes, partition specs against
+//      the mesh and the global shapes) and computes the local parameter shapes;
+//   3. lowers each body statement by statement into instructions whose dtypes
+//      and local shapes come from the op shape rules (ops/shape_rules.h);
+//      literals take the dtype of the value they meet (weak typing);
+//   4. instantiates each called `def` for the concrete argument types (binding
+//      its symbolic dimensions) as a separate IR function, once per distinct
+//      signature and mesh.
+// Variance is not computed here: every value is left invariant and
+// infer_variance (middle/infer_variance.h) fills it in. Problems become
+// diagnostics; functions with errors are still returned but must not be used.
+#pragma once
+
+#include "frontend/imports.h"
+#include "ir/ir.h"
+#include "support/diagnostics.h"
+
+namespace spmd {
+
+struct LowerOptions {
+  /// Default for shmaps without [[no_auto_pbroadcast]] (the CLI's --no-auto-pbroadcast).
+  bool auto_pbroadcast = true;
+};
+
+ir::Module lower_program(const Program &program, const SourceManager &sources,
+                         const LowerOptions &options, DiagnosticEngine &diags);
+
+}  // namespace spmd

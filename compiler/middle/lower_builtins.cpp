@@ -1,0 +1,617 @@
+// middle/lower_builtins.cpp — the builtin functions of the language.
+//
+// Each builtin binds its arguments (positional or keyword) against a small
+// signature, evaluates compile-time arguments (axes, shapes, dimensions,
+// dtypes, permutations) and emits IR. Sugar lowers to core ops here:
+// mean -> sum * (1/n), pmean -> psum * (1/n), zeros/ones -> full,
+// matmul -> einsum, keepdims -> reshape, axis_size -> a constant.
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "middle/lower_internal.h"
+#include "ops/shape_rules.h"
+
+namespace spmd::lowering {
+namespace {
+
+struct ParamSpec {
+  const char *name;
+  bool required = true;
+};
+
+/// Binds call arguments to parameter names; reports problems at the call.
+class Args {
+ public:
+  Args(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span,
+       std::initializer_list<ParamSpec> params, bool variadic_tail = false)
+      : b_(b), call_(call), span_(span) {
+    std::vector<ParamSpec> ps(params);
+    size_t pos = 0;
+    bool seen_keyword = false;
+    for (const auto &arg : call.args) {
+      if (arg.keyword.empty()) {
+        if (seen_keyword) {
+          fail(arg.span, "positional argument after a keyword argument");
+          return;
+        }
+        if (pos < ps.size() && !(variadic_tail && pos == ps.size() - 1)) {
+          bound_[ps[pos].name] = arg.value.get();
+          ++pos;
+        } else if (variadic_tail) {
+          rest_.push_back(arg.value.get());
+        } else {
+          fail(arg.span, "`" + call.callee.name + "` takes at most " + std::to_string(ps.size()) +
+                             " argument" + (ps.size() == 1 ? "" : "s"));
+          return;
+        }
+        continue;
+      }
+      seen_keyword = true;
+      bool known = false;
+      for (const auto &p : ps) known |= arg.keyword == p.name;
+      if (!known) {
+        std::string names;
+        for (const auto &p : ps) names += (names.empty() ? "`" : ", `") + std::string(p.name) + "`";
+        fail(arg.span, "`" + call.callee.name + "` has no parameter `" + arg.keyword +
+                           "` (its parameters: " + names + ")");
+        return;
+      }
+      if (bound_.count(arg.keyword)) {
+        fail(arg.span, "argument `" + arg.keyword + "` is given twice");
+        return;
+      }
+      bound_[arg.keyword] = arg.value.get();
+    }
+    for (const auto &p : ps)
+      if (p.required && !bound_.count(p.name) && !(variadic_tail && &p == &ps.back())) {
+        fail(span, "`" + call.callee.name + "` needs argument `" + p.name + "`");
+        return;
+      }
+  }
+  bool ok() const { return ok_; }
+  bool has(const char *name) const { return bound_.count(name) > 0; }
+  const ast::Expr *get(const char *name) const {
+    auto it = bound_.find(name);
+    return it == bound_.end() ? nullptr : it->second;
+  }
+  const std::vector<const ast::Expr *> &rest() const { return rest_; }
+
+  ir::ValueId value(const char *name, std::optional<DType> hint = std::nullopt) {
+    return b_.lower_value(*get(name), hint);
+  }
+  std::optional<std::vector<int>> axes(const char *name) { return b_.eval_axes(*get(name)); }
+  std::optional<int64_t> integer(const char *name, int64_t dflt) {
+    if (!has(name)) return dflt;
+    return b_.eval_int(*get(name), (std::string("`") + name + "`").c_str());
+  }
+  std::optional<Shape> shape(const char *name) {
+    const ast::Expr *e = get(name);
+    Shape s;
+    if (auto *t = std::get_if<ast::TupleExpr>(&e->node)) {
+      for (const auto &el : t->elements) {
+        auto v = b_.eval_int(*el, "a shape entry");
+        if (!v) return std::nullopt;
+        s.push_back(*v);
+      }
+    } else if (auto *l = std::get_if<ast::ListExpr>(&e->node)) {
+      for (const auto &el : l->elements) {
+        auto v = b_.eval_int(*el, "a shape entry");
+        if (!v) return std::nullopt;
+        s.push_back(*v);
+      }
+    } else {
+      auto v = b_.eval_int(*e, "a shape");
+      if (!v) return std::nullopt;
+      s.push_back(*v);
+    }
+    return s;
+  }
+  std::optional<bool> boolean(const char *name, bool dflt) {
+    if (!has(name)) return dflt;
+    if (auto *l = std::get_if<ast::BoolLit>(&get(name)->node)) return l->value;
+    fail(get(name)->span, std::string("`") + name + "` must be `true` or `false`");
+    return std::nullopt;
+  }
+  std::optional<DType> dtype(const char *name, DType dflt) {
+    if (!has(name)) return dflt;
+    if (auto *n = std::get_if<ast::NameExpr>(&get(name)->node))
+      if (auto d = parse_dtype(n->name)) return d;
+    fail(get(name)->span, std::string("`") + name + "` must be a dtype (f32, f64, bf16, i32, bool)");
+    return std::nullopt;
+  }
+  void fail(SourceSpan s, std::string message) {
+    b_.diags().error("bad-argument", s, std::move(message));
+    ok_ = false;
+  }
+
+ private:
+  BodyLowerer &b_;
+  const ast::CallExpr &call_;
+  SourceSpan span_;
+  std::map<std::string, const ast::Expr *> bound_;
+  std::vector<const ast::Expr *> rest_;
+  bool ok_ = true;
+};
+
+LExpr value_or_invalid(ir::ValueId v, SourceSpan span) {
+  if (v == ir::kNoValue) return {};
+  return LExpr::of(v, span);
+}
+
+/// Normalises possibly negative dimension indices against `rank`.
+std::optional<std::vector<int64_t>> normalize_dims(BodyLowerer &b, std::vector<int64_t> dims,
+                                                   int64_t rank, SourceSpan span) {
+  for (auto &d : dims) {
+    if (d < 0) d += rank;
+    if (d < 0 || d >= rank) {
+      b.diags().error("bad-argument", span,
+                      "dimension out of range for a value of rank " + std::to_string(rank));
+      return std::nullopt;
+    }
+  }
+  std::sort(dims.begin(), dims.end());
+  if (std::adjacent_find(dims.begin(), dims.end()) != dims.end()) {
+    b.diags().error("bad-argument", span, "a dimension is listed twice");
+    return std::nullopt;
+  }
+  return dims;
+}
+
+BuiltinHandler unary(OpCode op) {
+  return [op](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+    Args a(b, call, span, {{"x"}});
+    if (!a.ok()) return {};
+    ir::ValueId x = a.value("x", op == OpCode::Not ? std::optional(DType::Bool)
+                                                   : std::optional(DType::F32));
+    return value_or_invalid(b.emit(op, {x}, {}, span), span);
+  };
+}
+
+BuiltinHandler binary_fn(OpCode op) {
+  return [op](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+    Args a(b, call, span, {{"a"}, {"b"}});
+    if (!a.ok()) return {};
+    LExpr x = b.lower_expr(*a.get("a"));
+    LExpr y = b.lower_expr(*a.get("b"));
+    return b.binary(op, x, y, span);
+  };
+}
+
+BuiltinHandler reduction(OpCode op, bool mean) {
+  return [op, mean](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+    Args a(b, call, span, {{"x"}, {"axes", false}, {"keepdims", false}});
+    if (!a.ok()) return {};
+    ir::ValueId x = a.value("x", DType::F32);
+    auto keep = a.boolean("keepdims", false);
+    if (x == ir::kNoValue || !keep) return {};
+    const Type xt = b.function().type(x);
+    std::vector<int64_t> dims;
+    if (a.has("axes")) {
+      auto s = a.shape("axes");
+      if (!s) return {};
+      auto n = normalize_dims(b, *s, xt.rank(), a.get("axes")->span);
+      if (!n) return {};
+      dims = *n;
+    } else {
+      dims.resize(static_cast<size_t>(xt.rank()));
+      std::iota(dims.begin(), dims.end(), 0);
+    }
+    Attrs attrs;
+    attrs.dims = dims;
+    ir::ValueId r = b.emit(op, {x}, attrs, span);
+    if (r == ir::kNoValue) return {};
+    if (mean) {
+      int64_t count = 1;
+      for (auto d : dims) count *= xt.shape[d];
+      if (!rt::is_float(xt.dtype)) {
+        b.diags().error("type-error", span, "mean needs a floating-point operand");
+        return {};
+      }
+      Attrs c;
+      c.dtype = xt.dtype;
+      c.value = 1.0 / static_cast<double>(std::max<int64_t>(count, 1));
+      ir::ValueId scale = b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering);
+      r = b.emit(OpCode::Mul, {r, scale}, {}, span, ir::Origin::Lowering);
+    }
+    if (keep.value_or(false) && r != ir::kNoValue) {
+      Attrs rs;
+      rs.shape = xt.shape;
+      for (auto d : dims) rs.shape[d] = 1;
+      r = b.emit(OpCode::Reshape, {r}, rs, span, ir::Origin::Lowering);
+    }
+    return value_or_invalid(r, span);
+  };
+}
+
+/// psum-like collectives: (x, axes).
+BuiltinHandler collective(OpCode op, bool mean = false) {
+  return [op, mean](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+    Args a(b, call, span, {{"x"}, {"axes"}});
+    if (!a.ok()) return {};
+    ir::ValueId x = a.value("x", DType::F32);
+    auto axes = a.axes("axes");
+    if (x == ir::kNoValue || !axes) return {};
+    Attrs attrs;
+    attrs.axes = *axes;
+    ir::ValueId r = b.emit(op, {x}, attrs, span);
+    if (mean && r != ir::kNoValue) {
+      const Type &t = b.function().type(r);
+      if (!rt::is_float(t.dtype)) {
+        b.diags().error("type-error", span, "pmean needs a floating-point operand");
+        return {};
+      }
+      Attrs c;
+      c.dtype = t.dtype;
+      c.value = 1.0 / static_cast<double>(axes_size(b.mesh(), *axes));
+      ir::ValueId scale = b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering);
+      r = b.emit(OpCode::Mul, {r, scale}, {}, span, ir::Origin::Lowering);
+    }
+    return value_or_invalid(r, span);
+  };
+}
+
+/// Gather/scatter collectives: (x, axes, axis=0, tiled=true).
+BuiltinHandler gather_like(OpCode op, const char *dim_name) {
+  return [op, dim_name](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+    Args a(b, call, span, {{"x"}, {"axes"}, {dim_name, false}, {"tiled", false}});
+    if (!a.ok()) return {};
+    ir::ValueId x = a.value("x", DType::F32);
+    auto axes = a.axes("axes");
+    auto dim = a.integer(dim_name, 0);
+    auto tiled = a.boolean("tiled", true);
+    if (x == ir::kNoValue || !axes || !dim || !tiled) return {};
+    int64_t rank = b.function().type(x).rank();
+    Attrs attrs;
+    attrs.axes = *axes;
+    attrs.dim = *dim < 0 ? *dim + rank + (*tiled ? 0 : 1) : *dim;
+    attrs.tiled = *tiled;
+    return value_or_invalid(b.emit(op, {x}, attrs, span), span);
+  };
+}
+
+LExpr lower_all_to_all(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"x"}, {"axes"}, {"split_axis"}, {"concat_axis"}});
+  if (!a.ok()) return {};
+  ir::ValueId x = a.value("x", DType::F32);
+  auto axes = a.axes("axes");
+  auto split = a.integer("split_axis", 0);
+  auto concat = a.integer("concat_axis", 0);
+  if (x == ir::kNoValue || !axes || !split || !concat) return {};
+  int64_t rank = b.function().type(x).rank();
+  Attrs attrs;
+  attrs.axes = *axes;
+  attrs.dim = *split < 0 ? *split + rank : *split;
+  attrs.dim2 = *concat < 0 ? *concat + rank : *concat;
+  return value_or_invalid(b.emit(OpCode::AllToAll, {x}, attrs, span), span);
+}
+
+LExpr lower_ppermute(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"x"}, {"axis"}, {"perm", false}, {"shift", false}});
+  if (!a.ok()) return {};
+  ir::ValueId x = a.value("x", DType::F32);
+  auto axes = a.axes("axis");
+  if (x == ir::kNoValue || !axes) return {};
+  if (axes->size() != 1) {
+    b.diags().error("bad-argument", a.get("axis")->span, "ppermute moves data along one axis");
+    return {};
+  }
+  int64_t n = b.mesh().axis_size((*axes)[0]);
+  Attrs attrs;
+  attrs.axes = *axes;
+  if (a.has("perm") == a.has("shift")) {
+    b.diags().error("bad-argument", span, "ppermute needs exactly one of `perm` and `shift`");
+    return {};
+  }
+  if (a.has("shift")) {
+    auto shift = a.integer("shift", 0);
+    if (!shift) return {};
+    for (int64_t i = 0; i < n; ++i) attrs.perm.emplace_back(i, (((i + *shift) % n) + n) % n);
+  } else {
+    const ast::Expr *p = a.get("perm");
+    auto *list = std::get_if<ast::ListExpr>(&p->node);
+    auto *tuple = std::get_if<ast::TupleExpr>(&p->node);
+    const std::vector<ast::ExprPtr> *elems =
+        list ? &list->elements : tuple ? &tuple->elements : nullptr;
+    if (!elems) {
+      b.diags().error("bad-argument", p->span, "`perm` must be a list of (source, destination) pairs");
+      return {};
+    }
+    std::vector<bool> src_seen(static_cast<size_t>(n)), dst_seen(static_cast<size_t>(n));
+    for (const auto &e : *elems) {
+      auto *pair = std::get_if<ast::TupleExpr>(&e->node);
+      if (!pair || pair->elements.size() != 2) {
+        b.diags().error("bad-argument", e->span, "expected a (source, destination) pair");
+        return {};
+      }
+      auto s = b.eval_int(*pair->elements[0], "a source rank");
+      auto d = b.eval_int(*pair->elements[1], "a destination rank");
+      if (!s || !d) return {};
+      if (*s < 0 || *s >= n || *d < 0 || *d >= n) {
+        b.diags().error("bad-argument", e->span,
+                        "ranks must be between 0 and " + std::to_string(n - 1));
+        return {};
+      }
+      if (src_seen[*s] || dst_seen[*d]) {
+        b.diags().error("bad-argument", e->span,
+                        "`perm` is not a permutation: a source or destination repeats");
+        return {};
+      }
+      src_seen[*s] = dst_seen[*d] = true;
+      attrs.perm.emplace_back(*s, *d);
+    }
+  }
+  return value_or_invalid(b.emit(OpCode::Ppermute, {x}, attrs, span), span);
+}
+
+LExpr lower_creation(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span, double fill,
+                     bool has_value) {
+  Args a = has_value ? Args(b, call, span, {{"shape"}, {"value"}, {"dtype", false}})
+                     : Args(b, call, span, {{"shape"}, {"dtype", false}});
+  if (!a.ok()) return {};
+  auto shape = a.shape("shape");
+  auto dtype = a.dtype("dtype", DType::F32);
+  if (!shape || !dtype) return {};
+  Attrs attrs;
+  attrs.shape = *shape;
+  attrs.dtype = *dtype;
+  attrs.value = fill;
+  if (has_value) {
+    const ast::Expr *v = a.get("value");
+    double sign = 1;
+    if (auto *u = std::get_if<ast::UnaryExpr>(&v->node); u && u->op == ast::UnaryOpKind::Neg) {
+      sign = -1;
+      v = u->operand.get();
+    }
+    if (auto *f = std::get_if<ast::FloatLit>(&v->node)) {
+      attrs.value = sign * f->value;
+    } else if (auto *i = std::get_if<ast::IntLit>(&v->node)) {
+      attrs.value = sign * static_cast<double>(i->value);
+    } else if (auto *bl = std::get_if<ast::BoolLit>(&v->node)) {
+      attrs.value = bl->value ? 1 : 0;
+    } else {
+      b.diags().error("bad-argument", v->span, "the fill value must be a literal");
+      return {};
+    }
+  }
+  OpCode op = shape->empty() ? OpCode::Constant : OpCode::Full;
+  return value_or_invalid(b.emit(op, {}, attrs, span), span);
+}
+
+const std::map<std::string, BuiltinHandler> &builtins() {
+  static const std::map<std::string, BuiltinHandler> table = [] {
+    std::map<std::string, BuiltinHandler> t;
+    // Elementwise math.
+    t["neg"] = unary(OpCode::Neg);
+    t["exp"] = unary(OpCode::Exp);
+    t["log"] = unary(OpCode::Log);
+    t["sin"] = unary(OpCode::Sin);
+    t["cos"] = unary(OpCode::Cos);
+    t["tanh"] = unary(OpCode::Tanh);
+    t["sqrt"] = unary(OpCode::Sqrt);
+    t["rsqrt"] = unary(OpCode::Rsqrt);
+    t["abs"] = unary(OpCode::Abs);
+    t["sign"] = unary(OpCode::Sign);
+    t["sigmoid"] = unary(OpCode::Logistic);
+    t["logical_not"] = unary(OpCode::Not);
+    t["maximum"] = binary_fn(OpCode::Max);
+    t["minimum"] = binary_fn(OpCode::Min);
+    t["pow"] = binary_fn(OpCode::Pow);
+    t["cast"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"x"}, {"dtype"}});
+      if (!a.ok()) return {};
+      auto d = a.dtype("dtype", DType::F32);
+      ir::ValueId x = a.value("x", DType::F32);
+      if (!d || x == ir::kNoValue) return {};
+      Attrs attrs;
+      attrs.dtype = *d;
+      return value_or_invalid(b.emit(OpCode::Cast, {x}, attrs, span), span);
+    };
+    t["where"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"cond"}, {"a"}, {"b"}});
+      if (!a.ok()) return {};
+      ir::ValueId c = a.value("cond", DType::Bool);
+      LExpr x = b.lower_expr(*a.get("a"));
+      LExpr y = b.lower_expr(*a.get("b"));
+      if (c == ir::kNoValue || !x.ok() || !y.ok()) return {};
+      std::optional<DType> hint;
+      if (x.kind == LExpr::Kind::Value) hint = b.function().type(x.value).dtype;
+      if (y.kind == LExpr::Kind::Value) hint = b.function().type(y.value).dtype;
+      ir::ValueId vx = b.materialize(x, hint), vy = b.materialize(y, hint);
+      return value_or_invalid(b.emit(OpCode::Select, {c, vx, vy}, {}, span), span);
+    };
+    // Reductions.
+    t["sum"] = reduction(OpCode::ReduceSum, false);
+    t["mean"] = reduction(OpCode::ReduceSum, true);
+    t["max"] = reduction(OpCode::ReduceMax, false);
+    t["min"] = reduction(OpCode::ReduceMin, false);
+    // Contractions.
+    t["matmul"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"a"}, {"b"}});
+      if (!a.ok()) return {};
+      return b.binary(OpCode::Einsum, b.lower_expr(*a.get("a")), b.lower_expr(*a.get("b")), span);
+    };
+    t["einsum"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"spec"}, {"operands"}}, /*variadic_tail=*/true);
+      if (!a.ok()) return {};
+      auto *spec = std::get_if<ast::StringLit>(&a.get("spec")->node);
+      if (!spec) {
+        b.diags().error("bad-argument", a.get("spec")->span,
+                        "the first argument of einsum must be a string like \"ij,jk->ik\"");
+        return {};
+      }
+      EinsumSpec parsed;
+      std::string error;
+      if (!parse_einsum(spec->value, parsed, error)) {
+        b.diags().error("bad-argument", a.get("spec")->span, error);
+        return {};
+      }
+      std::vector<ir::ValueId> ops;
+      for (const ast::Expr *e : a.rest()) {
+        ops.push_back(b.lower_value(*e, DType::F32));
+        if (ops.back() == ir::kNoValue) return {};
+      }
+      if (ops.empty()) {
+        b.diags().error("bad-argument", span, "einsum needs at least one operand");
+        return {};
+      }
+      Attrs attrs;
+      attrs.spec = einsum_to_string(parsed);
+      return value_or_invalid(b.emit(OpCode::Einsum, ops, attrs, span), span);
+    };
+    // Layout.
+    t["reshape"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"x"}, {"shape"}});
+      if (!a.ok()) return {};
+      ir::ValueId x = a.value("x", DType::F32);
+      auto shape = a.shape("shape");
+      if (x == ir::kNoValue || !shape) return {};
+      int64_t known = 1, infer = -1;
+      for (size_t i = 0; i < shape->size(); ++i) {
+        if ((*shape)[i] == -1) {
+          if (infer >= 0) {
+            b.diags().error("bad-argument", a.get("shape")->span, "at most one -1 in a shape");
+            return {};
+          }
+          infer = static_cast<int64_t>(i);
+        } else {
+          known *= (*shape)[i];
+        }
+      }
+      int64_t numel = b.function().type(x).numel();
+      if (infer >= 0) {
+        if (known == 0 || numel % known != 0) {
+          b.diags().error("bad-argument", a.get("shape")->span,
+                          "cannot infer the -1 dimension of the new shape");
+          return {};
+        }
+        (*shape)[infer] = numel / known;
+      }
+      Attrs attrs;
+      attrs.shape = *shape;
+      return value_or_invalid(b.emit(OpCode::Reshape, {x}, attrs, span), span);
+    };
+    t["transpose"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"x"}, {"perm", false}});
+      if (!a.ok()) return {};
+      ir::ValueId x = a.value("x", DType::F32);
+      if (x == ir::kNoValue) return {};
+      int64_t rank = b.function().type(x).rank();
+      Attrs attrs;
+      if (a.has("perm")) {
+        auto p = a.shape("perm");
+        if (!p) return {};
+        for (auto &d : *p)
+          if (d < 0) d += rank;
+        attrs.dims = *p;
+      } else {
+        for (int64_t d = rank - 1; d >= 0; --d) attrs.dims.push_back(d);
+      }
+      return value_or_invalid(b.emit(OpCode::Transpose, {x}, attrs, span), span);
+    };
+    t["broadcast_to"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"x"}, {"shape"}});
+      if (!a.ok()) return {};
+      ir::ValueId x = a.value("x", DType::F32);
+      auto shape = a.shape("shape");
+      if (x == ir::kNoValue || !shape) return {};
+      Attrs attrs;
+      attrs.shape = *shape;
+      return value_or_invalid(b.emit(OpCode::BroadcastTo, {x}, attrs, span), span);
+    };
+    t["concat"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"values"}, {"axis", false}});
+      if (!a.ok()) return {};
+      const ast::Expr *vals = a.get("values");
+      auto *list = std::get_if<ast::ListExpr>(&vals->node);
+      auto *tuple = std::get_if<ast::TupleExpr>(&vals->node);
+      const std::vector<ast::ExprPtr> *elems =
+          list ? &list->elements : tuple ? &tuple->elements : nullptr;
+      if (!elems || elems->empty()) {
+        b.diags().error("bad-argument", vals->span, "concat takes a non-empty list of values");
+        return {};
+      }
+      std::vector<ir::ValueId> ops;
+      for (const auto &e : *elems) {
+        ops.push_back(b.lower_value(*e, DType::F32));
+        if (ops.back() == ir::kNoValue) return {};
+      }
+      auto axis = a.integer("axis", 0);
+      if (!axis) return {};
+      Attrs attrs;
+      int64_t rank = b.function().type(ops[0]).rank();
+      attrs.dim = *axis < 0 ? *axis + rank : *axis;
+      return value_or_invalid(b.emit(OpCode::Concat, ops, attrs, span), span);
+    };
+    // Creation.
+    t["zeros"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
+      return lower_creation(b, c, s, 0.0, false);
+    };
+    t["ones"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
+      return lower_creation(b, c, s, 1.0, false);
+    };
+    t["full"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
+      return lower_creation(b, c, s, 0.0, true);
+    };
+    t["iota"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"shape"}, {"dim", false}, {"dtype", false}});
+      if (!a.ok()) return {};
+      auto shape = a.shape("shape");
+      auto dim = a.integer("dim", 0);
+      auto dtype = a.dtype("dtype", DType::I32);
+      if (!shape || !dim || !dtype) return {};
+      Attrs attrs;
+      attrs.shape = *shape;
+      attrs.dim = *dim;
+      attrs.dtype = *dtype;
+      return value_or_invalid(b.emit(OpCode::Iota, {}, attrs, span), span);
+    };
+    // Collectives.
+    t["psum"] = collective(OpCode::Psum);
+    t["pmean"] = collective(OpCode::Psum, /*mean=*/true);
+    t["pmax"] = collective(OpCode::Pmax);
+    t["pmin"] = collective(OpCode::Pmin);
+    t["pbroadcast"] = collective(OpCode::Pbroadcast);
+    t["pvary"] = collective(OpCode::Pbroadcast);
+    t["all_gather"] = gather_like(OpCode::AllGather, "axis");
+    t["all_gather_invariant"] = gather_like(OpCode::AllGatherInvariant, "axis");
+    t["psum_scatter"] = gather_like(OpCode::PsumScatter, "scatter_dimension");
+    t["pscatter"] = gather_like(OpCode::Pscatter, "axis");
+    t["all_to_all"] = lower_all_to_all;
+    t["ppermute"] = lower_ppermute;
+    t["axis_index"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"axes"}});
+      if (!a.ok()) return {};
+      auto axes = a.axes("axes");
+      if (!axes) return {};
+      Attrs attrs;
+      attrs.axes = *axes;
+      return value_or_invalid(b.emit(OpCode::AxisIndex, {}, attrs, span), span);
+    };
+    t["axis_size"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"axes"}});
+      if (!a.ok()) return {};
+      auto axes = a.axes("axes");
+      if (!axes) return {};
+      LExpr e;
+      e.kind = LExpr::Kind::Literal;
+      e.literal = static_cast<double>(axes_size(b.mesh(), *axes));
+      e.literal_is_int = true;
+      e.span = span;
+      return e;
+    };
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+const BuiltinHandler *find_builtin(const std::string &name) {
+  auto it = builtins().find(name);
+  return it == builtins().end() ? nullptr : &it->second;
+}
+
+bool is_builtin(const std::string &name) { return builtins().count(name) > 0; }
+
+}  // namespace spmd::lowering

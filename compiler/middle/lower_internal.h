@@ -1,0 +1,138 @@
+// middle/lower_internal.h — shared state of the lowering pass (lower.cpp,
+// lower_builtins.cpp). Not part of the pass's interface.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "ir/builder.h"
+#include "middle/lower.h"
+
+namespace spmd::lowering {
+
+/// A lowered expression: a value, several values (a call returning a tuple),
+/// or a literal that has not met a value yet (weak typing: `2.0 * x` takes x's dtype).
+struct LExpr {
+  enum class Kind { Invalid, Value, Tuple, Literal } kind = Kind::Invalid;
+  ir::ValueId value = ir::kNoValue;
+  std::vector<ir::ValueId> tuple;
+  double literal = 0;
+  bool literal_is_int = false;
+  bool literal_is_bool = false;
+  SourceSpan span;
+
+  static LExpr of(ir::ValueId v, SourceSpan s) {
+    LExpr e;
+    e.kind = Kind::Value;
+    e.value = v;
+    e.span = s;
+    return e;
+  }
+  bool ok() const { return kind != Kind::Invalid; }
+};
+
+class ProgramLowerer;
+
+/// Lowers one function body.
+class BodyLowerer {
+ public:
+  BodyLowerer(ProgramLowerer &program, ir::Function &function, int module_index);
+
+  void lower_block(const ast::Block &block);
+  LExpr lower_expr(const ast::Expr &expr);
+  /// The expression as a single value (materialising a literal with `dtype_hint`,
+  /// or its natural dtype); kNoValue after reporting an error.
+  ir::ValueId lower_value(const ast::Expr &expr, std::optional<DType> dtype_hint = std::nullopt);
+  ir::ValueId materialize(const LExpr &e, std::optional<DType> dtype_hint);
+
+  /// Appends an op, reporting a shape-rule failure at `span`.
+  ir::ValueId emit(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs, SourceSpan span,
+                   ir::Origin origin = ir::Origin::User);
+  /// A binary elementwise op with weak-literal handling.
+  LExpr binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan span);
+
+  /// Compile-time integer expression: literals, dimension symbols, + - * and
+  /// exact /, axis_size(...). Reports an error and returns nullopt otherwise.
+  std::optional<int64_t> eval_int(const ast::Expr &expr, const char *what);
+  /// Axis names: `i` or `(i, j)`; reports unknown or repeated axes.
+  std::optional<std::vector<int>> eval_axes(const ast::Expr &expr);
+
+  DiagnosticEngine &diags();
+  const rt::Mesh &mesh() const { return builder_.mesh(); }
+  ir::Function &function() { return function_; }
+  ProgramLowerer &program() { return program_; }
+  int module_index() const { return module_index_; }
+
+  std::map<std::string, ir::ValueId> env;      // local names
+  std::map<std::string, int64_t> dim_symbols;  // def dimension symbols
+  bool returned = false;
+
+ private:
+  void lower_stmt(const ast::Stmt &stmt);
+  void lower_assign(const ast::AssignStmt &assign, SourceSpan span);
+  void lower_return(const ast::ReturnStmt &ret, SourceSpan span);
+  LExpr lower_call(const ast::CallExpr &call, SourceSpan span);
+  LExpr lower_index(const ast::IndexExpr &index, SourceSpan span);
+  LExpr lower_name(const std::string &name, SourceSpan span);
+
+  ProgramLowerer &program_;
+  ir::Function &function_;
+  ir::Builder builder_;
+  int module_index_;
+};
+
+/// Builtin functions of the language (lower_builtins.cpp).
+using BuiltinHandler = std::function<LExpr(BodyLowerer &, const ast::CallExpr &, SourceSpan)>;
+/// The handler for builtin `name`, or null.
+const BuiltinHandler *find_builtin(const std::string &name);
+bool is_builtin(const std::string &name);
+
+/// Whole-program state: symbol tables, the module being built, def instances.
+class ProgramLowerer {
+ public:
+  ProgramLowerer(const Program &program, const SourceManager &sources, const LowerOptions &options,
+                 DiagnosticEngine &diags);
+  ir::Module run();
+
+  /// The def reachable as `name` from module `from_module`, or null (after
+  /// reporting ambiguity at `span` when two imports define it).
+  const ast::FuncDecl *find_def(const std::string &name, int from_module, SourceSpan span,
+                                int &def_module);
+  /// Index of the instance of `decl` for these argument types on `mesh`, or -1.
+  int instantiate(const ast::FuncDecl &decl, int decl_module, const std::vector<Type> &arg_types,
+                  int mesh, SourceSpan call_span);
+
+  ir::Module module;
+  DiagnosticEngine &diags;
+  const SourceManager &sources;
+
+ private:
+  struct FuncSym {
+    const ast::FuncDecl *decl;
+    int module_index;
+  };
+  void collect();
+  void lower_shmap(const ast::FuncDecl &decl, int module_index);
+  std::optional<Type> resolve_type(const ast::TypeExpr &type, const std::map<std::string, int64_t> *symbols,
+                                   bool allow_symbols, std::map<std::string, int64_t> *bind);
+  std::optional<rt::PartitionSpec> resolve_spec(const ast::SpecExpr &spec, const rt::Mesh &mesh,
+                                                const Shape &global, SourceSpan type_span);
+
+  const Program &program_;
+  LowerOptions options_;
+  std::map<std::string, int> meshes_;
+  std::map<std::string, std::vector<FuncSym>> funcs_;  // name (plain and qualified) -> decls
+  struct InstanceKey {
+    const ast::FuncDecl *decl;
+    int mesh;
+    std::vector<std::pair<DType, Shape>> args;
+    auto operator<=>(const InstanceKey &) const = default;
+  };
+  std::map<InstanceKey, int> instances_;  // -1 while in progress / after failure
+};
+
+}  // namespace spmd::lowering

@@ -1,0 +1,34 @@
+// ops/op_info.cpp — the OpInfo table, generated from ops.def.
+#include "ops/op_info.h"
+
+#include <array>
+
+namespace spmd {
+namespace {
+
+constexpr std::array<OpInfo, kNumOps> kOpTable = {{
+#define OP(Name, spelling, Kind) {OpCode::Name, spelling, OpKind::Kind},
+#include "ops/ops.def"
+}};
+
+}  // namespace
+
+const OpInfo &op_info(OpCode op) { return kOpTable[static_cast<size_t>(op)]; }
+
+bool op_communicates(OpCode op) {
+  switch (op) {
+    case OpCode::Psum:
+    case OpCode::Pmax:
+    case OpCode::Pmin:
+    case OpCode::AllGather:
+    case OpCode::AllGatherInvariant:
+    case OpCode::PsumScatter:
+    case OpCode::AllToAll:
+    case OpCode::Ppermute:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace spmd

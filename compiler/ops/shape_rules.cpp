@@ -1,0 +1,360 @@
+// ops/shape_rules.cpp — result dtype and local shape of every op.
+//
+// One case per op kind, then per op where the kind is not enough. Errors are
+// complete sentences that lowering attaches to the op's span.
+#include "ops/shape_rules.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace spmd {
+namespace {
+
+std::string shp(const Shape &s) { return rt::shape_str(s); }
+
+bool broadcast(const Shape &a, const Shape &b, Shape &out) {
+  size_t n = std::max(a.size(), b.size());
+  out.assign(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    out[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+ShapeRuleResult fail(std::string message) { return {{}, std::move(message)}; }
+ShapeRuleResult one(DType d, Shape s) { return {{Type{d, std::move(s), {}}}, {}}; }
+
+bool valid_dim(int64_t d, int64_t rank) { return d >= 0 && d < rank; }
+
+ShapeRuleResult einsum_shapes(std::span<const Type> ops, const Attrs &attrs) {
+  EinsumSpec spec;
+  std::string error;
+  if (!parse_einsum(attrs.spec, spec, error)) return fail(error);
+  if (spec.inputs.size() != ops.size())
+    return fail("einsum spec `" + attrs.spec + "` names " + std::to_string(spec.inputs.size()) +
+                " operands but " + std::to_string(ops.size()) + " were given");
+  std::map<char, int64_t> sizes;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const std::string &idx = spec.inputs[k];
+    if (static_cast<int64_t>(idx.size()) != ops[k].rank())
+      return fail("einsum operand " + std::to_string(k + 1) + " has rank " +
+                  std::to_string(ops[k].rank()) + " but its indices `" + idx + "` have " +
+                  std::to_string(idx.size()));
+    if (ops[k].dtype != ops[0].dtype) return fail("einsum operands must have the same dtype");
+    for (size_t d = 0; d < idx.size(); ++d) {
+      auto [it, inserted] = sizes.emplace(idx[d], ops[k].shape[d]);
+      if (!inserted && it->second != ops[k].shape[d])
+        return fail(std::string("einsum index `") + idx[d] + "` has size " +
+                    std::to_string(it->second) + " and " + std::to_string(ops[k].shape[d]));
+    }
+  }
+  Shape out;
+  for (char c : spec.output) {
+    auto it = sizes.find(c);
+    if (it == sizes.end())
+      return fail(std::string("einsum output index `") + c + "` appears in no operand");
+    out.push_back(it->second);
+  }
+  if (ops[0].dtype == DType::Bool) return fail("einsum does not take bool operands");
+  return one(ops[0].dtype, out);
+}
+
+ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
+                                  const rt::Mesh &mesh) {
+  int64_t n = axes_size(mesh, attrs.axes);
+  Shape s = x.shape;
+  auto need_dim = [&](int64_t d) { return valid_dim(d, x.rank()); };
+  switch (op) {
+    case OpCode::Psum:
+    case OpCode::Pmax:
+    case OpCode::Pmin:
+    case OpCode::Pbroadcast:
+    case OpCode::Ppermute:
+      return one(x.dtype, s);
+    case OpCode::AllGather:
+    case OpCode::AllGatherInvariant:
+      if (attrs.tiled) {
+        if (!need_dim(attrs.dim))
+          return fail("gather dimension " + std::to_string(attrs.dim) + " is out of range for " +
+                      shp(s));
+        s[attrs.dim] *= n;
+      } else {
+        if (attrs.dim < 0 || attrs.dim > x.rank())
+          return fail("gather dimension " + std::to_string(attrs.dim) + " is out of range");
+        s.insert(s.begin() + attrs.dim, n);
+      }
+      return one(x.dtype, s);
+    case OpCode::PsumScatter:
+    case OpCode::Pscatter:
+      if (!need_dim(attrs.dim))
+        return fail("scatter dimension " + std::to_string(attrs.dim) + " is out of range for " +
+                    shp(s));
+      if (attrs.tiled) {
+        if (s[attrs.dim] % n != 0)
+          return fail("scatter dimension " + std::to_string(attrs.dim) + " has size " +
+                      std::to_string(s[attrs.dim]) + ", not divisible by the " +
+                      std::to_string(n) + " devices along the axes");
+        s[attrs.dim] /= n;
+      } else {
+        if (s[attrs.dim] != n)
+          return fail("untiled scatter needs dimension " + std::to_string(attrs.dim) +
+                      " to equal the number of devices (" + std::to_string(n) + ")");
+        s.erase(s.begin() + attrs.dim);
+      }
+      return one(x.dtype, s);
+    case OpCode::AllToAll:
+      if (!need_dim(attrs.dim) || !need_dim(attrs.dim2))
+        return fail("all_to_all split/concat dimension out of range for " + shp(s));
+      if (s[attrs.dim] % n != 0)
+        return fail("all_to_all split dimension " + std::to_string(attrs.dim) + " has size " +
+                    std::to_string(s[attrs.dim]) + ", not divisible by the " + std::to_string(n) +
+                    " devices along the axes");
+      s[attrs.dim] /= n;
+      s[attrs.dim2] *= n;
+      return one(x.dtype, s);
+    default:
+      return fail("internal: not a collective");
+  }
+}
+
+}  // namespace
+
+int64_t axes_size(const rt::Mesh &mesh, const std::vector<int> &axes) {
+  int64_t n = 1;
+  for (int a : axes) n *= mesh.axis_size(a);
+  return n;
+}
+
+bool parse_einsum(std::string_view spec, EinsumSpec &out, std::string &error) {
+  out = {};
+  auto arrow = spec.find("->");
+  if (arrow == std::string_view::npos) {
+    error = "einsum spec `" + std::string(spec) + "` needs an explicit output (`->`)";
+    return false;
+  }
+  std::string lhs(spec.substr(0, arrow)), rhs(spec.substr(arrow + 2));
+  std::string cur;
+  for (char c : lhs) {
+    if (c == ' ') continue;
+    if (c == ',') {
+      out.inputs.push_back(cur);
+      cur.clear();
+    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+      cur += c;
+    } else {
+      error = std::string("einsum spec has an invalid character `") + c + "`";
+      return false;
+    }
+  }
+  out.inputs.push_back(cur);
+  for (char c : rhs) {
+    if (c == ' ') continue;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
+      error = std::string("einsum spec has an invalid character `") + c + "`";
+      return false;
+    }
+    out.output += c;
+  }
+  for (const auto &s : out.inputs) {
+    std::set<char> seen(s.begin(), s.end());
+    if (seen.size() != s.size()) {
+      error = "einsum operand indices `" + s + "` repeat an index (diagonals are not supported)";
+      return false;
+    }
+  }
+  std::set<char> seen(out.output.begin(), out.output.end());
+  if (seen.size() != out.output.size()) {
+    error = "einsum output `" + out.output + "` repeats an index";
+    return false;
+  }
+  if (out.inputs.size() > 2) {
+    error = "einsum takes one or two operands";
+    return false;
+  }
+  return true;
+}
+
+std::string einsum_to_string(const EinsumSpec &spec) {
+  std::string s;
+  for (size_t i = 0; i < spec.inputs.size(); ++i) s += (i ? "," : "") + spec.inputs[i];
+  return s + "->" + spec.output;
+}
+
+ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &attrs,
+                             const rt::Mesh &mesh) {
+  const OpInfo &info = op_info(op);
+  switch (info.kind) {
+    case OpKind::Creation:
+      if (op == OpCode::Constant) return one(attrs.dtype, {});
+      for (int64_t d : attrs.shape)
+        if (d < 0) return fail("negative dimension in shape " + shp(attrs.shape));
+      if (op == OpCode::Iota && !valid_dim(attrs.dim, static_cast<int64_t>(attrs.shape.size())))
+        return fail("iota dimension " + std::to_string(attrs.dim) + " is out of range for " +
+                    shp(attrs.shape));
+      if (op == OpCode::Iota && attrs.dtype == DType::Bool) return fail("iota cannot be bool");
+      return one(attrs.dtype, attrs.shape);
+    case OpKind::Unary: {
+      const Type &x = ops[0];
+      if (op == OpCode::Cast) return one(attrs.dtype, x.shape);
+      if (op == OpCode::Not) {
+        if (x.dtype != DType::Bool) return fail("logical_not needs a bool operand");
+        return one(DType::Bool, x.shape);
+      }
+      bool int_ok = op == OpCode::Neg || op == OpCode::Abs || op == OpCode::Sign;
+      if (x.dtype == DType::Bool || (!int_ok && !rt::is_float(x.dtype)))
+        return fail(std::string("`") + std::string(info.spelling) + "` needs a floating-point " +
+                    "operand, got " + dtype_name(x.dtype));
+      return one(x.dtype, x.shape);
+    }
+    case OpKind::Binary:
+    case OpKind::Compare:
+    case OpKind::Logical: {
+      const Type &a = ops[0], &b = ops[1];
+      if (a.dtype != b.dtype)
+        return fail(std::string("operands have different dtypes ") + dtype_name(a.dtype) +
+                    " and " + dtype_name(b.dtype) + "; use cast(x, dtype)");
+      Shape s;
+      if (!broadcast(a.shape, b.shape, s))
+        return fail("shapes " + shp(a.shape) + " and " + shp(b.shape) + " do not broadcast");
+      if (info.kind == OpKind::Logical) {
+        if (a.dtype != DType::Bool) return fail("logical operators need bool operands");
+        return one(DType::Bool, s);
+      }
+      if (a.dtype == DType::Bool && info.kind == OpKind::Binary)
+        return fail("arithmetic on bool values; cast them first");
+      return one(info.kind == OpKind::Compare ? DType::Bool : a.dtype, s);
+    }
+    case OpKind::Select: {
+      if (ops[0].dtype != DType::Bool) return fail("the condition of `where` must be bool");
+      if (ops[1].dtype != ops[2].dtype)
+        return fail(std::string("the branches of `where` have different dtypes ") +
+                    dtype_name(ops[1].dtype) + " and " + dtype_name(ops[2].dtype));
+      Shape s1, s2;
+      if (!broadcast(ops[1].shape, ops[2].shape, s1) || !broadcast(ops[0].shape, s1, s2))
+        return fail("the operands of `where` do not broadcast together");
+      return one(ops[1].dtype, s2);
+    }
+    case OpKind::Reduce: {
+      const Type &x = ops[0];
+      Shape s;
+      for (size_t i = 1; i < attrs.dims.size(); ++i)
+        if (attrs.dims[i] <= attrs.dims[i - 1]) return fail("reduction axes must be distinct");
+      for (int64_t d : attrs.dims)
+        if (!valid_dim(d, x.rank()))
+          return fail("reduction axis " + std::to_string(d) + " is out of range for " +
+                      shp(x.shape));
+      for (int64_t d = 0; d < x.rank(); ++d)
+        if (std::find(attrs.dims.begin(), attrs.dims.end(), d) == attrs.dims.end())
+          s.push_back(x.shape[d]);
+      if (x.dtype == DType::Bool) return fail("cannot reduce bool values; cast them first");
+      if (op != OpCode::ReduceSum)
+        for (int64_t d : attrs.dims)
+          if (x.shape[d] == 0) return fail("max/min over an empty dimension");
+      return one(x.dtype, s);
+    }
+    case OpKind::Contraction:
+      return einsum_shapes(ops, attrs);
+    case OpKind::Layout:
+      break;
+    case OpKind::Collective:
+      if (op == OpCode::AxisIndex) return one(DType::I32, {});
+      return collective_shapes(op, ops[0], attrs, mesh);
+    case OpKind::Call:
+      return fail("internal: call types come from the callee");
+  }
+  // Layout ops.
+  const Type &x = ops[0];
+  switch (op) {
+    case OpCode::Reshape:
+      if (rt::num_elements(attrs.shape) != x.numel())
+        return fail("cannot reshape " + shp(x.shape) + " (" + std::to_string(x.numel()) +
+                    " elements) to " + shp(attrs.shape));
+      return one(x.dtype, attrs.shape);
+    case OpCode::Transpose: {
+      if (static_cast<int64_t>(attrs.dims.size()) != x.rank())
+        return fail("transpose permutation has " + std::to_string(attrs.dims.size()) +
+                    " entries but the operand has rank " + std::to_string(x.rank()));
+      std::vector<bool> seen(attrs.dims.size(), false);
+      Shape s;
+      for (int64_t d : attrs.dims) {
+        if (!valid_dim(d, x.rank()) || seen[d]) return fail("transpose needs a permutation");
+        seen[d] = true;
+        s.push_back(x.shape[d]);
+      }
+      return one(x.dtype, s);
+    }
+    case OpCode::BroadcastTo: {
+      Shape s;
+      if (x.rank() > static_cast<int64_t>(attrs.shape.size()) ||
+          !broadcast(x.shape, attrs.shape, s) || s != attrs.shape)
+        return fail("cannot broadcast " + shp(x.shape) + " to " + shp(attrs.shape));
+      return one(x.dtype, attrs.shape);
+    }
+    case OpCode::Slice: {
+      if (attrs.start.size() != x.shape.size() || attrs.limit.size() != x.shape.size() ||
+          attrs.stride.size() != x.shape.size())
+        return fail("slice needs one start/limit/stride per dimension");
+      Shape s;
+      for (size_t d = 0; d < x.shape.size(); ++d) {
+        int64_t b = attrs.start[d], e = attrs.limit[d], st = attrs.stride[d];
+        if (st <= 0) return fail("slice steps must be positive");
+        if (b < 0 || e > x.shape[d] || b > e)
+          return fail("slice " + std::to_string(b) + ":" + std::to_string(e) +
+                      " is out of bounds for dimension " + std::to_string(d) + " of size " +
+                      std::to_string(x.shape[d]));
+        s.push_back((e - b + st - 1) / st);
+      }
+      return one(x.dtype, s);
+    }
+    case OpCode::Pad: {
+      if (attrs.shape.size() != x.shape.size() || attrs.start.size() != x.shape.size() ||
+          attrs.stride.size() != x.shape.size())
+        return fail("pad needs a target shape, start and stride per dimension");
+      for (size_t d = 0; d < x.shape.size(); ++d) {
+        if (attrs.stride[d] <= 0) return fail("pad strides must be positive");
+        if (x.shape[d] > 0 &&
+            attrs.start[d] + (x.shape[d] - 1) * attrs.stride[d] >= attrs.shape[d])
+          return fail("pad places elements outside the target shape");
+      }
+      return one(x.dtype, attrs.shape);
+    }
+    case OpCode::Concat: {
+      if (!valid_dim(attrs.dim, x.rank()))
+        return fail("concat axis " + std::to_string(attrs.dim) + " is out of range");
+      Shape s = x.shape;
+      for (size_t k = 1; k < ops.size(); ++k) {
+        if (ops[k].dtype != x.dtype) return fail("concat operands have different dtypes");
+        if (ops[k].rank() != x.rank()) return fail("concat operands have different ranks");
+        for (int64_t d = 0; d < x.rank(); ++d)
+          if (d != attrs.dim && ops[k].shape[d] != x.shape[d])
+            return fail("concat operands " + shp(x.shape) + " and " + shp(ops[k].shape) +
+                        " differ outside the concatenation axis");
+        s[attrs.dim] += ops[k].shape[attrs.dim];
+      }
+      return one(x.dtype, s);
+    }
+    case OpCode::DynamicSlice: {
+      if (ops[1].dtype != DType::I32 || ops[1].rank() != 0)
+        return fail("dynamic_slice needs an i32 scalar index");
+      if (!valid_dim(attrs.dim, x.rank()) || attrs.shape.size() != x.shape.size())
+        return fail("dynamic_slice dimension out of range");
+      return one(x.dtype, attrs.shape);
+    }
+    case OpCode::DynamicUpdateSlice: {
+      if (ops[2].dtype != DType::I32 || ops[2].rank() != 0)
+        return fail("dynamic_update_slice needs an i32 scalar index");
+      if (ops[1].dtype != x.dtype || ops[1].rank() != x.rank())
+        return fail("dynamic_update_slice update does not match the operand");
+      return one(x.dtype, x.shape);
+    }
+    default:
+      return fail("internal: unhandled layout op");
+  }
+}
+
+}  // namespace spmd

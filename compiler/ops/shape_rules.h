@@ -1,0 +1,40 @@
+// ops/shape_rules.h — the dtype and local shape of every op's results.
+//
+// infer_shapes is the single shape rule for every op; lowering uses it to type
+// new instructions (turning a failure into a diagnostic at the op) and the
+// verifier uses it to re-check them. Variance is not computed here (see
+// variance_rules.h). Call's result types come from its callee and are not
+// handled here.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/types.h"
+#include "ops/op_info.h"
+
+namespace spmd {
+
+struct ShapeRuleResult {
+  std::vector<Type> results;  // variance left empty
+  std::string error;          // non-empty on failure: a complete sentence
+  bool ok() const { return error.empty(); }
+};
+
+ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> operands, const Attrs &attrs,
+                             const rt::Mesh &mesh);
+
+/// Parsed einsum spec: one index string per operand and the output.
+struct EinsumSpec {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+/// Parses "ij,jk->ik" (explicit output required); error text on failure.
+bool parse_einsum(std::string_view spec, EinsumSpec &out, std::string &error);
+std::string einsum_to_string(const EinsumSpec &spec);
+
+/// Product of the sizes of `axes` in `mesh`.
+int64_t axes_size(const rt::Mesh &mesh, const std::vector<int> &axes);
+
+}  // namespace spmd

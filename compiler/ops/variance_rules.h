@@ -1,0 +1,32 @@
+// ops/variance_rules.h — device-variance typing of every op.
+//
+// Non-collective ops need operands of equal variance and produce that variance
+// (infer_variance lifts disagreeing operands with pbroadcast first).
+// Collectives follow the design note's table: each needs its operand varying
+// or invariant along the axes it names, and produces a result that is varying
+// or invariant along them. docs/device-variance.md explains each rule.
+#pragma once
+
+#include "ir/types.h"
+#include "ops/op_info.h"
+
+namespace spmd {
+
+/// What a collective needs of its (first) operand along attrs.axes.
+enum class AxisRequirement {
+  None,       // not a collective with an operand (or axis_index)
+  Varying,    // Varying -> ...: lifted with pbroadcast when invariant
+  Invariant,  // Invariant -> ...: an error when varying
+};
+
+AxisRequirement operand_requirement(OpCode op);
+
+/// The result variance of `op` given its operands' (already reconciled)
+/// variance. For non-collectives that is `operand_variance` itself; creation
+/// ops give {} and axis_index gives attrs.axes.
+AxisSet result_variance(OpCode op, AxisSet operand_variance, const Attrs &attrs);
+
+/// "Varying -> Invariant" etc., for docs and diagnostics.
+const char *variance_signature(OpCode op);
+
+}  // namespace spmd

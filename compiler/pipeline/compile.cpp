@@ -1,0 +1,71 @@
+// pipeline/compile.cpp — runs the phases (see compile.h).
+#include "pipeline/compile.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <exception>
+
+#include "ir/verifier.h"
+#include "middle/infer_variance.h"
+#include "middle/lower.h"
+
+namespace spmd {
+namespace {
+
+void run_phases(Compilation &c, const CompileOptions &options) {
+  using Clock = std::chrono::steady_clock;
+  auto timed = [](const char *name, auto &&fn) {
+    auto start = Clock::now();
+    fn();
+    spdlog::debug("phase {}: {:.3f} ms", name,
+                  std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  };
+  c.diags.set_limit(options.max_errors);
+  std::vector<std::string> paths = options.library_paths;
+  for (auto &p : default_library_paths()) paths.push_back(p);
+  timed("parse", [&] { c.program = load_program(c.sources, c.main_file, paths, c.diags); });
+  c.reached = Phase::Parse;
+  if (!c.ok() || options.stop_after == Phase::Parse) return;
+
+  LowerOptions lower_options;
+  lower_options.auto_pbroadcast = options.auto_pbroadcast;
+  timed("lower", [&] { c.module = lower_program(c.program, c.sources, lower_options, c.diags); });
+  c.reached = Phase::Lower;
+  if (!c.ok() || options.stop_after == Phase::Lower) return;
+
+  timed("infer_variance", [&] { infer_variance(*c.module, c.diags); });
+  c.reached = Phase::Variance;
+  if (!c.ok()) return;
+  for (const std::string &problem : ir::verify_module(*c.module))
+    c.diags.internal({}, "IR verification failed after variance inference: " + problem);
+}
+
+}  // namespace
+
+void compile_source(Compilation &c, const std::string &path, std::string text,
+                    const CompileOptions &options) {
+  c.main_file = c.sources.add(path, std::move(text));
+  try {
+    run_phases(c, options);
+  } catch (const std::exception &e) {
+    c.diags.internal({}, std::string("unexpected exception: ") + e.what());
+  }
+}
+
+void compile_file(Compilation &c, const std::string &path, const CompileOptions &options) {
+  std::string error;
+  FileId id = c.sources.load(path, error);
+  if (id == kNoFile) {
+    c.diags.error("io-error", {}, "cannot read `" + path + "`: " + error);
+    return;
+  }
+  c.main_file = id;
+  try {
+    run_phases(c, options);
+  } catch (const std::exception &e) {
+    c.diags.internal({}, std::string("unexpected exception: ") + e.what());
+  }
+}
+
+}  // namespace spmd

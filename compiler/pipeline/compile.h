@@ -1,0 +1,49 @@
+// pipeline/compile.h — the phases of the compiler, in order, as one function.
+//
+//   load_program   (frontend/imports.h)      path      -> Program (ASTs)
+//   lower_program  (middle/lower.h)          Program   -> ir::Module (shapes, dtypes)
+//   infer_variance (middle/infer_variance.h) ir::Module -> ir::Module (variance, pbroadcasts)
+//   verify_module  (ir/verifier.h)           a failure here is a compiler bug
+//
+// compile_source stops after the phase named by `stop_after`, or at the first
+// phase that reported errors. The driver, the tests and the fuzzer all call it,
+// so they see exactly the same pipeline.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/imports.h"
+#include "ir/ir.h"
+#include "support/diagnostics.h"
+#include "support/source.h"
+
+namespace spmd {
+
+enum class Phase { Parse, Lower, Variance };
+
+struct CompileOptions {
+  bool auto_pbroadcast = true;
+  std::vector<std::string> library_paths;  // searched before the default stdlib paths
+  Phase stop_after = Phase::Variance;
+  int max_errors = 100;
+};
+
+struct Compilation {
+  SourceManager sources;
+  DiagnosticEngine diags;
+  FileId main_file = kNoFile;
+  Program program;
+  std::optional<ir::Module> module;  // set when lowering ran
+  Phase reached = Phase::Parse;      // the last phase that ran
+  bool ok() const { return !diags.has_errors() && !diags.has_internal_errors(); }
+};
+
+/// Compiles `text` (named `path` in diagnostics).
+void compile_source(Compilation &c, const std::string &path, std::string text,
+                    const CompileOptions &options);
+/// Reads `path` and compiles it; an unreadable file is an error diagnostic.
+void compile_file(Compilation &c, const std::string &path, const CompileOptions &options);
+
+}  // namespace spmd

@@ -1,0 +1,145 @@
+// support/diagnostics.cpp — collecting and rendering diagnostics.
+//
+// Rendering follows the usual compiler layout: a `path:line:col: severity:
+// message [code]` header, the source line with a line-number gutter, a caret
+// line (`^~~~`) under the primary span (clamped to that line), then each
+// secondary label as a note with its own excerpt, and finally `help: ...` when
+// a fix is suggested. Diagnostics without a file render as `spmdc: ...`.
+#include "support/diagnostics.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace spmd {
+
+Diagnostic &DiagnosticEngine::error(std::string code, SourceSpan span, std::string message) {
+  ++num_errors_;
+  if (num_errors_ > limit_) {
+    overflow_ = Diagnostic{};
+    return overflow_;
+  }
+  diags_.push_back(Diagnostic{Severity::Error, std::move(code), span, std::move(message), {}, {}});
+  return diags_.back();
+}
+
+Diagnostic &DiagnosticEngine::warning(std::string code, SourceSpan span, std::string message) {
+  diags_.push_back(
+      Diagnostic{Severity::Warning, std::move(code), span, std::move(message), {}, {}});
+  return diags_.back();
+}
+
+Diagnostic &DiagnosticEngine::internal(SourceSpan span, std::string message) {
+  ++num_internal_;
+  diags_.push_back(Diagnostic{Severity::Internal, "", span, std::move(message), {}, {}});
+  return diags_.back();
+}
+
+namespace {
+
+bool position_less(const Diagnostic &a, const Diagnostic &b) {
+  bool av = a.span.valid(), bv = b.span.valid();
+  if (av != bv) return av;  // spanless ones go last
+  if (!av) return false;
+  return std::tie(a.span.file, a.span.begin) < std::tie(b.span.file, b.span.begin);
+}
+
+struct Style {
+  bool color;
+  std::string bold(const std::string &s) const { return color ? "\033[1m" + s + "\033[0m" : s; }
+  std::string paint(const char *code, const std::string &s) const {
+    return color ? std::string("\033[1;") + code + "m" + s + "\033[0m" : s;
+  }
+};
+
+const char *severity_name(Severity s) {
+  switch (s) {
+    case Severity::Note: return "note";
+    case Severity::Warning: return "warning";
+    case Severity::Error: return "error";
+    case Severity::Internal: return "internal compiler error";
+  }
+  return "error";
+}
+
+const char *severity_color(Severity s) {
+  switch (s) {
+    case Severity::Note: return "36";     // cyan
+    case Severity::Warning: return "35";  // magenta
+    default: return "31";                 // red
+  }
+}
+
+/// `path:line:col: ` for a span in a known file, else `spmdc: `.
+std::string header_prefix(SourceSpan span, const SourceManager &sources) {
+  SourceLocation loc = sources.location(span);
+  if (loc.line == 0) return "spmdc: ";
+  return std::string(loc.path) + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) +
+         ": ";
+}
+
+/// The source line of `span` with a gutter and a caret line under the span.
+void render_excerpt(std::string &out, SourceSpan span, const SourceManager &sources,
+                    const Style &style, const char *caret_color) {
+  SourceLocation loc = sources.location(span);
+  if (loc.line == 0) return;
+  const SourceFile &file = sources.file(span.file);
+  std::string_view line = file.line_text(loc.line);
+  std::string number = std::to_string(loc.line);
+  std::string gutter(number.size(), ' ');
+  out += "  " + style.paint("34", number + " |") + (line.empty() ? "" : " ");
+  out += line;
+  out += "\n";
+  // Caret line: keep tabs so the caret lines up with the excerpt.
+  size_t start = std::min<size_t>(loc.column - 1, line.size());
+  size_t end_offset = std::max(span.end, span.begin);
+  size_t length = end_offset - span.begin;
+  size_t width = std::max<size_t>(1, std::min(length, line.size() - start));
+  if (start == line.size()) width = 1;
+  std::string pad;
+  for (size_t i = 0; i < start; ++i) pad += line[i] == '\t' ? '\t' : ' ';
+  std::string carets = "^" + std::string(width - 1, '~');
+  out += "  " + style.paint("34", gutter + " |") + " " + pad + style.paint(caret_color, carets) +
+         "\n";
+}
+
+void render_one(std::string &out, const Diagnostic &d, const SourceManager &sources,
+                const Style &style) {
+  std::string header = header_prefix(d.span, sources);
+  out += style.bold(header);
+  out += style.paint(severity_color(d.severity), std::string(severity_name(d.severity)) + ":");
+  out += " " + style.bold(d.message);
+  if (!d.code.empty()) out += " [" + d.code + "]";
+  out += "\n";
+  render_excerpt(out, d.span, sources, style, severity_color(d.severity));
+  for (const DiagnosticLabel &note : d.notes) {
+    out += style.bold(header_prefix(note.span, sources));
+    out += style.paint(severity_color(Severity::Note), "note:") + " " + note.message + "\n";
+    render_excerpt(out, note.span, sources, style, severity_color(Severity::Note));
+  }
+  if (!d.fix.empty()) out += style.paint("32", "help:") + " " + d.fix + "\n";
+  if (d.severity == Severity::Internal) {
+    out += style.paint(severity_color(Severity::Note), "note:") +
+           " this is a bug in spmdc, not in your program; please report it together with the "
+           "input that triggers it\n";
+  }
+}
+
+}  // namespace
+
+void DiagnosticEngine::sort_by_position() {
+  std::stable_sort(diags_.begin(), diags_.end(), position_less);
+}
+
+std::string render_diagnostics(const DiagnosticEngine &engine, const SourceManager &sources,
+                               bool color) {
+  std::vector<const Diagnostic *> sorted;
+  for (const Diagnostic &d : engine.all()) sorted.push_back(&d);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const Diagnostic *a, const Diagnostic *b) { return position_less(*a, *b); });
+  Style style{color};
+  std::string out;
+  for (const Diagnostic *d : sorted) render_one(out, *d, sources, style);
+  return out;
+}
+
+}  // namespace spmd

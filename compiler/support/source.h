@@ -1,0 +1,63 @@
+// support/source.h — source files and spans.
+//
+// Every AST node and IR instruction carries a SourceSpan: a file id plus a
+// half-open byte range. Line and column numbers (1-based) are computed from the
+// byte offset in exactly one place, SourceManager::location.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spmd {
+
+using FileId = int32_t;
+inline constexpr FileId kNoFile = -1;
+
+struct SourceSpan {
+  FileId file = kNoFile;
+  uint32_t begin = 0;  // byte offset of the first character
+  uint32_t end = 0;    // byte offset one past the last character
+  bool valid() const { return file != kNoFile; }
+  /// The smallest span covering both (same file assumed; an invalid side is ignored).
+  static SourceSpan cover(SourceSpan a, SourceSpan b);
+};
+
+struct SourceLocation {
+  std::string_view path;
+  uint32_t line = 0;    // 1-based
+  uint32_t column = 0;  // 1-based, in bytes
+};
+
+class SourceFile {
+ public:
+  SourceFile(std::string path, std::string text);
+  const std::string &path() const { return path_; }
+  const std::string &text() const { return text_; }
+  /// 1-based line and column of a byte offset.
+  std::pair<uint32_t, uint32_t> line_column(uint32_t offset) const;
+  /// The text of 1-based line `line`, without its newline.
+  std::string_view line_text(uint32_t line) const;
+
+ private:
+  std::string path_;
+  std::string text_;
+  std::vector<uint32_t> line_starts_;
+};
+
+/// Owns every file read during a compilation (main file and imports).
+class SourceManager {
+ public:
+  FileId add(std::string path, std::string text);
+  /// Reads a file from disk; returns kNoFile (and leaves `error` set) on failure.
+  FileId load(const std::string &path, std::string &error);
+  const SourceFile &file(FileId id) const { return *files_.at(static_cast<size_t>(id)); }
+  SourceLocation location(SourceSpan span) const;
+
+ private:
+  std::vector<std::unique_ptr<SourceFile>> files_;
+};
+
+}  // namespace spmd

@@ -1,0 +1,182 @@
+// Spmd.g4 — the ANTLR 4 grammar of the spmdc source language.
+//
+// The grammar is deliberately permissive where a precise message is better
+// given by the AST builder (compiler/frontend/ast_builder_*.cpp): partition
+// specs and `on MESH` are optional everywhere, comparisons associate, and the
+// spec constructor `P` is an ordinary identifier. Newlines are whitespace;
+// statements are separated by their first token (an identifier or a keyword)
+// and may end with an optional `;`. Comments and malformed input go to the
+// hidden channel, so the parser never sees them: the builder reports bad
+// characters and attaches comments to declarations and statements.
+//
+// Code is generated at build time (grammar/CMakeLists.txt); nothing generated
+// lives in the source tree.
+grammar Spmd;
+
+// ------------------------------------------------------------------ declarations
+
+module_ : decl* EOF ;
+
+decl
+  : importDecl
+  | meshDecl
+  | funcDecl
+  ;
+
+importDecl : IMPORT IDENT (DOT IDENT)* SEMI? ;
+
+meshDecl : MESH IDENT ASSIGN LPAREN (meshAxis (COMMA meshAxis)* COMMA?)? RPAREN SEMI? ;
+
+meshAxis : IDENT COLON INT ;
+
+funcDecl
+  : attributes* kind=(DEF | SHMAP) IDENT
+    LPAREN (param (COMMA param)* COMMA?)? RPAREN
+    (ARROW results)? (ON mesh=IDENT)? block
+  ;
+
+attributes : LBRACK LBRACK IDENT (COMMA IDENT)* COMMA? RBRACK RBRACK ;
+
+param : IDENT COLON typeExpr variance? (AT specExpr)? ;
+
+results
+  : LPAREN result (COMMA result)* COMMA? RPAREN
+  | result
+  ;
+
+result : typeExpr (AT specExpr)? ;
+
+// --------------------------------------------------------------- types and specs
+
+typeExpr : IDENT LBRACK (dim (COMMA dim)* COMMA?)? RBRACK ;
+
+dim : INT | IDENT ;
+
+variance : LBRACE (IDENT (COMMA IDENT)* COMMA?)? RBRACE ;
+
+specExpr : IDENT LPAREN (specDim (COMMA specDim)* COMMA?)? RPAREN ;
+
+specDim
+  : NONE
+  | IDENT
+  | LPAREN IDENT (COMMA IDENT)* COMMA? RPAREN
+  ;
+
+// -------------------------------------------------------------------- statements
+
+block : LBRACE stmt* RBRACE ;
+
+stmt
+  : assignStmt
+  | returnStmt
+  | forStmt
+  | ifStmt
+  ;
+
+assignStmt : target (COMMA target)* ASSIGN expr SEMI? ;
+
+target : IDENT (COLON typeExpr variance?)? ;
+
+returnStmt : RETURN (expr (COMMA expr)*)? SEMI? ;
+
+forStmt : FOR IDENT IN RANGE LPAREN expr (COMMA expr)? RPAREN block SEMI? ;
+
+ifStmt : IF expr block (ELSE (block | ifStmt))? SEMI? ;
+
+// ------------------------------------------------------------------- expressions
+// Alternatives are listed from the highest precedence to the lowest; ANTLR turns
+// the left recursion into loops (precedence climbing). A prefix operator binds
+// what follows at its own level, so `-x ** 2` is `-(x ** 2)`.
+
+expr
+  : dottedName (call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN)?  # NameOrCall
+  | INT                                                                    # Int
+  | FLOAT                                                                  # Float
+  | (TRUE | FALSE)                                                         # Bool
+  | STRING                                                                 # String
+  | LPAREN (expr (COMMA expr)* COMMA?)? RPAREN                             # ParenOrTuple
+  | LBRACK (expr (COMMA expr)* COMMA?)? RBRACK                             # List
+  | expr LBRACK subscript (COMMA subscript)* COMMA? RBRACK                 # Index
+  | <assoc = right> expr op=POW expr                                       # Binary
+  | op=MINUS expr                                                          # Unary
+  | expr op=(STAR | SLASH | AT) expr                                       # Binary
+  | expr op=(PLUS | MINUS) expr                                            # Binary
+  | expr op=(LT | LE | GT | GE | EQ | NE) expr                             # Binary
+  | op=NOT expr                                                            # Unary
+  | expr op=AND expr                                                       # Binary
+  | expr op=OR expr                                                        # Binary
+  ;
+
+dottedName : IDENT (DOT IDENT)* ;
+
+argument : (keyword=IDENT ASSIGN)? expr ;
+
+subscript
+  : start=expr (colon1=COLON (stop=expr)? (colon2=COLON (step=expr)?)?)?
+  | colon1=COLON (stop=expr)? (colon2=COLON (step=expr)?)?
+  ;
+
+// ------------------------------------------------------------------------ tokens
+
+IMPORT : 'import' ;
+MESH   : 'mesh' ;
+DEF    : 'def' ;
+SHMAP  : 'shmap' ;
+ON     : 'on' ;
+RETURN : 'return' ;
+FOR    : 'for' ;
+IN     : 'in' ;
+RANGE  : 'range' ;
+IF     : 'if' ;
+ELSE   : 'else' ;
+AND    : 'and' ;
+OR     : 'or' ;
+NOT    : 'not' ;
+TRUE   : 'true' ;
+FALSE  : 'false' ;
+NONE   : 'None' ;
+
+ARROW  : '->' ;
+POW    : '**' ;
+LE     : '<=' ;
+GE     : '>=' ;
+EQ     : '==' ;
+NE     : '!=' ;
+LT     : '<' ;
+GT     : '>' ;
+ASSIGN : '=' ;
+PLUS   : '+' ;
+MINUS  : '-' ;
+STAR   : '*' ;
+SLASH  : '/' ;
+AT     : '@' ;
+LPAREN : '(' ;
+RPAREN : ')' ;
+LBRACK : '[' ;
+RBRACK : ']' ;
+LBRACE : '{' ;
+RBRACE : '}' ;
+COMMA  : ',' ;
+COLON  : ':' ;
+SEMI   : ';' ;
+DOT    : '.' ;
+
+FLOAT
+  : DIGITS '.' DIGITS? EXPONENT?
+  | '.' DIGITS EXPONENT?
+  | DIGITS EXPONENT
+  ;
+INT    : DIGITS ;
+IDENT  : [a-zA-Z_] [a-zA-Z_0-9]* ;
+STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"' ;
+
+fragment DIGITS   : [0-9]+ ;
+fragment EXPONENT : [eE] [+-]? DIGITS ;
+
+COMMENT : '#' ~[\r\n]* -> channel(HIDDEN) ;
+WS      : [ \t\r\n\f]+ -> skip ;
+
+// Malformed input: kept on the hidden channel and reported by the builder.
+UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '\\'? -> channel(HIDDEN) ;
+BAD_BYTES           : [\u0080-\u00FF]+ -> channel(HIDDEN) ;
+BAD_CHAR            : . -> channel(HIDDEN) ;

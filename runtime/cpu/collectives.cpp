@@ -1,0 +1,458 @@
+// runtime/cpu/collectives.cpp — simulated collectives: one thread per device.
+//
+// Every collective call is a rendezvous of its group, keyed by (group axes, the
+// group's first device, the caller's collective sequence number). Phase 1: each
+// member publishes its input (a Tensor copy, so the buffer stays alive) and waits
+// for all; then each computes its own output reading the others' inputs in rank
+// order. Phase 2: each waits until every member has finished reading, so no input
+// is modified or freed early. Members also check that they called the same
+// collective with the same parameters, dtype and shape. all_reduce splits the
+// work: each member reduces one slice into a shared buffer, then all copy it.
+//
+// One fabric mutex guards the bookkeeping; each device waits on its own condition
+// variable (no thundering herd with 256 threads). When a device throws, the
+// fabric is aborted: every waiter wakes and throws CollectiveAborted. A deadlock
+// (every live device waits in a rendezvous that cannot complete) is detected and
+// reported as an error instead of hanging.
+#include "spmdrt/collectives.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "internal.h"
+
+namespace spmd::rt {
+
+using detail::fail;
+
+namespace {
+
+enum class Kind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, Permute, Barrier };
+
+const char *kind_name(Kind kind) {
+  static const char *names[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                "all_to_all", "ppermute",   "barrier"};
+  return names[static_cast<int>(kind)];
+}
+
+/// What a member called; all members of a rendezvous must agree.
+struct Signature {
+  Kind kind;
+  std::vector<int64_t> params;
+};
+
+struct Rendezvous {
+  Signature signature;
+  std::vector<int64_t> members;  // device ids in rank order
+  std::vector<Tensor> inputs;    // by rank
+  Tensor shared_result;          // all_reduce: each member fills its slice, all copy it
+  int64_t arrived = 0;
+  int64_t finished = 0;
+};
+
+struct Key {
+  std::vector<int> axes;
+  int64_t leader;
+  uint64_t sequence;
+  auto operator<=>(const Key &) const = default;
+};
+
+std::string axes_str(const Mesh &mesh, const std::vector<int> &axes) {
+  std::string out = "(";
+  for (size_t i = 0; i < axes.size(); ++i) out += (i ? ", " : "") + mesh.axes()[axes[i]].name;
+  return out + ")";
+}
+
+}  // namespace
+
+class SimulatedFabric {
+ public:
+  explicit SimulatedFabric(const Mesh &mesh)
+      : mesh_(mesh),
+        wakeups_(static_cast<size_t>(mesh.num_devices())),
+        sequence_(static_cast<size_t>(mesh.num_devices()), 0),
+        state_(static_cast<size_t>(mesh.num_devices())) {}
+
+  const Mesh &mesh() const { return mesh_; }
+
+  /// Phase 1: publishes x and waits for the whole group. Returns the rendezvous and
+  /// the caller's rank.
+  std::pair<std::shared_ptr<Rendezvous>, int64_t> arrive(int64_t device,
+                                                         const std::vector<int> &axes,
+                                                         Signature signature, const Tensor &x) {
+    std::vector<int64_t> members = mesh_.group_of(device, axes);
+    const int64_t rank = mesh_.rank_in_group(device, axes);
+    const auto size = static_cast<int64_t>(members.size());
+    std::unique_lock lock(mutex_);
+    throw_if_aborted();
+    Key key{axes, members[0], sequence_[device]++};
+    std::shared_ptr<Rendezvous> &slot = pending_[key];
+    if (!slot) {
+      slot = std::make_shared<Rendezvous>();
+      slot->signature = std::move(signature);
+      slot->members = members;
+      slot->inputs.resize(static_cast<size_t>(size));
+      if (slot->signature.kind == Kind::AllReduce) {
+        slot->shared_result = Tensor::empty(x.dtype(), x.shape());
+      }
+    } else {
+      check_agrees(*slot, signature, x, device, axes);
+    }
+    std::shared_ptr<Rendezvous> rv = slot;
+    rv->inputs[rank] = x;
+    if (++rv->arrived == size) {
+      pending_.erase(key);
+      release(*rv, device);
+    } else {
+      state_[device] = std::string(kind_name(rv->signature.kind)) + " over " +
+                       axes_str(mesh_, axes) + " (collective #" + std::to_string(key.sequence) +
+                       ")";
+      wait(lock, device, [&] { return rv->arrived == size; });
+    }
+    return {rv, rank};
+  }
+
+  /// Phase 2: waits until every member has computed its output.
+  void depart(Rendezvous &rv, int64_t device) {
+    std::unique_lock lock(mutex_);
+    throw_if_aborted();
+    const auto size = static_cast<int64_t>(rv.members.size());
+    if (++rv.finished == size) {
+      release(rv, device);
+    } else {
+      state_[device] = std::string("finishing ") + kind_name(rv.signature.kind);
+      wait(lock, device, [&] { return rv.finished == size; });
+    }
+  }
+
+  void record_error(std::exception_ptr error, bool real) {
+    std::lock_guard lock(mutex_);
+    record_error_locked(std::move(error), real);
+  }
+
+  void device_exited(int64_t device) {
+    std::lock_guard lock(mutex_);
+    state_[device] = "finished";
+    ++exited_;
+    check_deadlock();
+  }
+
+  void rethrow_first_error() {
+    if (first_real_error_) std::rethrow_exception(first_real_error_);
+    if (first_error_) std::rethrow_exception(first_error_);
+  }
+
+ private:
+  void throw_if_aborted() const {
+    if (aborted_) throw CollectiveAborted("collective aborted because another device failed");
+  }
+
+  void check_agrees(const Rendezvous &rv, const Signature &signature, const Tensor &x,
+                    int64_t device, const std::vector<int> &axes) {
+    const Tensor *reference = nullptr;
+    for (const Tensor &t : rv.inputs) {
+      if (t.defined()) reference = &t;
+    }
+    std::string problem;
+    if (rv.signature.kind != signature.kind) {
+      problem = std::string("called ") + kind_name(signature.kind) + " while device " +
+                std::to_string(rv.members[0]) + "'s group called " + kind_name(rv.signature.kind);
+    } else if (rv.signature.params != signature.params) {
+      problem = std::string("called ") + kind_name(signature.kind) +
+                " with parameters that differ from the rest of its group";
+    } else if (reference && x.defined() &&
+               (reference->dtype() != x.dtype() || reference->shape() != x.shape())) {
+      problem = std::string("passed ") + dtype_name(x.dtype()) + shape_str(x.shape()) + " to " +
+                kind_name(signature.kind) + " but another member passed " +
+                dtype_name(reference->dtype()) + shape_str(reference->shape());
+    }
+    if (!problem.empty()) {
+      fail("collective mismatch over mesh axes " + axes_str(mesh_, axes) + ": device " +
+           std::to_string(device) + " " + problem);
+    }
+  }
+
+  /// Called with the lock held by the member completing a phase.
+  void release(const Rendezvous &rv, int64_t completer) {
+    for (int64_t member : rv.members) {
+      if (member == completer) continue;
+      --blocked_;
+      state_[member].clear();
+      wakeups_[member].notify_one();
+    }
+  }
+
+  template <typename Done>
+  void wait(std::unique_lock<std::mutex> &lock, int64_t device, Done done) {
+    ++blocked_;
+    check_deadlock();
+    wakeups_[device].wait(lock, [&] { return done() || aborted_; });
+    throw_if_aborted();
+  }
+
+  void check_deadlock() {
+    if (aborted_ || blocked_ == 0 || blocked_ + exited_ < mesh_.num_devices()) return;
+    std::string message = "collective deadlock: every device is finished or waiting:";
+    const int64_t shown = std::min<int64_t>(mesh_.num_devices(), 16);
+    for (int64_t d = 0; d < shown; ++d)
+      message += "\n  device " + std::to_string(d) + ": " + state_[d];
+    if (shown < mesh_.num_devices()) message += "\n  ...";
+    message += "\n(devices must call the same collectives in the same order)";
+    record_error_locked(std::make_exception_ptr(RuntimeError(message)), true);
+  }
+
+  void record_error_locked(std::exception_ptr error, bool real) {
+    if (real && !first_real_error_) first_real_error_ = error;
+    if (!first_error_) first_error_ = error;
+    aborted_ = true;
+    for (auto &cv : wakeups_) cv.notify_all();
+  }
+
+  const Mesh &mesh_;
+  std::mutex mutex_;
+  std::vector<std::condition_variable> wakeups_;  // one per device
+  std::map<Key, std::shared_ptr<Rendezvous>> pending_;
+  std::vector<uint64_t> sequence_;  // per device: collectives called so far
+  std::vector<std::string> state_;  // per device, for deadlock reports
+  int64_t blocked_ = 0;             // devices waiting in an incomplete phase
+  int64_t exited_ = 0;
+  bool aborted_ = false;
+  std::exception_ptr first_real_error_;
+  std::exception_ptr first_error_;
+};
+
+namespace {
+
+constexpr int64_t kChunk = 4096;  // elements per cache-sized reduction chunk
+
+template <typename A, ReduceOp kOp>
+inline A combine(A acc, A x) {
+  if constexpr (kOp == ReduceOp::Sum) {
+    if constexpr (std::is_same_v<A, int32_t>) {
+      return static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(x));
+    } else {
+      return acc + x;
+    }
+  } else if constexpr (kOp == ReduceOp::Max) {
+    return (acc > x || acc != acc) ? acc : x;
+  } else {
+    return (acc < x || acc != acc) ? acc : x;
+  }
+}
+
+/// out[i] = ((in_0[offset+i] op in_1[offset+i]) op in_2[offset+i]) ... for i < count.
+/// bf16 accumulates in f32 and rounds once.
+template <typename S, ReduceOp kOp>
+void reduce_range(const std::vector<Tensor> &inputs, int64_t offset, int64_t count, S *out) {
+  using C = detail::Compute<S>;
+  using A = typename C::type;
+  A acc[kChunk];
+  for (int64_t begin = 0; begin < count; begin += kChunk) {
+    const int64_t n = std::min(kChunk, count - begin);
+    const S *first = inputs[0].data<S>() + offset + begin;
+    for (int64_t i = 0; i < n; ++i) acc[i] = C::load(first[i]);
+    for (size_t r = 1; r < inputs.size(); ++r) {
+      const S *in = inputs[r].data<S>() + offset + begin;
+      for (int64_t i = 0; i < n; ++i) acc[i] = combine<A, kOp>(acc[i], C::load(in[i]));
+    }
+    for (int64_t i = 0; i < n; ++i) out[begin + i] = C::store(acc[i]);
+  }
+}
+
+void reduce_into(ReduceOp op, const std::vector<Tensor> &inputs, int64_t offset, int64_t count,
+                 Tensor &out, int64_t out_offset) {
+  detail::dispatch_dtype(out.dtype(), [&](auto tag) {
+    using S = decltype(tag);
+    S *dst = out.data<S>() + out_offset;
+    if constexpr (std::is_same_v<S, bool>) {
+      if (op == ReduceOp::Sum) fail("psum does not accept bool operands");
+    }
+    switch (op) {
+      case ReduceOp::Sum:
+        if constexpr (!std::is_same_v<S, bool>)
+          reduce_range<S, ReduceOp::Sum>(inputs, offset, count, dst);
+        break;
+      case ReduceOp::Max:
+        reduce_range<S, ReduceOp::Max>(inputs, offset, count, dst);
+        break;
+      case ReduceOp::Min:
+        reduce_range<S, ReduceOp::Min>(inputs, offset, count, dst);
+        break;
+    }
+  });
+}
+
+int64_t check_dim(int64_t dim, int64_t rank, const char *op) {
+  return detail::normalize_axis(dim, rank, op);
+}
+
+}  // namespace
+
+DeviceContext::DeviceContext(SimulatedFabric &fabric, int64_t device)
+    : fabric_(&fabric), device_(device) {}
+
+const Mesh &DeviceContext::mesh() const { return fabric_->mesh(); }
+
+int64_t DeviceContext::axis_index(const std::vector<int> &axes) const {
+  return mesh().rank_in_group(device_, axes);
+}
+
+Tensor DeviceContext::all_reduce(const Tensor &x, const std::vector<int> &axes, ReduceOp op) {
+  if (x.dtype() == DType::Bool && op == ReduceOp::Sum) fail("psum does not accept bool operands");
+  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::AllReduce, {int64_t(op)}}, x);
+  // Reduce-scatter then all-gather through a shared buffer: member r reduces slice r
+  // (every element still in rank order 0..n-1), waits for the others, then copies
+  // the whole result. The buffer lives as long as any member holds the rendezvous.
+  const auto n = static_cast<int64_t>(rv->members.size());
+  const int64_t per_member = (x.numel() + n - 1) / n;
+  const int64_t begin = std::min(x.numel(), rank * per_member);
+  const int64_t end = std::min(x.numel(), begin + per_member);
+  reduce_into(op, rv->inputs, begin, end - begin, rv->shared_result, begin);
+  fabric_->depart(*rv, device_);
+  return rv->shared_result.clone();
+}
+
+Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim,
+                                 bool tiled) {
+  const int64_t d = check_dim(dim, tiled ? x.rank() : x.rank() + 1, "all_gather");
+  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::AllGather, {d, tiled}}, x);
+  Tensor out;
+  if (tiled) {
+    out = concat(rv->inputs, d);
+  } else {
+    std::vector<Tensor> expanded;
+    for (const Tensor &t : rv->inputs) {
+      Shape s = t.shape();
+      s.insert(s.begin() + d, 1);
+      expanded.push_back(t.reshaped(s));
+    }
+    out = concat(expanded, d);
+  }
+  fabric_->depart(*rv, device_);
+  return out;
+}
+
+Tensor DeviceContext::reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim,
+                                     bool tiled) {
+  const int64_t d = check_dim(dim, x.rank(), "reduce_scatter");
+  const int64_t n = mesh().group_size(axes);
+  const int64_t extent = x.shape()[d];
+  if (tiled ? extent % n != 0 : extent != n) {
+    fail("reduce_scatter: dimension " + std::to_string(d) + " of " + shape_str(x.shape()) +
+         (tiled ? " is not divisible by" : " does not equal") + " the group size " +
+         std::to_string(n));
+  }
+  if (x.dtype() == DType::Bool) fail("psum_scatter does not accept bool operands");
+  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::ReduceScatter, {d, tiled}}, x);
+  const int64_t block = extent / n;
+  Shape out_shape = x.shape();
+  if (tiled) {
+    out_shape[d] = block;
+  } else {
+    out_shape.erase(out_shape.begin() + d);
+  }
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  const int64_t outer = num_elements(Shape(x.shape().begin(), x.shape().begin() + d));
+  const int64_t inner = num_elements(Shape(x.shape().begin() + d + 1, x.shape().end()));
+  const int64_t run = block * inner;  // contiguous elements of my block per outer index
+  for (int64_t o = 0; o < outer; ++o) {
+    reduce_into(ReduceOp::Sum, rv->inputs, o * extent * inner + rank * run, run, out, o * run);
+  }
+  fabric_->depart(*rv, device_);
+  return out;
+}
+
+Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
+                                 int64_t concat_dim) {
+  const int64_t sd = check_dim(split_dim, x.rank(), "all_to_all");
+  const int64_t cd = check_dim(concat_dim, x.rank(), "all_to_all");
+  const int64_t n = mesh().group_size(axes);
+  if (x.shape()[sd] % n != 0) {
+    fail("all_to_all: split dimension " + std::to_string(sd) + " of " + shape_str(x.shape()) +
+         " is not divisible by the group size " + std::to_string(n));
+  }
+  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::AllToAll, {sd, cd}}, x);
+  Shape block = x.shape();
+  block[sd] /= n;
+  Shape out_shape = block;
+  out_shape[cd] *= n;
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  const auto in_strides = detail::row_major_strides(x.shape());
+  const auto out_strides = detail::row_major_strides(out_shape);
+  const auto esize = static_cast<int64_t>(dtype_size(x.dtype()));
+  for (int64_t s = 0; s < n; ++s) {
+    const std::byte *src = rv->inputs[s].raw() + rank * block[sd] * in_strides[sd] * esize;
+    std::byte *dst = out.raw() + s * block[cd] * out_strides[cd] * esize;
+    detail::strided_copy(dst, out_strides, src, in_strides, block, esize);
+  }
+  fabric_->depart(*rv, device_);
+  return out;
+}
+
+Tensor DeviceContext::ppermute(const Tensor &x, int axis,
+                               const std::vector<std::pair<int64_t, int64_t>> &perm) {
+  const std::vector<int> axes{axis};
+  const int64_t n = mesh().group_size(axes);
+  std::vector<int64_t> source_of(static_cast<size_t>(n), -1);
+  std::vector<bool> sends(static_cast<size_t>(n), false);
+  std::vector<int64_t> params;
+  for (auto [src, dst] : perm) {
+    if (src < 0 || src >= n || dst < 0 || dst >= n) {
+      fail("ppermute: pair (" + std::to_string(src) + ", " + std::to_string(dst) +
+           ") out of range for axis '" + mesh().axes()[axis].name + "' of size " +
+           std::to_string(n));
+    }
+    if (sends[src] || source_of[dst] >= 0) {
+      fail("ppermute: permutation is not one-to-one (rank " +
+           std::to_string(sends[src] ? src : dst) + " appears twice)");
+    }
+    sends[src] = true;
+    source_of[dst] = src;
+    params.push_back(src);
+    params.push_back(dst);
+  }
+  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::Permute, params}, x);
+  const int64_t src = source_of[rank];
+  Tensor out = src < 0 ? Tensor::zeros(x.dtype(), x.shape()) : rv->inputs[src].clone();
+  fabric_->depart(*rv, device_);
+  return out;
+}
+
+void DeviceContext::barrier() {
+  std::vector<int> axes;
+  for (size_t a = 0; a < mesh().axes().size(); ++a) axes.push_back(static_cast<int>(a));
+  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::Barrier, {}}, Tensor());
+  fabric_->depart(*rv, device_);
+}
+
+void run_on_mesh(const Mesh &mesh, const std::function<void(DeviceContext &)> &body) {
+  SimulatedFabric fabric(mesh);
+  auto run_device = [&](int64_t device) {
+    try {
+      DeviceContext context(fabric, device);
+      body(context);
+    } catch (const CollectiveAborted &) {
+      fabric.record_error(std::current_exception(), false);
+    } catch (...) {
+      fabric.record_error(std::current_exception(), true);
+    }
+    fabric.device_exited(device);
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(mesh.num_devices()));
+  try {
+    for (int64_t d = 0; d < mesh.num_devices(); ++d) threads.emplace_back(run_device, d);
+  } catch (const std::system_error &e) {
+    fabric.record_error(std::make_exception_ptr(RuntimeError("could not start " +
+                                                             std::to_string(mesh.num_devices()) +
+                                                             " device threads: " + e.what())),
+                        true);
+  }
+  for (std::thread &t : threads) t.join();
+  fabric.rethrow_first_error();
+}
+
+}  // namespace spmd::rt

@@ -1,0 +1,138 @@
+// runtime/cpu/internal.h — helpers shared by the CPU kernel files (not installed).
+//
+// Row-major strides, dtype dispatch to a templated functor, error formatting and
+// a strided N-d copy used by the layout kernels and the simulated collectives.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "spmdrt/tensor.h"
+
+namespace spmd::rt::detail {
+
+/// A bf16 element; a distinct type so dtype dispatch can template on it.
+struct BF16 {
+  uint16_t bits;
+};
+
+/// bf16 <-> f32 conversions, inline so kernel inner loops can use them.
+inline float bf16_load(uint16_t bits) {
+  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
+inline uint16_t bf16_store(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if (value != value) return static_cast<uint16_t>((bits >> 16) | 0x40);     // quiet NaN
+  return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);  // nearest even
+}
+
+/// Storage type S of a dtype and the type C kernels compute in (f32 for bf16).
+template <typename S>
+struct Compute {
+  using type = S;
+  static S load(S v) { return v; }
+  static S store(S v) { return v; }
+};
+template <>
+struct Compute<BF16> {
+  using type = float;
+  static float load(BF16 v) { return bf16_load(v.bits); }
+  static BF16 store(float v) { return BF16{bf16_store(v)}; }
+};
+
+/// Row-major element strides of `shape`.
+std::vector<int64_t> row_major_strides(const Shape &shape);
+
+/// Throws RuntimeError(message).
+[[noreturn]] void fail(const std::string &message);
+
+/// Normalises a possibly negative axis against `rank`; throws when out of range.
+int64_t normalize_axis(int64_t axis, int64_t rank, const char *what);
+
+/// Calls fn(T{}) with T the C++ element type of `dtype` (BF16 for bf16, bool for Bool).
+template <typename Fn>
+decltype(auto) dispatch_dtype(DType dtype, Fn &&fn) {
+  switch (dtype) {
+    case DType::F32:
+      return fn(float{});
+    case DType::F64:
+      return fn(double{});
+    case DType::BF16:
+      return fn(BF16{});
+    case DType::I32:
+      return fn(int32_t{});
+    case DType::Bool:
+      return fn(bool{});
+  }
+  fail("unknown dtype");
+}
+
+/// Copies an N-d box of `extent` elements (per dimension) of size `elem_size` bytes
+/// from `src` (element strides `src_strides`) to `dst` (element strides
+/// `dst_strides`). Strides may be 0 (broadcast read). Inner dimension is looped
+/// with a memcpy when both inner strides are 1.
+void strided_copy(std::byte *dst, std::span<const int64_t> dst_strides, const std::byte *src,
+                  std::span<const int64_t> src_strides, std::span<const int64_t> extent,
+                  size_t elem_size);
+
+/// Element strides of `in` seen through NumPy broadcasting to `out` (0 on broadcast
+/// dimensions); `in` must be broadcast-compatible with `out`.
+std::vector<int64_t> broadcast_strides(const Shape &in, const Shape &out);
+
+/// Visits a broadcast N-operand iteration over `out_shape` row by row: calls
+/// row(offsets, count, inner_strides) where offsets[k] is operand k's element offset
+/// at the row start and inner_strides[k] its stride along the row. Adjacent
+/// dimensions that are contiguous for every operand are merged first, so rows are
+/// as long as possible. The output itself is operand 0 when the caller includes it.
+template <size_t N, typename Row>
+void for_each_broadcast_row(const Shape &out_shape,
+                            const std::array<std::vector<int64_t>, N> &operand_strides, Row &&row) {
+  std::vector<int64_t> extent;
+  std::array<std::vector<int64_t>, N> strides;
+  for (size_t d = 0; d < out_shape.size(); ++d) {
+    if (out_shape[d] == 0) return;
+    if (out_shape[d] == 1) continue;
+    bool merge = !extent.empty();
+    for (size_t k = 0; k < N && merge; ++k) {
+      merge = strides[k].back() == operand_strides[k][d] * out_shape[d];
+    }
+    if (merge) {
+      extent.back() *= out_shape[d];
+      for (size_t k = 0; k < N; ++k) strides[k].back() = operand_strides[k][d];
+    } else {
+      extent.push_back(out_shape[d]);
+      for (size_t k = 0; k < N; ++k) strides[k].push_back(operand_strides[k][d]);
+    }
+  }
+  std::array<int64_t, N> offsets{};
+  std::array<int64_t, N> inner{};
+  if (extent.empty()) {
+    inner.fill(0);
+    row(offsets, int64_t{1}, inner);
+    return;
+  }
+  const size_t rank = extent.size();
+  for (size_t k = 0; k < N; ++k) inner[k] = strides[k][rank - 1];
+  std::vector<int64_t> index(rank - 1, 0);
+  while (true) {
+    row(offsets, extent[rank - 1], inner);
+    int64_t d = static_cast<int64_t>(rank) - 2;
+    for (; d >= 0; --d) {
+      for (size_t k = 0; k < N; ++k) offsets[k] += strides[k][d];
+      if (++index[d] < extent[d]) break;
+      for (size_t k = 0; k < N; ++k) offsets[k] -= strides[k][d] * extent[d];
+      index[d] = 0;
+    }
+    if (d < 0) break;
+  }
+}
+
+}  // namespace spmd::rt::detail

@@ -1,0 +1,400 @@
+// runtime/cpu/kernels_elementwise.cpp — unary, binary, select and cast kernels.
+//
+// Every kernel is a template over the storage type S (float, double, BF16, int32_t,
+// bool) with the op as a compile-time functor, so the inner loops inline the
+// arithmetic. Three loop shapes: same-shape contiguous operands, one scalar
+// operand, and general NumPy broadcasting via for_each_broadcast_row (strided
+// rows). bf16 computes each element in f32 and rounds once when storing.
+// Integer arithmetic wraps (two's complement) instead of invoking UB; integer
+// division truncates toward zero and division by zero throws.
+#include <cmath>
+#include <limits>
+
+#include "internal.h"
+#include "spmdrt/kernels.h"
+
+namespace spmd::rt {
+
+using detail::BF16;
+using detail::Compute;
+using detail::fail;
+
+namespace {
+
+template <typename S>
+constexpr bool kIsFloat =
+    std::is_same_v<S, float> || std::is_same_v<S, double> || std::is_same_v<S, BF16>;
+
+// ---- unary ----------------------------------------------------------------------
+
+template <UnaryOp kOp, typename C>
+inline C apply_unary(C x) {
+  if constexpr (kOp == UnaryOp::Neg) {
+    if constexpr (std::is_same_v<C, int32_t>) {
+      return static_cast<int32_t>(0u - static_cast<uint32_t>(x));
+    } else {
+      return -x;
+    }
+  } else if constexpr (kOp == UnaryOp::Abs) {
+    if constexpr (std::is_same_v<C, int32_t>) {
+      return x < 0 ? static_cast<int32_t>(0u - static_cast<uint32_t>(x)) : x;
+    } else {
+      return std::abs(x);
+    }
+  } else if constexpr (kOp == UnaryOp::Sign) {
+    return x > C(0) ? C(1) : (x < C(0) ? C(-1) : x);  // keeps 0, -0 and NaN
+  } else if constexpr (kOp == UnaryOp::Exp) {
+    return std::exp(x);
+  } else if constexpr (kOp == UnaryOp::Log) {
+    return std::log(x);
+  } else if constexpr (kOp == UnaryOp::Sin) {
+    return std::sin(x);
+  } else if constexpr (kOp == UnaryOp::Cos) {
+    return std::cos(x);
+  } else if constexpr (kOp == UnaryOp::Tanh) {
+    return std::tanh(x);
+  } else if constexpr (kOp == UnaryOp::Sqrt) {
+    return std::sqrt(x);
+  } else if constexpr (kOp == UnaryOp::Rsqrt) {
+    return C(1) / std::sqrt(x);
+  } else if constexpr (kOp == UnaryOp::Logistic) {
+    return C(1) / (C(1) + std::exp(-x));
+  } else {
+    static_assert(kOp == UnaryOp::Not);
+    return !x;
+  }
+}
+
+template <UnaryOp kOp, typename S>
+constexpr bool unary_supported() {
+  if constexpr (std::is_same_v<S, bool>) {
+    return kOp == UnaryOp::Not;
+  } else if constexpr (std::is_same_v<S, int32_t>) {
+    return kOp == UnaryOp::Neg || kOp == UnaryOp::Abs || kOp == UnaryOp::Sign;
+  } else {
+    return kOp != UnaryOp::Not;
+  }
+}
+
+const char *unary_name(UnaryOp op) {
+  static const char *names[] = {"neg",  "exp",   "log", "sin",  "cos",      "tanh",
+                                "sqrt", "rsqrt", "abs", "sign", "logistic", "not"};
+  return names[static_cast<int>(op)];
+}
+
+template <UnaryOp kOp>
+Tensor run_unary(const Tensor &x) {
+  return detail::dispatch_dtype(x.dtype(), [&](auto tag) -> Tensor {
+    using S = decltype(tag);
+    if constexpr (!unary_supported<kOp, S>()) {
+      fail(std::string("unary op ") + unary_name(kOp) + " does not accept " +
+           dtype_name(x.dtype()) + " operands");
+    } else {
+      using Cx = Compute<S>;
+      Tensor out = Tensor::empty(x.dtype(), x.shape());
+      const S *in = x.data<S>();
+      S *o = out.data<S>();
+      const int64_t n = x.numel();
+      for (int64_t i = 0; i < n; ++i) o[i] = Cx::store(apply_unary<kOp>(Cx::load(in[i])));
+      return out;
+    }
+  });
+}
+
+// ---- binary ---------------------------------------------------------------------
+
+template <BinaryOp kOp>
+constexpr bool kIsComparison = kOp == BinaryOp::Lt || kOp == BinaryOp::Le || kOp == BinaryOp::Gt ||
+                               kOp == BinaryOp::Ge || kOp == BinaryOp::Eq || kOp == BinaryOp::Ne;
+
+int32_t int_pow(int32_t base, int32_t exponent) {
+  if (exponent < 0) return base == 1 ? 1 : (base == -1 ? (exponent % 2 ? -1 : 1) : 0);
+  uint32_t result = 1, b = static_cast<uint32_t>(base);
+  for (auto e = static_cast<uint32_t>(exponent); e; e >>= 1, b *= b) {
+    if (e & 1) result *= b;
+  }
+  return static_cast<int32_t>(result);
+}
+
+template <BinaryOp kOp, typename C>
+inline auto apply_binary(C a, C b) {
+  constexpr bool kInt = std::is_same_v<C, int32_t>;
+  if constexpr (kOp == BinaryOp::Add) {
+    if constexpr (kInt)
+      return static_cast<int32_t>(uint32_t(a) + uint32_t(b));
+    else
+      return a + b;
+  } else if constexpr (kOp == BinaryOp::Sub) {
+    if constexpr (kInt)
+      return static_cast<int32_t>(uint32_t(a) - uint32_t(b));
+    else
+      return a - b;
+  } else if constexpr (kOp == BinaryOp::Mul) {
+    if constexpr (kInt)
+      return static_cast<int32_t>(uint32_t(a) * uint32_t(b));
+    else
+      return a * b;
+  } else if constexpr (kOp == BinaryOp::Div) {
+    if constexpr (kInt) {
+      if (b == 0) fail("integer division by zero");
+      if (b == -1) return static_cast<int32_t>(0u - uint32_t(a));  // INT_MIN / -1 wraps
+      return a / b;
+    } else {
+      return a / b;
+    }
+  } else if constexpr (kOp == BinaryOp::Pow) {
+    if constexpr (kInt)
+      return int_pow(a, b);
+    else
+      return static_cast<C>(std::pow(a, b));
+  } else if constexpr (kOp == BinaryOp::Max) {
+    return (a > b || a != a) ? a : b;  // NaN propagates
+  } else if constexpr (kOp == BinaryOp::Min) {
+    return (a < b || a != a) ? a : b;
+  } else if constexpr (kOp == BinaryOp::Lt) {
+    return a < b;
+  } else if constexpr (kOp == BinaryOp::Le) {
+    return a <= b;
+  } else if constexpr (kOp == BinaryOp::Gt) {
+    return a > b;
+  } else if constexpr (kOp == BinaryOp::Ge) {
+    return a >= b;
+  } else if constexpr (kOp == BinaryOp::Eq) {
+    return a == b;
+  } else if constexpr (kOp == BinaryOp::Ne) {
+    return a != b;
+  } else if constexpr (kOp == BinaryOp::And) {
+    return a && b;
+  } else {
+    static_assert(kOp == BinaryOp::Or);
+    return a || b;
+  }
+}
+
+template <BinaryOp kOp, typename S>
+constexpr bool binary_supported() {
+  if constexpr (std::is_same_v<S, bool>) {
+    return kOp == BinaryOp::And || kOp == BinaryOp::Or || kOp == BinaryOp::Max ||
+           kOp == BinaryOp::Min || kIsComparison<kOp>;
+  } else {
+    return kOp != BinaryOp::And && kOp != BinaryOp::Or;
+  }
+}
+
+const char *binary_name(BinaryOp op) {
+  static const char *names[] = {"add", "sub", "mul", "div", "pow", "max", "min", "lt",
+                                "le",  "gt",  "ge",  "eq",  "ne",  "and", "or"};
+  return names[static_cast<int>(op)];
+}
+
+template <BinaryOp kOp>
+Tensor run_binary(const Tensor &a, const Tensor &b) {
+  if (a.dtype() != b.dtype()) {
+    fail(std::string("binary op ") + binary_name(kOp) + ": operand dtypes differ (" +
+         dtype_name(a.dtype()) + " vs " + dtype_name(b.dtype()) + ")");
+  }
+  Shape shape = broadcast_shapes(a.shape(), b.shape());
+  return detail::dispatch_dtype(a.dtype(), [&](auto tag) -> Tensor {
+    using S = decltype(tag);
+    if constexpr (!binary_supported<kOp, S>()) {
+      fail(std::string("binary op ") + binary_name(kOp) + " does not accept " +
+           dtype_name(a.dtype()) + " operands");
+    } else {
+      using Cx = Compute<S>;
+      using R = std::conditional_t<kIsComparison<kOp>, bool, S>;
+      auto store = [](auto v) -> R {
+        if constexpr (kIsComparison<kOp>)
+          return v;
+        else
+          return Cx::store(v);
+      };
+      Tensor out = Tensor::empty(kIsComparison<kOp> ? DType::Bool : a.dtype(), shape);
+      const S *pa = a.data<S>();
+      const S *pb = b.data<S>();
+      R *o = out.data<R>();
+      const int64_t n = out.numel();
+      if (a.numel() == n && b.numel() == n) {  // same shape up to leading 1s: contiguous
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), Cx::load(pb[i])));
+      } else if (a.numel() == 1 && b.numel() == n) {
+        const auto sa = Cx::load(pa[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = store(apply_binary<kOp>(sa, Cx::load(pb[i])));
+      } else if (b.numel() == 1 && a.numel() == n) {
+        const auto sb = Cx::load(pb[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), sb));
+      } else {
+        std::array<std::vector<int64_t>, 3> strides = {detail::row_major_strides(shape),
+                                                       detail::broadcast_strides(a.shape(), shape),
+                                                       detail::broadcast_strides(b.shape(), shape)};
+        detail::for_each_broadcast_row<3>(
+            shape, strides, [&](const auto &off, int64_t count, const auto &inner) {
+              R *po = o + off[0];
+              const S *xa = pa + off[1];
+              const S *xb = pb + off[2];
+              const int64_t ia = inner[1], ib = inner[2];
+              if (ia == 1 && ib == 0) {
+                const auto sb = Cx::load(xb[0]);
+                for (int64_t i = 0; i < count; ++i)
+                  po[i] = store(apply_binary<kOp>(Cx::load(xa[i]), sb));
+              } else if (ia == 0 && ib == 1) {
+                const auto sa = Cx::load(xa[0]);
+                for (int64_t i = 0; i < count; ++i)
+                  po[i] = store(apply_binary<kOp>(sa, Cx::load(xb[i])));
+              } else {
+                for (int64_t i = 0; i < count; ++i) {
+                  po[i] = store(apply_binary<kOp>(Cx::load(xa[i * ia]), Cx::load(xb[i * ib])));
+                }
+              }
+            });
+      }
+      return out;
+    }
+  });
+}
+
+// ---- cast -----------------------------------------------------------------------
+
+/// Converts one computed value (float for bf16 sources) to the destination storage.
+template <typename D, typename C>
+inline D convert(C v) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return v != C(0);  // NaN is true, as in NumPy
+  } else if constexpr (std::is_same_v<D, int32_t> && !std::is_integral_v<C>) {
+    // Truncate toward zero, saturating; NaN becomes 0.
+    if (v != v) return 0;
+    if (v <= C(-2147483648.0)) return std::numeric_limits<int32_t>::min();
+    if (v >= C(2147483647.0)) return std::numeric_limits<int32_t>::max();
+    return static_cast<int32_t>(v);
+  } else if constexpr (std::is_same_v<D, BF16>) {
+    // Via f32: f64 and i32 sources round twice (to f32, then to bf16).
+    return BF16{detail::bf16_store(static_cast<float>(v))};
+  } else {
+    return static_cast<D>(v);
+  }
+}
+
+}  // namespace
+
+Shape broadcast_shapes(const Shape &a, const Shape &b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      fail("cannot broadcast shapes " + shape_str(a) + " and " + shape_str(b));
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+namespace detail {
+std::vector<int64_t> broadcast_strides(const Shape &in, const Shape &out) {
+  std::vector<int64_t> in_strides = row_major_strides(in);
+  std::vector<int64_t> strides(out.size(), 0);
+  const size_t lead = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) {
+    strides[lead + i] = in[i] == 1 && out[lead + i] != 1 ? 0 : in_strides[i];
+  }
+  return strides;
+}
+}  // namespace detail
+
+Tensor unary(UnaryOp op, const Tensor &x) {
+  switch (op) {
+#define SPMDRT_UNARY_CASE(name) \
+  case UnaryOp::name:           \
+    return run_unary<UnaryOp::name>(x);
+    SPMDRT_UNARY_CASE(Neg)
+    SPMDRT_UNARY_CASE(Exp)
+    SPMDRT_UNARY_CASE(Log)
+    SPMDRT_UNARY_CASE(Sin)
+    SPMDRT_UNARY_CASE(Cos)
+    SPMDRT_UNARY_CASE(Tanh)
+    SPMDRT_UNARY_CASE(Sqrt)
+    SPMDRT_UNARY_CASE(Rsqrt)
+    SPMDRT_UNARY_CASE(Abs)
+    SPMDRT_UNARY_CASE(Sign)
+    SPMDRT_UNARY_CASE(Logistic)
+    SPMDRT_UNARY_CASE(Not)
+#undef SPMDRT_UNARY_CASE
+  }
+  fail("unknown unary op");
+}
+
+Tensor binary(BinaryOp op, const Tensor &a, const Tensor &b) {
+  switch (op) {
+#define SPMDRT_BINARY_CASE(name) \
+  case BinaryOp::name:           \
+    return run_binary<BinaryOp::name>(a, b);
+    SPMDRT_BINARY_CASE(Add)
+    SPMDRT_BINARY_CASE(Sub)
+    SPMDRT_BINARY_CASE(Mul)
+    SPMDRT_BINARY_CASE(Div)
+    SPMDRT_BINARY_CASE(Pow)
+    SPMDRT_BINARY_CASE(Max)
+    SPMDRT_BINARY_CASE(Min)
+    SPMDRT_BINARY_CASE(Lt)
+    SPMDRT_BINARY_CASE(Le)
+    SPMDRT_BINARY_CASE(Gt)
+    SPMDRT_BINARY_CASE(Ge)
+    SPMDRT_BINARY_CASE(Eq)
+    SPMDRT_BINARY_CASE(Ne)
+    SPMDRT_BINARY_CASE(And)
+    SPMDRT_BINARY_CASE(Or)
+#undef SPMDRT_BINARY_CASE
+  }
+  fail("unknown binary op");
+}
+
+Tensor select(const Tensor &cond, const Tensor &a, const Tensor &b) {
+  if (cond.dtype() != DType::Bool) {
+    fail(std::string("select: condition must be bool, got ") + dtype_name(cond.dtype()));
+  }
+  if (a.dtype() != b.dtype()) {
+    fail(std::string("select: branch dtypes differ (") + dtype_name(a.dtype()) + " vs " +
+         dtype_name(b.dtype()) + ")");
+  }
+  Shape shape = broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape()));
+  Tensor out = Tensor::empty(a.dtype(), shape);
+  detail::dispatch_dtype(a.dtype(), [&](auto tag) {
+    using S = decltype(tag);
+    const auto *pc = cond.data<uint8_t>();
+    const S *pa = a.data<S>();
+    const S *pb = b.data<S>();
+    S *o = out.data<S>();
+    std::array<std::vector<int64_t>, 4> strides = {
+        detail::row_major_strides(shape), detail::broadcast_strides(cond.shape(), shape),
+        detail::broadcast_strides(a.shape(), shape), detail::broadcast_strides(b.shape(), shape)};
+    detail::for_each_broadcast_row<4>(
+        shape, strides, [&](const auto &off, int64_t count, const auto &inner) {
+          S *po = o + off[0];
+          const uint8_t *xc = pc + off[1];
+          const S *xa = pa + off[2];
+          const S *xb = pb + off[3];
+          for (int64_t i = 0; i < count; ++i) {
+            po[i] = xc[i * inner[1]] ? xa[i * inner[2]] : xb[i * inner[3]];
+          }
+        });
+  });
+  return out;
+}
+
+Tensor cast(const Tensor &x, DType to) {
+  if (x.dtype() == to) return x.clone();
+  Tensor out = Tensor::empty(to, x.shape());
+  detail::dispatch_dtype(x.dtype(), [&](auto from_tag) {
+    using S = decltype(from_tag);
+    detail::dispatch_dtype(to, [&](auto to_tag) {
+      using D = decltype(to_tag);
+      const S *in = x.data<S>();
+      D *o = out.data<D>();
+      const int64_t n = x.numel();
+      for (int64_t i = 0; i < n; ++i) o[i] = convert<D>(Compute<S>::load(in[i]));
+    });
+  });
+  return out;
+}
+
+}  // namespace spmd::rt

@@ -1,0 +1,271 @@
+// runtime/cpu/kernels_linalg.cpp — matmul and einsum.
+//
+// f32/f64 products go to cblas_sgemm/dgemm (row-major); a batched left operand
+// against an unbatched right operand is folded into a single gemm. bf16 is
+// computed in f32 (operands widened exactly, one sgemm) and each output element
+// is rounded to bf16 once. i32 uses an i-k-j loop with wrapping arithmetic, which
+// accumulates every output element over k in increasing order. einsum reduces
+// indices private to one operand, then maps the contraction onto a batched
+// matmul via transpose + reshape.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <string>
+
+#include "internal.h"
+#include "spmdrt/kernels.h"
+
+namespace spmd::rt {
+
+using detail::fail;
+
+namespace {
+
+void gemm(DType dtype, int64_t m, int64_t n, int64_t k, const std::byte *a, const std::byte *b,
+          std::byte *c) {
+  if (dtype == DType::F32) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f,
+                reinterpret_cast<const float *>(a), int(k), reinterpret_cast<const float *>(b),
+                int(n), 0.0f, reinterpret_cast<float *>(c), int(n));
+  } else if (dtype == DType::F64) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0,
+                reinterpret_cast<const double *>(a), int(k), reinterpret_cast<const double *>(b),
+                int(n), 0.0, reinterpret_cast<double *>(c), int(n));
+  } else {
+    const auto *pa = reinterpret_cast<const int32_t *>(a);
+    const auto *pb = reinterpret_cast<const int32_t *>(b);
+    auto *pc = reinterpret_cast<uint32_t *>(c);
+    std::fill(pc, pc + m * n, 0u);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t p = 0; p < k; ++p) {
+        const auto av = static_cast<uint32_t>(pa[i * k + p]);
+        const int32_t *brow = pb + p * n;
+        uint32_t *crow = pc + i * n;
+        for (int64_t j = 0; j < n; ++j) crow[j] += av * static_cast<uint32_t>(brow[j]);
+      }
+    }
+  }
+}
+
+/// matmul on operands of rank >= 2 with dtype f32, f64 or i32.
+Tensor matmul_batched(const Tensor &a, const Tensor &b) {
+  const int64_t ra = a.rank(), rb = b.rank();
+  const int64_t m = a.shape()[ra - 2], k = a.shape()[ra - 1];
+  const int64_t kb = b.shape()[rb - 2], n = b.shape()[rb - 1];
+  if (k != kb) {
+    fail("matmul: contracting dimensions differ: " + shape_str(a.shape()) + " x " +
+         shape_str(b.shape()));
+  }
+  const Shape batch_a(a.shape().begin(), a.shape().end() - 2);
+  const Shape batch_b(b.shape().begin(), b.shape().end() - 2);
+  Shape batch;
+  try {
+    batch = broadcast_shapes(batch_a, batch_b);
+  } catch (const RuntimeError &) {
+    fail("matmul: batch dimensions do not broadcast: " + shape_str(a.shape()) + " x " +
+         shape_str(b.shape()));
+  }
+  Shape out_shape = batch;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  Tensor out = Tensor::zeros(a.dtype(), out_shape);
+  if (out.numel() == 0 || k == 0) return out;
+  const auto esize = static_cast<int64_t>(dtype_size(a.dtype()));
+  const int64_t batch_count = num_elements(batch);
+  if (num_elements(batch_b) == 1 && num_elements(batch_a) == batch_count) {
+    // [B.., m, k] x [k, n]: one gemm with B*m rows.
+    gemm(a.dtype(), batch_count * m, n, k, a.raw(), b.raw(), out.raw());
+    return out;
+  }
+  // Matrix strides (in whole matrices) of each operand over the broadcast batch.
+  const std::vector<int64_t> stride_a = detail::broadcast_strides(batch_a, batch);
+  const std::vector<int64_t> stride_b = detail::broadcast_strides(batch_b, batch);
+  std::vector<int64_t> index(batch.size(), 0);
+  for (int64_t flat = 0; flat < batch_count; ++flat) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < batch.size(); ++d) {
+      ia += index[d] * stride_a[d];
+      ib += index[d] * stride_b[d];
+    }
+    gemm(a.dtype(), m, n, k, a.raw() + ia * m * k * esize, b.raw() + ib * k * n * esize,
+         out.raw() + flat * m * n * esize);
+    for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+// ---- einsum ---------------------------------------------------------------------
+
+struct EinsumSpec {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+
+EinsumSpec parse_einsum(std::string_view spec_text, size_t operand_count) {
+  std::string spec;
+  for (char c : spec_text) {
+    if (c != ' ') spec += c;
+  }
+  const std::string where = "einsum \"" + std::string(spec_text) + "\": ";
+  EinsumSpec parsed;
+  size_t arrow = spec.find("->");
+  std::string lhs = spec.substr(0, arrow);
+  size_t start = 0;
+  while (true) {
+    size_t comma = lhs.find(',', start);
+    parsed.inputs.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (parsed.inputs.size() != operand_count) {
+    fail(where + "expects " + std::to_string(parsed.inputs.size()) + " operands, got " +
+         std::to_string(operand_count));
+  }
+  if (operand_count < 1 || operand_count > 2) fail(where + "only 1 or 2 operands are supported");
+  std::map<char, int> counts;
+  for (const std::string &term : parsed.inputs) {
+    for (char c : term) {
+      if (!std::isalpha(static_cast<unsigned char>(c))) {
+        fail(where + "invalid character '" + std::string(1, c) + "'");
+      }
+      if (std::count(term.begin(), term.end(), c) > 1) {
+        fail(where + "repeated index '" + std::string(1, c) +
+             "' within one operand is not supported");
+      }
+      ++counts[c];
+    }
+  }
+  if (arrow != std::string::npos) {
+    parsed.output = spec.substr(arrow + 2);
+    for (char c : parsed.output) {
+      if (!counts.count(c)) fail(where + "output index '" + std::string(1, c) + "' not in inputs");
+      if (std::count(parsed.output.begin(), parsed.output.end(), c) > 1) {
+        fail(where + "repeated output index '" + std::string(1, c) + "'");
+      }
+    }
+  } else {
+    for (auto [c, count] : counts) {  // NumPy implicit mode: once-used indices, sorted
+      if (count == 1) parsed.output += c;
+    }
+  }
+  return parsed;
+}
+
+std::vector<int64_t> positions(const std::string &from, const std::string &order) {
+  std::vector<int64_t> perm;
+  for (char c : order) perm.push_back(static_cast<int64_t>(from.find(c)));
+  return perm;
+}
+
+/// Sums out the indices of `term` that are not in `keep`; updates `term`.
+Tensor sum_out(const Tensor &x, std::string &term, const std::string &keep) {
+  std::vector<int64_t> axes;
+  std::string remaining;
+  for (size_t i = 0; i < term.size(); ++i) {
+    if (keep.find(term[i]) == std::string::npos) {
+      axes.push_back(static_cast<int64_t>(i));
+    } else {
+      remaining += term[i];
+    }
+  }
+  term = remaining;
+  return axes.empty() ? x : reduce(ReduceOp::Sum, x, axes);
+}
+
+Tensor einsum_compute(const EinsumSpec &spec, std::span<const Tensor> operands) {
+  if (operands.size() == 1) {
+    std::string term = spec.inputs[0];
+    Tensor reduced = sum_out(operands[0], term, spec.output);
+    return transpose(reduced, positions(term, spec.output));
+  }
+  std::string ta = spec.inputs[0], tb = spec.inputs[1];
+  Tensor a = sum_out(operands[0], ta, tb + spec.output);
+  Tensor b = sum_out(operands[1], tb, ta + spec.output);
+  std::string batch, free_a, free_b, contract;
+  for (char c : spec.output) {
+    bool in_a = ta.find(c) != std::string::npos, in_b = tb.find(c) != std::string::npos;
+    (in_a && in_b ? batch : in_a ? free_a : free_b) += c;
+  }
+  for (char c : ta) {
+    if (tb.find(c) != std::string::npos && spec.output.find(c) == std::string::npos) contract += c;
+  }
+  auto size_of = [](const Tensor &t, const std::string &term, const std::string &letters) {
+    int64_t size = 1;
+    for (char c : letters) size *= t.shape()[term.find(c)];
+    return size;
+  };
+  const int64_t nb = size_of(a, ta, batch), m = size_of(a, ta, free_a);
+  const int64_t k = size_of(a, ta, contract), n = size_of(b, tb, free_b);
+  Tensor a3 = reshape(transpose(a, positions(ta, batch + free_a + contract)), {nb, m, k});
+  Tensor b3 = reshape(transpose(b, positions(tb, batch + contract + free_b)), {nb, k, n});
+  Tensor product = matmul(a3, b3);
+  Shape product_shape;
+  std::string product_term = batch + free_a + free_b;
+  for (char c : product_term) {
+    product_shape.push_back(ta.find(c) != std::string::npos ? a.shape()[ta.find(c)]
+                                                            : b.shape()[tb.find(c)]);
+  }
+  return transpose(reshape(product, product_shape), positions(product_term, spec.output));
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor &a, const Tensor &b) {
+  if (a.dtype() != b.dtype()) {
+    fail(std::string("matmul: operand dtypes differ (") + dtype_name(a.dtype()) + " vs " +
+         dtype_name(b.dtype()) + ")");
+  }
+  if (a.rank() < 1 || b.rank() < 1) fail("matmul: operands must have rank >= 1");
+  if (a.dtype() == DType::Bool) fail("matmul does not accept bool operands");
+  if (a.dtype() == DType::BF16) {
+    return cast(matmul(cast(a, DType::F32), cast(b, DType::F32)), DType::BF16);
+  }
+  const bool promote_a = a.rank() == 1, promote_b = b.rank() == 1;
+  Tensor a2 = promote_a ? a.reshaped({1, a.shape()[0]}) : a;
+  Tensor b2 = promote_b ? b.reshaped({b.shape()[0], 1}) : b;
+  Tensor out = matmul_batched(a2, b2);
+  if (!promote_a && !promote_b) return out;
+  Shape shape = out.shape();
+  if (promote_b) shape.erase(shape.end() - 1);
+  if (promote_a) shape.erase(shape.end() - 1 - (promote_b ? 0 : 1));
+  return out.reshaped(shape);
+}
+
+Tensor einsum(std::string_view spec_text, std::span<const Tensor> operands) {
+  EinsumSpec spec = parse_einsum(spec_text, operands.size());
+  std::map<char, int64_t> sizes;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const std::string &term = spec.inputs[i];
+    if (static_cast<int64_t>(term.size()) != operands[i].rank()) {
+      fail("einsum \"" + std::string(spec_text) + "\": operand " + std::to_string(i) +
+           " has shape " + shape_str(operands[i].shape()) + " but the spec names " +
+           std::to_string(term.size()) + " indices");
+    }
+    for (size_t d = 0; d < term.size(); ++d) {
+      auto [it, inserted] = sizes.emplace(term[d], operands[i].shape()[d]);
+      if (!inserted && it->second != operands[i].shape()[d]) {
+        fail("einsum \"" + std::string(spec_text) + "\": index '" + std::string(1, term[d]) +
+             "' has sizes " + std::to_string(it->second) + " and " +
+             std::to_string(operands[i].shape()[d]));
+      }
+    }
+  }
+  if (operands.size() == 2 && operands[0].dtype() != operands[1].dtype()) {
+    fail("einsum: operand dtypes differ");
+  }
+  const DType dtype = operands[0].dtype();
+  if (dtype == DType::Bool) fail("einsum does not accept bool operands");
+  if (dtype == DType::BF16) {  // compute in f32, round once at the end
+    std::vector<Tensor> wide;
+    for (const Tensor &t : operands) wide.push_back(cast(t, DType::F32));
+    return cast(einsum_compute(spec, wide), DType::BF16);
+  }
+  return einsum_compute(spec, operands);
+}
+
+}  // namespace spmd::rt

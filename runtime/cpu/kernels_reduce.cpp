@@ -1,0 +1,137 @@
+// runtime/cpu/kernels_reduce.cpp — Sum / Max / Min reductions over a set of axes.
+//
+// Deterministic order: every output element is (((identity op x_0) op x_1) op ...)
+// over its input elements in increasing flat (C-order) index. Accumulation happens
+// in the tensor's dtype (f32 in f32, f64 in f64, i32 wrapping), except bf16 which
+// accumulates in f32 and rounds once at the end. The identity is 0 for sums
+// (so an empty sum is +0) and -inf/+inf (INT_MIN/INT_MAX, false/true)
+// for max/min; max/min propagate NaN. Bool supports max (any) and min (all).
+#include <limits>
+
+#include "internal.h"
+#include "spmdrt/kernels.h"
+
+namespace spmd::rt {
+
+using detail::BF16;
+using detail::fail;
+
+namespace {
+
+template <typename S>
+using Accumulator = std::conditional_t<std::is_same_v<S, BF16>, float, S>;
+
+template <ReduceOp kOp, typename A>
+inline A combine(A acc, A x) {
+  if constexpr (kOp == ReduceOp::Sum) {
+    if constexpr (std::is_same_v<A, int32_t>) {
+      return static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(x));
+    } else {
+      return acc + x;
+    }
+  } else if constexpr (kOp == ReduceOp::Max) {
+    return (acc > x || acc != acc) ? acc : x;
+  } else {
+    return (acc < x || acc != acc) ? acc : x;
+  }
+}
+
+template <ReduceOp kOp, typename A>
+constexpr A identity() {
+  if constexpr (kOp == ReduceOp::Sum) {
+    return A(0);
+  } else if constexpr (std::is_same_v<A, bool>) {
+    return kOp == ReduceOp::Min;
+  } else if constexpr (std::is_floating_point_v<A>) {
+    return kOp == ReduceOp::Max ? -std::numeric_limits<A>::infinity()
+                                : std::numeric_limits<A>::infinity();
+  } else {
+    return kOp == ReduceOp::Max ? std::numeric_limits<A>::min() : std::numeric_limits<A>::max();
+  }
+}
+
+template <ReduceOp kOp, typename S>
+Tensor reduce_typed(const Tensor &x, const std::vector<bool> &reduced, const Shape &out_shape) {
+  using A = Accumulator<S>;
+  const int64_t out_numel = num_elements(out_shape);
+  // bool accumulates in uint8_t storage (std::vector<bool> has no data()).
+  using Stored = std::conditional_t<std::is_same_v<A, bool>, uint8_t, A>;
+  std::vector<Stored> storage(static_cast<size_t>(out_numel), identity<kOp, A>());
+  A *pacc = reinterpret_cast<A *>(storage.data());
+  // Accumulator strides in input coordinates: 0 along reduced dimensions.
+  const std::vector<int64_t> out_strides = detail::row_major_strides(out_shape);
+  std::vector<int64_t> acc_strides(x.shape().size(), 0);
+  for (size_t d = 0, o = 0; d < x.shape().size(); ++d) {
+    if (!reduced[d]) acc_strides[d] = out_strides[o++];
+  }
+  const S *in = x.data<S>();
+  std::array<std::vector<int64_t>, 2> strides = {detail::row_major_strides(x.shape()), acc_strides};
+  detail::for_each_broadcast_row<2>(
+      x.shape(), strides, [&](const auto &off, int64_t count, const auto &inner) {
+        const S *row = in + off[0];
+        A *target = pacc + off[1];
+        if (inner[1] == 0) {
+          A value = *target;
+          for (int64_t i = 0; i < count; ++i) {
+            value = combine<kOp>(value, A(detail::Compute<S>::load(row[i])));
+          }
+          *target = value;
+        } else {
+          for (int64_t i = 0; i < count; ++i) {
+            target[i * inner[1]] =
+                combine<kOp>(target[i * inner[1]], A(detail::Compute<S>::load(row[i])));
+          }
+        }
+      });
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  S *o = out.data<S>();
+  for (int64_t i = 0; i < out_numel; ++i) o[i] = detail::Compute<S>::store(pacc[i]);
+  return out;
+}
+
+template <ReduceOp kOp>
+Tensor reduce_dispatch(const Tensor &x, const std::vector<bool> &reduced, const Shape &out_shape) {
+  return detail::dispatch_dtype(x.dtype(), [&](auto tag) -> Tensor {
+    using S = decltype(tag);
+    if constexpr (std::is_same_v<S, bool> && kOp == ReduceOp::Sum) {
+      fail("reduce sum does not accept bool operands (cast to i32 first)");
+    } else {
+      return reduce_typed<kOp, S>(x, reduced, out_shape);
+    }
+  });
+}
+
+}  // namespace
+
+Tensor reduce(ReduceOp op, const Tensor &x, std::span<const int64_t> axes) {
+  const int64_t rank = x.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  int64_t previous = -1;
+  int64_t reduced_count = 1;
+  for (int64_t axis : axes) {
+    int64_t a = detail::normalize_axis(axis, rank, "reduce");
+    if (a <= previous) fail("reduce: axes must be sorted and distinct");
+    previous = a;
+    reduced[a] = true;
+    reduced_count *= x.shape()[a];
+  }
+  Shape out_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[d]) out_shape.push_back(x.shape()[d]);
+  }
+  if (reduced_count == 0 && op != ReduceOp::Sum) {
+    fail(std::string("reduce ") + (op == ReduceOp::Max ? "max" : "min") +
+         " over an empty set of elements (shape " + shape_str(x.shape()) + ")");
+  }
+  switch (op) {
+    case ReduceOp::Sum:
+      return reduce_dispatch<ReduceOp::Sum>(x, reduced, out_shape);
+    case ReduceOp::Max:
+      return reduce_dispatch<ReduceOp::Max>(x, reduced, out_shape);
+    case ReduceOp::Min:
+      return reduce_dispatch<ReduceOp::Min>(x, reduced, out_shape);
+  }
+  fail("unknown reduce op");
+}
+
+}  // namespace spmd::rt

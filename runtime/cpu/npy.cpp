@@ -1,0 +1,274 @@
+// runtime/cpu/npy.cpp — NumPy .npy reader and writer.
+//
+// Reads format versions 1.0, 2.0 and 3.0 with descr '<f4', '<f8', '<i4', '|b1'
+// (also '<b1', and '=' for little-endian on this little-endian host), C order,
+// any rank including 0. Every error names the file first. Writes version 1.0
+// (2.0 if the header would not fit) with the header padded so the data starts
+// at a multiple of 64 bytes; bf16 is widened exactly to '<f4'. Writing goes to
+// "<path>.tmp.<pid>" which is renamed over the target, so readers never see a
+// partial file.
+#include "spmdrt/npy.h"
+
+#include <unistd.h>
+
+#include <bit>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "internal.h"
+#include "spmdrt/kernels.h"
+
+namespace spmd::rt {
+
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "npy I/O assumes a little-endian host");
+
+[[noreturn]] void npy_fail(const std::string &path, const std::string &what) {
+  throw RuntimeError(path + ": " + what);
+}
+
+/// A tiny parser for the Python dict literal in the header, e.g.
+/// {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+class HeaderParser {
+ public:
+  HeaderParser(const std::string &path, std::string_view text) : path_(path), text_(text) {}
+
+  void parse(std::string &descr, bool &fortran_order, Shape &shape) {
+    bool have_descr = false, have_order = false, have_shape = false;
+    expect('{');
+    while (true) {
+      skip_space();
+      if (peek() == '}') break;
+      std::string key = parse_string();
+      expect(':');
+      skip_space();
+      if (key == "descr") {
+        descr = parse_string();
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        fortran_order = parse_bool();
+        have_order = true;
+      } else if (key == "shape") {
+        shape = parse_shape();
+        have_shape = true;
+      } else {
+        bad("unexpected key '" + key + "'");
+      }
+      skip_space();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      skip_space();
+      if (peek() != '}') bad("expected ',' or '}'");
+    }
+    ++pos_;
+    skip_space();
+    if (pos_ != text_.size()) bad("trailing characters after the dictionary");
+    if (!have_descr || !have_order || !have_shape) {
+      bad("missing key (needs 'descr', 'fortran_order' and 'shape')");
+    }
+  }
+
+ private:
+  [[noreturn]] void bad(const std::string &what) {
+    npy_fail(path_, "bad .npy header: " + what + " in \"" + std::string(text_) + "\"");
+  }
+  char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  void skip_space() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  void expect(char c) {
+    skip_space();
+    if (peek() != c) bad(std::string("expected '") + c + "'");
+    ++pos_;
+  }
+  std::string parse_string() {
+    skip_space();
+    char quote = peek();
+    if (quote != '\'' && quote != '"') bad("expected a string");
+    size_t end = text_.find(quote, pos_ + 1);
+    if (end == std::string_view::npos) bad("unterminated string");
+    std::string value(text_.substr(pos_ + 1, end - pos_ - 1));
+    pos_ = end + 1;
+    return value;
+  }
+  bool parse_bool() {
+    if (text_.substr(pos_, 4) == "True") {
+      pos_ += 4;
+      return true;
+    }
+    if (text_.substr(pos_, 5) == "False") {
+      pos_ += 5;
+      return false;
+    }
+    bad("expected True or False");
+  }
+  Shape parse_shape() {
+    expect('(');
+    Shape shape;
+    while (true) {
+      skip_space();
+      if (peek() == ')') break;
+      if (!std::isdigit(static_cast<unsigned char>(peek()))) bad("expected a dimension");
+      int64_t value = 0;
+      while (std::isdigit(static_cast<unsigned char>(peek()))) {
+        if (value > (int64_t{1} << 50)) bad("dimension too large");
+        value = value * 10 + (text_[pos_++] - '0');
+      }
+      if (peek() == 'L') ++pos_;  // Python 2 long suffix
+      shape.push_back(value);
+      skip_space();
+      if (peek() == ',') {
+        ++pos_;
+      } else if (peek() != ')') {
+        bad("expected ',' or ')' in shape");
+      }
+    }
+    ++pos_;
+    return shape;
+  }
+
+  const std::string &path_;
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+DType parse_descr(const std::string &path, const std::string &descr) {
+  if (descr == "<f4" || descr == "=f4") return DType::F32;
+  if (descr == "<f8" || descr == "=f8") return DType::F64;
+  if (descr == "<i4" || descr == "=i4") return DType::I32;
+  if (descr == "|b1" || descr == "<b1" || descr == "=b1") return DType::Bool;
+  if (!descr.empty() && descr[0] == '>') {
+    npy_fail(path, "big-endian dtype '" + descr + "' is not supported (use little-endian)");
+  }
+  npy_fail(path, "unsupported dtype '" + descr + "' (supported: <f4, <f8, <i4, |b1)");
+}
+
+std::string descr_of(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+    case DType::BF16:
+      return "<f4";
+    case DType::F64:
+      return "<f8";
+    case DType::I32:
+      return "<i4";
+    case DType::Bool:
+      return "|b1";
+  }
+  return "";
+}
+
+uint32_t read_le(const std::string &bytes, size_t offset, size_t width) {
+  uint32_t value = 0;
+  for (size_t i = 0; i < width; ++i) {
+    value |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[offset + i])) << (8 * i);
+  }
+  return value;
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) npy_fail(path, "cannot open file for reading");
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) npy_fail(path, "read error");
+  if (bytes.size() < 10)
+    npy_fail(path, "too short to be a .npy file (" + std::to_string(bytes.size()) + " bytes)");
+  if (bytes.compare(0, 6, "\x93NUMPY") != 0) npy_fail(path, "not a .npy file (bad magic)");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  const int minor = static_cast<unsigned char>(bytes[7]);
+  if (major < 1 || major > 3 || minor != 0) {
+    npy_fail(path, "unsupported .npy format version " + std::to_string(major) + "." +
+                       std::to_string(minor));
+  }
+  const size_t length_width = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + length_width) npy_fail(path, "truncated header");
+  const size_t header_length = read_le(bytes, 8, length_width);
+  const size_t data_start = 8 + length_width + header_length;
+  if (bytes.size() < data_start) npy_fail(path, "truncated header");
+  std::string_view header(bytes.data() + 8 + length_width, header_length);
+  while (!header.empty() &&
+         (header.back() == '\n' || header.back() == ' ' || header.back() == '\0')) {
+    header.remove_suffix(1);
+  }
+  std::string descr;
+  bool fortran_order = false;
+  Shape shape;
+  HeaderParser(path, header).parse(descr, fortran_order, shape);
+  const DType dtype = parse_descr(path, descr);
+  if (fortran_order) {
+    npy_fail(path, "Fortran-order arrays are not supported (save with C order)");
+  }
+  const size_t expected = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
+  const size_t available = bytes.size() - data_start;
+  if (available < expected) {
+    npy_fail(path, "truncated data: shape " + shape_str(shape) + " of " + descr + " needs " +
+                       std::to_string(expected) + " bytes but the file has " +
+                       std::to_string(available));
+  }
+  if (available > expected) {
+    npy_fail(path, std::to_string(available - expected) + " unexpected bytes after the data");
+  }
+  Tensor tensor = Tensor::empty(dtype, shape);
+  std::memcpy(tensor.raw(), bytes.data() + data_start, expected);
+  if (dtype == DType::Bool) {  // normalise to 0/1
+    auto *p = tensor.data<uint8_t>();
+    for (int64_t i = 0; i < tensor.numel(); ++i) p[i] = p[i] != 0;
+  }
+  return tensor;
+}
+
+void write_npy(const std::string &path, const Tensor &tensor) {
+  if (!tensor.defined()) npy_fail(path, "cannot write an undefined tensor");
+  const Tensor data = tensor.dtype() == DType::BF16 ? cast(tensor, DType::F32) : tensor;
+  std::string shape = "(";
+  for (size_t i = 0; i < data.shape().size(); ++i) {
+    shape += (i ? ", " : "") + std::to_string(data.shape()[i]);
+  }
+  shape += data.shape().size() == 1 ? ",)" : ")";  // Python's one-element tuple
+  std::string header = "{'descr': '" + descr_of(data.dtype()) +
+                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Pad with spaces and a final newline so magic + version + length + header is a
+  // multiple of 64.
+  size_t prefix = 10;
+  if ((header.size() + 1 + prefix + 63) / 64 * 64 - prefix > 65535) prefix = 12;  // version 2.0
+  const size_t total = (prefix + header.size() + 1 + 63) / 64 * 64;
+  header.append(total - prefix - header.size() - 1, ' ');
+  header += '\n';
+  std::string preamble = "\x93NUMPY";
+  preamble += static_cast<char>(prefix == 10 ? 1 : 2);
+  preamble += '\0';
+  const size_t length = header.size();
+  for (size_t i = 0; i < prefix - 8; ++i) preamble += static_cast<char>((length >> (8 * i)) & 0xff);
+
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) npy_fail(path, "cannot open '" + temp + "' for writing");
+    out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(reinterpret_cast<const char *>(data.raw()),
+              static_cast<std::streamsize>(data.nbytes()));
+    out.flush();
+    if (!out) {
+      out.close();
+      std::remove(temp.c_str());
+      npy_fail(path, "write error");
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temp, path, error);
+  if (error) {
+    std::remove(temp.c_str());
+    npy_fail(path, "cannot rename '" + temp + "' into place: " + error.message());
+  }
+}
+
+}  // namespace spmd::rt

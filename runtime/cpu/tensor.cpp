@@ -1,0 +1,281 @@
+// runtime/cpu/tensor.cpp — Tensor storage, dtype helpers and bf16 conversion.
+//
+// Buffers are 64-byte aligned and reference counted (std::shared_ptr<std::byte[]>
+// with an aligned operator delete). Also home of the small shared helpers of
+// internal.h (strides, errors, strided copy).
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <new>
+#include <sstream>
+
+#include "internal.h"
+
+namespace spmd::rt {
+
+namespace {
+
+constexpr std::align_val_t kAlignment{64};
+
+std::shared_ptr<std::byte[]> allocate_buffer(size_t bytes) {
+  // Always allocate at least one cache line so a zero-element tensor is defined().
+  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  auto *memory = static_cast<std::byte *>(::operator new(rounded, kAlignment));
+  return std::shared_ptr<std::byte[]>(memory,
+                                      [](std::byte *p) { ::operator delete(p, kAlignment); });
+}
+
+void check_shape(const Shape &shape) {
+  for (int64_t dim : shape) {
+    if (dim < 0) detail::fail("negative dimension in shape " + shape_str(shape));
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+std::vector<int64_t> row_major_strides(const Shape &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * shape[i + 1];
+  }
+  return strides;
+}
+
+void fail(const std::string &message) { throw RuntimeError(message); }
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const char *what) {
+  int64_t normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank) {
+    fail(std::string(what) + ": axis " + std::to_string(axis) + " out of range for rank " +
+         std::to_string(rank));
+  }
+  return normalized;
+}
+
+namespace {
+
+template <size_t kSize>
+void copy_inner(std::byte *dst, int64_t dst_stride, const std::byte *src, int64_t src_stride,
+                int64_t count) {
+  struct Elem {
+    std::byte b[kSize];
+  };
+  auto *d = reinterpret_cast<Elem *>(dst);
+  const auto *s = reinterpret_cast<const Elem *>(src);
+  if (dst_stride == 1 && src_stride == 1) {
+    std::memcpy(d, s, count * kSize);
+  } else if (dst_stride == 1 && src_stride == 0) {
+    for (int64_t i = 0; i < count; ++i) d[i] = s[0];
+  } else {
+    for (int64_t i = 0; i < count; ++i) d[i * dst_stride] = s[i * src_stride];
+  }
+}
+
+}  // namespace
+
+void strided_copy(std::byte *dst, std::span<const int64_t> dst_strides, const std::byte *src,
+                  std::span<const int64_t> src_strides, std::span<const int64_t> extent,
+                  size_t elem_size) {
+  const size_t rank = extent.size();
+  for (int64_t e : extent) {
+    if (e == 0) return;
+  }
+  auto inner = [&](std::byte *d, const std::byte *s) {
+    int64_t count = rank == 0 ? 1 : extent[rank - 1];
+    int64_t ds = rank == 0 ? 1 : dst_strides[rank - 1];
+    int64_t ss = rank == 0 ? 1 : src_strides[rank - 1];
+    switch (elem_size) {
+      case 1:
+        return copy_inner<1>(d, ds, s, ss, count);
+      case 2:
+        return copy_inner<2>(d, ds, s, ss, count);
+      case 4:
+        return copy_inner<4>(d, ds, s, ss, count);
+      case 8:
+        return copy_inner<8>(d, ds, s, ss, count);
+      default:
+        fail("strided_copy: unsupported element size");
+    }
+  };
+  if (rank <= 1) {
+    inner(dst, src);
+    return;
+  }
+  // Odometer over the outer rank-1 dimensions.
+  std::vector<int64_t> index(rank - 1, 0);
+  const auto esize = static_cast<int64_t>(elem_size);
+  while (true) {
+    int64_t d_off = 0, s_off = 0;
+    for (size_t i = 0; i + 1 < rank; ++i) {
+      d_off += index[i] * dst_strides[i];
+      s_off += index[i] * src_strides[i];
+    }
+    inner(dst + d_off * esize, src + s_off * esize);
+    int64_t dim = static_cast<int64_t>(rank) - 2;
+    while (dim >= 0 && ++index[dim] == extent[dim]) index[dim--] = 0;
+    if (dim < 0) break;
+  }
+}
+
+}  // namespace detail
+
+const char *dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return "f32";
+    case DType::F64:
+      return "f64";
+    case DType::BF16:
+      return "bf16";
+    case DType::I32:
+      return "i32";
+    case DType::Bool:
+      return "bool";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+    case DType::I32:
+      return 4;
+    case DType::F64:
+      return 8;
+    case DType::BF16:
+      return 2;
+    case DType::Bool:
+      return 1;
+  }
+  return 0;
+}
+
+bool is_float(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F64 || dtype == DType::BF16;
+}
+
+int64_t num_elements(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+float bf16_to_f32(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+uint16_t f32_to_bf16(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x40);  // stay a quiet NaN
+  // Round to nearest, ties to even: add 0x7fff plus the lowest kept bit.
+  uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+Tensor Tensor::empty(DType dtype, Shape shape) {
+  check_shape(shape);
+  Tensor t;
+  t.dtype_ = dtype;
+  t.numel_ = num_elements(shape);
+  t.shape_ = std::move(shape);
+  t.buffer_ = allocate_buffer(t.nbytes());
+  return t;
+}
+
+Tensor Tensor::zeros(DType dtype, Shape shape) {
+  Tensor t = empty(dtype, std::move(shape));
+  std::memset(t.raw(), 0, t.nbytes());  // all-zero bytes are 0 in every dtype
+  return t;
+}
+
+Tensor Tensor::full(DType dtype, Shape shape, double value) {
+  Tensor t = empty(dtype, std::move(shape));
+  detail::dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    Tensor one = empty(dtype, {});
+    one.set(0, value);
+    T v = *one.data<T>();
+    T *out = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) out[i] = v;
+  });
+  return t;
+}
+
+Tensor Tensor::scalar(DType dtype, double value) { return full(dtype, {}, value); }
+
+double Tensor::get(int64_t i) const {
+  if (i < 0 || i >= numel_) detail::fail("Tensor::get: index out of range");
+  switch (dtype_) {
+    case DType::F32:
+      return data<float>()[i];
+    case DType::F64:
+      return data<double>()[i];
+    case DType::BF16:
+      return bf16_to_f32(data<uint16_t>()[i]);
+    case DType::I32:
+      return data<int32_t>()[i];
+    case DType::Bool:
+      return data<uint8_t>()[i] ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+void Tensor::set(int64_t i, double value) {
+  if (i < 0 || i >= numel_) detail::fail("Tensor::set: index out of range");
+  switch (dtype_) {
+    case DType::F32:
+      data<float>()[i] = static_cast<float>(value);
+      break;
+    case DType::F64:
+      data<double>()[i] = value;
+      break;
+    case DType::BF16:
+      data<uint16_t>()[i] = f32_to_bf16(static_cast<float>(value));
+      break;
+    case DType::I32: {
+      // Truncates toward zero, saturating; NaN becomes 0.
+      double v = std::isnan(value) ? 0.0 : std::trunc(value);
+      v = std::clamp(v, -2147483648.0, 2147483647.0);
+      data<int32_t>()[i] = static_cast<int32_t>(v);
+      break;
+    }
+    case DType::Bool:
+      data<uint8_t>()[i] = value != 0.0 ? 1 : 0;
+      break;
+  }
+}
+
+Tensor Tensor::clone() const {
+  if (!defined()) return {};
+  Tensor t = empty(dtype_, shape_);
+  std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  check_shape(shape);
+  if (num_elements(shape) != numel_) {
+    detail::fail("cannot reshape " + shape_str(shape_) + " (" + std::to_string(numel_) +
+                 " elements) to " + shape_str(shape));
+  }
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+bool Tensor::bitwise_equal(const Tensor &other) const {
+  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (defined() != other.defined()) return false;
+  return !defined() || std::memcmp(raw(), other.raw(), nbytes()) == 0;
+}
+
+}  // namespace spmd::rt

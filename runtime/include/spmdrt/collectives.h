@@ -1,0 +1,67 @@
+// spmdrt/collectives.h — collectives among simulated devices on the CPU.
+//
+// run_on_mesh starts one thread per device of the mesh and calls `body` on each
+// with a DeviceContext. Inside, every device of a group calls the same
+// collective in the same order (SPMD); the call blocks until the whole group has
+// arrived. Reductions add contributions in group-rank order 0, 1, ..., n-1, so
+// results are bit-for-bit reproducible. If any device throws, the others are
+// released from their waits (they throw CollectiveAborted) and run_on_mesh
+// rethrows the first error.
+//
+// Axes are given as mesh axis indices; a collective over several axes acts on
+// the group of devices that differ only along them (see Mesh::group_of).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "spmdrt/kernels.h"
+#include "spmdrt/mesh.h"
+
+namespace spmd::rt {
+
+class CollectiveAborted : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;
+};
+
+class SimulatedFabric;  // shared state behind the contexts; defined in cpu/
+
+class DeviceContext {
+ public:
+  DeviceContext(SimulatedFabric &fabric, int64_t device);
+  int64_t device() const { return device_; }
+  const Mesh &mesh() const;
+  /// Rank of this device along the listed axes (first axis major).
+  int64_t axis_index(const std::vector<int> &axes) const;
+
+  /// psum / pmax / pmin: every member gets the reduction of all members' x.
+  Tensor all_reduce(const Tensor &x, const std::vector<int> &axes, ReduceOp op);
+  /// all_gather: concatenation of all members' x along `dim` in rank order
+  /// (tiled); untiled stacks them in a new leading dimension at `dim`.
+  Tensor all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
+  /// psum_scatter: the sum of all members' x, of which member r keeps block r
+  /// along `dim` (tiled: x.shape[dim] divisible by the group size; untiled:
+  /// x.shape[dim] equals the group size and the dimension is removed).
+  Tensor reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
+  /// all_to_all: split x into n blocks along split_dim, send block j to member j,
+  /// concatenate the received blocks along concat_dim in sender-rank order.
+  Tensor all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
+                    int64_t concat_dim);
+  /// ppermute along one axis: for each (src, dst) pair the member of rank dst
+  /// receives x from rank src; members that receive nothing get zeros.
+  Tensor ppermute(const Tensor &x, int axis, const std::vector<std::pair<int64_t, int64_t>> &perm);
+  /// Waits for every device of the mesh.
+  void barrier();
+
+ private:
+  SimulatedFabric *fabric_;
+  int64_t device_;
+};
+
+/// Runs `body` once per device of `mesh`, each on its own thread, and waits.
+void run_on_mesh(const Mesh &mesh, const std::function<void(DeviceContext &)> &body);
+
+}  // namespace spmd::rt

@@ -1,0 +1,71 @@
+// spmdrt/kernels.h — per-op host kernels, one implementation per op.
+//
+// These are the CPU meaning of every non-collective op of the language. The
+// interpreter (`spmdc run`) and the emitted CPU executables both call them, so
+// a given program computes identical bits on both. All kernels are
+// deterministic: reductions run in a fixed order.
+//
+// Binary and ternary kernels broadcast NumPy-style. Operand dtypes must already
+// agree (the compiler inserts casts); comparisons return Bool.
+#pragma once
+
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "spmdrt/tensor.h"
+
+namespace spmd::rt {
+
+enum class UnaryOp : uint8_t { Neg, Exp, Log, Sin, Cos, Tanh, Sqrt, Rsqrt, Abs, Sign, Logistic, Not };
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, Pow, Max, Min,   // arithmetic: result has the operands' dtype
+  Lt, Le, Gt, Ge, Eq, Ne,              // comparisons: result is Bool
+  And, Or                              // logical, Bool operands
+};
+enum class ReduceOp : uint8_t { Sum, Max, Min };
+
+/// NumPy broadcasting of two shapes; throws RuntimeError when incompatible.
+Shape broadcast_shapes(const Shape &a, const Shape &b);
+
+Tensor unary(UnaryOp op, const Tensor &x);
+Tensor binary(BinaryOp op, const Tensor &a, const Tensor &b);
+/// where(cond, a, b): cond is Bool; all three broadcast together.
+Tensor select(const Tensor &cond, const Tensor &a, const Tensor &b);
+Tensor cast(const Tensor &x, DType to);
+
+/// Reduces over `axes` (sorted, distinct); the reduced dimensions are removed.
+/// Sum over an empty set of elements is 0; Max/Min of an empty set throw.
+Tensor reduce(ReduceOp op, const Tensor &x, std::span<const int64_t> axes);
+
+/// Matrix product with NumPy matmul semantics for rank >= 1 operands:
+/// [.., m, k] x [.., k, n] -> [.., m, n] with broadcast batch dimensions;
+/// rank-1 operands are promoted and the promoted dimension removed.
+/// f32/f64 go to BLAS (cblas_sgemm / cblas_dgemm); other dtypes use a loop.
+Tensor matmul(const Tensor &a, const Tensor &b);
+/// Einstein summation over one or two operands, e.g. "bij,bjk->bik", "ii->i" is
+/// not supported (no repeated index within one operand). Contractions go to BLAS
+/// through transpose + reshape + gemm.
+Tensor einsum(std::string_view spec, std::span<const Tensor> operands);
+
+Tensor reshape(const Tensor &x, const Shape &shape);
+/// Permutes dimensions: result dim i is input dim perm[i].
+Tensor transpose(const Tensor &x, std::span<const int64_t> perm);
+/// NumPy broadcast_to.
+Tensor broadcast_to(const Tensor &x, const Shape &shape);
+/// Static strided slice: start, limit (exclusive), stride > 0 per dimension.
+Tensor slice(const Tensor &x, std::span<const int64_t> start, std::span<const int64_t> limit,
+             std::span<const int64_t> stride);
+/// Inverse of slice: places x into zeros of `shape` at start with stride.
+Tensor pad_into(const Tensor &x, const Shape &shape, std::span<const int64_t> start,
+                std::span<const int64_t> stride);
+/// Slice of `sizes` at runtime offsets `start` (clamped like XLA's dynamic_slice).
+Tensor dynamic_slice(const Tensor &x, std::span<const int64_t> start, std::span<const int64_t> sizes);
+/// Copy of `x` with `update` written at `start`.
+Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, std::span<const int64_t> start);
+Tensor concat(std::span<const Tensor> parts, int64_t axis);
+/// Values 0, 1, 2, ... along dimension `dim` of `shape`, broadcast over the others.
+Tensor iota(DType dtype, const Shape &shape, int64_t dim);
+
+}  // namespace spmd::rt

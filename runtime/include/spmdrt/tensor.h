@@ -1,0 +1,93 @@
+// spmdrt/tensor.h — the host tensor shared by the interpreter and the CPU backend.
+//
+// A Tensor is a dtype, a shape and a reference-counted, 64-byte aligned buffer
+// holding the elements in C (row-major) order. Copies share the buffer; use
+// clone() for a deep copy. bf16 elements are stored as their raw 16-bit pattern
+// (the upper half of an IEEE f32) and converted with bf16_to_f32 / f32_to_bf16
+// (round to nearest even).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace spmd::rt {
+
+enum class DType : uint8_t { F32, F64, BF16, I32, Bool };
+
+using Shape = std::vector<int64_t>;
+
+/// Name as written in the language: "f32", "f64", "bf16", "i32", "bool".
+const char *dtype_name(DType dtype);
+/// Bytes per element (bool is one byte holding 0 or 1).
+size_t dtype_size(DType dtype);
+bool is_float(DType dtype);
+
+int64_t num_elements(const Shape &shape);
+std::string shape_str(const Shape &shape);  // "[8, 4]"
+
+float bf16_to_f32(uint16_t bits);
+uint16_t f32_to_bf16(float value);
+
+/// Errors raised by the runtime (bad shapes, collective misuse, I/O). The
+/// message is complete and user-facing.
+class RuntimeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  /// Uninitialised storage of the given dtype and shape.
+  static Tensor empty(DType dtype, Shape shape);
+  static Tensor zeros(DType dtype, Shape shape);
+  /// A tensor of shape `shape` whose every element is `value` converted to dtype.
+  static Tensor full(DType dtype, Shape shape, double value);
+  /// A rank-0 tensor.
+  static Tensor scalar(DType dtype, double value);
+
+  DType dtype() const { return dtype_; }
+  const Shape &shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
+  bool defined() const { return buffer_ != nullptr; }
+
+  std::byte *raw() { return buffer_.get(); }
+  const std::byte *raw() const { return buffer_.get(); }
+  template <typename T> T *data() { return reinterpret_cast<T *>(buffer_.get()); }
+  template <typename T> const T *data() const { return reinterpret_cast<const T *>(buffer_.get()); }
+
+  /// Element i (flat C-order index) converted to double; for tests and printing.
+  double get(int64_t flat_index) const;
+  /// Sets element i from a double, converting to the dtype.
+  void set(int64_t flat_index, double value);
+
+  Tensor clone() const;
+  /// Same buffer, new shape with the same element count.
+  Tensor reshaped(Shape shape) const;
+  /// True when dtype, shape and every byte agree.
+  bool bitwise_equal(const Tensor &other) const;
+
+ private:
+  DType dtype_ = DType::F32;
+  Shape shape_;
+  int64_t numel_ = 0;
+  std::shared_ptr<std::byte[]> buffer_;
+};
+
+/// Deterministic pseudo-random tensor (SplitMix64 stream from `seed`, the same on
+/// every platform): floats uniform in [-1, 1), i32 uniform in [-8, 8], bool fair.
+Tensor random_tensor(DType dtype, const Shape &shape, uint64_t seed);
+
+/// A short human-readable rendering, NumPy style: all elements when numel is at
+/// most `max_elements`, otherwise the first and last few of each dimension with
+/// "..." between them.
+std::string format_tensor(const Tensor &tensor, int64_t max_elements = 1000);
+
+}  // namespace spmd::rt

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs every Debian package spmdc needs to build and test.
+# Safe to run again; uses sudo when not root.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+PKGS=(
+  build-essential cmake ninja-build
+  antlr4 libantlr4-runtime-dev   # grammar tool (4.7.2) and C++ runtime (4.9)
+  libcli11-dev libspdlog-dev     # command line and logging
+  catch2                         # unit tests (v2)
+  libopenblas-dev                # BLAS for matmul/einsum on the CPU
+  python3 python3-numpy          # test helpers read/write .npy with NumPy
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi

@@ -1,0 +1,282 @@
+// tests/unit/runtime/test_collectives.cpp — simulated collectives on CPU meshes.
+//
+// Every collective is checked on a 4-device 1-D mesh against hand-computed
+// values, then on a (2, 4) mesh over one axis and both; plus determinism,
+// error propagation (abort, mismatch, deadlock) and large/1-device meshes.
+#include <atomic>
+
+#include "rt_test_util.h"
+#include "spmdrt/collectives.h"
+
+using namespace spmd::rt;
+using namespace spmd::rt::testing;
+
+namespace {
+
+/// Runs body on every device and returns each device's result.
+std::vector<Tensor> run_collect(const Mesh &mesh,
+                                const std::function<Tensor(DeviceContext &)> &body) {
+  std::vector<Tensor> results(static_cast<size_t>(mesh.num_devices()));
+  run_on_mesh(mesh, [&](DeviceContext &ctx) { results[ctx.device()] = body(ctx); });
+  return results;
+}
+
+const Mesh kLine({{"i", 4}});
+
+}  // namespace
+
+TEST_CASE("psum / pmax on a 4-device line", "[runtime][collectives]") {
+  auto out = run_collect(kLine, [](DeviceContext &ctx) {
+    const double d = static_cast<double>(ctx.device());
+    return ctx.all_reduce(make(DType::F32, {2}, {d, 10 * d}), {0}, ReduceOp::Sum);
+  });
+  for (const Tensor &t : out) check_equal(t, DType::F32, {2}, {6, 60});
+  out = run_collect(kLine, [](DeviceContext &ctx) {
+    const double d = static_cast<double>(ctx.device());
+    return ctx.all_reduce(make(DType::I32, {2}, {d, -d}), {0}, ReduceOp::Max);
+  });
+  for (const Tensor &t : out) check_equal(t, DType::I32, {2}, {3, 0});
+  out = run_collect(kLine, [](DeviceContext &ctx) {
+    return ctx.all_reduce(make(DType::Bool, {1}, {ctx.device() == 2 ? 0.0 : 1.0}), {0},
+                          ReduceOp::Min);
+  });
+  for (const Tensor &t : out) check_equal(t, DType::Bool, {1}, {0});
+}
+
+TEST_CASE("psum_scatter on a 4-device line", "[runtime][collectives]") {
+  auto tiled = run_collect(kLine, [](DeviceContext &ctx) {
+    Tensor x = Tensor::empty(DType::F64, {8});
+    for (int64_t i = 0; i < 8; ++i) x.set(i, 10.0 * ctx.device() + i);
+    return ctx.reduce_scatter(x, {0}, 0, true);
+  });
+  for (int64_t r = 0; r < 4; ++r)
+    check_equal(tiled[r], DType::F64, {2}, {60.0 + 8 * r, 64.0 + 8 * r});
+  auto untiled = run_collect(kLine, [](DeviceContext &ctx) {
+    Tensor x = Tensor::empty(DType::I32, {2, 4});  // scatter along dim 1 of size 4
+    for (int64_t i = 0; i < 8; ++i) x.set(i, static_cast<double>(i * (ctx.device() + 1)));
+    return ctx.reduce_scatter(x, {0}, 1, false);
+  });
+  // sum over d of i*(d+1) = 10*i; device r keeps column r of each row.
+  for (int64_t r = 0; r < 4; ++r)
+    check_equal(untiled[r], DType::I32, {2}, {10.0 * r, 10.0 * (4 + r)});
+  CHECK_THROWS_WITH(run_on_mesh(kLine,
+                                [](DeviceContext &ctx) {
+                                  ctx.reduce_scatter(Tensor::zeros(DType::F32, {6}), {0}, 0, true);
+                                }),
+                    Catch::Contains("not divisible"));
+}
+
+TEST_CASE("all_gather on a 4-device line", "[runtime][collectives]") {
+  auto tiled = run_collect(kLine, [](DeviceContext &ctx) {
+    const double d = static_cast<double>(ctx.device());
+    return ctx.all_gather(make(DType::BF16, {2}, {d, -d}), {0}, 0, true);
+  });
+  for (const Tensor &t : tiled) check_equal(t, DType::BF16, {8}, {0, 0, 1, -1, 2, -2, 3, -3});
+  auto untiled = run_collect(kLine, [](DeviceContext &ctx) {
+    const double d = static_cast<double>(ctx.device());
+    return ctx.all_gather(make(DType::F32, {2}, {d, -d}), {0}, 1, false);
+  });
+  for (const Tensor &t : untiled) check_equal(t, DType::F32, {2, 4}, {0, 1, 2, 3, 0, -1, -2, -3});
+  auto columns = run_collect(kLine, [](DeviceContext &ctx) {
+    const double d = static_cast<double>(ctx.device());
+    return ctx.all_gather(make(DType::I32, {2, 1}, {d, 10 + d}), {0}, 1, true);
+  });
+  for (const Tensor &t : columns) check_equal(t, DType::I32, {2, 4}, {0, 1, 2, 3, 10, 11, 12, 13});
+}
+
+TEST_CASE("all_to_all on a 4-device line", "[runtime][collectives]") {
+  auto out = run_collect(kLine, [](DeviceContext &ctx) {
+    Tensor x = Tensor::empty(DType::I32, {4});
+    for (int64_t j = 0; j < 4; ++j) x.set(j, 10.0 * ctx.device() + j);
+    return ctx.all_to_all(x, {0}, 0, 0);
+  });
+  for (int64_t r = 0; r < 4; ++r) {
+    check_equal(out[r], DType::I32, {4}, {0.0 + r, 10.0 + r, 20.0 + r, 30.0 + r});
+  }
+  // x_s: [2, 4] with value 100*s + 10*row + col; split along 1 (cols), concat along 0.
+  auto out2 = run_collect(kLine, [](DeviceContext &ctx) {
+    Tensor x = Tensor::empty(DType::F32, {2, 4});
+    for (int64_t row = 0; row < 2; ++row)
+      for (int64_t col = 0; col < 4; ++col)
+        x.set(row * 4 + col, 100.0 * ctx.device() + 10 * row + col);
+    return ctx.all_to_all(x, {0}, 1, 0);
+  });
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<double> expected;  // [8, 1]: for each sender s, rows 0 and 1 at column r
+    for (int64_t s = 0; s < 4; ++s)
+      for (int64_t row = 0; row < 2; ++row) expected.push_back(100.0 * s + 10 * row + r);
+    check_equal(out2[r], DType::F32, {8, 1}, expected);
+  }
+}
+
+TEST_CASE("ppermute and axis_index on a 4-device line", "[runtime][collectives]") {
+  auto out = run_collect(kLine, [](DeviceContext &ctx) {
+    const double d = static_cast<double>(ctx.axis_index({0}));
+    return ctx.ppermute(make(DType::F32, {2}, {d + 1, 2 * d + 1}), 0, {{0, 1}, {1, 2}, {2, 3}});
+  });
+  check_equal(out[0], DType::F32, {2}, {0, 0});  // nobody sends to rank 0
+  for (int64_t r = 1; r < 4; ++r) check_equal(out[r], DType::F32, {2}, {double(r), 2.0 * r - 1});
+  auto cyclic = run_collect(kLine, [](DeviceContext &ctx) {
+    return ctx.ppermute(Tensor::scalar(DType::I32, double(ctx.device())), 0,
+                        {{0, 3}, {1, 0}, {2, 1}, {3, 2}});
+  });
+  for (int64_t r = 0; r < 4; ++r) check_equal(cyclic[r], DType::I32, {}, {double((r + 1) % 4)});
+  CHECK_THROWS_WITH(run_on_mesh(kLine,
+                                [](DeviceContext &ctx) {
+                                  ctx.ppermute(Tensor::scalar(DType::F32, 0), 0, {{0, 1}, {2, 1}});
+                                }),
+                    Catch::Contains("not one-to-one"));
+  CHECK_THROWS_WITH(run_on_mesh(kLine,
+                                [](DeviceContext &ctx) {
+                                  ctx.ppermute(Tensor::scalar(DType::F32, 0), 0, {{0, 4}});
+                                }),
+                    Catch::Contains("out of range"));
+}
+
+TEST_CASE("collectives on a (2, 4) mesh", "[runtime][collectives]") {
+  const Mesh mesh({{"x", 2}, {"y", 4}});
+  auto body = [](const std::vector<int> &axes) {
+    return [axes](DeviceContext &ctx) {
+      return ctx.all_reduce(Tensor::scalar(DType::I32, double(ctx.device())), axes, ReduceOp::Sum);
+    };
+  };
+  auto over_y = run_collect(mesh, body({1}));
+  auto over_x = run_collect(mesh, body({0}));
+  auto over_both = run_collect(mesh, body({0, 1}));
+  for (int64_t d = 0; d < 8; ++d) {
+    const int64_t i = d / 4, j = d % 4;
+    check_equal(over_y[d], DType::I32, {}, {16.0 * i + 6});
+    check_equal(over_x[d], DType::I32, {}, {4.0 + 2 * j});
+    check_equal(over_both[d], DType::I32, {}, {28});
+  }
+  auto gathered = run_collect(mesh, [](DeviceContext &ctx) {
+    return ctx.all_gather(Tensor::full(DType::I32, {1}, double(ctx.device())), {1, 0}, 0, true);
+  });
+  for (const Tensor &t : gathered) check_equal(t, DType::I32, {8}, {0, 4, 1, 5, 2, 6, 3, 7});
+  auto gathered_x = run_collect(mesh, [](DeviceContext &ctx) {
+    return ctx.all_gather(Tensor::full(DType::I32, {1}, double(ctx.device())), {0}, 0, true);
+  });
+  for (int64_t d = 0; d < 8; ++d)
+    check_equal(gathered_x[d], DType::I32, {2}, {d % 4 + 0.0, d % 4 + 4.0});
+  auto index = run_collect(mesh, [](DeviceContext &ctx) {
+    return make(
+        DType::I32, {3},
+        {double(ctx.axis_index({0})), double(ctx.axis_index({1})), double(ctx.axis_index({1, 0}))});
+  });
+  check_equal(index[6], DType::I32, {3}, {1, 2, 5});
+  auto shifted = run_collect(mesh, [](DeviceContext &ctx) {
+    return ctx.ppermute(Tensor::scalar(DType::I32, double(ctx.device())), 1,
+                        {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
+  });
+  check_equal(shifted[4], DType::I32, {}, {7});
+  check_equal(shifted[5], DType::I32, {}, {4});
+  auto scattered = run_collect(mesh, [](DeviceContext &ctx) {
+    Tensor x = iota(DType::F32, {8}, 0);  // every device: 0..7
+    return ctx.reduce_scatter(x, {0, 1}, 0, true);
+  });
+  for (int64_t d = 0; d < 8; ++d) check_equal(scattered[d], DType::F32, {1}, {8.0 * d});
+}
+
+TEST_CASE("reductions are deterministic and in rank order", "[runtime][collectives]") {
+  const Mesh mesh({{"d", 8}});
+  auto body = [](DeviceContext &ctx) {
+    Tensor x = random_tensor(DType::F32, {1000}, 1000 + ctx.device());
+    Tensor big =
+        binary(BinaryOp::Mul, x, Tensor::scalar(DType::F32, std::pow(10.0, ctx.device() % 4)));
+    return ctx.all_reduce(big, {0}, ReduceOp::Sum);
+  };
+  auto first = run_collect(mesh, body);
+  auto second = run_collect(mesh, body);
+  Tensor reference;
+  for (int64_t d = 0; d < 8; ++d) {  // ((x0 + x1) + x2) + ...
+    Tensor x = random_tensor(DType::F32, {1000}, 1000 + d);
+    Tensor big = binary(BinaryOp::Mul, x, Tensor::scalar(DType::F32, std::pow(10.0, d % 4)));
+    reference = d == 0 ? big : binary(BinaryOp::Add, reference, big);
+  }
+  for (int64_t d = 0; d < 8; ++d) {
+    CHECK(first[d].bitwise_equal(second[d]));
+    CHECK(first[d].bitwise_equal(first[0]));
+    CHECK(first[d].bitwise_equal(reference));
+  }
+}
+
+TEST_CASE("a failing device aborts the others", "[runtime][collectives]") {
+  std::atomic<int> aborted{0};
+  CHECK_THROWS_WITH(run_on_mesh(kLine,
+                                [&](DeviceContext &ctx) {
+                                  if (ctx.device() == 2) throw RuntimeError("device 2 failed");
+                                  try {
+                                    ctx.all_reduce(Tensor::scalar(DType::F32, 1), {0},
+                                                   ReduceOp::Sum);
+                                  } catch (const CollectiveAborted &) {
+                                    ++aborted;
+                                    throw;
+                                  }
+                                }),
+                    "device 2 failed");
+  CHECK(aborted == 3);
+  // A failure in a later phase (after some collectives succeeded), standard exception type.
+  CHECK_THROWS_WITH(run_on_mesh(Mesh({{"x", 2}, {"y", 4}}),
+                                [](DeviceContext &ctx) {
+                                  ctx.barrier();
+                                  if (ctx.device() == 7) throw std::runtime_error("late failure");
+                                  ctx.all_gather(Tensor::scalar(DType::F32, 1), {0, 1}, 0, false);
+                                }),
+                    "late failure");
+}
+
+TEST_CASE("collective misuse is reported, never hangs", "[runtime][collectives]") {
+  CHECK_THROWS_WITH(run_on_mesh(kLine,
+                                [](DeviceContext &ctx) {
+                                  if (ctx.device() == 0) return;  // skips the collective
+                                  ctx.all_reduce(Tensor::scalar(DType::F32, 1), {0}, ReduceOp::Sum);
+                                }),
+                    Catch::Contains("collective deadlock"));
+  CHECK_THROWS_WITH(run_on_mesh(kLine,
+                                [](DeviceContext &ctx) {
+                                  Tensor x = Tensor::zeros(DType::F32, {4});
+                                  if (ctx.device() == 3) {
+                                    ctx.all_gather(x, {0}, 0, true);
+                                  } else {
+                                    ctx.all_reduce(x, {0}, ReduceOp::Sum);
+                                  }
+                                }),
+                    Catch::Contains("collective mismatch"));
+  CHECK_THROWS_WITH(run_on_mesh(kLine,
+                                [](DeviceContext &ctx) {
+                                  Tensor x = Tensor::zeros(DType::F32, {ctx.device() == 1 ? 3 : 4});
+                                  ctx.all_reduce(x, {0}, ReduceOp::Sum);
+                                }),
+                    Catch::Contains("collective mismatch"));
+}
+
+TEST_CASE("large and trivial meshes", "[runtime][collectives]") {
+  const Mesh big({{"a", 16}, {"b", 16}});
+  auto out = run_collect(big, [](DeviceContext &ctx) {
+    Tensor s = ctx.all_reduce(Tensor::scalar(DType::I32, 1), {0, 1}, ReduceOp::Sum);
+    ctx.barrier();
+    Tensor row =
+        ctx.all_reduce(Tensor::scalar(DType::I32, double(ctx.device())), {1}, ReduceOp::Sum);
+    return binary(BinaryOp::Add, s, row);
+  });
+  for (int64_t d = 0; d < 256; ++d) {
+    const double row_sum = 16.0 * (d / 16) * 16 + 120;
+    check_equal(out[d], DType::I32, {}, {256 + row_sum});
+  }
+  const Mesh one({{"x", 1}});
+  auto single = run_collect(one, [](DeviceContext &ctx) {
+    Tensor x = make(DType::F32, {2}, {1, 2});
+    Tensor y = ctx.all_reduce(x, {0}, ReduceOp::Sum);
+    y = ctx.all_gather(y, {0}, 0, true);
+    y = ctx.all_to_all(y, {0}, 0, 0);
+    y = ctx.reduce_scatter(y, {0}, 0, true);
+    ctx.barrier();
+    return ctx.ppermute(y, 0, {{0, 0}});
+  });
+  check_equal(single[0], DType::F32, {2}, {1, 2});
+  auto no_axes = run_collect(Mesh(), [](DeviceContext &ctx) {
+    ctx.barrier();
+    return Tensor::scalar(DType::I32, double(ctx.device()));
+  });
+  check_equal(no_axes[0], DType::I32, {}, {0});
+}

@@ -1,0 +1,234 @@
+// tests/unit/runtime/test_reduce_linalg.cpp — reductions, matmul and einsum.
+//
+// Reductions are checked by hand and against a naive loop over several axis
+// sets; matmul and einsum against naive f64 loops written here.
+#include <map>
+
+#include "rt_test_util.h"
+
+using namespace spmd::rt;
+using namespace spmd::rt::testing;
+
+TEST_CASE("reduce by hand", "[runtime][reduce]") {
+  Tensor x = make(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  const int64_t axis0[] = {0}, axis1[] = {1}, both[] = {0, 1};
+  check_equal(reduce(ReduceOp::Sum, x, axis0), DType::F32, {3}, {5, 7, 9});
+  check_equal(reduce(ReduceOp::Sum, x, axis1), DType::F32, {2}, {6, 15});
+  check_equal(reduce(ReduceOp::Sum, x, both), DType::F32, {}, {21});
+  check_equal(reduce(ReduceOp::Max, x, axis0), DType::F32, {3}, {4, 5, 6});
+  check_equal(reduce(ReduceOp::Min, x, axis1), DType::F32, {2}, {1, 4});
+  check_equal(reduce(ReduceOp::Sum, x, {}), DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  check_equal(reduce(ReduceOp::Sum, make(DType::I32, {3}, {2147483647, 1, 1}), axis0), DType::I32,
+              {}, {-2147483647});
+  Tensor b = make(DType::Bool, {2, 2}, {1, 0, 1, 1});
+  check_equal(reduce(ReduceOp::Max, b, axis1), DType::Bool, {2}, {1, 1});
+  check_equal(reduce(ReduceOp::Min, b, axis1), DType::Bool, {2}, {0, 1});
+  CHECK_THROWS_AS(reduce(ReduceOp::Sum, b, axis1), RuntimeError);
+  // Empty reductions.
+  Tensor empty = Tensor::zeros(DType::F32, {0, 3});
+  check_equal(reduce(ReduceOp::Sum, empty, axis0), DType::F32, {3}, {0, 0, 0});
+  CHECK_THROWS_WITH(reduce(ReduceOp::Max, empty, axis0), Catch::Contains("empty"));
+  // Bad axes.
+  const int64_t unsorted[] = {1, 0}, out_of_range[] = {2};
+  CHECK_THROWS_AS(reduce(ReduceOp::Sum, x, unsorted), RuntimeError);
+  CHECK_THROWS_AS(reduce(ReduceOp::Sum, x, out_of_range), RuntimeError);
+  // NaN propagates through max.
+  check_equal(reduce(ReduceOp::Max, make(DType::F64, {3}, {1, NAN, 2}), axis0), DType::F64, {},
+              {NAN});
+}
+
+TEST_CASE("bf16 reduction accumulates in f32", "[runtime][reduce]") {
+  // 1 + 256 * 2^-8 = 2 exactly in f32; a bf16 accumulator would stay at 1.
+  std::vector<double> values(257, std::ldexp(1.0, -8));
+  values[0] = 1;
+  const int64_t axis0[] = {0};
+  check_equal(reduce(ReduceOp::Sum, make(DType::BF16, {257}, values), axis0), DType::BF16, {}, {2});
+}
+
+TEST_CASE("reduce over several axes against a naive loop", "[runtime][reduce]") {
+  const Shape shape = {3, 4, 2, 5};
+  Tensor x = random_tensor(DType::F64, shape, 7);
+  const std::vector<std::vector<int64_t>> axis_sets = {{0},    {1},          {3},   {0, 2},
+                                                       {1, 3}, {0, 1, 2, 3}, {1, 2}};
+  for (const auto &axes : axis_sets) {
+    INFO("axes size " << axes.size() << " first " << axes[0]);
+    Tensor sum = reduce(ReduceOp::Sum, x, axes);
+    Tensor mx = reduce(ReduceOp::Max, x, axes);
+    Shape out_shape;
+    std::vector<bool> reduced(4, false);
+    for (int64_t a : axes) reduced[a] = true;
+    for (int d = 0; d < 4; ++d) {
+      if (!reduced[d]) out_shape.push_back(shape[d]);
+    }
+    REQUIRE(sum.shape() == out_shape);
+    std::vector<double> ref_sum(num_elements(out_shape), 0.0),
+        ref_max(num_elements(out_shape), -1e300);
+    int64_t flat = 0;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 4; ++j)
+        for (int64_t k = 0; k < 2; ++k)
+          for (int64_t l = 0; l < 5; ++l, ++flat) {
+            const int64_t idx[4] = {i, j, k, l};
+            int64_t o = 0;
+            for (int d = 0; d < 4; ++d) {
+              if (!reduced[d]) o = o * shape[d] + idx[d];
+            }
+            ref_sum[o] += x.get(flat);  // increasing flat order: the documented order
+            ref_max[o] = std::max(ref_max[o], x.get(flat));
+          }
+    check_equal(sum, DType::F64, out_shape, ref_sum);  // bitwise: same order
+    check_equal(mx, DType::F64, out_shape, ref_max);
+  }
+}
+
+namespace {
+
+/// Naive f64 matmul for 2-D row-major inputs.
+std::vector<double> naive_matmul(const Tensor &a, const Tensor &b, int64_t m, int64_t k, int64_t n,
+                                 int64_t a_off = 0, int64_t b_off = 0) {
+  std::vector<double> out(m * n, 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p)
+        out[i * n + j] += a.get(a_off + i * k + p) * b.get(b_off + p * n + j);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("matmul 2-D in every dtype", "[runtime][linalg]") {
+  for (DType dtype : {DType::F32, DType::F64, DType::BF16, DType::I32}) {
+    Tensor a = random_tensor(dtype, {5, 7}, 1);
+    Tensor b = random_tensor(dtype, {7, 3}, 2);
+    Tensor c = matmul(a, b);
+    REQUIRE(c.dtype() == dtype);
+    const double tol = dtype == DType::BF16 ? 1e-2 : dtype == DType::F32 ? 1e-6 : 1e-14;
+    check_close(c, {5, 3}, naive_matmul(a, b, 5, 7, 3), tol);
+  }
+  // bf16: exact f32 result rounded once. 1*1 + 2^-8*1 -> 1 (tie to even), not per-step.
+  Tensor a = make(DType::BF16, {1, 3}, {1, std::ldexp(1.0, -8), std::ldexp(1.0, -8)});
+  Tensor b = make(DType::BF16, {3, 1}, {1, 1, 1});
+  check_equal(matmul(a, b), DType::BF16, {1, 1}, {1 + std::ldexp(1.0, -7)});
+  CHECK_THROWS_WITH(matmul(Tensor::zeros(DType::F32, {2, 3}), Tensor::zeros(DType::F32, {4, 2})),
+                    Catch::Contains("contracting"));
+  CHECK_THROWS_AS(matmul(Tensor::zeros(DType::F32, {2, 3}), Tensor::zeros(DType::F64, {3, 2})),
+                  RuntimeError);
+  CHECK_THROWS_AS(matmul(Tensor::scalar(DType::F32, 1), Tensor::zeros(DType::F32, {1})),
+                  RuntimeError);
+  check_equal(matmul(Tensor::zeros(DType::F32, {2, 0}), Tensor::zeros(DType::F32, {0, 3})),
+              DType::F32, {2, 3}, {0, 0, 0, 0, 0, 0});
+}
+
+TEST_CASE("matmul batched with broadcast batch dims", "[runtime][linalg]") {
+  Tensor a = random_tensor(DType::F64, {2, 1, 4, 3}, 3);
+  Tensor b = random_tensor(DType::F64, {3, 3, 5}, 4);
+  Tensor c = matmul(a, b);
+  REQUIRE(c.shape() == Shape{2, 3, 4, 5});
+  std::vector<double> expected;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j) {
+      auto block = naive_matmul(a, b, 4, 3, 5, i * 12, j * 15);
+      expected.insert(expected.end(), block.begin(), block.end());
+    }
+  check_close(c, {2, 3, 4, 5}, expected, 1e-14);
+  // Batched left operand against a 2-D right operand (folded into one gemm).
+  Tensor a3 = random_tensor(DType::F32, {3, 4, 6}, 5);
+  Tensor b2 = random_tensor(DType::F32, {6, 2}, 6);
+  std::vector<double> expected2;
+  for (int64_t i = 0; i < 3; ++i) {
+    auto block = naive_matmul(a3, b2, 4, 6, 2, i * 24, 0);
+    expected2.insert(expected2.end(), block.begin(), block.end());
+  }
+  check_close(matmul(a3, b2), {3, 4, 2}, expected2, 1e-6);
+  CHECK_THROWS_AS(
+      matmul(Tensor::zeros(DType::F32, {2, 2, 2}), Tensor::zeros(DType::F32, {3, 2, 2})),
+      RuntimeError);
+}
+
+TEST_CASE("matmul rank-1 promotion", "[runtime][linalg]") {
+  Tensor v = make(DType::F64, {3}, {1, 2, 3});
+  Tensor m = make(DType::F64, {3, 2}, {1, 2, 3, 4, 5, 6});
+  check_equal(matmul(v, m), DType::F64, {2}, {22, 28});
+  Tensor mt = make(DType::F64, {2, 3}, {1, 3, 5, 2, 4, 6});
+  check_equal(matmul(mt, v), DType::F64, {2}, {22, 28});
+  check_equal(matmul(v, v), DType::F64, {}, {14});
+  Tensor batch = make(DType::F64, {2, 3, 1}, {1, 2, 3, 4, 5, 6});
+  check_equal(matmul(make(DType::F64, {3}, {1, 1, 1}), batch), DType::F64, {2, 1}, {6, 15});
+  check_equal(matmul(make(DType::I32, {2}, {3, 4}), make(DType::I32, {2}, {5, 6})), DType::I32, {},
+              {39});
+}
+
+TEST_CASE("einsum against naive loops", "[runtime][linalg]") {
+  Tensor a = random_tensor(DType::F64, {2, 3, 4}, 10);
+  Tensor b = random_tensor(DType::F64, {2, 4, 5}, 11);
+  Tensor c = random_tensor(DType::F64, {4, 3}, 12);
+  auto at = [](const Tensor &t, std::initializer_list<int64_t> idx) {
+    int64_t flat = 0, d = 0;
+    for (int64_t i : idx) flat = flat * t.shape()[d++] + i;
+    return t.get(flat);
+  };
+  {  // batched matmul
+    const Tensor ops[] = {a, b};
+    Tensor r = einsum("bij,bjk->bik", ops);
+    std::vector<double> ref;
+    for (int64_t x = 0; x < 2; ++x)
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t k = 0; k < 5; ++k) {
+          double s = 0;
+          for (int64_t j = 0; j < 4; ++j) s += at(a, {x, i, j}) * at(b, {x, j, k});
+          ref.push_back(s);
+        }
+    check_close(r, {2, 3, 5}, ref, 1e-14);
+  }
+  {  // contraction over two indices with a transposed output
+    const Tensor ops[] = {a, c};
+    Tensor r = einsum("bij,ji->b", ops);
+    std::vector<double> ref;
+    for (int64_t x = 0; x < 2; ++x) {
+      double s = 0;
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 4; ++j) s += at(a, {x, i, j}) * at(c, {j, i});
+      ref.push_back(s);
+    }
+    check_close(r, {2}, ref, 1e-14);
+  }
+  {  // outer product with permuted output, index private to one operand summed
+    const Tensor ops[] = {c, a};
+    Tensor r = einsum("ji,bik->ib", ops);  // j summed from c alone; k summed from a alone
+    std::vector<double> ref;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t x = 0; x < 2; ++x) {
+        double cs = 0, as = 0;
+        for (int64_t j = 0; j < 4; ++j) cs += at(c, {j, i});
+        for (int64_t k = 0; k < 4; ++k) as += at(a, {x, i, k});
+        ref.push_back(cs * as);
+      }
+    check_close(r, {3, 2}, ref, 1e-13);
+  }
+  {  // one operand: transpose and sum
+    const Tensor ops[] = {a};
+    Tensor r = einsum("bij->jb", ops);
+    std::vector<double> ref;
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t x = 0; x < 2; ++x) {
+        double s = 0;
+        for (int64_t i = 0; i < 3; ++i) s += at(a, {x, i, j});
+        ref.push_back(s);
+      }
+    check_close(r, {4, 2}, ref, 1e-14);
+  }
+  {  // implicit output (sorted once-used indices): "ij,jk" -> "ik"
+    Tensor m1 = make(DType::F32, {2, 2}, {1, 2, 3, 4});
+    Tensor m2 = make(DType::F32, {2, 2}, {5, 6, 7, 8});
+    const Tensor ops[] = {m1, m2};
+    check_equal(einsum("ij,jk", ops), DType::F32, {2, 2}, {19, 22, 43, 50});
+    check_equal(einsum("ij,jk->ki", ops), DType::F32, {2, 2}, {19, 43, 22, 50});
+    const Tensor ints[] = {make(DType::I32, {2}, {1, 2}), make(DType::I32, {3}, {1, 10, 100})};
+    check_equal(einsum("i,j->ij", ints), DType::I32, {2, 3}, {1, 10, 100, 2, 20, 200});
+  }
+  const Tensor ops[] = {a, b};
+  CHECK_THROWS_WITH(einsum("ii,jk->ik", ops), Catch::Contains("repeated index"));
+  CHECK_THROWS_WITH(einsum("bij,bkj->bik", ops), Catch::Contains("has sizes"));
+  CHECK_THROWS_AS(einsum("bij->bik", ops), RuntimeError);
+  CHECK_THROWS_AS(einsum("ij,jk->ik", ops), RuntimeError);
+}
