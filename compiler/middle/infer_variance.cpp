@@ -221,10 +221,13 @@ class VarianceInference {
               AxisSet missing = uni - f.type(o).variance;
               diags_
                   .error("variance-mismatch", in.span,
-                         "the operands of `" + std::string(op_spelling(in.op)) +
-                             "` disagree in variance: " + name_of(o) + " is " +
-                             axis_set_str(f.type(o).variance, mesh) + " but another is " +
-                             axis_set_str(uni, mesh))
+                         "the operands of `" + std::string(op_display_name(in.op)) +
+                             "` disagree in variance: " + name_of(o) +
+                             (f.type(o).variance.empty()
+                                  ? std::string(" is the same on every device")
+                                  : " varies only along " +
+                                        axes_names(f.type(o).variance, mesh)) +
+                             ", but the result varies along " + axes_names(uni, mesh))
                   .fix = "write `" +
                          pbroadcast_text(f.values[o].name.empty() ? "x" : f.values[o].name,
                                          missing, mesh) +

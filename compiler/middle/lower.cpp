@@ -87,7 +87,7 @@ ir::ValueId BodyLowerer::emit(OpCode op, std::vector<ir::ValueId> operands, Attr
   std::string error;
   auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error, origin);
   if (results.empty()) {
-    diags().error("type-error", span, "`" + std::string(op_spelling(op)) + "`: " + error);
+    diags().error("type-error", span, "`" + std::string(op_display_name(op)) + "`: " + error);
     return ir::kNoValue;
   }
   return results[0];
@@ -648,7 +648,10 @@ void ProgramLowerer::collect() {
                       "mesh `" + mesh->name.name + "` has more than 65536 devices");
           ok = false;
         }
-        if (!ok) continue;
+        if (!ok) {
+          meshes_[mesh->name.name] = -1;  // known but invalid: no follow-on errors
+          continue;
+        }
         meshes_[mesh->name.name] = static_cast<int>(module.meshes.size());
         module.meshes.push_back({mesh->name.name, rt::Mesh(axes), mesh->name.span});
       } else if (auto *fn = std::get_if<ast::FuncDecl>(&decl.node)) {
@@ -829,6 +832,7 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     diags.error("unknown-mesh", decl.mesh->span, "unknown mesh `" + decl.mesh->name + "`");
     return;
   }
+  if (mit->second < 0) return;  // the mesh itself was reported
   f.mesh = mit->second;
   const rt::Mesh &mesh = module.meshes[static_cast<size_t>(f.mesh)].mesh;
   bool ok = true;

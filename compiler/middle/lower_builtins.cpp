@@ -543,6 +543,59 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       attrs.dim = *axis < 0 ? *axis + rank : *axis;
       return value_or_invalid(b.emit(OpCode::Concat, ops, attrs, span), span);
     };
+    t["pad"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"x"}, {"shape"}, {"start"}, {"stride", false}});
+      if (!a.ok()) return {};
+      ir::ValueId x = a.value("x", DType::F32);
+      auto shape = a.shape("shape");
+      auto start = a.shape("start");
+      if (x == ir::kNoValue || !shape || !start) return {};
+      Attrs attrs;
+      attrs.shape = *shape;
+      attrs.start = *start;
+      if (a.has("stride")) {
+        auto stride = a.shape("stride");
+        if (!stride) return {};
+        attrs.stride = *stride;
+      } else {
+        attrs.stride.assign(shape->size(), 1);
+      }
+      return value_or_invalid(b.emit(OpCode::Pad, {x}, attrs, span), span);
+    };
+    t["dynamic_slice"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"x"}, {"index"}, {"size"}, {"axis", false}});
+      if (!a.ok()) return {};
+      ir::ValueId x = a.value("x", DType::F32);
+      ir::ValueId index = a.value("index", DType::I32);
+      auto size = a.integer("size", 1);
+      auto axis = a.integer("axis", 0);
+      if (x == ir::kNoValue || index == ir::kNoValue || !size || !axis) return {};
+      const Type &t = b.function().type(x);
+      Attrs attrs;
+      attrs.dim = *axis < 0 ? *axis + t.rank() : *axis;
+      attrs.shape = t.shape;
+      if (attrs.dim < 0 || attrs.dim >= t.rank() || *size < 0 || *size > t.shape[attrs.dim]) {
+        b.diags().error("bad-argument", span, "dynamic_slice axis or size out of range");
+        return {};
+      }
+      attrs.shape[attrs.dim] = *size;
+      return value_or_invalid(b.emit(OpCode::DynamicSlice, {x, index}, attrs, span), span);
+    };
+    t["dynamic_update_slice"] = [](BodyLowerer &b, const ast::CallExpr &call,
+                                   SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"x"}, {"update"}, {"index"}, {"axis", false}});
+      if (!a.ok()) return {};
+      ir::ValueId x = a.value("x", DType::F32);
+      ir::ValueId update = a.value("update", DType::F32);
+      ir::ValueId index = a.value("index", DType::I32);
+      auto axis = a.integer("axis", 0);
+      if (x == ir::kNoValue || update == ir::kNoValue || index == ir::kNoValue || !axis) return {};
+      Attrs attrs;
+      int64_t rank = b.function().type(x).rank();
+      attrs.dim = *axis < 0 ? *axis + rank : *axis;
+      return value_or_invalid(b.emit(OpCode::DynamicUpdateSlice, {x, update, index}, attrs, span),
+                              span);
+    };
     // Creation.
     t["zeros"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
       return lower_creation(b, c, s, 0.0, false);

@@ -32,8 +32,10 @@ void run_phases(Compilation &c, const CompileOptions &options) {
   lower_options.auto_pbroadcast = options.auto_pbroadcast;
   timed("lower", [&] { c.module = lower_program(c.program, c.sources, lower_options, c.diags); });
   c.reached = Phase::Lower;
-  if (!c.ok() || options.stop_after == Phase::Lower) return;
+  if (c.diags.has_internal_errors() || options.stop_after == Phase::Lower) return;
 
+  // Functions with lowering errors are left out of the module, so variance
+  // inference still checks (and reports on) the others.
   timed("infer_variance", [&] { infer_variance(*c.module, c.diags); });
   c.reached = Phase::Variance;
   if (!c.ok()) return;
