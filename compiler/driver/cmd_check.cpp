@@ -5,6 +5,7 @@
 
 #include "driver/commands.h"
 #include "frontend/format.h"
+#include "analysis/stats.h"
 #include "ir/printer.h"
 
 namespace spmd::driver {
@@ -43,6 +44,10 @@ int run_print(const CommonOptions &common, const PrintOptions &options) {
   }
   if (options.emit == "ir") {
     std::cout << ir::dump_ir(*c.module);
+    return kExitOk;
+  }
+  if (options.stats) {
+    std::cout << format_stats(*c.module);
     return kExitOk;
   }
   ir::PrintOptions po;
@@ -116,6 +121,9 @@ void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<C
                     "Stop after a phase and print it: ast (syntax tree), typed (= --types), "
                     "ir (raw instructions), source (default)")
       ->check(CLI::IsMember({"ast", "typed", "ir", "source"}));
+  print->add_flag("--stats", print_options.stats,
+                  "Print, per shmap, how many collectives of each kind it runs and how many "
+                  "bytes they move per device");
   out.push_back({print, [&common] { return run_print(common, print_options); }});
 
   static FmtOptions fmt_options;

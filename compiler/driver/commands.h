@@ -46,6 +46,7 @@ void add_common_options(CLI::App &cmd, CommonOptions &common);
 // Each cmd_*.cpp registers its subcommands here; main.cpp calls them in order.
 // Options objects must outlive parsing, so registrars keep them in statics.
 void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
+void register_derive_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 
 int run_check(const CommonOptions &common);
@@ -53,7 +54,7 @@ int run_check(const CommonOptions &common);
 struct PrintOptions {
   bool types = false;
   std::string emit = "source";  // ast | typed | ir | source
-  bool stats = false;
+  bool stats = false;  // print collective counts and bytes instead of the program
 };
 int run_print(const CommonOptions &common, const PrintOptions &options);
 

@@ -30,6 +30,7 @@ int real_main(int argc, char **argv) {
   CommonOptions common;
   std::vector<Command> commands;
   register_check_commands(app, common, commands);
+  register_derive_commands(app, common, commands);
   register_run_command(app, common, commands);
 
   try {

@@ -9,6 +9,8 @@
 // (`nesting-too-deep`). Syntax errors are reported by a custom error strategy
 // that words them in plain language ("expected `)` to close the call to
 // `psum`"); ANTLR's console output is never used.
+#include "frontend/ast_builder.h"
+
 #include <algorithm>
 #include <exception>
 #include <memory>
@@ -18,7 +20,6 @@
 #include "SpmdLexer.h"
 #include "SpmdParser.h"
 #include "antlr4-runtime.h"
-#include "frontend/ast_builder.h"
 #include "frontend/ast_builder_internal.h"
 
 namespace spmd::frontend_detail {
@@ -107,9 +108,15 @@ size_t closer_of(size_t open) {
 /// Tokens after which an expression is complete (so `-` or `[` is binary/postfix).
 bool ends_operand(size_t t) {
   switch (t) {
-    case SpmdParser::IDENT: case SpmdParser::INT: case SpmdParser::FLOAT:
-    case SpmdParser::STRING: case SpmdParser::TRUE: case SpmdParser::FALSE:
-    case SpmdParser::NONE: case SpmdParser::RPAREN: case SpmdParser::RBRACK:
+    case SpmdParser::IDENT:
+    case SpmdParser::INT:
+    case SpmdParser::FLOAT:
+    case SpmdParser::STRING:
+    case SpmdParser::TRUE:
+    case SpmdParser::FALSE:
+    case SpmdParser::NONE:
+    case SpmdParser::RPAREN:
+    case SpmdParser::RBRACK:
       return true;
     default:
       return false;
@@ -118,10 +125,21 @@ bool ends_operand(size_t t) {
 
 bool is_operator(size_t t) {
   switch (t) {
-    case SpmdParser::POW: case SpmdParser::STAR: case SpmdParser::SLASH: case SpmdParser::AT:
-    case SpmdParser::PLUS: case SpmdParser::MINUS: case SpmdParser::LT: case SpmdParser::LE:
-    case SpmdParser::GT: case SpmdParser::GE: case SpmdParser::EQ: case SpmdParser::NE:
-    case SpmdParser::AND: case SpmdParser::OR: case SpmdParser::NOT:
+    case SpmdParser::POW:
+    case SpmdParser::STAR:
+    case SpmdParser::SLASH:
+    case SpmdParser::AT:
+    case SpmdParser::PLUS:
+    case SpmdParser::MINUS:
+    case SpmdParser::LT:
+    case SpmdParser::LE:
+    case SpmdParser::GT:
+    case SpmdParser::GE:
+    case SpmdParser::EQ:
+    case SpmdParser::NE:
+    case SpmdParser::AND:
+    case SpmdParser::OR:
+    case SpmdParser::NOT:
       return true;
     default:
       return false;
@@ -132,8 +150,13 @@ bool is_keyword(size_t t) { return t >= SpmdParser::IMPORT && t <= SpmdParser::N
 
 bool starts_declaration_or_statement(size_t t) {
   switch (t) {
-    case SpmdParser::IMPORT: case SpmdParser::MESH: case SpmdParser::DEF: case SpmdParser::SHMAP:
-    case SpmdParser::RETURN: case SpmdParser::FOR: case SpmdParser::IF:
+    case SpmdParser::IMPORT:
+    case SpmdParser::MESH:
+    case SpmdParser::DEF:
+    case SpmdParser::SHMAP:
+    case SpmdParser::RETURN:
+    case SpmdParser::FOR:
+    case SpmdParser::IF:
       return true;
     default:
       return false;
@@ -150,15 +173,22 @@ bool resets_expression(size_t t) {
 /// How a token type is named in "expected ..." lists.
 std::string describe_token_type(size_t t, const antlr4::dfa::Vocabulary &vocabulary) {
   switch (t) {
-    case antlr4::Token::EOF: return "end of file";
-    case SpmdParser::IDENT: return "a name";
-    case SpmdParser::INT: return "an integer";
-    case SpmdParser::FLOAT: return "a number";
-    case SpmdParser::STRING: return "a string";
-    default: break;
+    case antlr4::Token::EOF:
+      return "end of file";
+    case SpmdParser::IDENT:
+      return "a name";
+    case SpmdParser::INT:
+      return "an integer";
+    case SpmdParser::FLOAT:
+      return "a number";
+    case SpmdParser::STRING:
+      return "a string";
+    default:
+      break;
   }
   std::string literal = vocabulary.getLiteralName(t);
-  if (literal.size() >= 2 && literal.front() == '\'') literal = literal.substr(1, literal.size() - 2);
+  if (literal.size() >= 2 && literal.front() == '\'')
+    literal = literal.substr(1, literal.size() - 2);
   return "`" + literal + "`";
 }
 
@@ -183,8 +213,8 @@ std::string describe_expected(const antlr4::misc::IntervalSet &set,
   }
   if (has(P::INT) && has(P::FLOAT) && has(P::LPAREN)) {
     items.push_back("an expression");
-    drop({P::IDENT, P::INT, P::FLOAT, P::STRING, P::TRUE, P::FALSE, P::LPAREN, P::LBRACK,
-          P::MINUS, P::NOT});
+    drop({P::IDENT, P::INT, P::FLOAT, P::STRING, P::TRUE, P::FALSE, P::LPAREN, P::LBRACK, P::MINUS,
+          P::NOT});
   }
   if (has(P::PLUS) && has(P::STAR)) {
     items.push_back("an operator");
@@ -364,7 +394,8 @@ bool scan_hidden_tokens(const std::vector<antlr4::Token *> &all, SyntaxErrorSink
       }
       comments.push_back(std::move(c));
     } else if (type == SpmdParser::UNTERMINATED_STRING) {
-      sink.report(span, "unterminated string literal; a string must end with `\"` on the same line");
+      sink.report(span,
+                  "unterminated string literal; a string must end with `\"` on the same line");
     } else if (type == SpmdParser::BAD_BYTES || type == SpmdParser::BAD_CHAR) {
       // One diagnostic per run of adjacent bad characters.
       bool continues_run = previous != nullptr &&
@@ -378,8 +409,9 @@ bool scan_hidden_tokens(const std::vector<antlr4::Token *> &all, SyntaxErrorSink
         Diagnostic *d = sink.report({span.file, span.begin, span.begin + uint32_t(shown.size())},
                                     "unexpected character " + quote_source_text(shown));
         if (d != nullptr && n > 0)
-          d->fix = "identifiers and operators are ASCII; non-ASCII text may appear only in "
-                   "comments and strings";
+          d->fix =
+              "identifiers and operators are ASCII; non-ASCII text may appear only in "
+              "comments and strings";
       }
     }
     previous = t;
@@ -401,10 +433,11 @@ bool check_nesting(const std::vector<antlr4::Token *> &all, SyntaxErrorSink &sin
       ++ops.back();
       ++total_ops;
       if (total_ops + ops.size() > kMaxExpressionDepth) {
-        Diagnostic *d = sink.report(
-            sink.span(t), "expression is nested too deeply (more than " +
-                              std::to_string(kMaxExpressionDepth) + " levels of operators)",
-            "nesting-too-deep");
+        Diagnostic *d =
+            sink.report(sink.span(t),
+                        "expression is nested too deeply (more than " +
+                            std::to_string(kMaxExpressionDepth) + " levels of operators)",
+                        "nesting-too-deep");
         if (d != nullptr) d->fix = "split the expression into several assignments";
         return false;
       }

@@ -57,7 +57,8 @@ class TreeBuilder {
   }
 
   void error(SourceSpan at, std::string message, std::string fix = "") {
-    if (Diagnostic *d = errors_.report(at, std::move(message)); d != nullptr) d->fix = std::move(fix);
+    if (Diagnostic *d = errors_.report(at, std::move(message)); d != nullptr)
+      d->fix = std::move(fix);
   }
 
   /// Parses a decimal integer literal; reports literal-out-of-range.
@@ -158,9 +159,9 @@ class TreeBuilder {
         error(span(ctx->ON()), "`on MESH` is only allowed on `shmap`; " + what + " is a `def`",
               "a `def` runs on every device of its caller; remove `on " + f.mesh->name + "`");
     } else if (is_shmap && has_body) {
-      SourceSpan at = ctx->ON() != nullptr         ? span(ctx->ON())
-                      : ctx->block() != nullptr    ? span(ctx->block()->getStart())
-                                                   : span(ctx->getStop());
+      SourceSpan at = ctx->ON() != nullptr      ? span(ctx->ON())
+                      : ctx->block() != nullptr ? span(ctx->block()->getStart())
+                                                : span(ctx->getStop());
       error(at, "expected `on MESH` before the body of " + what,
             "a shmap runs on a mesh declared with `mesh`; write e.g. `on M {`");
     }
@@ -358,9 +359,9 @@ class TreeBuilder {
     }
     if (auto *c = dynamic_cast<P::UnaryContext *>(ctx)) {
       bool is_not = c->op != nullptr && c->op->getType() == P::NOT;
-      return make_expr(ast::UnaryExpr{is_not ? ast::UnaryOpKind::Not : ast::UnaryOpKind::Neg,
-                                      expr(c->expr())},
-                       at);
+      return make_expr(
+          ast::UnaryExpr{is_not ? ast::UnaryOpKind::Not : ast::UnaryOpKind::Neg, expr(c->expr())},
+          at);
     }
     if (auto *c = dynamic_cast<P::BinaryContext *>(ctx)) return binary(c, at);
     return placeholder(at);
@@ -375,21 +376,50 @@ class TreeBuilder {
     size_t type = ctx->op != nullptr ? ctx->op->getType() : 0;
     ast::BinaryOpKind op = ast::BinaryOpKind::Add;
     switch (type) {
-      case P::PLUS: op = ast::BinaryOpKind::Add; break;
-      case P::MINUS: op = ast::BinaryOpKind::Sub; break;
-      case P::STAR: op = ast::BinaryOpKind::Mul; break;
-      case P::SLASH: op = ast::BinaryOpKind::Div; break;
-      case P::POW: op = ast::BinaryOpKind::Pow; break;
-      case P::AT: op = ast::BinaryOpKind::MatMul; break;
-      case P::LT: op = ast::BinaryOpKind::Lt; break;
-      case P::LE: op = ast::BinaryOpKind::Le; break;
-      case P::GT: op = ast::BinaryOpKind::Gt; break;
-      case P::GE: op = ast::BinaryOpKind::Ge; break;
-      case P::EQ: op = ast::BinaryOpKind::Eq; break;
-      case P::NE: op = ast::BinaryOpKind::Ne; break;
-      case P::AND: op = ast::BinaryOpKind::And; break;
-      case P::OR: op = ast::BinaryOpKind::Or; break;
-      default: break;
+      case P::PLUS:
+        op = ast::BinaryOpKind::Add;
+        break;
+      case P::MINUS:
+        op = ast::BinaryOpKind::Sub;
+        break;
+      case P::STAR:
+        op = ast::BinaryOpKind::Mul;
+        break;
+      case P::SLASH:
+        op = ast::BinaryOpKind::Div;
+        break;
+      case P::POW:
+        op = ast::BinaryOpKind::Pow;
+        break;
+      case P::AT:
+        op = ast::BinaryOpKind::MatMul;
+        break;
+      case P::LT:
+        op = ast::BinaryOpKind::Lt;
+        break;
+      case P::LE:
+        op = ast::BinaryOpKind::Le;
+        break;
+      case P::GT:
+        op = ast::BinaryOpKind::Gt;
+        break;
+      case P::GE:
+        op = ast::BinaryOpKind::Ge;
+        break;
+      case P::EQ:
+        op = ast::BinaryOpKind::Eq;
+        break;
+      case P::NE:
+        op = ast::BinaryOpKind::Ne;
+        break;
+      case P::AND:
+        op = ast::BinaryOpKind::And;
+        break;
+      case P::OR:
+        op = ast::BinaryOpKind::Or;
+        break;
+      default:
+        break;
     }
     P::ExprContext *lhs_ctx = ctx->expr(0);
     if (is_comparison(type)) {
@@ -428,8 +458,8 @@ class TreeBuilder {
         arg.keyword = text(a->keyword);
         seen_keyword = true;
       } else if (seen_keyword) {
-        error(arg.span, "positional argument after a keyword argument in the call to `" +
-                            name.name + "`",
+        error(arg.span,
+              "positional argument after a keyword argument in the call to `" + name.name + "`",
               "put positional arguments first");
       }
       arg.value = expr(a->expr());

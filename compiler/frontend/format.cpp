@@ -37,34 +37,60 @@ enum Prec : int {
 
 const char *binary_spelling(BinaryOpKind op) {
   switch (op) {
-    case BinaryOpKind::Add: return "+";
-    case BinaryOpKind::Sub: return "-";
-    case BinaryOpKind::Mul: return "*";
-    case BinaryOpKind::Div: return "/";
-    case BinaryOpKind::Pow: return "**";
-    case BinaryOpKind::MatMul: return "@";
-    case BinaryOpKind::Lt: return "<";
-    case BinaryOpKind::Le: return "<=";
-    case BinaryOpKind::Gt: return ">";
-    case BinaryOpKind::Ge: return ">=";
-    case BinaryOpKind::Eq: return "==";
-    case BinaryOpKind::Ne: return "!=";
-    case BinaryOpKind::And: return "and";
-    case BinaryOpKind::Or: return "or";
+    case BinaryOpKind::Add:
+      return "+";
+    case BinaryOpKind::Sub:
+      return "-";
+    case BinaryOpKind::Mul:
+      return "*";
+    case BinaryOpKind::Div:
+      return "/";
+    case BinaryOpKind::Pow:
+      return "**";
+    case BinaryOpKind::MatMul:
+      return "@";
+    case BinaryOpKind::Lt:
+      return "<";
+    case BinaryOpKind::Le:
+      return "<=";
+    case BinaryOpKind::Gt:
+      return ">";
+    case BinaryOpKind::Ge:
+      return ">=";
+    case BinaryOpKind::Eq:
+      return "==";
+    case BinaryOpKind::Ne:
+      return "!=";
+    case BinaryOpKind::And:
+      return "and";
+    case BinaryOpKind::Or:
+      return "or";
   }
   return "?";
 }
 
 int binary_prec(BinaryOpKind op) {
   switch (op) {
-    case BinaryOpKind::Or: return kOr;
-    case BinaryOpKind::And: return kAnd;
-    case BinaryOpKind::Lt: case BinaryOpKind::Le: case BinaryOpKind::Gt:
-    case BinaryOpKind::Ge: case BinaryOpKind::Eq: case BinaryOpKind::Ne:
+    case BinaryOpKind::Or:
+      return kOr;
+    case BinaryOpKind::And:
+      return kAnd;
+    case BinaryOpKind::Lt:
+    case BinaryOpKind::Le:
+    case BinaryOpKind::Gt:
+    case BinaryOpKind::Ge:
+    case BinaryOpKind::Eq:
+    case BinaryOpKind::Ne:
       return kCmp;
-    case BinaryOpKind::Add: case BinaryOpKind::Sub: return kAdd;
-    case BinaryOpKind::Mul: case BinaryOpKind::Div: case BinaryOpKind::MatMul: return kMul;
-    case BinaryOpKind::Pow: return kPow;
+    case BinaryOpKind::Add:
+    case BinaryOpKind::Sub:
+      return kAdd;
+    case BinaryOpKind::Mul:
+    case BinaryOpKind::Div:
+    case BinaryOpKind::MatMul:
+      return kMul;
+    case BinaryOpKind::Pow:
+      return kPow;
   }
   return kAtom;
 }
@@ -121,9 +147,12 @@ struct ExprPrinter {
       print_expr(out, u.operand.get(), kNot);
       return;
     }
-    out += '-';
-    bool nested_neg = u.operand && std::holds_alternative<UnaryExpr>(u.operand->node);
-    print_expr(out, u.operand.get(), nested_neg ? kAtom : kNeg);  // `-(-x)`, not `--x`
+    // `- -x` rather than `-(-x)`: parentheses would count towards the nesting
+    // limit, and a long chain of negations must still re-parse once formatted.
+    bool nested_neg = u.operand && std::holds_alternative<UnaryExpr>(u.operand->node) &&
+                      std::get<UnaryExpr>(u.operand->node).op == UnaryOpKind::Neg;
+    out += nested_neg ? "- " : "-";
+    print_expr(out, u.operand.get(), kNeg);
   }
   void operator()(const BinaryExpr &b) {
     int p = binary_prec(b.op);
@@ -398,7 +427,8 @@ class AstDumper {
     out_.append(size_t(depth) * 2, ' ');
     out_ += text;
     SourceLocation loc = sources_.location(span);
-    if (loc.line > 0) out_ += " <" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ">";
+    if (loc.line > 0)
+      out_ += " <" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ">";
     out_ += '\n';
   }
 

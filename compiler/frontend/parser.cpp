@@ -92,8 +92,9 @@ void attach_comments(ast::Module &module, std::vector<CommentToken> comments) {
         continue;
       }
     }
-    auto next = std::lower_bound(nodes.begin(), nodes.end(), c.end,
-                                 [](const Attachable &n, uint32_t at) { return n.span.begin < at; });
+    auto next =
+        std::lower_bound(nodes.begin(), nodes.end(), c.end,
+                         [](const Attachable &n, uint32_t at) { return n.span.begin < at; });
     if (next != nodes.end())
       next->leading->push_back(std::move(c.text));
     else

@@ -151,6 +151,13 @@ class VarianceInference {
       lifted[key] = r;
       return r;
     };
+    // Constants may be re-typed with any variance even when pbroadcast
+    // insertion is off: that inserts no op, it only types a literal.
+    auto liftable = [&](ir::ValueId v) {
+      if (auto_pb) return true;
+      int d = static_cast<size_t>(v) < def_of.size() ? def_of[v] : -1;
+      return d >= 0 && op_kind(f.body[d].op) == OpKind::Creation;
+    };
     auto name_of = [&](ir::ValueId v) {
       return f.values[v].name.empty() ? std::string("the operand") : "`" + f.values[v].name + "`";
     };
@@ -215,7 +222,7 @@ class VarianceInference {
         default: {
           for (auto &o : in.operands) {
             if (f.type(o).variance == uni) continue;
-            if (auto_pb) {
+            if (liftable(o)) {
               o = lift(o, uni, in.span);
             } else {
               AxisSet missing = uni - f.type(o).variance;
@@ -264,7 +271,7 @@ class VarianceInference {
           d.notes.push_back(trace_origin(f, def_of, r, extra.axes()[0], mesh));
           continue;
         }
-        if (auto_pb) {
+        if (liftable(r)) {
           remap[r] = lift(r, declared, info.annotation_span);
         } else {
           diags_
@@ -302,7 +309,7 @@ class VarianceInference {
       }
       AxisSet missing = want - have;
       if (missing.empty()) continue;
-      if (auto_pb) {
+      if (liftable(v)) {
         f.returns[k] = lift(v, want, f.return_span);
       } else {
         diags_

@@ -53,19 +53,26 @@ struct Style {
 
 const char *severity_name(Severity s) {
   switch (s) {
-    case Severity::Note: return "note";
-    case Severity::Warning: return "warning";
-    case Severity::Error: return "error";
-    case Severity::Internal: return "internal compiler error";
+    case Severity::Note:
+      return "note";
+    case Severity::Warning:
+      return "warning";
+    case Severity::Error:
+      return "error";
+    case Severity::Internal:
+      return "internal compiler error";
   }
   return "error";
 }
 
 const char *severity_color(Severity s) {
   switch (s) {
-    case Severity::Note: return "36";     // cyan
-    case Severity::Warning: return "35";  // magenta
-    default: return "31";                 // red
+    case Severity::Note:
+      return "36";  // cyan
+    case Severity::Warning:
+      return "35";  // magenta
+    default:
+      return "31";  // red
   }
 }
 
@@ -98,8 +105,8 @@ void render_excerpt(std::string &out, SourceSpan span, const SourceManager &sour
   std::string pad;
   for (size_t i = 0; i < start; ++i) pad += line[i] == '\t' ? '\t' : ' ';
   std::string carets = "^" + std::string(width - 1, '~');
-  out += "  " + style.paint("34", gutter + " |") + " " + pad + style.paint(caret_color, carets) +
-         "\n";
+  out +=
+      "  " + style.paint("34", gutter + " |") + " " + pad + style.paint(caret_color, carets) + "\n";
 }
 
 void render_one(std::string &out, const Diagnostic &d, const SourceManager &sources,

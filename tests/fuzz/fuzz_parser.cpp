@@ -11,13 +11,15 @@
 // signal handler) so it can be replayed with `fuzz_parser --file PATH`.
 //
 // Usage: fuzz_parser [--count MUTANTS] [--seed S] [--file PATH]
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,8 +27,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "frontend/format.h"
 #include "frontend/parser.h"
@@ -66,7 +66,8 @@ PipelineResult run_pipeline_on(const std::string &text) {
   DiagnosticEngine diags2;
   ast::Module module2 = parse(sources2, file2, diags2);
   if (diags2.has_errors())
-    return {"formatted output does not parse:\n" + once + "\n" + render_diagnostics(diags2, sources2)};
+    return {"formatted output does not parse:\n" + once + "\n" +
+            render_diagnostics(diags2, sources2)};
   std::string twice = format_module(module2);
   if (twice != once)
     return {"formatting is not idempotent:\n--- once\n" + once + "--- twice\n" + twice};
@@ -146,17 +147,24 @@ struct Rng {
   size_t below(size_t n) { return n == 0 ? 0 : static_cast<size_t>(next() % n); }
 };
 
-const std::string kTokens[] = {"(", ")", "[", "]", "{", "}", ",", ":", "@", "=", "->", "+", "*", "**",
-                         "-", "/", "<", "==", "psum", "P", "P(", "None", "1e999",
-                         "99999999999999999999", "\"", "\"\\", "#", "\n", ";", ".", "..", "not",
-                         "and", "def", "shmap", "mesh", "import", "on", "return", "for", "in",
-                         "range", "if", "else", "true", "0", "1.", ".5", "[[", "]]", "x", "f32[]",
-                         "@ P(i)", "\\", "$", "\t", "\r", "\xff", "\xc3\xa9", std::string(1, '\0')};
+const std::string kTokens[] = {
+    "(",      ")",    "[",      "]",     "{",        "}",
+    ",",      ":",    "@",      "=",     "->",       "+",
+    "*",      "**",   "-",      "/",     "<",        "==",
+    "psum",   "P",    "P(",     "None",  "1e999",    "99999999999999999999",
+    "\"",     "\"\\", "#",      "\n",    ";",        ".",
+    "..",     "not",  "and",    "def",   "shmap",    "mesh",
+    "import", "on",   "return", "for",   "in",       "range",
+    "if",     "else", "true",   "0",     "1.",       ".5",
+    "[[",     "]]",   "x",      "f32[]", "@ P(i)",   "\\",
+    "$",      "\t",   "\r",     "\xff",  "\xc3\xa9", std::string(1, '\0')};
 
 std::string nesting(Rng &rng) {
-  static const size_t kDepths[] = {10, 150, 199, 200, 201, 250, 600, 5000, 100000};
-  static const char *kOpeners[] = {"(", "[", "{", "-", "not ", "f(", "x[", "a ** ", "a + ", "if a {"};
-  size_t depth = kDepths[rng.below(std::size(kDepths))];
+  static const size_t kDepths[] = {10, 150, 199, 200, 201, 250, 499, 501, 600, 5000};
+  static const char *kOpeners[] = {"(",  "[",  "{",     "-",    "not ",
+                                   "f(", "x[", "a ** ", "a + ", "if a {"};
+  // Now and then 100k levels (slow to lex, so not too often).
+  size_t depth = rng.below(40) == 0 ? 100000 : kDepths[rng.below(std::size(kDepths))];
   std::string opener = kOpeners[rng.below(std::size(kOpeners))];
   std::string out;
   for (size_t i = 0; i < depth; ++i) out += opener;
@@ -270,9 +278,12 @@ int main(int argc, char **argv) {
   std::string replay;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--count") count = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 0);
-    else if (flag == "--file") replay = argv[i + 1];
+    if (flag == "--count")
+      count = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--seed")
+      seed = std::strtoull(argv[i + 1], nullptr, 0);
+    else if (flag == "--file")
+      replay = argv[i + 1];
   }
   install_crash_handler();
 
@@ -330,7 +341,7 @@ int main(int argc, char **argv) {
   }
   double total = std::chrono::duration<double>(Clock::now() - start).count();
   std::cout << "fuzz_parser: " << inputs.size() << " inputs from " << seeds.size() << " seeds, "
-            << failures << " failures, " << rejected << " rejected with diagnostics, "
-            << total << " s total, slowest " << slowest << " s\n";
+            << failures << " failures, " << rejected << " rejected with diagnostics, " << total
+            << " s total, slowest " << slowest << " s\n";
   return failures == 0 ? 0 : 1;
 }

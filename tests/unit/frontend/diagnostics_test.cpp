@@ -6,7 +6,6 @@
 // unterminated strings, deep nesting, truncated files — is reported with
 // located `syntax-error` / `nesting-too-deep` diagnostics and never crashes.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "frontend_test_util.h"
@@ -129,10 +128,8 @@ TEST_CASE("syntax errors: plain-words messages", "[frontend][diagnostics]") {
     p.diags.sort_by_position();
     return p.diags.all().empty() ? std::string("<none>") : p.diags.all()[0].message;
   };
-  CHECK(first_message("def f() -> f32[] { x = }") ==
-        "unexpected `}`; expected an expression");
-  CHECK(first_message("def f() -> f32[] { x = f(a b) }") ==
-        "unexpected `b`; expected `)` or `,`");
+  CHECK(first_message("def f() -> f32[] { x = }") == "unexpected `}`; expected an expression");
+  CHECK(first_message("def f() -> f32[] { x = f(a b) }") == "unexpected `b`; expected `)` or `,`");
   CHECK(first_message("def f() -> f32[] { x = 1 ") ==
         "unexpected end of file; expected `}` to close this `{`");
   CHECK(first_message("def f(x: f32[]") ==

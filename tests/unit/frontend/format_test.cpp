@@ -4,7 +4,6 @@
 // keep every comment, print the minimal parentheses that preserve the tree,
 // and produce exactly the canonical layout for a reference program.
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -129,7 +128,8 @@ TEST_CASE("format: minimal parentheses", "[frontend][format]") {
   CHECK(expr("a ** (b ** c)") == "a ** b ** c");
   CHECK(expr("(a ** b) ** c") == "(a ** b) ** c");
   CHECK(expr("2 ** -x") == "2 ** -x");
-  CHECK(expr("-(-x)") == "-(-x)");
+  CHECK(expr("-(-x)") == "- -x");
+  CHECK(expr("-(not x)") == "-(not x)");
   CHECK(expr("(a < b) < c") == "(a < b) < c");
   CHECK(expr("not (a and b)") == "not (a and b)");
   CHECK(expr("(not a) and b") == "not a and b");
@@ -185,7 +185,8 @@ TEST_CASE("format: round trip and idempotence over a corpus", "[frontend][format
 
 TEST_CASE("format: every comment survives formatting", "[frontend][format][comments]") {
   std::string text =
-      "# 1\nimport a # 2\n# 3\nmesh M = (i: 2) # 4\n[[x]] # 5\ndef f( # 6\n x: f32[]) -> f32[] { # 7\n"
+      "# 1\nimport a # 2\n# 3\nmesh M = (i: 2) # 4\n[[x]] # 5\ndef f( # 6\n x: f32[]) -> f32[] { # "
+      "7\n"
       "  # 8\n  y = x # 9\n  if y { # 10\n  } # 11\n  return y # 12\n  # 13\n} # 14\n# 15\n";
   std::string out = fmt(text);
   for (int i = 1; i <= 15; ++i) {

@@ -29,7 +29,9 @@ struct Parsed {
     SourceLocation loc = sources.location(span);
     return std::to_string(loc.line) + ":" + std::to_string(loc.column);
   }
-  const ast::FuncDecl &func(size_t i) const { return std::get<ast::FuncDecl>(module.decls.at(i).node); }
+  const ast::FuncDecl &func(size_t i) const {
+    return std::get<ast::FuncDecl>(module.decls.at(i).node);
+  }
   const ast::Stmt &stmt(size_t decl, size_t i) const { return *func(decl).body.at(i); }
   /// The value of assignment `i` in the body of declaration `decl`.
   const ast::Expr &value(size_t decl, size_t i) const {
@@ -56,8 +58,8 @@ inline std::string sexpr_of(const std::string &expr_text) {
 
 inline std::string sexpr(const ast::Expr &e) {
   using namespace ast;
-  static const char *bin[] = {"+", "-", "*", "/", "**", "@", "<", "<=", ">",
-                              ">=", "==", "!=", "and", "or"};
+  static const char *bin[] = {"+",  "-", "*",  "/",  "**", "@",   "<",
+                              "<=", ">", ">=", "==", "!=", "and", "or"};
   return std::visit(
       [&](const auto &n) -> std::string {
         using T = std::decay_t<decltype(n)>;

@@ -3,13 +3,13 @@
 // Uses a fresh temporary directory as the library: found modules are loaded
 // (transitively, breadth-first, each once), cycles are harmless, and a
 // missing module is an `unknown-module` error at its import declaration.
-#include <catch2/catch.hpp>
+#include "frontend/imports.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
-#include "frontend/imports.h"
 #include "frontend_test_util.h"
 
 using namespace spmd;
@@ -66,8 +66,7 @@ TEST_CASE("imports: earlier library paths win", "[frontend][imports]") {
   SourceManager sm;
   FileId main = sm.add("main.spmd", "import m\n");
   DiagnosticEngine diags;
-  Program program =
-      load_program(sm, main, {first.path.string(), second.path.string()}, diags);
+  Program program = load_program(sm, main, {first.path.string(), second.path.string()}, diags);
   REQUIRE(program.modules.size() == 2);
   CHECK(std::get<ast::FuncDecl>(program.modules[1].ast.decls[0].node).name.name == "a");
 }

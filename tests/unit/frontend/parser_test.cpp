@@ -38,7 +38,8 @@ shmap f1(x: f32[32, 3] @ P(i), y: f32[8, 4] @ P((data, model), None), z: f32[] @
 
 }  // namespace
 
-TEST_CASE("parser: the language example parses to the expected declarations", "[frontend][parser]") {
+TEST_CASE("parser: the language example parses to the expected declarations",
+          "[frontend][parser]") {
   Parsed p = parse_text(kExample);
   INFO(p.rendered());
   REQUIRE_FALSE(p.diags.has_errors());
@@ -95,7 +96,7 @@ TEST_CASE("parser: the language example parses to the expected declarations", "[
   REQUIRE(ys.dims[0].axes.size() == 2);
   CHECK(ys.dims[0].axes[0].name == "data");
   CHECK(ys.dims[0].axes[1].name == "model");
-  CHECK(ys.dims[1].axes.empty());  // None
+  CHECK(ys.dims[1].axes.empty());         // None
   CHECK(f.params[2].spec->dims.empty());  // P()
   CHECK(f.results_parenthesized);
   REQUIRE(f.results.size() == 2);
@@ -170,8 +171,8 @@ TEST_CASE("parser: newlines are whitespace and `;` optionally ends a statement",
 }
 
 TEST_CASE("parser: if without else, else if, empty blocks", "[frontend][parser]") {
-  Parsed p = parse_text(
-      "def f() -> f32[] { if a { } if b { x = 1 } else if c { x = 2 } else { x = 3 } }");
+  Parsed p =
+      parse_text("def f() -> f32[] { if a { } if b { x = 1 } else if c { x = 2 } else { x = 3 } }");
   INFO(p.rendered());
   REQUIRE_FALSE(p.diags.has_errors());
   const auto &first = std::get<ast::IfStmt>(p.stmt(0, 0).node);
@@ -269,14 +270,16 @@ TEST_CASE("parser: literals out of range are diagnosed without crashing", "[fron
   CHECK(std::get<ast::FloatLit>(p.value(0, 2).node).value == 0.0);  // underflow is fine
   CHECK(std::get<ast::IntLit>(p.value(0, 3).node).value == INT64_MAX);
 
-  Parsed q = parse_text("mesh M = (i: 123456789012345678901234567890)\n"
-                        "def f(x: f32[99999999999999999999]) -> f32[] { return x }");
+  Parsed q = parse_text(
+      "mesh M = (i: 123456789012345678901234567890)\n"
+      "def f(x: f32[99999999999999999999]) -> f32[] { return x }");
   CHECK(q.diags.num_errors() == 2);
 }
 
 TEST_CASE("parser: signature checks for def and shmap", "[frontend][parser][signature]") {
   SECTION("one unparenthesized shmap result") {
-    Parsed p = parse_text("mesh M = (i: 2)\nshmap f(x: f32[4] @ P(i)) -> f32[4] @ P(i) on M { return x }");
+    Parsed p =
+        parse_text("mesh M = (i: 2)\nshmap f(x: f32[4] @ P(i)) -> f32[4] @ P(i) on M { return x }");
     REQUIRE_FALSE(p.diags.has_errors());
     CHECK_FALSE(p.func(1).results_parenthesized);
     REQUIRE(p.func(1).results.size() == 1);
@@ -348,7 +351,8 @@ TEST_CASE("parser: empty and comment-only files", "[frontend][parser]") {
   CHECK(comments.module.trailing_comments[1] == "another");
 }
 
-TEST_CASE("parser: spans are byte offsets, also after non-ASCII text", "[frontend][parser][spans]") {
+TEST_CASE("parser: spans are byte offsets, also after non-ASCII text",
+          "[frontend][parser][spans]") {
   // "é" is two bytes in UTF-8; the column of `x` counts bytes.
   Parsed p = parse_text("# café\ndef f() -> f32[] { y = \"é\" + x }");
   INFO(p.rendered());

@@ -76,25 +76,26 @@ TEST_CASE("unary ops on sharded meshes", "[interp][elementwise]") {
 
 TEST_CASE("binary ops, with a broadcast row and literals", "[interp][elementwise]") {
   struct Case {
-    const char *expr;  // in terms of a and b
+    const char *expr;  // in terms of a and $B (b, then the broadcast row r)
     std::function<double(double, double)> ref;
     double tol;
   };
   const std::vector<Case> cases = {
-      {"a + b", [](double a, double b) { return f(a) + f(b); }, 0},
-      {"a - b", [](double a, double b) { return f(a) - f(b); }, 0},
-      {"a * b", [](double a, double b) { return f(a) * f(b); }, 0},
-      {"a / b", [](double a, double b) { return f(f(a) / f(b)); }, 0},
-      {"maximum(a, b)", [](double a, double b) { return std::max(a, b); }, 0},
-      {"minimum(a, b)", [](double a, double b) { return std::min(a, b); }, 0},
-      {"pow(abs(a), b)", [](double a, double b) { return std::pow(std::abs(f(a)), f(b)); }, 1e-5},
-      {"abs(a) ** b", [](double a, double b) { return std::pow(std::abs(f(a)), f(b)); }, 1e-5},
-      {"2.0 * a - b / 4.0", [](double a, double b) { return f(2 * f(a)) - f(f(b) / 4); }, 0},
+      {"a + $B", [](double a, double b) { return f(a) + f(b); }, 0},
+      {"a - $B", [](double a, double b) { return f(a) - f(b); }, 0},
+      {"a * $B", [](double a, double b) { return f(a) * f(b); }, 0},
+      {"a / $B", [](double a, double b) { return f(f(a) / f(b)); }, 0},
+      {"maximum(a, $B)", [](double a, double b) { return std::max(a, b); }, 0},
+      {"minimum(a, $B)", [](double a, double b) { return std::min(a, b); }, 0},
+      {"pow(abs(a), $B)", [](double a, double b) { return std::pow(std::abs(f(a)), f(b)); }, 1e-5},
+      {"abs(a) ** $B", [](double a, double b) { return std::pow(std::abs(f(a)), f(b)); }, 1e-5},
+      {"2.0 * a - $B / 4.0", [](double a, double b) { return f(2 * f(a)) - f(f(b) / 4); }, 0},
   };
   for (const Layout &l : kLayouts)
     for (const Case &c : cases) {
       std::string e = c.expr, er = c.expr;
-      er.replace(er.find('b'), 1, "r");
+      e.replace(e.find("$B"), 2, "b");
+      er.replace(er.find("$B"), 2, "r");
       std::string src =
           program(l, "a: f32[8, 8] @ $S, b: f32[8, 8] @ $S, r: f32[8] @ $R) -> "
                      "(f32[8, 8] @ $S, f32[8, 8] @ $S)",
@@ -158,16 +159,19 @@ TEST_CASE("comparisons, logical ops, where and casts", "[interp][elementwise]") 
 TEST_CASE("constants, full, zeros, ones and iota", "[interp][elementwise]") {
   for (const Layout &l : kLayouts) {
     std::string src = program(
-        l, "x: f32[8, 8] @ $S) -> (f32[8, 8] @ $S, i32[3, 4] @ P(), f32[2, 3] @ P())",
-        "c = x + full((8, 8), 2.5) - zeros((8, 8)) * ones((8, 8)) + 1.5\n"
-        "  i = iota((3, 4), dim=1) + iota((3, 4), dim=0) * 10\n"
+        l,
+        "x: f32[8, 8] @ $S) -> (f32[8, 8] @ $S, i32[3, 4] @ P(), f32[2, 3] @ P(), f32[8, 8] @ P())",
+        "c = x + 2.5 + 1.5\n"
+        "  g = full((8, 8), 2.5) - zeros((8, 8)) * ones((8, 8)) + full((8, 8), -1)\n"
+        "  n = iota((3, 4), dim=1) + iota((3, 4), dim=0) * 10\n"
         "  z = ones((2, 3)) * 3.0\n"
-        "  return c, i, z");
+        "  return c, n, z, g");
     INFO(src);
     Tensor x = ramp(DType::F32, {8, 8});
     auto out = run(src, "f", {x});
     check_equal(out[0], DType::F32, {8, 8}, [&](int64_t i) { return x.get(i) + 2.5 + 1.5; });
     check_equal(out[1], DType::I32, {3, 4}, [](int64_t i) { return i % 4 + (i / 4) * 10; });
     check_equal(out[2], DType::F32, {2, 3}, [](int64_t) { return 3.0; });
+    check_equal(out[3], DType::F32, {8, 8}, [](int64_t) { return 1.5; });
   }
 }

@@ -1,0 +1,112 @@
+// analysis/stats.cpp — see stats.h.
+#include "analysis/stats.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "ops/shape_rules.h"
+
+namespace spmd {
+namespace {
+
+double bytes_of(const Type &t) {
+  return static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
+}
+
+void accumulate(const ir::Module &m, const ir::Function &f, FunctionStats &stats, int depth) {
+  if (depth > 1000) return;
+  const rt::Mesh &mesh = m.mesh_of(f);
+  for (const ir::Instr &in : f.body) {
+    if (in.op == OpCode::Call) {
+      accumulate(m, m.functions.at(static_cast<size_t>(in.attrs.callee)), stats, depth + 1);
+      continue;
+    }
+    if (op_kind(in.op) != OpKind::Collective) continue;
+    double n = static_cast<double>(axes_size(mesh, in.attrs.axes));
+    double size = 0, moved = 0;
+    switch (in.op) {
+      case OpCode::Psum:
+      case OpCode::Pmax:
+      case OpCode::Pmin:
+        size = bytes_of(f.type(in.operands[0]));
+        moved = 2 * (n - 1) / n * size;
+        break;
+      case OpCode::AllGather:
+      case OpCode::AllGatherInvariant:
+        size = bytes_of(f.type(in.results[0]));
+        moved = (n - 1) / n * size;
+        break;
+      case OpCode::PsumScatter:
+      case OpCode::AllToAll:
+        size = bytes_of(f.type(in.operands[0]));
+        moved = (n - 1) / n * size;
+        break;
+      case OpCode::Ppermute: {
+        size = bytes_of(f.type(in.operands[0]));
+        bool moves = false;
+        for (auto &p : in.attrs.perm) moves |= p.first != p.second;
+        moved = moves ? size : 0;
+        break;
+      }
+      default:  // pbroadcast, pscatter, axis_index: no communication
+        break;
+    }
+    CollectiveStat &s = stats.by_op[std::string(op_spelling(in.op))];
+    s.count++;
+    s.size_bytes += size;
+    s.moved_bytes += moved;
+  }
+}
+
+}  // namespace
+
+double FunctionStats::total_moved_bytes() const {
+  double t = 0;
+  for (const auto &[op, s] : by_op) t += s.moved_bytes;
+  return t;
+}
+
+int FunctionStats::communicating_count() const {
+  int c = 0;
+  for (const auto &[op, s] : by_op)
+    if (s.moved_bytes > 0 || op == "psum" || op == "all_gather" || op == "psum_scatter" ||
+        op == "all_to_all" || op == "all_gather_invariant" || op == "pmax" || op == "pmin")
+      c += s.count;
+  return c;
+}
+
+FunctionStats collective_stats(const ir::Module &module, const ir::Function &function) {
+  FunctionStats stats;
+  accumulate(module, function, stats, 0);
+  return stats;
+}
+
+std::string format_stats(const ir::Module &module) {
+  std::ostringstream out;
+  for (const ir::Function &f : module.functions) {
+    if (f.kind != ir::FunctionKind::Shmap) continue;
+    const ir::MeshDef &mesh = module.meshes.at(static_cast<size_t>(f.mesh));
+    FunctionStats s = collective_stats(module, f);
+    out << f.name << " (mesh " << mesh.name << ", " << mesh.mesh.num_devices()
+        << " devices): collectives per device\n";
+    if (s.by_op.empty()) {
+      out << "  (none)\n";
+      continue;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-22s %6s %16s %16s\n", "collective", "count", "size_bytes",
+                  "moved_bytes");
+    out << line;
+    for (const auto &[op, st] : s.by_op) {
+      std::snprintf(line, sizeof line, "  %-22s %6d %16.0f %16.0f\n", op.c_str(), st.count,
+                    st.size_bytes, st.moved_bytes);
+      out << line;
+    }
+    std::snprintf(line, sizeof line, "  %-22s %6s %16s %16.0f\n", "total", "", "",
+                  s.total_moved_bytes());
+    out << line;
+  }
+  return out.str();
+}
+
+}  // namespace spmd

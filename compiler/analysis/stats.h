@@ -1,0 +1,38 @@
+// analysis/stats.h — what a function communicates, per device.
+//
+// collective_stats counts the collectives of a function (calls included, as
+// if inlined) and the bytes they move. For each collective, `size` follows
+// nccl-tests' convention for the buffer size (all-reduce: the array; all-gather:
+// the gathered output; reduce-scatter and all-to-all: the input; permute: the
+// array) and `moved` is what one device sends over the network:
+// all-reduce 2(n-1)/n size, all-gather/reduce-scatter/all-to-all (n-1)/n size,
+// permute size (for devices that send). pbroadcast, pscatter and axis_index
+// appear with zero bytes: they are collectives of the type system that need no
+// communication.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "ir/ir.h"
+
+namespace spmd {
+
+struct CollectiveStat {
+  int count = 0;
+  double size_bytes = 0;   // summed over occurrences
+  double moved_bytes = 0;  // summed over occurrences
+};
+
+struct FunctionStats {
+  std::map<std::string, CollectiveStat> by_op;  // op spelling -> totals
+  double total_moved_bytes() const;
+  int communicating_count() const;  // collectives that move data
+};
+
+FunctionStats collective_stats(const ir::Module &module, const ir::Function &function);
+
+/// A readable table of the stats of every shmap in the module.
+std::string format_stats(const ir::Module &module);
+
+}  // namespace spmd

@@ -1,0 +1,113 @@
+// driver/cmd_derive.cpp — `spmdc transpose`, `jvp`, `vjp` and `grad`.
+//
+// Each compiles the file, derives the new function (transforms/derive.h) and
+// writes it as .spmd source to -o FILE (written to a temporary file, then
+// renamed) or to stdout.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "driver/commands.h"
+#include "ir/printer.h"
+#include "transforms/derive.h"
+
+namespace spmd::driver {
+namespace {
+
+struct DeriveOptions {
+  std::string function;
+  std::vector<std::string> wrt;
+  std::vector<std::string> of;
+  std::string output;
+  bool types = false;
+};
+
+int write_output(const std::string &path, const std::string &text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return kExitOk;
+  }
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out) {
+      std::cerr << "spmdc: error: cannot write `" << path << "`\n";
+      std::remove(tmp.c_str());
+      return kExitUserError;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::cerr << "spmdc: error: cannot write `" << path << "`\n";
+    std::remove(tmp.c_str());
+    return kExitUserError;
+  }
+  return kExitOk;
+}
+
+int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind kind) {
+  Compilation c;
+  int status = compile_and_report(c, common, Phase::Variance);
+  if (status != kExitOk) return status;
+  DeriveRequest request;
+  request.kind = kind;
+  request.function = o.function;
+  request.wrt = o.wrt;
+  request.of = o.of;
+  request.source_path = common.input;
+  try {
+    ir::Module derived = derive(*c.module, request);
+    ir::PrintOptions po;
+    po.types = o.types;
+    return write_output(o.output, ir::print_module(derived, po));
+  } catch (const TransformError &e) {
+    DiagnosticEngine diags;
+    diags.error(e.code, e.span, e.what());
+    std::cerr << render_diagnostics(diags, c.sources, common.color);
+    return kExitUserError;
+  }
+}
+
+void add_derive(CLI::App &app, CommonOptions &common, std::vector<Command> &out, const char *name,
+                const char *help, DeriveKind kind, bool has_of) {
+  static std::vector<std::unique_ptr<DeriveOptions>> storage;
+  storage.push_back(std::make_unique<DeriveOptions>());
+  DeriveOptions &o = *storage.back();
+  CLI::App *cmd = app.add_subcommand(name, help);
+  add_common_options(*cmd, common);
+  cmd->add_option("--fn", o.function, "The shmap to transform (default: the only one)");
+  cmd->add_option("--wrt", o.wrt,
+                  "Parameters to transform in (comma-separated or repeated; default: all "
+                  "floating-point parameters)")
+      ->delimiter(',');
+  if (has_of)
+    cmd->add_option("--of", o.of,
+                    kind == DeriveKind::Grad
+                        ? "Scalar output(s) to differentiate, by name or index (default: 0)"
+                        : "Outputs that receive cotangents, by name or index (default: all)")
+        ->delimiter(',');
+  cmd->add_option("-o,--output", o.output, "Write the .spmd source here (default: stdout)");
+  cmd->add_flag("--types", o.types, "Annotate the output with types and variance");
+  out.push_back({cmd, [&common, &o, kind] { return run_derive(common, o, kind); }});
+}
+
+}  // namespace
+
+void register_derive_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out) {
+  add_derive(app, common, out, "transpose",
+             "Emit the transpose of a linear shmap as .spmd source (psum becomes pbroadcast, "
+             "all_gather becomes psum_scatter, ...)",
+             DeriveKind::Transpose, false);
+  add_derive(app, common, out, "jvp",
+             "Emit the forward-mode derivative f_jvp(x, dx) -> (y, dy) as .spmd source",
+             DeriveKind::Jvp, false);
+  add_derive(app, common, out, "vjp",
+             "Emit the reverse-mode derivative f_vjp(x, ybar) -> (y, xbar) as .spmd source",
+             DeriveKind::Vjp, true);
+  add_derive(app, common, out, "grad",
+             "Emit f_grad(x) -> (y, gradients) for a scalar output as .spmd source",
+             DeriveKind::Grad, true);
+}
+
+}  // namespace spmd::driver

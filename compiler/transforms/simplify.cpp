@@ -1,0 +1,252 @@
+// transforms/simplify.cpp — see simplify.h.
+#include "transforms/simplify.h"
+
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+namespace spmd {
+namespace {
+
+class Simplifier {
+ public:
+  Simplifier(const ir::Function &f) : in_(f) {}
+
+  ir::Function run() {
+    ir::Function out = in_;
+    out.body.clear();
+    for (const ir::Instr &orig : in_.body) {
+      ir::Instr in = orig;
+      for (auto &o : in.operands) o = resolve(o);
+      if (auto v = fold(out, in)) {
+        remap_[in.results[0]] = *v;
+        continue;
+      }
+      if (auto c = fold_constant(out, in)) in = std::move(*c);
+      canonicalize(out, in);
+      if (const ir::Instr *prev = find_equal(out, in)) {
+        for (size_t k = 0; k < in.results.size(); ++k) remap_[in.results[k]] = prev->results[k];
+        continue;
+      }
+      def_[in.results.empty() ? -1 : in.results[0]] = out.body.size();
+      for (auto r : in.results) def_[r] = out.body.size();
+      cse_[key(in)].push_back(out.body.size());
+      out.body.push_back(std::move(in));
+    }
+    for (auto &r : out.returns) r = resolve(r);
+    eliminate_dead(out);
+    return out;
+  }
+
+ private:
+  ir::ValueId resolve(ir::ValueId v) const {
+    for (int i = 0; i < 1000; ++i) {
+      auto it = remap_.find(v);
+      if (it == remap_.end()) return v;
+      v = it->second;
+    }
+    return v;
+  }
+
+  const ir::Instr *def(const ir::Function &out, ir::ValueId v) const {
+    auto it = def_.find(v);
+    return it == def_.end() ? nullptr : &out.body[it->second];
+  }
+
+  /// The scalar value of a constant or full op defining `v`, if any.
+  std::optional<double> constant_value(const ir::Function &out, ir::ValueId v) const {
+    const ir::Instr *d = def(out, v);
+    if (!d || (d->op != OpCode::Constant && d->op != OpCode::Full)) return std::nullopt;
+    return d->attrs.value;
+  }
+
+  std::optional<ir::ValueId> fold(const ir::Function &out, const ir::Instr &in) const {
+    if (in.results.size() != 1) return std::nullopt;
+    const Type &rt = out.type(in.results[0]);
+    auto same_type = [&](ir::ValueId v) { return out.type(v) == rt; };
+    switch (in.op) {
+      case OpCode::Reshape:
+      case OpCode::BroadcastTo:
+        if (same_type(in.operands[0])) return in.operands[0];
+        return std::nullopt;
+      case OpCode::Transpose: {
+        bool identity = true;
+        for (size_t d = 0; d < in.attrs.dims.size(); ++d)
+          identity &= in.attrs.dims[d] == static_cast<int64_t>(d);
+        if (identity) return in.operands[0];
+        return std::nullopt;
+      }
+      case OpCode::Cast:
+        if (same_type(in.operands[0])) return in.operands[0];
+        return std::nullopt;
+      case OpCode::Neg: {
+        const ir::Instr *d = def(out, in.operands[0]);
+        if (d && d->op == OpCode::Neg) return d->operands[0];
+        return std::nullopt;
+      }
+      case OpCode::Pbroadcast:
+        if (in.attrs.axes.empty()) return in.operands[0];
+        return std::nullopt;
+      case OpCode::Mul:
+        for (int k = 0; k < 2; ++k)
+          if (constant_value(out, in.operands[k]) == 1.0 && same_type(in.operands[1 - k]))
+            return in.operands[1 - k];
+        return std::nullopt;
+      case OpCode::Add:
+        for (int k = 0; k < 2; ++k)
+          if (constant_value(out, in.operands[k]) == 0.0 && same_type(in.operands[1 - k]))
+            return in.operands[1 - k];
+        return std::nullopt;
+      case OpCode::Sub:
+        if (constant_value(out, in.operands[1]) == 0.0 && same_type(in.operands[0]))
+          return in.operands[0];
+        return std::nullopt;
+      case OpCode::Div:
+      case OpCode::Pow:  // x / 1 = x ** 1 = x
+        if (constant_value(out, in.operands[1]) == 1.0 && same_type(in.operands[0]))
+          return in.operands[0];
+        return std::nullopt;
+      default:
+        return std::nullopt;
+    }
+  }
+
+  /// Instructions that compute a constant: replaced by that constant.
+  std::optional<ir::Instr> fold_constant(const ir::Function &out, const ir::Instr &in) const {
+    if (in.results.size() != 1) return std::nullopt;
+    auto scalar_const = [&](ir::ValueId v) -> const ir::Instr * {
+      const ir::Instr *d = def(out, v);
+      return d && d->op == OpCode::Constant ? d : nullptr;
+    };
+    // pbroadcast of a constant: the constant, typed varying (no op needed).
+    if (in.op == OpCode::Pbroadcast) {
+      const ir::Instr *d = def(out, in.operands[0]);
+      if (d && (d->op == OpCode::Constant || d->op == OpCode::Full)) {
+        ir::Instr c = *d;
+        c.results = in.results;
+        c.span = in.span;
+        return c;
+      }
+    }
+    // Reshapes, broadcasts, negations and float casts of a uniform constant.
+    if (in.op == OpCode::BroadcastTo || in.op == OpCode::Reshape || in.op == OpCode::Neg ||
+        (in.op == OpCode::Cast && rt::is_float(in.attrs.dtype))) {
+      const ir::Instr *d = def(out, in.operands[0]);
+      if (d && (d->op == OpCode::Constant || d->op == OpCode::Full) &&
+          rt::is_float(out.type(in.operands[0]).dtype)) {
+        const Type &rt_ = out.type(in.results[0]);
+        ir::Instr c = *d;
+        c.op = rt_.rank() == 0 ? OpCode::Constant : OpCode::Full;
+        c.attrs = Attrs{};
+        c.attrs.dtype = rt_.dtype;
+        c.attrs.shape = rt_.shape;
+        c.attrs.value = in.op == OpCode::Neg ? -d->attrs.value : d->attrs.value;
+        c.results = in.results;
+        c.span = in.span;
+        return c;
+      }
+    }
+    // Arithmetic on two scalar constants of a float dtype.
+    OpKind kind = op_kind(in.op);
+    if (kind == OpKind::Binary && rt::is_float(out.type(in.results[0]).dtype)) {
+      const ir::Instr *a = scalar_const(in.operands[0]);
+      const ir::Instr *b = scalar_const(in.operands[1]);
+      if (a && b) {
+        double x = a->attrs.value, y = b->attrs.value, r;
+        switch (in.op) {
+          case OpCode::Add: r = x + y; break;
+          case OpCode::Sub: r = x - y; break;
+          case OpCode::Mul: r = x * y; break;
+          case OpCode::Div: r = x / y; break;
+          default: return std::nullopt;
+        }
+        ir::Instr c = *a;
+        c.attrs.value = r;
+        c.results = in.results;
+        c.span = in.span;
+        return c;
+      }
+    }
+    return std::nullopt;
+  }
+
+  void canonicalize(const ir::Function &out, ir::Instr &in) const {
+    // Reshapes and broadcasts of a broadcast scalar are one broadcast of the scalar.
+    if (in.op == OpCode::Reshape || in.op == OpCode::BroadcastTo) {
+      const ir::Instr *d = def(out, in.operands[0]);
+      if (d && (d->op == OpCode::Reshape || d->op == OpCode::BroadcastTo) &&
+          out.type(d->operands[0]).rank() == 0) {
+        Shape target = out.type(in.results[0]).shape;
+        in.op = OpCode::BroadcastTo;
+        in.operands[0] = d->operands[0];
+        in.attrs = Attrs{};
+        in.attrs.shape = target;
+      }
+    }
+    bool commutative = in.op == OpCode::Add || in.op == OpCode::Mul || in.op == OpCode::Max ||
+                       in.op == OpCode::Min || in.op == OpCode::Eq || in.op == OpCode::Ne ||
+                       in.op == OpCode::And || in.op == OpCode::Or;
+    if (commutative && constant_value(out, in.operands[0]) &&
+        !constant_value(out, in.operands[1]))
+      std::swap(in.operands[0], in.operands[1]);
+    // reshape(reshape(x)) -> reshape(x)
+    if (in.op == OpCode::Reshape) {
+      const ir::Instr *d = def(out, in.operands[0]);
+      if (d && d->op == OpCode::Reshape) in.operands[0] = d->operands[0];
+    }
+  }
+
+  std::string key(const ir::Instr &in) const {
+    std::string k = std::to_string(static_cast<int>(in.op));
+    for (auto o : in.operands) k += "," + std::to_string(o);
+    return k;
+  }
+
+  const ir::Instr *find_equal(const ir::Function &out, const ir::Instr &in) const {
+    auto it = cse_.find(key(in));
+    if (it == cse_.end()) return nullptr;
+    for (size_t idx : it->second) {
+      const ir::Instr &prev = out.body[idx];
+      if (prev.op != in.op || prev.operands != in.operands || !(prev.attrs == in.attrs) ||
+          prev.results.size() != in.results.size())
+        continue;
+      bool same = true;
+      for (size_t k = 0; k < in.results.size(); ++k)
+        same &= out.type(prev.results[k]) == out.type(in.results[k]);
+      if (same) return &prev;
+    }
+    return nullptr;
+  }
+
+  static void eliminate_dead(ir::Function &f) {
+    std::vector<bool> live(f.values.size(), false);
+    for (auto r : f.returns) live[r] = true;
+    std::vector<bool> keep(f.body.size(), false);
+    for (size_t i = f.body.size(); i-- > 0;) {
+      const ir::Instr &in = f.body[i];
+      bool used = false;
+      for (auto r : in.results) used |= live[r];
+      if (!used) continue;
+      keep[i] = true;
+      for (auto o : in.operands) live[o] = true;
+    }
+    std::vector<ir::Instr> body;
+    for (size_t i = 0; i < f.body.size(); ++i)
+      if (keep[i]) body.push_back(std::move(f.body[i]));
+    f.body = std::move(body);
+  }
+
+  const ir::Function &in_;
+  std::unordered_map<ir::ValueId, ir::ValueId> remap_;
+  std::unordered_map<ir::ValueId, size_t> def_;
+  std::unordered_map<std::string, std::vector<size_t>> cse_;
+};
+
+}  // namespace
+
+ir::Function simplify(const ir::Module &module, const ir::Function &function) {
+  (void)module;
+  return Simplifier(function).run();
+}
+
+}  // namespace spmd

@@ -1,0 +1,340 @@
+// transforms/transpose_rules.cpp — transpose rules, one case per op (exhaustive switch).
+//
+// Notation: r = op(x, ...) is linear in the operands marked linear; ct is the
+// cotangent of r; each rule returns the cotangent of each linear operand, with
+// exactly that operand's type (dtype, shape, variance). The comment on each
+// case is the rule; `<ct, f(x)> = <f^T(ct), x>` is what the tests check.
+#include "transforms/transpose_rules.h"
+
+#include "ops/shape_rules.h"
+
+namespace spmd {
+namespace {
+
+int count(const std::vector<bool> &v) {
+  int n = 0;
+  for (bool b : v) n += b;
+  return n;
+}
+
+std::string quoted(OpCode op) { return "`" + std::string(op_display_name(op)) + "`"; }
+
+}  // namespace
+
+std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vector<bool> &lin,
+                                             const std::vector<bool> &zero) {
+  auto all_linear_or_zero = [&] {
+    for (size_t k = 0; k < lin.size(); ++k)
+      if (!lin[k] && !zero[k]) return false;
+    return true;
+  };
+  const std::string nonlinear =
+      quoted(in.op) + " is not linear, but its operand depends on the inputs being transposed";
+  switch (in.op) {
+    case OpCode::Neg:
+    case OpCode::ReduceSum:
+    case OpCode::Reshape:
+    case OpCode::Transpose:
+    case OpCode::BroadcastTo:
+    case OpCode::Slice:
+    case OpCode::Pad:
+    case OpCode::Psum:
+    case OpCode::Pbroadcast:
+    case OpCode::AllGather:
+    case OpCode::AllGatherInvariant:
+    case OpCode::PsumScatter:
+    case OpCode::Pscatter:
+    case OpCode::AllToAll:
+    case OpCode::Ppermute:
+      return std::nullopt;
+    case OpCode::Cast:
+      if (rt::is_float(in.attrs.dtype)) return std::nullopt;
+      return "a cast to " + std::string(dtype_name(in.attrs.dtype)) + " is not linear";
+    case OpCode::Add:
+    case OpCode::Sub:
+    case OpCode::Concat:
+      if (all_linear_or_zero()) return std::nullopt;
+      return quoted(in.op) +
+             " combines a value that depends on the transposed inputs with one that does not: "
+             "the function is affine, not linear";
+    case OpCode::Mul:
+    case OpCode::Einsum:
+      if (count(lin) == 1) return std::nullopt;
+      return quoted(in.op) + " multiplies two values that both depend on the transposed inputs";
+    case OpCode::Div:
+      if (lin[0] && !lin[1]) return std::nullopt;
+      return "`/` divides by a value that depends on the transposed inputs";
+    case OpCode::Select:
+      if (lin[0]) return "the condition of `where` depends on the transposed inputs";
+      if ((lin[1] || zero[1]) && (lin[2] || zero[2])) return std::nullopt;
+      return "`where` selects between a value that depends on the transposed inputs and one "
+             "that does not: the function is not linear";
+    case OpCode::DynamicSlice:
+      if (!lin[1]) return std::nullopt;
+      return "the index of `dynamic_slice` depends on the transposed inputs";
+    case OpCode::DynamicUpdateSlice:
+      if (lin[2]) return "the index of `dynamic_update_slice` depends on the transposed inputs";
+      if ((lin[0] || zero[0]) && (lin[1] || zero[1])) return std::nullopt;
+      return "`dynamic_update_slice` mixes values that do and do not depend on the inputs";
+    case OpCode::Constant:
+    case OpCode::Full:
+    case OpCode::Iota:
+    case OpCode::Exp:
+    case OpCode::Log:
+    case OpCode::Sin:
+    case OpCode::Cos:
+    case OpCode::Tanh:
+    case OpCode::Sqrt:
+    case OpCode::Rsqrt:
+    case OpCode::Abs:
+    case OpCode::Sign:
+    case OpCode::Logistic:
+    case OpCode::Not:
+    case OpCode::Pow:
+    case OpCode::Max:
+    case OpCode::Min:
+    case OpCode::Lt:
+    case OpCode::Le:
+    case OpCode::Gt:
+    case OpCode::Ge:
+    case OpCode::Eq:
+    case OpCode::Ne:
+    case OpCode::And:
+    case OpCode::Or:
+    case OpCode::ReduceMax:
+    case OpCode::ReduceMin:
+    case OpCode::Pmax:
+    case OpCode::Pmin:
+    case OpCode::AxisIndex:
+      return nonlinear;
+    case OpCode::Call:
+      return "internal: calls must be inlined before transposition";
+  }
+  return nonlinear;
+}
+
+std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
+                                                                 const TransposeRuleInput &in) {
+  const ir::Instr &instr = in.instr;
+  const Attrs &a = instr.attrs;
+  const SourceSpan s = instr.span;
+  const ir::ValueId ct = in.ct;
+  auto shape = [&](size_t k) -> const Shape & { return in.operand_types[k].shape; };
+  auto c = [&](size_t k) { return *in.constants[k]; };
+  std::vector<std::pair<size_t, ir::ValueId>> out;
+  auto give = [&](size_t k, ir::ValueId v) {
+    if (in.linear[k]) out.emplace_back(k, v);
+  };
+  auto collective = [&](OpCode op, Attrs attrs) {
+    return e.op(op, {ct}, std::move(attrs), s);
+  };
+  auto axes_only = [&] {
+    Attrs ta;
+    ta.axes = a.axes;
+    return ta;
+  };
+  switch (instr.op) {
+    case OpCode::Neg:  // (-x)^T ct = -ct
+      give(0, e.neg(ct, s));
+      break;
+    case OpCode::Add:  // (x + y)^T ct = (ct, ct), summed over broadcast dims
+      for (size_t k = 0; k < 2; ++k)
+        if (in.linear[k]) give(k, e.unbroadcast(ct, shape(k), s));
+      break;
+    case OpCode::Sub:  // (x - y)^T ct = (ct, -ct)
+      if (in.linear[0]) give(0, e.unbroadcast(ct, shape(0), s));
+      if (in.linear[1]) give(1, e.unbroadcast(e.neg(ct, s), shape(1), s));
+      break;
+    case OpCode::Mul:  // (x * c)^T ct = ct * c
+      for (size_t k = 0; k < 2; ++k)
+        if (in.linear[k]) give(k, e.unbroadcast(e.mul(ct, c(1 - k), s), shape(k), s));
+      break;
+    case OpCode::Div:  // (x / c)^T ct = ct / c
+      give(0, e.unbroadcast(e.div(ct, c(1), s), shape(0), s));
+      break;
+    case OpCode::Cast:  // back to the operand's float type
+      give(0, e.cast(ct, in.operand_types[0].dtype, s));
+      break;
+    case OpCode::Select: {  // where(c, x, y)^T ct = (where(c, ct, 0), where(c, 0, ct))
+      ir::ValueId zero = e.scalar_like(ct, 0.0, s);
+      if (in.linear[1]) give(1, e.unbroadcast(e.op(OpCode::Select, {c(0), ct, zero}, {}, s), shape(1), s));
+      if (in.linear[2]) give(2, e.unbroadcast(e.op(OpCode::Select, {c(0), zero, ct}, {}, s), shape(2), s));
+      break;
+    }
+    case OpCode::ReduceSum:  // sum^T ct = ct broadcast back over the reduced dims
+      give(0, e.expand_reduced(ct, shape(0), a.dims, s));
+      break;
+    case OpCode::Einsum: {
+      // (A . B)^T for A: einsum("O,B->A", ct, B); indices of A found in neither
+      // O nor B were summed away: broadcast over them.
+      EinsumSpec spec;
+      std::string error;
+      parse_einsum(a.spec, spec, error);
+      for (size_t k = 0; k < spec.inputs.size(); ++k) {
+        if (!in.linear[k]) continue;
+        const std::string &target = spec.inputs[k];
+        std::string others = spec.output;
+        std::vector<ir::ValueId> ops = {ct};
+        EinsumSpec t;
+        t.inputs.push_back(spec.output);
+        if (spec.inputs.size() == 2) {
+          t.inputs.push_back(spec.inputs[1 - k]);
+          others += spec.inputs[1 - k];
+          ops.push_back(c(1 - k));
+        }
+        std::string kept;
+        Shape kept_shape;
+        std::vector<int64_t> missing;
+        for (size_t d = 0; d < target.size(); ++d) {
+          if (others.find(target[d]) != std::string::npos) {
+            kept += target[d];
+          } else {
+            missing.push_back(static_cast<int64_t>(d));
+          }
+        }
+        t.output = kept;
+        Attrs ta;
+        ta.spec = einsum_to_string(t);
+        ir::ValueId r = e.op(OpCode::Einsum, ops, ta, s);
+        if (!missing.empty()) r = e.expand_reduced(r, shape(k), missing, s);
+        give(k, r);
+      }
+      break;
+    }
+    case OpCode::Reshape:  // reshape^T = reshape back
+      give(0, e.reshape(ct, shape(0), s));
+      break;
+    case OpCode::Transpose: {  // transpose^T = transpose by the inverse permutation
+      Attrs ta;
+      ta.dims.resize(a.dims.size());
+      for (size_t d = 0; d < a.dims.size(); ++d) ta.dims[a.dims[d]] = static_cast<int64_t>(d);
+      give(0, e.op(OpCode::Transpose, {ct}, ta, s));
+      break;
+    }
+    case OpCode::BroadcastTo:  // broadcast^T = sum over the broadcast dims
+      give(0, e.unbroadcast(ct, shape(0), s));
+      break;
+    case OpCode::Slice: {  // slice^T = pad with zeros
+      Attrs ta;
+      ta.shape = shape(0);
+      ta.start = a.start;
+      ta.stride = a.stride;
+      give(0, e.op(OpCode::Pad, {ct}, ta, s));
+      break;
+    }
+    case OpCode::Pad: {  // pad^T = slice out the placed elements
+      Attrs ta;
+      ta.start = a.start;
+      ta.stride = a.stride;
+      for (size_t d = 0; d < shape(0).size(); ++d) {
+        int64_t n = shape(0)[d];
+        ta.limit.push_back(n == 0 ? a.start[d] : a.start[d] + (n - 1) * a.stride[d] + 1);
+      }
+      give(0, e.op(OpCode::Slice, {ct}, ta, s));
+      break;
+    }
+    case OpCode::Concat: {  // concat^T = the slices
+      int64_t offset = 0;
+      for (size_t k = 0; k < instr.operands.size(); ++k) {
+        const Shape &sk = shape(k);
+        if (in.linear[k]) {
+          Attrs ta;
+          const Shape &full = e.type(ct).shape;
+          ta.start.assign(full.size(), 0);
+          ta.limit = full;
+          ta.stride.assign(full.size(), 1);
+          ta.start[a.dim] = offset;
+          ta.limit[a.dim] = offset + sk[a.dim];
+          give(k, e.op(OpCode::Slice, {ct}, ta, s));
+        }
+        offset += sk[a.dim];
+      }
+      break;
+    }
+    case OpCode::DynamicSlice: {  // ^T = write ct into zeros at the index
+      ir::ValueId zeros = e.zeros(in.operand_types[0], s);
+      give(0, e.op(OpCode::DynamicUpdateSlice, {zeros, ct, c(1)}, a, s));
+      break;
+    }
+    case OpCode::DynamicUpdateSlice: {  // ^T = (ct with the block zeroed, the block)
+      if (in.linear[0]) {
+        ir::ValueId zeros = e.zeros(in.operand_types[1], s);
+        give(0, e.op(OpCode::DynamicUpdateSlice, {ct, zeros, c(2)}, a, s));
+      }
+      if (in.linear[1]) {
+        Attrs ta;
+        ta.dim = a.dim;
+        ta.shape = shape(1);
+        give(1, e.op(OpCode::DynamicSlice, {ct, c(2)}, ta, s));
+      }
+      break;
+    }
+    // Collectives: the design note's table.
+    case OpCode::Psum:  // psum^T = pbroadcast (no communication)
+      give(0, collective(OpCode::Pbroadcast, axes_only()));
+      break;
+    case OpCode::Pbroadcast:  // pbroadcast^T = psum
+      give(0, collective(OpCode::Psum, axes_only()));
+      break;
+    case OpCode::AllGather:  // all_gather^T = psum_scatter
+      give(0, collective(OpCode::PsumScatter, a));
+      break;
+    case OpCode::PsumScatter:  // psum_scatter^T = all_gather
+      give(0, collective(OpCode::AllGather, a));
+      break;
+    case OpCode::AllGatherInvariant:  // all_gather_invariant^T = pscatter (no communication)
+      give(0, collective(OpCode::Pscatter, a));
+      break;
+    case OpCode::Pscatter:  // pscatter^T = all_gather_invariant
+      give(0, collective(OpCode::AllGatherInvariant, a));
+      break;
+    case OpCode::AllToAll: {  // all_to_all^T = all_to_all with split and concat swapped
+      Attrs ta = a;
+      std::swap(ta.dim, ta.dim2);
+      give(0, collective(OpCode::AllToAll, ta));
+      break;
+    }
+    case OpCode::Ppermute: {  // ppermute^T = ppermute by the inverse permutation
+      Attrs ta = a;
+      for (auto &p : ta.perm) std::swap(p.first, p.second);
+      give(0, collective(OpCode::Ppermute, ta));
+      break;
+    }
+    case OpCode::Constant:
+    case OpCode::Full:
+    case OpCode::Iota:
+    case OpCode::Exp:
+    case OpCode::Log:
+    case OpCode::Sin:
+    case OpCode::Cos:
+    case OpCode::Tanh:
+    case OpCode::Sqrt:
+    case OpCode::Rsqrt:
+    case OpCode::Abs:
+    case OpCode::Sign:
+    case OpCode::Logistic:
+    case OpCode::Not:
+    case OpCode::Pow:
+    case OpCode::Max:
+    case OpCode::Min:
+    case OpCode::Lt:
+    case OpCode::Le:
+    case OpCode::Gt:
+    case OpCode::Ge:
+    case OpCode::Eq:
+    case OpCode::Ne:
+    case OpCode::And:
+    case OpCode::Or:
+    case OpCode::ReduceMax:
+    case OpCode::ReduceMin:
+    case OpCode::Pmax:
+    case OpCode::Pmin:
+    case OpCode::AxisIndex:
+    case OpCode::Call:
+      throw std::logic_error("transpose rule for a non-linear op `" +
+                             std::string(op_spelling(instr.op)) + "`");
+  }
+  return out;
+}
+
+}  // namespace spmd
