@@ -82,8 +82,8 @@ int choose_function(const ir::Module &module, const std::string &fn, const std::
   }
   int index = module.find_function(fn);
   if (index >= 0 && module.functions[index].kind == ir::FunctionKind::Shmap) return index;
-  throw UsageError{"`" + file + "` has no shmap named `" + fn + "` (its shmaps: " +
-                   join_names(shmaps) + ")"};
+  throw UsageError{"`" + file + "` has no shmap named `" + fn +
+                   "` (its shmaps: " + join_names(shmaps) + ")"};
 }
 
 /// Reads, checks and (for bf16 parameters) casts every input.
@@ -100,8 +100,8 @@ std::vector<rt::Tensor> gather_inputs(const ir::Module &module, const ir::Functi
     auto [name, path] = split_assignment(text, "--in");
     auto it = by_name.find(name);
     if (it == by_name.end())
-      throw UsageError{"`" + f.name + "` has no parameter named `" + name + "` (its parameters: " +
-                       join_names(names) + ")"};
+      throw UsageError{"`" + f.name + "` has no parameter named `" + name +
+                       "` (its parameters: " + join_names(names) + ")"};
     if (paths[it->second]) throw UsageError{"input `" + name + "` is given twice"};
     paths[it->second] = path;
   }
@@ -154,8 +154,8 @@ std::vector<std::vector<std::string>> output_paths(const ir::Function &f,
     auto [name, path] = split_assignment(text, "--out");
     auto it = by_name.find(name);
     if (it == by_name.end())
-      throw UsageError{"`" + f.name + "` has no output named `" + name + "` (its outputs: " +
-                       join_names(names) + ")"};
+      throw UsageError{"`" + f.name + "` has no output named `" + name +
+                       "` (its outputs: " + join_names(names) + ")"};
     if (!is_directory(parent_dir(path)))
       throw UsageError{"cannot write output `" + name + "` to `" + path + "`: directory `" +
                        parent_dir(path) + "` does not exist"};
@@ -211,9 +211,7 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
     } catch (const interp::ReplicationError &e) {
       DiagnosticEngine diags;
       diags.internal(e.span(), e.what());
-      std::cerr << render_diagnostics(diags, c.sources, common.color)
-                << "This is a bug in spmdc: the type system called a value invariant that "
-                   "is not; please report it with the input file.\n";
+      std::cerr << render_diagnostics(diags, c.sources, common.color);
       return kExitInternalError;
     } catch (const interp::InputError &e) {
       throw UsageError{e.what()};

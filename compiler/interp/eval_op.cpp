@@ -34,8 +34,7 @@ Tensor local_scatter(const Tensor &x, const Attrs &attrs, rt::DeviceContext &ctx
   const int64_t n = ctx.mesh().group_size(attrs.axes);
   const int64_t rank = ctx.axis_index(attrs.axes);
   const int64_t dim = attrs.dim;
-  std::vector<int64_t> start(x.shape().size(), 0), limit = x.shape(),
-      stride(x.shape().size(), 1);
+  std::vector<int64_t> start(x.shape().size(), 0), limit = x.shape(), stride(x.shape().size(), 1);
   if (attrs.tiled) {
     const int64_t block = x.shape()[dim] / n;
     start[dim] = rank * block;

@@ -23,8 +23,8 @@ using rt::Tensor;
 
 /// When each value of a function can be dropped.
 struct FunctionPlan {
-  std::vector<ir::ValueId> dead_params;               // unused parameters, dropped at entry
-  std::vector<std::vector<ir::ValueId>> free_after;   // per instruction
+  std::vector<ir::ValueId> dead_params;              // unused parameters, dropped at entry
+  std::vector<std::vector<ir::ValueId>> free_after;  // per instruction
 };
 
 /// Last-use analysis of every function of the module, computed once per run
@@ -127,15 +127,14 @@ std::string check_input(const ir::Module &module, const ir::Function &function, 
   const Type &local = function.type(p.value);
   if (dtype == local.dtype && shape == p.global_shape) return {};
   const rt::Mesh &mesh = module.mesh_of(function);
-  std::string expected = shape_type_str(local.dtype, p.global_shape) + " @ " +
-                         spec_str(p.spec, mesh);
+  std::string expected =
+      shape_type_str(local.dtype, p.global_shape) + " @ " + spec_str(p.spec, mesh);
   std::string detail = "the global shape";
   if (local.shape != p.global_shape)
     detail += ", split into " + shape_type_str(local.dtype, local.shape) + " per device";
   if (local.dtype == DType::BF16) detail += "; bf16 is stored as f32 in .npy files";
-  return "input `" + param_name(function, k) + "` of " + function_desc(function) +
-         " must be " + expected + " (" + detail + "), but " + found_in + " holds " +
-         shape_type_str(dtype, shape);
+  return "input `" + param_name(function, k) + "` of " + function_desc(function) + " must be " +
+         expected + " (" + detail + "), but " + found_in + " holds " + shape_type_str(dtype, shape);
 }
 
 std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
@@ -147,9 +146,9 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
   if (f.kind != ir::FunctionKind::Shmap)
     throw std::invalid_argument("run_shmap: `" + f.name + "` is a def, not a shmap");
   if (inputs.size() != f.params.size())
-    throw InputError(function_desc(f) + " takes " + std::to_string(f.params.size()) +
-                     " input" + (f.params.size() == 1 ? "" : "s") + " but " +
-                     std::to_string(inputs.size()) + " were given");
+    throw InputError(function_desc(f) + " takes " + std::to_string(f.params.size()) + " input" +
+                     (f.params.size() == 1 ? "" : "s") + " but " + std::to_string(inputs.size()) +
+                     " were given");
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (!inputs[k].defined()) throw InputError("input `" + param_name(f, k) + "` is missing");
     std::string problem = check_input(module, f, k, inputs[k].dtype(), inputs[k].shape());

@@ -34,22 +34,20 @@ std::string coords_str(const rt::Mesh &mesh, int64_t device) {
   return s + ")";
 }
 
-[[noreturn]] void report(const rt::Mesh &mesh, const Record &r, int axis, int64_t d0,
-                         int64_t d1) {
+[[noreturn]] void report(const rt::Mesh &mesh, const Record &r, int axis, int64_t d0, int64_t d1) {
   const ir::Value &v = r.function->values.at(static_cast<size_t>(r.value));
   std::string what = v.name.empty() ? "a value" : "`" + v.name + "`";
   std::string by = r.instr ? "`" + std::string(op_spelling(r.instr->op)) + "`"
                            : std::string("the in_spec of an input");
-  std::string where = r.function->kind == ir::FunctionKind::Def
-                          ? " in `" + (r.function->source_name.empty() ? r.function->name
-                                                                       : r.function->source_name) +
-                                "`"
-                          : "";
-  std::string message = "replication check failed: " + what + " of type " +
-                        type_str(v.type, mesh) + ", computed by " + by + where +
-                        ", is invariant along mesh axis `" + mesh.axes()[axis].name +
-                        "` by its type, but " + coords_str(mesh, d0) + " and " +
-                        coords_str(mesh, d1) + " hold different bits";
+  std::string where =
+      r.function->kind == ir::FunctionKind::Def
+          ? " in `" +
+                (r.function->source_name.empty() ? r.function->name : r.function->source_name) + "`"
+          : "";
+  std::string message = "replication check failed: " + what + " of type " + type_str(v.type, mesh) +
+                        ", computed by " + by + where + ", is invariant along mesh axis `" +
+                        mesh.axes()[axis].name + "` by its type, but " + coords_str(mesh, d0) +
+                        " and " + coords_str(mesh, d1) + " hold different bits";
   SourceSpan span = r.instr ? r.instr->span : v.span;
   throw ReplicationError(span, std::move(message));
 }

@@ -14,7 +14,7 @@ ir::ValueId Emitter::op(OpCode op, std::vector<ir::ValueId> operands, Attrs attr
   return results[0];
 }
 
-ir::ValueId Emitter::full(const Type &type, double value, SourceSpan span) {
+ir::ValueId Emitter::full(Type type, double value, SourceSpan span) {
   Attrs a;
   a.dtype = type.dtype;
   a.value = value;
@@ -35,14 +35,14 @@ ir::ValueId Emitter::cast(ir::ValueId a, DType d, SourceSpan s) {
   return op(OpCode::Cast, {a}, at, s);
 }
 
-ir::ValueId Emitter::reshape(ir::ValueId a, const Shape &shape, SourceSpan s) {
+ir::ValueId Emitter::reshape(ir::ValueId a, Shape shape, SourceSpan s) {
   if (type(a).shape == shape) return a;
   Attrs at;
   at.shape = shape;
   return op(OpCode::Reshape, {a}, at, s);
 }
 
-ir::ValueId Emitter::broadcast_to(ir::ValueId a, const Shape &shape, SourceSpan s) {
+ir::ValueId Emitter::broadcast_to(ir::ValueId a, Shape shape, SourceSpan s) {
   if (type(a).shape == shape) return a;
   Attrs at;
   at.shape = shape;
@@ -56,8 +56,8 @@ ir::ValueId Emitter::reduce_sum(ir::ValueId a, std::vector<int64_t> dims, Source
   return op(OpCode::ReduceSum, {a}, at, s);
 }
 
-ir::ValueId Emitter::unbroadcast(ir::ValueId v, const Shape &shape, SourceSpan s) {
-  const Shape &from = type(v).shape;
+ir::ValueId Emitter::unbroadcast(ir::ValueId v, Shape shape, SourceSpan s) {
+  const Shape from = type(v).shape;
   if (from == shape) return v;
   int64_t extra = static_cast<int64_t>(from.size()) - static_cast<int64_t>(shape.size());
   std::vector<int64_t> dims;
@@ -71,7 +71,7 @@ ir::ValueId Emitter::unbroadcast(ir::ValueId v, const Shape &shape, SourceSpan s
   return reshape(reduce_sum(v, dims, s), shape, s);
 }
 
-ir::ValueId Emitter::expand_reduced(ir::ValueId v, const Shape &shape,
+ir::ValueId Emitter::expand_reduced(ir::ValueId v, Shape shape,
                                     const std::vector<int64_t> &reduced, SourceSpan s) {
   // broadcast_to works directly when the reduced dims are the leading ones.
   bool leading = true;

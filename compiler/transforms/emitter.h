@@ -30,15 +30,16 @@ class Emitter {
       : builder_(module, function), f_(function) {}
 
   ir::Function &function() { return f_; }
-  const Type &type(ir::ValueId v) const { return f_.type(v); }
+  /// A copy: emitting instructions may move the function's value table.
+  Type type(ir::ValueId v) const { return f_.type(v); }
 
   ir::ValueId op(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs = {},
                  SourceSpan span = {});
   /// A scalar constant of `like`'s dtype, typed with `like`'s variance.
   ir::ValueId scalar_like(ir::ValueId like, double value, SourceSpan span = {});
   /// A constant array of type `type` (variance included).
-  ir::ValueId full(const Type &type, double value, SourceSpan span = {});
-  ir::ValueId zeros(const Type &type, SourceSpan span = {}) { return full(type, 0.0, span); }
+  ir::ValueId full(Type type, double value, SourceSpan span = {});
+  ir::ValueId zeros(Type type, SourceSpan span = {}) { return full(std::move(type), 0.0, span); }
 
   ir::ValueId add(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) { return op(OpCode::Add, {a, b}, {}, s); }
   ir::ValueId sub(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) { return op(OpCode::Sub, {a, b}, {}, s); }
@@ -46,15 +47,15 @@ class Emitter {
   ir::ValueId div(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) { return op(OpCode::Div, {a, b}, {}, s); }
   ir::ValueId neg(ir::ValueId a, SourceSpan s = {}) { return op(OpCode::Neg, {a}, {}, s); }
   ir::ValueId cast(ir::ValueId a, DType d, SourceSpan s = {});
-  ir::ValueId reshape(ir::ValueId a, const Shape &shape, SourceSpan s = {});
-  ir::ValueId broadcast_to(ir::ValueId a, const Shape &shape, SourceSpan s = {});
+  ir::ValueId reshape(ir::ValueId a, Shape shape, SourceSpan s = {});
+  ir::ValueId broadcast_to(ir::ValueId a, Shape shape, SourceSpan s = {});
   ir::ValueId reduce_sum(ir::ValueId a, std::vector<int64_t> dims, SourceSpan s = {});
 
   /// Sums `v` (a broadcast result) back to `shape`: over leading extra
   /// dimensions and over dimensions where `shape` has 1; then reshapes.
-  ir::ValueId unbroadcast(ir::ValueId v, const Shape &shape, SourceSpan s = {});
+  ir::ValueId unbroadcast(ir::ValueId v, Shape shape, SourceSpan s = {});
   /// Broadcasts `v` to `shape` (after a reduction over `reduced` dims of `shape`).
-  ir::ValueId expand_reduced(ir::ValueId v, const Shape &shape, const std::vector<int64_t> &reduced,
+  ir::ValueId expand_reduced(ir::ValueId v, Shape shape, const std::vector<int64_t> &reduced,
                              SourceSpan s = {});
 
   void set_name(ir::ValueId v, const std::string &name) {

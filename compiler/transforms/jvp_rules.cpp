@@ -132,7 +132,7 @@ std::optional<ir::ValueId> Rules::run() {
     case OpCode::ReduceMin: {
       // The tangent flows from the elements equal to the extreme, averaged over ties:
       // dr = sum(m dx) / sum(m), m = (x == r broadcast back).
-      const Type &xt = e_.type(x_[0]);
+      const Type xt = e_.type(x_[0]);
       ir::ValueId back = e_.expand_reduced(r_, xt.shape, a.dims, span());
       ir::ValueId mask = e_.cast(e_.op(OpCode::Eq, {x_[0], back}, {}, span()), xt.dtype, span());
       ir::ValueId num = e_.reduce_sum(e_.mul(mask, t(0), span()), a.dims, span());

@@ -114,9 +114,9 @@ class Simplifier {
   /// Instructions that compute a constant: replaced by that constant.
   std::optional<ir::Instr> fold_constant(const ir::Function &out, const ir::Instr &in) const {
     if (in.results.size() != 1) return std::nullopt;
-    auto scalar_const = [&](ir::ValueId v) -> const ir::Instr * {
+    auto uniform_const = [&](ir::ValueId v) -> const ir::Instr * {
       const ir::Instr *d = def(out, v);
-      return d && d->op == OpCode::Constant ? d : nullptr;
+      return d && (d->op == OpCode::Constant || d->op == OpCode::Full) ? d : nullptr;
     };
     // pbroadcast of a constant: the constant, typed varying (no op needed).
     if (in.op == OpCode::Pbroadcast) {
@@ -146,11 +146,11 @@ class Simplifier {
         return c;
       }
     }
-    // Arithmetic on two scalar constants of a float dtype.
+    // Arithmetic on two uniform constants of a float dtype.
     OpKind kind = op_kind(in.op);
     if (kind == OpKind::Binary && rt::is_float(out.type(in.results[0]).dtype)) {
-      const ir::Instr *a = scalar_const(in.operands[0]);
-      const ir::Instr *b = scalar_const(in.operands[1]);
+      const ir::Instr *a = uniform_const(in.operands[0]);
+      const ir::Instr *b = uniform_const(in.operands[1]);
       if (a && b) {
         double x = a->attrs.value, y = b->attrs.value, r;
         switch (in.op) {
@@ -160,7 +160,12 @@ class Simplifier {
           case OpCode::Div: r = x / y; break;
           default: return std::nullopt;
         }
+        const Type &t = out.type(in.results[0]);
         ir::Instr c = *a;
+        c.op = t.rank() == 0 ? OpCode::Constant : OpCode::Full;
+        c.attrs = Attrs{};
+        c.attrs.dtype = t.dtype;
+        c.attrs.shape = t.shape;
         c.attrs.value = r;
         c.results = in.results;
         c.span = in.span;

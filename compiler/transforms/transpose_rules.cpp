@@ -239,7 +239,7 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
         const Shape &sk = shape(k);
         if (in.linear[k]) {
           Attrs ta;
-          const Shape &full = e.type(ct).shape;
+          const Shape full = e.type(ct).shape;
           ta.start.assign(full.size(), 0);
           ta.limit = full;
           ta.stride.assign(full.size(), 1);

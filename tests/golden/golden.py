@@ -13,7 +13,8 @@ and its last lines hold the expected exit status, stdout and stderr:
     # CHECK:STDERR: ...
 
 The command runs from the repository root with the file's path relative to
-it, so outputs are the same on every machine. A file named fail_*.spmd must
+it, so outputs are the same on every machine (absolute paths into the checkout print as
+$ROOT). A file named fail_*.spmd must
 exit non-zero; any other file must exit 0. On a mismatch the runner prints a
 diff and writes <file>.actual (the file as it would be with the real
 output); `--update` rewrites the expected block in place instead. Review
@@ -72,8 +73,9 @@ def run_one(path, spmdc, root, update):
         return False
     argv = [spmdc] + [rel if a == "%s" else a for a in argv[1:]]
     proc = subprocess.run(argv, cwd=root, capture_output=True, timeout=120)
-    stdout = proc.stdout.decode("utf-8", errors="replace")
-    stderr = proc.stderr.decode("utf-8", errors="replace")
+    # Absolute paths into the checkout differ between machines.
+    stdout = proc.stdout.decode("utf-8", errors="replace").replace(root, "$ROOT")
+    stderr = proc.stderr.decode("utf-8", errors="replace").replace(root, "$ROOT")
     actual = render(program, proc.returncode, stdout, stderr)
     ok = True
     base = os.path.basename(path)

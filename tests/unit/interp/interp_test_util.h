@@ -89,8 +89,9 @@ inline void check_close(const Tensor &actual, const Shape &shape,
 
 /// A deterministic, exactly representable test array: small integers / 4.
 inline Tensor ramp(DType dtype, Shape shape, int64_t mod = 17, double offset = -8) {
-  return make_fn(dtype, std::move(shape),
-                 [&](int64_t i) { return ((i * 7) % mod + offset) / (rt::is_float(dtype) ? 4 : 1); });
+  return make_fn(dtype, std::move(shape), [&](int64_t i) {
+    return ((i * 7) % mod + offset) / (rt::is_float(dtype) ? 4 : 1);
+  });
 }
 
 }  // namespace spmd::interp::testing

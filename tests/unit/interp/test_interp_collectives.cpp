@@ -10,7 +10,9 @@ using namespace spmd::interp::testing;
 
 namespace {
 
-Tensor arange(int64_t n) { return make_fn(DType::F32, {n}, [](int64_t i) { return double(i); }); }
+Tensor arange(int64_t n) {
+  return make_fn(DType::F32, {n}, [](int64_t i) { return double(i); });
+}
 
 std::vector<double> values(const Tensor &t) {
   std::vector<double> v;
@@ -65,7 +67,8 @@ TEST_CASE("pbroadcast and pscatter move no data", "[interp][collectives]") {
       "mesh M = (i: 4)\n"
       "shmap f(y: f32[8] @ P()) -> (f32[32] @ P(i), f32[8] @ P(i), f32[4] @ P(i), f32[8] @ P()) "
       "on M {\n"
-      "  return pbroadcast(y, i), pscatter(y, i), pscatter(reshape(y, (4, 2)), i, tiled=false)[0:1], all_gather_invariant(pscatter(y, i), i)\n}\n";
+      "  return pbroadcast(y, i), pscatter(y, i), pscatter(reshape(y, (4, 2)), i, "
+      "tiled=false)[0:1], all_gather_invariant(pscatter(y, i), i)\n}\n";
   Tensor y = arange(8);
   auto out = run(src, "f", {y});
   check_equal(out[0], DType::F32, {32}, [](int64_t i) { return double(i % 8); });
@@ -82,14 +85,25 @@ TEST_CASE("collectives over one axis and both axes of 2-D meshes", "[interp][col
     const int64_t R = A * 2, C = B * 4;
     Tensor x = ramp(DType::F32, {R, C}, 23, -11);
     auto X = [&](int64_t r, int64_t c) { return x.get(r * C + c); };
-    const std::string src = mesh +
-        "shmap f(x: f32[" + std::to_string(R) + ", " + std::to_string(C) +
-        "] @ P(a, b)) -> (f32[" + std::to_string(R) + ", 4] @ P(a), f32[2, 4] @ P(), "
-        "f32[" + std::to_string(R) + ", " + std::to_string(C) + "] @ P(a), "
-        "f32[" + std::to_string(R) + ", " + std::to_string(C) + "] @ P(), "
-        "f32[" + std::to_string(R) + ", " + std::to_string(C) + "] @ P(a, b), "
-        "f32[" + std::to_string(R) + ", " + std::to_string(C) + "] @ P(a, b), "
-        "i32[" + std::to_string(A) + ", " + std::to_string(B) + "] @ P(a, b), "
+    const std::string src =
+        mesh + "shmap f(x: f32[" + std::to_string(R) + ", " + std::to_string(C) +
+        "] @ P(a, b)) -> (f32[" + std::to_string(R) +
+        ", 4] @ P(a), f32[2, 4] @ P(), "
+        "f32[" +
+        std::to_string(R) + ", " + std::to_string(C) +
+        "] @ P(a), "
+        "f32[" +
+        std::to_string(R) + ", " + std::to_string(C) +
+        "] @ P(), "
+        "f32[" +
+        std::to_string(R) + ", " + std::to_string(C) +
+        "] @ P(a, b), "
+        "f32[" +
+        std::to_string(R) + ", " + std::to_string(C) +
+        "] @ P(a, b), "
+        "i32[" +
+        std::to_string(A) + ", " + std::to_string(B) +
+        "] @ P(a, b), "
         "f32[2, 4] @ P()) on M {\n"
         "  s_b = psum(x, b)\n"
         "  s_ab = psum(x, (a, b))\n"
@@ -155,7 +169,8 @@ TEST_CASE("psum_scatter and all_gather along dimension 1 on a (2, 4) mesh",
   check_equal(out[0], DType::F32, {4, 8}, [&](int64_t i) {
     int64_t r = i / 8, c = i % 8, b = c / 2;
     float s = 0;
-    for (int64_t src_b = 0; src_b < 4; ++src_b) s += static_cast<float>(X(r, src_b * 8 + b * 2 + c % 2));
+    for (int64_t src_b = 0; src_b < 4; ++src_b)
+      s += static_cast<float>(X(r, src_b * 8 + b * 2 + c % 2));
     return double(s);
   });
   // all_gather along b: each device holds its whole row block; four copies side by side.

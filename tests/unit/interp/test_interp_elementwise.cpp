@@ -56,13 +56,15 @@ TEST_CASE("unary ops on sharded meshes", "[interp][elementwise]") {
       {"sqrt", [](double x) { return std::sqrt(f(x)); }, true, 1e-6},
       {"rsqrt", [](double x) { return 1 / std::sqrt(f(x)); }, true, 1e-6},
       {"abs", [](double x) { return std::abs(f(x)); }, false, 0},
-      {"sign", [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }, false, 0},
+      {"sign", [](double x) { return x > 0   ? 1.0
+                                     : x < 0 ? -1.0
+                                             : 0.0; }, false, 0},
       {"sigmoid", [](double x) { return 1 / (1 + std::exp(-f(x))); }, false, 1e-6},
   };
   for (const Layout &l : kLayouts)
     for (const Case &c : cases) {
-      std::string src = program(l, "x: f32[8, 8] @ $S) -> f32[8, 8] @ $S",
-                                std::string("return ") + c.op + "(x)");
+      std::string src =
+          program(l, "x: f32[8, 8] @ $S) -> f32[8, 8] @ $S", std::string("return ") + c.op + "(x)");
       INFO(src);
       Tensor x = c.positive ? ramp(DType::F32, {8, 8}, 17, 1) : ramp(DType::F32, {8, 8});
       auto out = run(src, "f", {x});
@@ -70,7 +72,8 @@ TEST_CASE("unary ops on sharded meshes", "[interp][elementwise]") {
       if (c.tol == 0)
         check_equal(out[0], DType::F32, {8, 8}, [&](int64_t i) { return c.ref(x.get(i)); });
       else
-        check_close(out[0], {8, 8}, [&](int64_t i) { return c.ref(x.get(i)); }, c.tol);
+        check_close(
+            out[0], {8, 8}, [&](int64_t i) { return c.ref(x.get(i)); }, c.tol);
     }
 }
 
@@ -96,10 +99,10 @@ TEST_CASE("binary ops, with a broadcast row and literals", "[interp][elementwise
       std::string e = c.expr, er = c.expr;
       e.replace(e.find("$B"), 2, "b");
       er.replace(er.find("$B"), 2, "r");
-      std::string src =
-          program(l, "a: f32[8, 8] @ $S, b: f32[8, 8] @ $S, r: f32[8] @ $R) -> "
-                     "(f32[8, 8] @ $S, f32[8, 8] @ $S)",
-                  "return " + e + ", " + er);
+      std::string src = program(l,
+                                "a: f32[8, 8] @ $S, b: f32[8, 8] @ $S, r: f32[8] @ $R) -> "
+                                "(f32[8, 8] @ $S, f32[8, 8] @ $S)",
+                                "return " + e + ", " + er);
       INFO(src);
       Tensor a = ramp(DType::F32, {8, 8});
       Tensor b = ramp(DType::F32, {8, 8}, 13, 0.5);  // never zero

@@ -85,8 +85,8 @@ shmap f(x: f32[8, 8] @ P(a, b)) -> (f32[64] @ P((a, b)), f32[8, 8] @ P(b, a), f3
 }
 
 TEST_CASE("matmul and einsum with psum of partial products", "[interp][layout]") {
-  for (const char *mesh : {"mesh M = (a: 1, b: 1)", "mesh M = (a: 2, b: 4)",
-                           "mesh M = (a: 4, b: 2)"}) {
+  for (const char *mesh :
+       {"mesh M = (a: 1, b: 1)", "mesh M = (a: 2, b: 4)", "mesh M = (a: 4, b: 2)"}) {
     const std::string src = std::string(mesh) + R"(
 shmap f(x: f32[8, 8] @ P(a, b), w: f32[8, 3] @ P(b), y: f32[8, 8] @ P(a)) -> (f32[8, 3] @ P(a), f32[8, 2] @ P(a), f32[] @ P(), f32[8, 8] @ P(None, a)) on M {
   p = psum(x @ w, b)

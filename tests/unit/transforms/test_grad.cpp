@@ -1,0 +1,184 @@
+// test_grad.cpp — JVP, VJP and grad against central finite differences in f64,
+// the communication of gradient programs, and zero cotangents.
+#include <fstream>
+#include <sstream>
+
+#include "transform_test_util.h"
+
+namespace spmd::test {
+namespace {
+
+std::string sample_f64(const std::string &rel) {
+  std::ifstream in(std::string(SPMDC_SOURCE_DIR) + "/samples/" + rel);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  for (size_t p = 0; (p = text.find("f32", p)) != std::string::npos; p += 3) text.replace(p, 3, "f64");
+  return text;
+}
+
+/// Sum of every element of every output: a scalar function of the inputs.
+double total(const std::vector<rt::Tensor> &outs) {
+  double s = 0;
+  for (const auto &t : outs)
+    for (int64_t i = 0; i < t.numel(); ++i) s += t.get(i);
+  return s;
+}
+
+/// Checks grad (for scalar-output programs) or vjp with all-ones cotangents
+/// against central differences along random directions, and the JVP against
+/// the same differences.
+void check_derivatives(const std::string &text, std::vector<std::string> wrt = {},
+                       uint64_t seed = 3) {
+  INFO(text);
+  auto c = compile_ok(text);
+  const ir::Function &f = shmap_of(*c);
+  bool scalar = f.results.size() == 1 && f.type(f.returns[0]).rank() == 0;
+  auto x = random_inputs(*c, seed);
+  std::vector<bool> sel(f.params.size(), wrt.empty());
+  for (size_t k = 0; k < f.params.size(); ++k)
+    for (const auto &n : wrt) sel[k] = sel[k] || f.values[f.params[k].value].name == n;
+  // Direction.
+  std::vector<rt::Tensor> v;
+  for (size_t k = 0; k < f.params.size(); ++k)
+    v.push_back(rt::random_tensor(x[k].dtype(), x[k].shape(), seed * 101 + k));
+  const double h = 1e-5;
+  std::vector<rt::Tensor> xp = x, xm = x;
+  for (size_t k = 0; k < x.size(); ++k)
+    if (sel[k]) {
+      xp[k] = axpy(h, v[k], x[k]);
+      xm[k] = axpy(-h, v[k], x[k]);
+    }
+  double fd = (total(run(*c, xp)) - total(run(*c, xm))) / (2 * h);
+
+  // Reverse mode: <grad, v>.
+  double rev = 0;
+  std::vector<rt::Tensor> outs;
+  if (scalar) {
+    auto g = derive_ok(*c, DeriveKind::Grad, "", wrt);
+    outs = run(*g, x);
+  } else {
+    auto g = derive_ok(*c, DeriveKind::Vjp, "", wrt);
+    std::vector<rt::Tensor> in = x;
+    auto fx = run(*c, x);
+    for (auto &o : fx) in.push_back(rt::Tensor::full(o.dtype(), o.shape(), 1.0));
+    outs = run(*g, in);
+  }
+  size_t j = f.results.size();
+  for (size_t k = 0; k < f.params.size(); ++k)
+    if (sel[k]) rev += dot(outs[j++], v[k]);
+  // Forward mode: sum of the output tangents.
+  auto jv = derive_ok(*c, DeriveKind::Jvp, "", wrt);
+  std::vector<rt::Tensor> jin = x;
+  for (size_t k = 0; k < f.params.size(); ++k)
+    if (sel[k]) jin.push_back(v[k]);
+  auto jout = run(*jv, jin);
+  double fwd = 0;
+  for (size_t k = f.results.size(); k < jout.size(); ++k)
+    for (int64_t e = 0; e < jout[k].numel(); ++e) fwd += jout[k].get(e);
+  INFO("finite differences " << fd << ", reverse " << rev << ", forward " << fwd);
+  double tol = 1e-6 * std::max(1.0, std::abs(fd));
+  CHECK(std::abs(rev - fd) <= tol);
+  CHECK(std::abs(fwd - fd) <= tol);
+}
+
+std::string unary_program(const std::string &expr) {
+  return "mesh M = (i: 4)\nshmap f(x: f64[8, 3] @ P(i), w: f64[8, 3] @ P(i)) -> f64[] @ P() on M {\n"
+         "  y = " + expr + "\n  return psum(sum(y * w), i)\n}\n";
+}
+
+TEST_CASE("derivatives of each differentiable op match finite differences", "[grad]") {
+  const char *exprs[] = {
+      "-x",          "exp(x)",           "log(x * x + 1.0)",   "sin(x)",
+      "cos(x)",      "tanh(x)",          "sqrt(x * x + 1.0)",  "rsqrt(x * x + 1.0)",
+      "abs(x)",      "sigmoid(x)",       "pow(x * x + 1.0, w)", "maximum(x, w)",
+      "minimum(x, w)", "x / (w * w + 1.0)", "x * w",           "where(x > 0.0, x, 2.0 * x)",
+      "x ** 3.0",    "x - w",
+  };
+  for (const char *e : exprs) {
+    INFO(e);
+    check_derivatives(unary_program(e));
+  }
+}
+
+TEST_CASE("derivatives of reductions, contractions and layout ops", "[grad]") {
+  const std::string m = "mesh M = (i: 4)\n";
+  check_derivatives(m + "shmap f(x: f64[8, 3] @ P(i)) -> f64[] @ P() on M {\n"
+                        "  a = max(x, axes=1) + min(x, axes=1) * 0.5\n"
+                        "  return psum(sum(a * a) + mean(x), i)\n}\n");
+  check_derivatives(m + "shmap f(x: f64[8, 3] @ P(i), w: f64[3, 4] @ P()) -> f64[] @ P() on M {\n"
+                        "  h = tanh(x @ w)\n"
+                        "  g = einsum(\"bj,bj->b\", h, h)\n"
+                        "  return pmean(sum(g), i)\n}\n");
+  check_derivatives(m + "shmap f(x: f64[8, 6] @ P(i)) -> f64[] @ P() on M {\n"
+                        "  a = transpose(reshape(x, (3, 4)), (1, 0))\n"
+                        "  b = concat((a[0:2, :], broadcast_to(a[3:4, :], (2, 3))), axis=0)\n"
+                        "  return psum(sum(b * b * b), i)\n}\n");
+}
+
+TEST_CASE("derivatives through collectives", "[grad]") {
+  check_derivatives("mesh M = (data: 2, model: 4)\n"
+                    "shmap f(x: f64[8, 8] @ P(data, model), w: f64[8] @ P()) -> f64[] @ P() on M {\n"
+                    "  g = all_gather(x, model, axis=1)\n"
+                    "  s = psum_scatter(g * g, data, scatter_dimension=1)\n"
+                    "  t = all_to_all(s, model, split_axis=0, concat_axis=1)\n"
+                    "  p = ppermute(t, model, shift=1)\n"
+                    "  q = all_gather_invariant(sum(p * p, axes=0), (data, model))\n"
+                    "  return psum(sum(q * pscatter(w, data)[0:1]), data) + psum(sum(x), (data, model))\n}\n");
+}
+
+TEST_CASE("derivatives of the samples", "[grad]") {
+  check_derivatives(sample_f64("seed/example1.spmd"));
+  check_derivatives(sample_f64("seed/example2.spmd"));
+  check_derivatives(sample_f64("seed/example4.spmd"));
+  check_derivatives(sample_f64("seed/example5.spmd"));
+  check_derivatives(sample_f64("dp_loss.spmd"), {"params"});
+  check_derivatives(sample_f64("dp_loss.spmd"));
+}
+
+TEST_CASE("grad of dp_loss: one psum per parameter, nothing for the loss cotangent", "[grad]") {
+  std::ifstream in(std::string(SPMDC_SOURCE_DIR) + "/samples/dp_loss.spmd");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto c = compile_ok(ss.str());
+  auto g = derive_ok(*c, DeriveKind::Grad, "loss", {"params"});
+  // The forward pass has the loss's psum; the backward pass adds exactly one:
+  // the parameter gradient's.
+  CHECK(count_op(*c, "psum") == 1);
+  CHECK(count_op(*g, "psum") == 2);
+  auto stats = collective_stats(*g->module, shmap_of(*g));
+  CHECK(stats.communicating_count() == 2);
+  // The parameter gradient's psum moves the 16x4 gradient: 2(n-1)/n * 256 bytes.
+  CHECK(stats.by_op["psum"].size_bytes == 4 + 16 * 4 * 4);
+}
+
+TEST_CASE("vjp through one of two outputs: the other cotangent is zero", "[grad]") {
+  auto c = compile_ok("mesh M = (i: 4)\nshmap f(x: f64[8] @ P(i)) -> (f64[8] @ P(i), f64[2] @ P()) on M {\n"
+                      "  return x * 3.0, psum(x, i)\n}\n");
+  auto g = derive_ok(*c, DeriveKind::Vjp, "", {}, {"0"});
+  const ir::Function &f = shmap_of(*g);
+  REQUIRE(f.params.size() == 2);  // x and the first output's cotangent
+  CHECK(count_op(*g, "pbroadcast") == 0);
+  auto x = random_inputs(*c, 9);
+  auto ybar = rt::random_tensor(rt::DType::F64, {8}, 77);
+  auto out = run(*g, {x[0], ybar});
+  REQUIRE(out.size() == 3);
+  for (int64_t e = 0; e < 8; ++e) CHECK(out[2].get(e) == Approx(3.0 * ybar.get(e)));
+}
+
+TEST_CASE("pmax is rejected by the derivative transforms with a located error", "[grad]") {
+  auto c = compile_ok("mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[] @ P() on M {\n"
+                      "  return sum(pmax(x, i))\n}\n");
+  DeriveRequest r;
+  r.kind = DeriveKind::Grad;
+  try {
+    derive(*c->module, r);
+    FAIL("expected a TransformError");
+  } catch (const TransformError &e) {
+    CHECK(e.code == "not-differentiable");
+    CHECK(c->sources.location(e.span).line == 3);
+  }
+}
+
+}  // namespace
+}  // namespace spmd::test

@@ -1,0 +1,229 @@
+// test_transpose.cpp — transposition: the dot-product identity <f(x), y> = <x, f^T(y)>
+// for every linear op and collective (f64, several meshes), the communication
+// the design note promises for its five examples, and double transposition.
+#include <fstream>
+#include <sstream>
+
+#include "transform_test_util.h"
+
+namespace spmd::test {
+namespace {
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string sample(const std::string &rel) {
+  return read_file(std::string(SPMDC_SOURCE_DIR) + "/samples/" + rel);
+}
+
+/// f32 -> f64 so the identity can be checked to 1e-10.
+std::string to_f64(std::string text) {
+  for (size_t p = 0; (p = text.find("f32", p)) != std::string::npos; p += 3) text.replace(p, 3, "f64");
+  return text;
+}
+
+/// Checks <f(x), y> = <x, f^T(y)> on random inputs; `linear` lists the
+/// parameters f is linear in (the others are constants passed to both).
+void check_dot_product(const std::string &text, std::vector<std::string> linear = {},
+                       uint64_t seed = 1) {
+  INFO(text);
+  auto c = compile_ok(text);
+  auto t = derive_ok(*c, DeriveKind::Transpose, "", linear);
+  const ir::Function &f = shmap_of(*c);
+  const ir::Function &ft = shmap_of(*t);
+  auto x = random_inputs(*c, seed);
+  auto fx = run(*c, x);
+  // Random cotangents, one per output.
+  std::vector<rt::Tensor> y;
+  for (size_t k = 0; k < fx.size(); ++k)
+    y.push_back(rt::random_tensor(fx[k].dtype(), fx[k].shape(), seed * 31 + k + 100));
+  // f^T's inputs: the constant params (in order), then the cotangents.
+  std::vector<bool> is_linear(f.params.size(), linear.empty());
+  for (size_t k = 0; k < f.params.size(); ++k)
+    for (const auto &n : linear) is_linear[k] = is_linear[k] || f.values[f.params[k].value].name == n;
+  std::vector<rt::Tensor> tin;
+  for (size_t k = 0; k < f.params.size(); ++k)
+    if (!is_linear[k]) tin.push_back(x[k]);
+  for (auto &v : y) tin.push_back(v);
+  REQUIRE(tin.size() == ft.params.size());
+  auto xt = run(*t, tin);
+  double lhs = 0, rhs = 0, scale = 0;
+  for (size_t k = 0; k < fx.size(); ++k) {
+    lhs += dot(fx[k], y[k]);
+    scale += std::sqrt(dot(fx[k], fx[k]) * dot(y[k], y[k]));
+  }
+  size_t j = 0;
+  for (size_t k = 0; k < f.params.size(); ++k)
+    if (is_linear[k]) rhs += dot(x[k], xt[j++]);
+  INFO("lhs=" << lhs << " rhs=" << rhs);
+  CHECK(std::abs(lhs - rhs) <= 1e-10 * std::max(1.0, scale));
+}
+
+TEST_CASE("transpose: dot-product identity for each linear op", "[transpose]") {
+  const std::string m = "mesh M = (i: 4)\n";
+  SECTION("neg, add, sub, scale") {
+    check_dot_product(m + "shmap f(x: f64[8, 3] @ P(i), z: f64[8, 3] @ P(i)) -> f64[8, 3] @ P(i) on M {\n"
+                          "  return -x + 2.0 * z - x / 4.0\n}\n");
+  }
+  SECTION("mul and div by a constant parameter, broadcasting") {
+    check_dot_product(m + "shmap f(x: f64[8, 3] @ P(i), w: f64[3] @ P()) -> f64[8, 3] @ P(i) on M {\n"
+                          "  return x * w + x / (w * w + 1.0)\n}\n",
+                      {"x"});
+  }
+  SECTION("broadcasting a linear operand") {
+    check_dot_product(m + "shmap f(b: f64[3] @ P(), x: f64[8, 3] @ P(i)) -> f64[8, 3] @ P(i) on M {\n"
+                          "  return x + b\n}\n");
+  }
+  SECTION("reductions, reshape, transpose, broadcast_to") {
+    check_dot_product(m + "shmap f(x: f64[8, 6] @ P(i)) -> (f64[4, 6] @ P(i), f64[8] @ P(i), f64[4, 2, 3] @ P(i)) on M {\n"
+                          "  a = transpose(reshape(x, (2, 2, 3)), (1, 0, 2))\n"
+                          "  b = sum(a, axes=(0,))\n"
+                          "  c = sum(x, axes=1)\n"
+                          "  d = broadcast_to(b, (1, 2, 3))\n"
+                          "  return reshape(b, (1, 6)), c, d\n}\n");
+  }
+  SECTION("slicing with steps, pad, concat") {
+    check_dot_product(m + "shmap f(x: f64[8, 6] @ P(i)) -> (f64[16, 3] @ P(i), f64[8, 6] @ P(i)) on M {\n"
+                          "  a = x[:, 1:6:2]\n"
+                          "  b = pad(a, (2, 7), start=(0, 1), stride=(1, 2))\n"
+                          "  return concat((a, x[:, 0:3]), axis=0), b[:, 0:6] + x\n}\n");
+  }
+  SECTION("einsum and matmul with a constant operand") {
+    check_dot_product(m + "shmap f(x: f64[8, 3] @ P(i), w: f64[3, 5] @ P(), v: f64[3] @ P()) -> (f64[8, 5] @ P(i), f64[8] @ P(i), f64[8, 3, 5] @ P(i)) on M {\n"
+                          "  return x @ w, x @ v, einsum(\"bi,ij->bij\", x, w)\n}\n",
+                      {"x"});
+  }
+  SECTION("where with a constant condition, dynamic_slice") {
+    check_dot_product(m + "shmap f(x: f64[8, 3] @ P(i), c: f64[8, 3] @ P(i)) -> (f64[8, 3] @ P(i), f64[4, 3] @ P(i)) on M {\n"
+                          "  k = axis_index(i)\n"
+                          "  return where(c > 0.0, x, 0.0), dynamic_slice(x, k - k, size=1)\n}\n",
+                      {"x"});
+  }
+}
+
+TEST_CASE("transpose: dot-product identity for each collective", "[transpose]") {
+  SECTION("psum to an unmapped output, pbroadcast") {
+    check_dot_product("mesh M = (i: 4)\nshmap f(x: f64[8] @ P(i), z: f64[2] @ P()) -> (f64[2] @ P(), f64[8] @ P(i)) on M {\n"
+                      "  return psum(x, i), pbroadcast(z, i)\n}\n");
+  }
+  SECTION("all_gather tiled along dim 1 and untiled, psum_scatter") {
+    check_dot_product("mesh M = (i: 4)\nshmap f(x: f64[4, 8] @ P(None, i), y: f64[16, 3] @ P(i)) -> (f64[4, 32] @ P(None, i), f64[4, 3] @ P(i), f64[16, 4, 3] @ P(i)) on M {\n"
+                      "  return all_gather(x, i, axis=1), psum_scatter(y, i), all_gather(y, i, tiled=false)\n}\n");
+  }
+  SECTION("all_gather_invariant and pscatter") {
+    check_dot_product("mesh M = (i: 4)\nshmap f(x: f64[8, 2] @ P(i), z: f64[8] @ P()) -> (f64[8, 2] @ P(), f64[8] @ P(i)) on M {\n"
+                      "  return all_gather_invariant(x, i), pscatter(z, i)\n}\n");
+  }
+  SECTION("all_to_all and ppermute") {
+    check_dot_product("mesh M = (i: 4)\nshmap f(x: f64[16, 8] @ P(i)) -> (f64[16, 8] @ P(i), f64[16, 8] @ P(i), f64[16, 8] @ P(i)) on M {\n"
+                      "  a = all_to_all(x, i, split_axis=1, concat_axis=0)\n"
+                      "  return reshape(a, (4, 8)), ppermute(x, i, shift=1), ppermute(x, i, perm=[(0, 2), (1, 0)])\n}\n");
+  }
+  SECTION("2-D mesh: collectives over one axis and over both") {
+    check_dot_product("mesh M = (data: 2, model: 4)\nshmap f(x: f64[8, 8] @ P(data, model)) -> (f64[4, 8] @ P(None, model), f64[2, 2] @ P(), f64[8, 32] @ P(data, model)) on M {\n"
+                      "  a = psum(x, data)\n"
+                      "  b = psum(x, (data, model))\n"
+                      "  c = all_gather(x, model, axis=1)\n"
+                      "  return a, b[0:2, 0:2], c\n}\n");
+  }
+  SECTION("1-device mesh") {
+    check_dot_product("mesh M = (i: 1)\nshmap f(x: f64[4] @ P(i)) -> f64[4] @ P(i) on M {\n"
+                      "  return psum(x, i) + all_gather(x, i)\n}\n");
+  }
+}
+
+TEST_CASE("transpose: the design note's examples communicate only what they must", "[transpose]") {
+  SECTION("example 1: a pbroadcast, no psum") {
+    auto c = compile_ok(sample("seed/example1.spmd"));
+    auto t = derive_ok(*c, DeriveKind::Transpose, "f1");
+    CHECK(count_op(*t, "pbroadcast") == 1);
+    CHECK(count_op(*t, "psum") == 0);
+    CHECK(collective_stats(*t->module, shmap_of(*t)).total_moved_bytes() == 0);
+    check_dot_product(to_f64(sample("seed/example1.spmd")));
+  }
+  SECTION("example 2: one psum stays") {
+    auto c = compile_ok(sample("seed/example2.spmd"));
+    auto t = derive_ok(*c, DeriveKind::Transpose, "f2", {"x"});
+    CHECK(count_op(*t, "psum") == 1);
+    check_dot_product(to_f64(sample("seed/example2.spmd")), {"x"});
+  }
+  SECTION("example 3: the cursed identity transposes to itself, with an empty body") {
+    auto c = compile_ok(sample("seed/example3.spmd"));
+    auto t = derive_ok(*c, DeriveKind::Transpose, "cursed_identity");
+    CHECK(shmap_of(*t).body.empty());
+    auto tt = derive_ok(*t, DeriveKind::Transpose, "");
+    CHECK(shmap_of(*tt).body.empty());
+    auto ttt = derive_ok(*tt, DeriveKind::Transpose, "");
+    CHECK(shmap_of(*ttt).body.empty());
+    CHECK(shmap_of(*ttt).params[0].spec == shmap_of(*c).params[0].spec);
+  }
+  SECTION("example 4: a pscatter, no communication at all") {
+    auto c = compile_ok(sample("seed/example4.spmd"));
+    auto t = derive_ok(*c, DeriveKind::Transpose, "f4");
+    CHECK(count_op(*t, "pscatter") == 1);
+    CHECK(collective_stats(*t->module, shmap_of(*t)).total_moved_bytes() == 0);
+    check_dot_product(to_f64(sample("seed/example4.spmd")));
+  }
+  SECTION("example 5: psum_scatter") {
+    auto c = compile_ok(sample("seed/example5.spmd"));
+    auto t = derive_ok(*c, DeriveKind::Transpose, "f5", {"x"});
+    CHECK(count_op(*t, "psum_scatter") == 1);
+    CHECK(count_op(*t, "psum") == 0);
+    check_dot_product(to_f64(sample("seed/example5.spmd")), {"x"});
+  }
+}
+
+TEST_CASE("transpose: transposing twice gives back the program", "[transpose]") {
+  for (const char *name : {"seed/example1.spmd", "seed/example3.spmd", "seed/example4.spmd"}) {
+    INFO(name);
+    auto c = compile_ok(to_f64(sample(name)));
+    auto t = derive_ok(*c, DeriveKind::Transpose, "");
+    auto tt = derive_ok(*t, DeriveKind::Transpose, "");
+    const ir::Function &f = shmap_of(*c), &g = shmap_of(*tt);
+    CHECK(g.name == f.name);
+    REQUIRE(g.params.size() == f.params.size());
+    for (size_t k = 0; k < f.params.size(); ++k) {
+      CHECK(g.params[k].spec == f.params[k].spec);
+      CHECK(g.params[k].global_shape == f.params[k].global_shape);
+    }
+    // Same collectives, same numbers.
+    auto sf = collective_stats(*c->module, f), sg = collective_stats(*tt->module, g);
+    CHECK(sf.by_op.size() == sg.by_op.size());
+    for (auto &[op, st] : sf.by_op) CHECK(sg.by_op[op].count == st.count);
+    auto x = random_inputs(*c, 5);
+    auto a = run(*c, x), b = run(*tt, x);
+    REQUIRE(a.size() == b.size());
+    for (size_t k = 0; k < a.size(); ++k)
+      for (int64_t e = 0; e < a[k].numel(); ++e) CHECK(a[k].get(e) == Approx(b[k].get(e)).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("transpose: a non-linear function is rejected at its first non-linear op", "[transpose]") {
+  auto c = compile_ok("mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[8] @ P(i) on M {\n"
+                      "  a = x * 2.0\n  b = exp(a)\n  return b + x\n}\n");
+  DeriveRequest r;
+  r.kind = DeriveKind::Transpose;
+  try {
+    derive(*c->module, r);
+    FAIL("expected a TransformError");
+  } catch (const TransformError &e) {
+    CHECK(e.code == "not-linear");
+    auto loc = c->sources.location(e.span);
+    CHECK(loc.line == 4);
+    CHECK(std::string(e.what()).find("`exp` is not linear") != std::string::npos);
+  }
+}
+
+TEST_CASE("transpose: an affine function is rejected", "[transpose]") {
+  auto c = compile_ok("mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[8] @ P(i) on M {\n"
+                      "  return x + 1.0\n}\n");
+  DeriveRequest r;
+  CHECK_THROWS_AS(derive(*c->module, r), TransformError);
+}
+
+}  // namespace
+}  // namespace spmd::test
