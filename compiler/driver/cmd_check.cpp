@@ -43,7 +43,7 @@ int run_print(const CommonOptions &common, const PrintOptions &options) {
     return kExitOk;
   }
   if (options.emit == "ir") {
-    std::cout << ir::dump_ir(*c.module);
+    std::cout << ir::dump_ir(c.printable());
     return kExitOk;
   }
   if (options.stats) {
@@ -52,7 +52,7 @@ int run_print(const CommonOptions &common, const PrintOptions &options) {
   }
   ir::PrintOptions po;
   po.types = options.types || options.emit == "typed";
-  std::cout << ir::print_module(*c.module, po);
+  std::cout << ir::print_module(c.printable(), po);
   return kExitOk;
 }
 

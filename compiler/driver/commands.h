@@ -48,6 +48,7 @@ void add_common_options(CLI::App &cmd, CommonOptions &common);
 void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_derive_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
+void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 
 int run_check(const CommonOptions &common);
 

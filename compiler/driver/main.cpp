@@ -32,6 +32,7 @@ int real_main(int argc, char **argv) {
   register_check_commands(app, common, commands);
   register_derive_commands(app, common, commands);
   register_run_command(app, common, commands);
+  register_build_command(app, common, commands);
 
   try {
     app.parse(argc, argv);

@@ -174,6 +174,7 @@ Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext 
       return ctx.ppermute(x[0], a.axes.at(0), a.perm);
     case OpCode::AxisIndex:
       return Tensor::scalar(DType::I32, static_cast<double>(ctx.axis_index(a.axes)));
+    case OpCode::For:  // loops are unrolled before execution (transforms/unroll_loops.h)
     case OpCode::Call:
       break;  // several results: handled by eval_op
   }

@@ -22,6 +22,11 @@ class Builder {
       : module_(module), function_(function), body_(&body) {}
 
   Function &function() { return function_; }
+  /// Appends to `body` from now on; returns the previous target.
+  std::vector<Instr> *set_body(std::vector<Instr> *body) {
+    std::swap(body, body_);
+    return body;
+  }
   const rt::Mesh &mesh() const { return module_.mesh_of(function_); }
 
   /// Appends `op`; on a shape-rule failure returns {} and sets `error`.

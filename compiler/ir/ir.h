@@ -35,6 +35,15 @@ struct Value {
   SourceSpan annotation_span;
 };
 
+struct Instr;
+
+/// A nested block of a control-flow instruction (the body of a `for`).
+struct Region {
+  std::vector<ValueId> params;  // defined on entry
+  std::vector<Instr> body;
+  std::vector<ValueId> yields;  // passed to the next iteration / out
+};
+
 struct Instr {
   OpCode op = OpCode::Constant;
   std::vector<ValueId> operands;
@@ -42,6 +51,7 @@ struct Instr {
   Attrs attrs;
   SourceSpan span;
   Origin origin = Origin::User;
+  std::vector<Region> regions;  // only for control flow (OpKind::Control)
 };
 
 enum class FunctionKind : uint8_t { Shmap, Def };

@@ -41,6 +41,8 @@ class Namer {
     if (names_[v].empty()) assign(v);
     return names_[v];
   }
+  /// Gives `b` the printed name of `a` (loop-carried values share one name).
+  void share(ValueId a, ValueId b) { names_[b] = name(a); }
 
  private:
   void assign(ValueId v) {
@@ -53,6 +55,12 @@ class Namer {
       taken_.insert(n);
       return;
     }
+    // A name printed earlier with a uniquifying suffix (`acc_2`) is reduced
+    // to its base, so printing a printed program gives the same names.
+    size_t us = base.find_last_of('_');
+    if (us != std::string::npos && us > 0 && us + 1 < base.size() &&
+        base.find_first_not_of("0123456789", us + 1) == std::string::npos)
+      base = base.substr(0, us);
     std::string n = base;
     for (int k = 1; taken_.count(n); ++k) n = base + "_" + std::to_string(k);
     names_[v] = n;
@@ -69,11 +77,17 @@ class FunctionPrinter {
   FunctionPrinter(const Module &m, const Function &f, const PrintOptions &o,
                   const std::vector<std::string> &fn_names)
       : m_(m), f_(f), o_(o), mesh_(m.mesh_of(f)), namer_(f, mesh_), fn_names_(fn_names) {
-    for (const auto &in : f.body)
-      for (ValueId r : in.results) def_[r] = &in;
-    for (const auto &in : f.body)
-      for (ValueId o : in.operands) uses_[o]++;
-    for (ValueId r : f.returns) uses_[r]++;
+    collect(f.body);
+    for (const Instr *in : all_)
+      for (ValueId r : in->results) def_[r] = in;
+  }
+
+  /// Every instruction, regions included, in program order.
+  void collect(const std::vector<Instr> &body) {
+    for (const Instr &in : body) {
+      all_.push_back(&in);
+      for (const Region &r : in.regions) collect(r.body);
+    }
   }
 
   std::string print() {
@@ -111,17 +125,7 @@ class FunctionPrinter {
     if (f_.results.size() != 1) out << ")";
     if (shmap) out << " on " << m_.meshes[static_cast<size_t>(f_.mesh)].name;
     out << " {\n";
-    for (const Instr &in : f_.body) {
-      if (inlined(in)) continue;
-      out << "  ";
-      for (size_t k = 0; k < in.results.size(); ++k) {
-        out << (k ? ", " : "") << namer_.name(in.results[k]);
-        if (o_.types) out << ": " << type_str(f_.type(in.results[k]), mesh_);
-      }
-      out << " = " << expr(in);
-      if (o_.types && o_.mark_inserted && in.origin == Origin::AutoPbroadcast) out << "  # auto";
-      out << "\n";
-    }
+    print_block(out, f_.body, "  ");
     out << "  return";
     for (size_t k = 0; k < f_.returns.size(); ++k)
       out << (k ? ", " : " ") << operand(f_.returns[k], std::nullopt);
@@ -130,6 +134,58 @@ class FunctionPrinter {
   }
 
  private:
+  void print_block(std::ostringstream &out, const std::vector<Instr> &body,
+                   const std::string &indent) {
+    for (const Instr &in : body) {
+      if (inlined(in)) continue;
+      if (in.op == OpCode::For) {
+        print_for(out, in, indent);
+        continue;
+      }
+      out << indent;
+      for (size_t k = 0; k < in.results.size(); ++k) {
+        out << (k ? ", " : "") << namer_.name(in.results[k]);
+        if (o_.types) out << ": " << type_str(f_.type(in.results[k]), mesh_);
+      }
+      out << " = " << expr(in);
+      if (o_.types && o_.mark_inserted && in.origin == Origin::AutoPbroadcast) out << "  # auto";
+      out << "\n";
+    }
+  }
+
+  /// `for k in range(a, b) { ... }`: a carried value has one printed name for
+  /// its initial value's copy, the loop body's parameter, its next value and
+  /// the loop's result.
+  void print_for(std::ostringstream &out, const Instr &in, const std::string &indent) {
+    const Region &r = in.regions.at(0);
+    for (size_t k = 0; k < in.results.size(); ++k) {
+      const std::string &carried = namer_.name(in.results[k]);
+      namer_.share(in.results[k], r.params[k + 1]);
+      std::string init = operand(in.operands[k], std::nullopt);
+      if (init != carried) {
+        out << indent << carried;
+        if (o_.types) out << ": " << type_str(f_.type(in.results[k]), mesh_);
+        out << " = " << init << "\n";
+      }
+    }
+    out << indent << "for " << namer_.name(r.params[0]) << " in range(" << in.attrs.dim << ", "
+        << in.attrs.dim2 << ") {";
+    if (o_.types && !in.results.empty()) {
+      out << "  # carries";
+      for (size_t k = 0; k < in.results.size(); ++k)
+        out << (k ? ", " : " ") << namer_.name(in.results[k]) << ": "
+            << type_str(f_.type(in.results[k]), mesh_);
+    }
+    out << "\n";
+    print_block(out, r.body, indent + "  ");
+    for (size_t k = 0; k < r.yields.size(); ++k) {
+      std::string next = operand(r.yields[k], std::nullopt);
+      const std::string &carried = namer_.name(in.results[k]);
+      if (next != carried) out << indent << "  " << carried << " = " << next << "\n";
+    }
+    out << indent << "}\n";
+  }
+
   size_t index_of() const { return static_cast<size_t>(&f_ - m_.functions.data()); }
 
   std::string spec_str(const rt::PartitionSpec &spec) {
@@ -149,11 +205,14 @@ class FunctionPrinter {
   bool inlined(const Instr &in) const {
     if (in.op != OpCode::Constant) return false;
     ValueId v = in.results[0];
-    for (const Instr &user : f_.body) {
-      for (size_t k = 0; k < user.operands.size(); ++k) {
-        if (user.operands[k] != v) continue;
-        if (!literal_ok_in(user, k)) return false;
+    for (const Instr *user : all_) {
+      for (size_t k = 0; k < user->operands.size(); ++k) {
+        if (user->operands[k] != v) continue;
+        if (!literal_ok_in(*user, k)) return false;
       }
+      for (const Region &r : user->regions)
+        for (ValueId y : r.yields)
+          if (y == v) return false;
     }
     for (ValueId r : f_.returns)
       if (r == v) return false;
@@ -339,6 +398,8 @@ class FunctionPrinter {
       }
       case OpCode::AxisIndex:
         return "axis_index(" + axes(in) + ")";
+      case OpCode::For:
+        return "?";  // printed as a statement by print_for
       case OpCode::Call: {
         std::string s = fn_names_[static_cast<size_t>(a.callee)] + "(";
         for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
@@ -355,7 +416,7 @@ class FunctionPrinter {
   Namer namer_;
   const std::vector<std::string> &fn_names_;
   std::map<ValueId, const Instr *> def_;
-  std::map<ValueId, int> uses_;
+  std::vector<const Instr *> all_;
 };
 
 /// Unique printed names for functions (def instances of one source name get suffixes).
@@ -377,6 +438,14 @@ std::vector<std::string> function_names(const Module &m) {
   return names;
 }
 
+template <typename Fn>
+void for_each_call(const std::vector<Instr> &body, Fn &&fn) {
+  for (const Instr &in : body) {
+    if (in.op == OpCode::Call) fn(in.attrs.callee);
+    for (const Region &r : in.regions) for_each_call(r.body, fn);
+  }
+}
+
 /// Def instances reachable from shmaps (others are leftovers of specialisation).
 std::vector<bool> reachable(const Module &m) {
   std::vector<bool> seen(m.functions.size(), false);
@@ -389,11 +458,12 @@ std::vector<bool> reachable(const Module &m) {
   while (!stack.empty()) {
     size_t i = stack.back();
     stack.pop_back();
-    for (const auto &in : m.functions[i].body)
-      if (in.op == OpCode::Call && !seen[static_cast<size_t>(in.attrs.callee)]) {
-        seen[static_cast<size_t>(in.attrs.callee)] = true;
-        stack.push_back(static_cast<size_t>(in.attrs.callee));
+    for_each_call(m.functions[i].body, [&](int callee) {
+      if (!seen[static_cast<size_t>(callee)]) {
+        seen[static_cast<size_t>(callee)] = true;
+        stack.push_back(static_cast<size_t>(callee));
       }
+    });
   }
   return seen;
 }
@@ -402,8 +472,8 @@ std::vector<bool> reachable(const Module &m) {
 void post_order(const Module &m, size_t i, std::vector<bool> &done, std::vector<size_t> &out) {
   if (done[i]) return;
   done[i] = true;
-  for (const auto &in : m.functions[i].body)
-    if (in.op == OpCode::Call) post_order(m, static_cast<size_t>(in.attrs.callee), done, out);
+  for_each_call(m.functions[i].body,
+                [&](int callee) { post_order(m, static_cast<size_t>(callee), done, out); });
   out.push_back(i);
 }
 

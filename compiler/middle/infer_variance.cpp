@@ -1,30 +1,46 @@
 // middle/infer_variance.cpp — see infer_variance.h for the algorithm.
+//
+// The pass walks each body block by block. A `for` loop is typed by a
+// fixpoint: the carried values start with their initial values' variance;
+// the body is typed with that assumption, and every carried value whose next
+// value varies along more axes gets them added; this repeats until nothing
+// changes (at most one round per mesh axis). Then the initial values are
+// lifted to the joined variance and the body is typed for good.
 #include "middle/infer_variance.h"
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "ir/builder.h"
 #include "ops/variance_rules.h"
+#include "transforms/dce.h"
+#include "transforms/dce.h"
 
 namespace spmd {
 namespace {
 
+/// What the origin tracer needs to know about the instruction defining a value.
+struct DefInfo {
+  OpCode op;
+  std::vector<ir::ValueId> operands;
+  std::vector<int> axes;
+  SourceSpan span;
+};
+
 class VarianceInference {
  public:
   VarianceInference(ir::Module &module, DiagnosticEngine &diags)
-      : module_(module), diags_(diags), pristine_(module.functions) {}
+      : module_(module), diags_(&diags), pristine_(module.functions) {}
 
   void run() {
     size_t n = module_.functions.size();
     for (size_t i = 0; i < n; ++i) {
       if (module_.functions[i].kind != ir::FunctionKind::Shmap) continue;
       ir::Function f = pristine_[i];
-      const rt::Mesh &mesh = module_.mesh_of(f);
       std::vector<AxisSet> param_var;
       for (const auto &p : f.params) param_var.push_back(spec_axes(p.spec));
-      (void)mesh;
-      process(f, param_var, f.auto_pbroadcast);
+      process_function(f, param_var, f.auto_pbroadcast);
       module_.functions[i] = std::move(f);
     }
     // Def instances that no shmap reached keep their (invariant) typing.
@@ -37,7 +53,7 @@ class VarianceInference {
     return s;
   }
 
-  std::string axes_names(AxisSet s, const rt::Mesh &mesh) {
+  static std::string axes_names(AxisSet s, const rt::Mesh &mesh) {
     std::string out;
     auto axes = s.axes();
     for (size_t i = 0; i < axes.size(); ++i) {
@@ -47,40 +63,382 @@ class VarianceInference {
     return out;
   }
 
-  std::string pbroadcast_text(const std::string &value, AxisSet axes, const rt::Mesh &mesh) {
-    return "pbroadcast(" + value + ", " + axis_list_str(axes.axes(), mesh) + ")";
+  static std::string pbroadcast_text(const std::string &value, AxisSet axes, const rt::Mesh &mesh) {
+    return "pbroadcast(" + (value.empty() ? std::string("x") : value) + ", " +
+           axis_list_str(axes.axes(), mesh) + ")";
+  }
+
+  // ------------------------------------------------------------ per function
+
+  /// State while typing one function.
+  struct FunctionState {
+    ir::Function &f;
+    const rt::Mesh &mesh;
+    bool auto_pb;
+    std::map<ir::ValueId, DefInfo> defs;
+    std::map<ir::ValueId, ir::ValueId> remap;
+    /// Lifted copies, one map per open block (inner blocks see outer lifts).
+    std::vector<std::map<std::pair<ir::ValueId, uint64_t>, ir::ValueId>> lifted;
+    std::map<ir::ValueId, ir::Instr> creations;  // creation instructions by result
+  };
+
+  void process_function(ir::Function &f, const std::vector<AxisSet> &param_var, bool auto_pb) {
+    FunctionState st{f, module_.mesh_of(f), auto_pb, {}, {}, {}, {}};
+    for (size_t i = 0; i < f.params.size(); ++i) f.type(f.params[i].value).variance = param_var[i];
+    std::vector<ir::Instr> old_body = std::move(f.body);
+    f.body.clear();
+    st.lifted.emplace_back();
+    process_block(st, old_body, f.body);
+    for (size_t k = 0; k < f.returns.size(); ++k) f.returns[k] = resolve(st, f.returns[k]);
+    if (f.kind == ir::FunctionKind::Shmap) check_returns(st, f.body);
+    st.lifted.pop_back();
+    eliminate_dead_code(f);  // constants re-typed with another variance leave copies behind
+    eliminate_dead_code(f);  // constants re-typed with another variance leave copies behind
+  }
+
+  static ir::ValueId resolve(const FunctionState &st, ir::ValueId v) {
+    for (int i = 0; i < 10000; ++i) {
+      auto r = st.remap.find(v);
+      if (r == st.remap.end()) return v;
+      v = r->second;
+    }
+    return v;
+  }
+
+  static bool defined_by_creation(const FunctionState &st, ir::ValueId v) {
+    auto it = st.defs.find(v);
+    return it != st.defs.end() && op_kind(it->second.op) == OpKind::Creation;
+  }
+
+  /// Constants may be re-typed with any variance even when pbroadcast
+  /// insertion is off: that inserts no op, it only types a literal.
+  static bool liftable(const FunctionState &st, ir::ValueId v) {
+    return st.auto_pb || defined_by_creation(st, v);
+  }
+
+  static std::string name_of(const FunctionState &st, ir::ValueId v) {
+    const std::string &n = st.f.values[v].name;
+    return n.empty() ? std::string("the operand") : "`" + n + "`";
+  }
+
+  /// Lifts `v` to vary along `target` (a superset), appending to `body`.
+  ir::ValueId lift(FunctionState &st, std::vector<ir::Instr> &body, ir::ValueId v, AxisSet target,
+                   SourceSpan span) {
+    ir::Function &f = st.f;
+    AxisSet missing = target - f.type(v).variance;
+    if (missing.empty()) return v;
+    auto key = std::make_pair(v, missing.bits());
+    for (auto it = st.lifted.rbegin(); it != st.lifted.rend(); ++it) {
+      auto found = it->find(key);
+      if (found != it->end()) return found->second;
+    }
+    ir::ValueId r;
+    if (defined_by_creation(st, v)) {
+      // A constant is the same everywhere, so it may be typed with any
+      // variance: re-create it with the wanted one instead of a pbroadcast.
+      ir::Instr copy = st.creations.at(v);
+      r = f.add_value(f.type(v).with_variance(target), f.values[v].name, span);
+      copy.results = {r};
+      copy.origin = ir::Origin::Lowering;
+      st.creations[r] = copy;
+      body.push_back(std::move(copy));
+    } else {
+      ir::Builder builder(module_, f, body);
+      r = builder.pbroadcast(v, missing.axes(), span, ir::Origin::AutoPbroadcast);
+    }
+    st.defs[r] = DefInfo{body.back().op, body.back().operands, body.back().attrs.axes, span};
+    if (!f.values[v].name.empty()) f.values[r].name = f.values[v].name;
+    st.lifted.back()[key] = r;
+    return r;
   }
 
   /// Where `value` got its variance along `axis`: walks back to a parameter or
   /// to the op that introduced it.
-  DiagnosticLabel trace_origin(const ir::Function &f, const std::vector<int> &def_of,
-                               ir::ValueId value, int axis, const rt::Mesh &mesh) {
-    const std::string &axis_name = mesh.axes()[axis].name;
+  DiagnosticLabel trace_origin(const FunctionState &st, ir::ValueId value, int axis) {
+    const ir::Function &f = st.f;
+    const std::string &axis_name = st.mesh.axes()[axis].name;
     for (int steps = 0; steps < 10000; ++steps) {
       for (const auto &p : f.params)
         if (p.value == value)
           return {p.span, "`" + f.values[value].name + "` varies along `" + axis_name +
                               "` because of this argument"};
-      int idx = def_of[value];
-      if (idx < 0) break;
-      const ir::Instr &in = f.body[idx];
-      bool introduces = in.op == OpCode::Pbroadcast || in.op == OpCode::Pscatter ||
-                        in.op == OpCode::AxisIndex;
-      if (introduces && std::find(in.attrs.axes.begin(), in.attrs.axes.end(), axis) !=
-                            in.attrs.axes.end())
-        return {in.span, std::string("`") + std::string(op_spelling(in.op)) +
-                             "` makes the value vary along `" + axis_name + "` here"};
+      auto it = st.defs.find(value);
+      if (it == st.defs.end()) break;
+      const DefInfo &d = it->second;
+      bool introduces =
+          d.op == OpCode::Pbroadcast || d.op == OpCode::Pscatter || d.op == OpCode::AxisIndex;
+      if (introduces && std::find(d.axes.begin(), d.axes.end(), axis) != d.axes.end())
+        return {d.span, std::string("`") + std::string(op_spelling(d.op)) +
+                            "` makes the value vary along `" + axis_name + "` here"};
       ir::ValueId next = ir::kNoValue;
-      for (ir::ValueId o : in.operands)
+      for (ir::ValueId o : d.operands)
         if (f.type(o).variance.contains(axis)) {
           next = o;
           break;
         }
-      if (next == ir::kNoValue)
-        return {in.span, "this value varies along `" + axis_name + "`"};
+      if (next == ir::kNoValue) return {d.span, "this value varies along `" + axis_name + "`"};
       value = next;
     }
     return {f.values[value].span, "this value varies along `" + axis_name + "`"};
+  }
+
+  // ------------------------------------------------------------ blocks
+
+  void process_block(FunctionState &st, std::vector<ir::Instr> &old_body,
+                     std::vector<ir::Instr> &body) {
+    for (ir::Instr &in : old_body) process_instr(st, std::move(in), body);
+  }
+
+  void process_instr(FunctionState &st, ir::Instr in, std::vector<ir::Instr> &body) {
+    ir::Function &f = st.f;
+    const rt::Mesh &mesh = st.mesh;
+    for (auto &o : in.operands) o = resolve(st, o);
+    AxisSet uni;
+    for (auto o : in.operands) uni = uni | f.type(o).variance;
+    switch (op_kind(in.op)) {
+      case OpKind::Control:
+        process_for(st, std::move(in), body);
+        return;
+      case OpKind::Call: {
+        std::vector<AxisSet> vars;
+        for (auto o : in.operands) vars.push_back(f.type(o).variance);
+        int callee = specialize(in.attrs.callee, vars, st.auto_pb, in.span);
+        in.attrs.callee = callee;
+        const ir::Function &cf = module_.functions[static_cast<size_t>(callee)];
+        for (size_t k = 0; k < in.results.size() && k < cf.returns.size(); ++k)
+          f.type(in.results[k]).variance = cf.type(cf.returns[k]).variance;
+        break;
+      }
+      case OpKind::Collective: {
+        AxisSet axes = AxisSet::of_all(in.attrs.axes);
+        AxisRequirement req = operand_requirement(in.op);
+        std::string op(op_spelling(in.op));
+        if (req == AxisRequirement::Varying) {
+          ir::ValueId x = in.operands[0];
+          AxisSet missing = axes - f.type(x).variance;
+          if (!missing.empty()) {
+            if (st.auto_pb) {
+              in.operands[0] = lift(st, body, x, f.type(x).variance | missing, in.span);
+            } else {
+              diags_
+                  ->error("invariant-operand", in.span,
+                          "`" + op + "` needs an operand that varies along " +
+                              axes_names(missing, mesh) + ", but " + name_of(st, x) +
+                              " is the same on every device along " +
+                              (missing.size() == 1 ? "it" : "them"))
+                  .fix = "write `" + op + "(" + pbroadcast_text(f.values[x].name, missing, mesh) +
+                         ", ...)`, or enable automatic pbroadcast insertion";
+            }
+          }
+        } else if (req == AxisRequirement::Invariant) {
+          ir::ValueId x = in.operands[0];
+          AxisSet extra = axes & f.type(x).variance;
+          if (!extra.empty()) {
+            auto &d = diags_->error("varying-operand", in.span,
+                                    "`" + op + "` needs an operand that is the same on every " +
+                                        "device along " + axes_names(extra, mesh) + ", but " +
+                                        name_of(st, x) + " varies along " +
+                                        (extra.size() == 1 ? "it" : "them"));
+            d.notes.push_back(trace_origin(st, x, extra.axes()[0]));
+            d.fix = in.op == OpCode::Pbroadcast
+                        ? "the value already varies there; remove the pbroadcast"
+                        : "use a collective that takes a varying operand (e.g. psum_scatter)";
+          }
+        }
+        break;
+      }
+      default: {
+        for (auto &o : in.operands) {
+          if (f.type(o).variance == uni) continue;
+          if (liftable(st, o)) {
+            o = lift(st, body, o, uni, in.span);
+          } else {
+            AxisSet missing = uni - f.type(o).variance;
+            diags_
+                ->error("variance-mismatch", in.span,
+                        "the operands of `" + std::string(op_display_name(in.op)) +
+                            "` disagree in variance: " + name_of(st, o) +
+                            (f.type(o).variance.empty()
+                                 ? std::string(" is the same on every device")
+                                 : " varies only along " + axes_names(f.type(o).variance, mesh)) +
+                            ", but the result varies along " + axes_names(uni, mesh))
+                .fix = "write `" + pbroadcast_text(f.values[o].name, missing, mesh) +
+                       "`, or enable automatic pbroadcast insertion";
+          }
+        }
+        break;
+      }
+    }
+    if (in.op != OpCode::Call) {
+      AxisSet operand_var;
+      for (auto o : in.operands) operand_var = operand_var | f.type(o).variance;
+      AxisSet rv = result_variance(in.op, operand_var, in.attrs);
+      for (auto r : in.results) f.type(r).variance = rv;
+    }
+    for (auto r : in.results) st.defs[r] = DefInfo{in.op, in.operands, in.attrs.axes, in.span};
+    if (op_kind(in.op) == OpKind::Creation && !in.results.empty())
+      st.creations[in.results[0]] = in;
+    std::vector<ir::ValueId> results = in.results;
+    body.push_back(std::move(in));
+    check_annotations(st, results, body);
+  }
+
+  void check_annotations(FunctionState &st, const std::vector<ir::ValueId> &results,
+                         std::vector<ir::Instr> &body) {
+    ir::Function &f = st.f;
+    for (auto r : results) {
+      const ir::Value info = f.values[r];
+      if (!info.declared_variance) continue;
+      AxisSet declared = *info.declared_variance, actual = f.type(r).variance;
+      if (declared == actual) continue;
+      AxisSet extra = actual - declared;
+      if (!extra.empty()) {
+        auto &d = diags_->error("annotation-mismatch", info.annotation_span,
+                                "`" + info.name + "` is annotated " +
+                                    axis_set_str(declared, st.mesh) + " but it varies along " +
+                                    axes_names(extra, st.mesh));
+        d.notes.push_back(trace_origin(st, r, extra.axes()[0]));
+        continue;
+      }
+      if (liftable(st, r)) {
+        st.remap[r] = lift(st, body, r, declared, info.annotation_span);
+      } else {
+        diags_
+            ->error("annotation-mismatch", info.annotation_span,
+                    "`" + info.name + "` is annotated " + axis_set_str(declared, st.mesh) +
+                        " but it is invariant along " + axes_names(declared - actual, st.mesh))
+            .fix = "write `" + pbroadcast_text(info.name, declared - actual, st.mesh) + "`";
+      }
+    }
+  }
+
+  /// Types one iteration of a loop body for carried variance `carried`;
+  /// returns the yields' variance. The region is typed in place.
+  std::vector<AxisSet> type_region(FunctionState &st, ir::Region &region,
+                                   const std::vector<ir::Instr> &pristine_body,
+                                   const std::vector<AxisSet> &carried) {
+    ir::Function &f = st.f;
+    f.type(region.params[0]).variance = AxisSet();  // the loop counter
+    for (size_t k = 0; k < carried.size(); ++k) f.type(region.params[k + 1]).variance = carried[k];
+    std::vector<ir::Instr> old_body = pristine_body;
+    region.body.clear();
+    st.lifted.emplace_back();
+    process_block(st, old_body, region.body);
+    std::vector<AxisSet> out;
+    for (auto &y : region.yields) {
+      y = resolve(st, y);
+      out.push_back(f.type(y).variance);
+    }
+    st.lifted.pop_back();
+    return out;
+  }
+
+  void process_for(FunctionState &st, ir::Instr in, std::vector<ir::Instr> &body) {
+    ir::Function &f = st.f;
+    ir::Region &region = in.regions.at(0);
+    const std::vector<ir::Instr> pristine_body = region.body;
+    const std::vector<ir::ValueId> pristine_yields = region.yields;
+    std::vector<AxisSet> carried;
+    for (auto o : in.operands) carried.push_back(f.type(o).variance);
+    // 1. Fixpoint, with diagnostics muted (the final round reports them).
+    DiagnosticEngine scratch;
+    DiagnosticEngine *real = diags_;
+    diags_ = &scratch;
+    for (int round = 0; round < 70; ++round) {
+      region.yields = pristine_yields;
+      auto next = type_region(st, region, pristine_body, carried);
+      bool changed = false;
+      for (size_t k = 0; k < carried.size(); ++k) {
+        AxisSet joined = carried[k] | next[k];
+        changed |= !(joined == carried[k]);
+        carried[k] = joined;
+      }
+      if (!changed) break;
+    }
+    diags_ = real;
+    // 2. Lift the initial values to the joined variance.
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      ir::ValueId init = in.operands[k];
+      if (f.type(init).variance == carried[k]) continue;
+      if (liftable(st, init)) {
+        in.operands[k] = lift(st, body, init, carried[k], in.span);
+      } else {
+        AxisSet missing = carried[k] - f.type(init).variance;
+        const std::string &name = f.values[region.params[k + 1]].name;
+        diags_
+            ->error("loop-variance", in.span,
+                    "loop-carried `" + name + "` starts out the same on every device but the " +
+                        "loop makes it vary along " + axes_names(missing, st.mesh))
+            .fix = "initialise it with `" + pbroadcast_text(name, missing, st.mesh) + "`";
+      }
+    }
+    // 3. Type the body for good and lift the yields that vary less.
+    region.yields = pristine_yields;
+    type_region(st, region, pristine_body, carried);
+    st.lifted.emplace_back();
+    for (size_t k = 0; k < region.yields.size(); ++k) {
+      ir::ValueId y = region.yields[k];
+      if (f.type(y).variance == carried[k]) continue;
+      if (liftable(st, y)) {
+        region.yields[k] = lift(st, region.body, y, carried[k], in.span);
+      } else {
+        const std::string &name = f.values[region.params[k + 1]].name;
+        diags_
+            ->error("loop-variance", in.span,
+                    "loop-carried `" + name + "` varies along " +
+                        axes_names(carried[k], st.mesh) + " in some iterations but its next " +
+                        "value does not")
+            .fix = "assign `" + pbroadcast_text(name, carried[k] - f.type(y).variance, st.mesh) +
+                   "` at the end of the loop body";
+      }
+    }
+    st.lifted.pop_back();
+    for (size_t k = 0; k < in.results.size(); ++k) {
+      f.type(in.results[k]).variance = carried[k];
+      st.defs[in.results[k]] = DefInfo{in.op, {in.operands[k]}, {}, in.span};
+    }
+    body.push_back(std::move(in));
+  }
+
+  void check_returns(FunctionState &st, std::vector<ir::Instr> &body) {
+    ir::Function &f = st.f;
+    const rt::Mesh &mesh = st.mesh;
+    for (size_t k = 0; k < f.returns.size(); ++k) {
+      ir::ValueId v = f.returns[k];
+      AxisSet want = spec_axes(f.results[k].spec);
+      AxisSet have = f.type(v).variance;
+      AxisSet extra = have - want;
+      if (!extra.empty()) {
+        int axis = extra.axes()[0];
+        const std::string axis_name = mesh.axes()[axis].name;
+        std::string what =
+            f.returns.size() == 1 ? "the result" : "result " + std::to_string(k + 1);
+        auto &d = diags_->error(
+            "unmapped-output-varies", f.return_span,
+            what + " of `" + f.name + "` may differ between devices along " +
+                axes_names(extra, mesh) + ", but its out_spec does not mention " +
+                (extra.size() == 1 ? "that axis" : "those axes") +
+                ", so every device along it must hold the same value");
+        d.notes.push_back({f.results[k].span, "the out_spec leaves out `" + axis_name + "` here"});
+        d.notes.push_back(trace_origin(st, v, axis));
+        d.fix = "reduce it with `psum(..., " + axis_list_str(extra.axes(), mesh) +
+                ")` (or pmean/all_gather_invariant), or map the output along `" + axis_name +
+                "` in its out_spec";
+        continue;
+      }
+      AxisSet missing = want - have;
+      if (missing.empty()) continue;
+      if (liftable(st, v)) {
+        f.returns[k] = lift(st, body, v, want, f.return_span);
+      } else {
+        diags_
+            ->error("invariant-output", f.return_span,
+                    "the out_spec of result " + std::to_string(k + 1) + " maps it along " +
+                        axes_names(missing, mesh) +
+                        ", but the value is the same on every device there")
+            .fix = "return `" + pbroadcast_text(f.values[v].name, missing, mesh) + "`";
+      }
+    }
   }
 
   /// Returns the index of a def instance typed for `param_var`.
@@ -92,10 +450,10 @@ class VarianceInference {
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
     ir::Function f = pristine_[static_cast<size_t>(callee)];
-    size_t before = diags_.count();
-    process(f, param_var, auto_pb);
-    for (size_t k = before; k < diags_.count(); ++k)
-      diags_.at(k).notes.push_back({call_span, "in the call of `" + f.name + "` here"});
+    size_t before = diags_->count();
+    process_function(f, param_var, auto_pb);
+    for (size_t k = before; k < diags_->count(); ++k)
+      diags_->at(k).notes.push_back({call_span, "in the call of `" + f.name + "` here"});
     int index;
     if (!used_[callee]) {
       used_[callee] = true;
@@ -109,223 +467,8 @@ class VarianceInference {
     return index;
   }
 
-  void process(ir::Function &f, const std::vector<AxisSet> &param_var, bool auto_pb) {
-    const rt::Mesh &mesh = module_.mesh_of(f);
-    for (size_t i = 0; i < f.params.size(); ++i) f.type(f.params[i].value).variance = param_var[i];
-    std::vector<ir::Instr> old_body = std::move(f.body);
-    f.body.clear();
-    ir::Builder builder(module_, f);
-    std::map<std::pair<ir::ValueId, uint64_t>, ir::ValueId> lifted;
-    std::map<ir::ValueId, ir::ValueId> remap;
-    std::vector<int> def_of(f.values.size(), -1);
-    auto resolve = [&](ir::ValueId v) {
-      auto r = remap.find(v);
-      return r == remap.end() ? v : r->second;
-    };
-    auto note_def = [&](ir::ValueId v, int instr) {
-      if (static_cast<size_t>(v) >= def_of.size()) def_of.resize(v + 1, -1);
-      def_of[v] = instr;
-    };
-    // Lifts `v` to vary along `target` (a superset of its variance).
-    auto lift = [&](ir::ValueId v, AxisSet target, SourceSpan span) -> ir::ValueId {
-      AxisSet missing = target - f.type(v).variance;
-      if (missing.empty()) return v;
-      auto key = std::make_pair(v, missing.bits());
-      auto it = lifted.find(key);
-      if (it != lifted.end()) return it->second;
-      ir::ValueId r;
-      int def_index = static_cast<size_t>(v) < def_of.size() ? def_of[v] : -1;
-      if (def_index >= 0 && op_kind(f.body[def_index].op) == OpKind::Creation) {
-        // A constant is the same everywhere, so it may be typed with any
-        // variance: re-create it with the wanted one instead of a pbroadcast.
-        ir::Instr copy = f.body[def_index];
-        r = f.add_value(f.type(v).with_variance(target), f.values[v].name, span);
-        copy.results = {r};
-        copy.origin = ir::Origin::Lowering;
-        f.body.push_back(std::move(copy));
-      } else {
-        r = builder.pbroadcast(v, missing.axes(), span, ir::Origin::AutoPbroadcast);
-      }
-      note_def(r, static_cast<int>(f.body.size() - 1));
-      if (!f.values[v].name.empty()) f.values[r].name = f.values[v].name;
-      lifted[key] = r;
-      return r;
-    };
-    // Constants may be re-typed with any variance even when pbroadcast
-    // insertion is off: that inserts no op, it only types a literal.
-    auto liftable = [&](ir::ValueId v) {
-      if (auto_pb) return true;
-      int d = static_cast<size_t>(v) < def_of.size() ? def_of[v] : -1;
-      return d >= 0 && op_kind(f.body[d].op) == OpKind::Creation;
-    };
-    auto name_of = [&](ir::ValueId v) {
-      return f.values[v].name.empty() ? std::string("the operand") : "`" + f.values[v].name + "`";
-    };
-
-    for (ir::Instr &in : old_body) {
-      for (auto &o : in.operands) o = resolve(o);
-      AxisSet uni;
-      for (auto o : in.operands) uni = uni | f.type(o).variance;
-      bool bad = false;
-      switch (op_kind(in.op)) {
-        case OpKind::Call: {
-          std::vector<AxisSet> vars;
-          for (auto o : in.operands) vars.push_back(f.type(o).variance);
-          int callee = specialize(in.attrs.callee, vars, auto_pb, in.span);
-          in.attrs.callee = callee;
-          const ir::Function &cf = module_.functions[static_cast<size_t>(callee)];
-          for (size_t k = 0; k < in.results.size() && k < cf.returns.size(); ++k)
-            f.type(in.results[k]).variance = cf.type(cf.returns[k]).variance;
-          break;
-        }
-        case OpKind::Collective: {
-          AxisSet axes = AxisSet::of_all(in.attrs.axes);
-          AxisRequirement req = operand_requirement(in.op);
-          if (req == AxisRequirement::Varying) {
-            ir::ValueId x = in.operands[0];
-            AxisSet missing = axes - f.type(x).variance;
-            if (!missing.empty()) {
-              if (auto_pb) {
-                in.operands[0] = lift(x, f.type(x).variance | missing, in.span);
-              } else {
-                diags_
-                    .error("invariant-operand", in.span,
-                           "`" + std::string(op_spelling(in.op)) + "` needs an operand that varies along " +
-                               axes_names(missing, mesh) + ", but " + name_of(x) +
-                               " is the same on every device along " +
-                               (missing.size() == 1 ? "it" : "them"))
-                    .fix = "write `" + std::string(op_spelling(in.op)) + "(" +
-                           pbroadcast_text(f.values[x].name.empty() ? "x" : f.values[x].name,
-                                           missing, mesh) +
-                           ", ...)`, or enable automatic pbroadcast insertion";
-                bad = true;
-              }
-            }
-          } else if (req == AxisRequirement::Invariant) {
-            ir::ValueId x = in.operands[0];
-            AxisSet extra = axes & f.type(x).variance;
-            if (!extra.empty()) {
-              auto &d = diags_.error(
-                  "varying-operand", in.span,
-                  "`" + std::string(op_spelling(in.op)) + "` needs an operand that is the same " +
-                      "on every device along " + axes_names(extra, mesh) + ", but " + name_of(x) +
-                      " varies along " + (extra.size() == 1 ? "it" : "them"));
-              d.notes.push_back(trace_origin(f, def_of, x, extra.axes()[0], mesh));
-              d.fix = in.op == OpCode::Pbroadcast
-                          ? "the value already varies there; remove the pbroadcast"
-                          : "use a collective that takes a varying operand (e.g. psum_scatter)";
-              bad = true;
-            }
-          }
-          break;
-        }
-        default: {
-          for (auto &o : in.operands) {
-            if (f.type(o).variance == uni) continue;
-            if (liftable(o)) {
-              o = lift(o, uni, in.span);
-            } else {
-              AxisSet missing = uni - f.type(o).variance;
-              diags_
-                  .error("variance-mismatch", in.span,
-                         "the operands of `" + std::string(op_display_name(in.op)) +
-                             "` disagree in variance: " + name_of(o) +
-                             (f.type(o).variance.empty()
-                                  ? std::string(" is the same on every device")
-                                  : " varies only along " +
-                                        axes_names(f.type(o).variance, mesh)) +
-                             ", but the result varies along " + axes_names(uni, mesh))
-                  .fix = "write `" +
-                         pbroadcast_text(f.values[o].name.empty() ? "x" : f.values[o].name,
-                                         missing, mesh) +
-                         "`, or enable automatic pbroadcast insertion";
-              bad = true;
-            }
-          }
-          break;
-        }
-      }
-      (void)bad;
-      if (in.op != OpCode::Call) {
-        AxisSet operand_var;
-        for (auto o : in.operands) operand_var = operand_var | f.type(o).variance;
-        AxisSet rv = result_variance(in.op, operand_var, in.attrs);
-        for (auto r : in.results) f.type(r).variance = rv;
-      }
-      int idx = static_cast<int>(f.body.size());
-      for (auto r : in.results) note_def(r, idx);
-      std::vector<ir::ValueId> results = in.results;
-      f.body.push_back(std::move(in));
-      // Annotations on results.
-      for (auto r : results) {
-        const ir::Value &info = f.values[r];
-        if (!info.declared_variance) continue;
-        AxisSet declared = *info.declared_variance, actual = f.type(r).variance;
-        if (declared == actual) continue;
-        AxisSet extra = actual - declared;
-        if (!extra.empty()) {
-          auto &d = diags_.error("annotation-mismatch", info.annotation_span,
-                                 "`" + info.name + "` is annotated " +
-                                     axis_set_str(declared, mesh) + " but it varies along " +
-                                     axes_names(extra, mesh));
-          d.notes.push_back(trace_origin(f, def_of, r, extra.axes()[0], mesh));
-          continue;
-        }
-        if (liftable(r)) {
-          remap[r] = lift(r, declared, info.annotation_span);
-        } else {
-          diags_
-              .error("annotation-mismatch", info.annotation_span,
-                     "`" + info.name + "` is annotated " + axis_set_str(declared, mesh) +
-                         " but it is invariant along " + axes_names(declared - actual, mesh))
-              .fix = "write `" + pbroadcast_text(info.name, declared - actual, mesh) + "`";
-        }
-      }
-    }
-    // Returns.
-    for (size_t k = 0; k < f.returns.size(); ++k) {
-      ir::ValueId v = resolve(f.returns[k]);
-      f.returns[k] = v;
-      if (f.kind != ir::FunctionKind::Shmap) continue;
-      AxisSet want = spec_axes(f.results[k].spec);
-      AxisSet have = f.type(v).variance;
-      AxisSet extra = have - want;
-      if (!extra.empty()) {
-        int axis = extra.axes()[0];
-        const std::string axis_name = mesh.axes()[axis].name;
-        std::string what = f.returns.size() == 1 ? "the result" : "result " + std::to_string(k + 1);
-        auto &d = diags_.error(
-            "unmapped-output-varies", f.return_span,
-            what + " of `" + f.name + "` may differ between devices along " +
-                axes_names(extra, mesh) + ", but its out_spec does not mention " +
-                (extra.size() == 1 ? "that axis" : "those axes") +
-                ", so every device along it must hold the same value");
-        d.notes.push_back({f.results[k].span, "the out_spec leaves out `" + axis_name + "` here"});
-        d.notes.push_back(trace_origin(f, def_of, v, axis, mesh));
-        d.fix = "reduce it with `psum(..., " + axis_list_str(extra.axes(), mesh) +
-                ")` (or pmean/all_gather_invariant), or map the output along `" + axis_name +
-                "` in its out_spec";
-        continue;
-      }
-      AxisSet missing = want - have;
-      if (missing.empty()) continue;
-      if (liftable(v)) {
-        f.returns[k] = lift(v, want, f.return_span);
-      } else {
-        diags_
-            .error("invariant-output", f.return_span,
-                   "the out_spec of result " + std::to_string(k + 1) + " maps it along " +
-                       axes_names(missing, mesh) + ", but the value is the same on every device " +
-                       "there")
-            .fix = "return `" + pbroadcast_text(f.values[v].name.empty() ? "x" : f.values[v].name,
-                                                missing, mesh) +
-                   "`";
-      }
-    }
-  }
-
   ir::Module &module_;
-  DiagnosticEngine &diags_;
+  DiagnosticEngine *diags_;
   std::vector<ir::Function> pristine_;
   std::map<std::tuple<int, std::vector<uint64_t>, bool>, int> memo_;
   std::map<int, bool> used_;

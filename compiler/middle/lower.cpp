@@ -112,9 +112,10 @@ void BodyLowerer::lower_stmt(const ast::Stmt &stmt) {
           lower_assign(node, stmt.span);
         } else if constexpr (std::is_same_v<T, ast::ReturnStmt>) {
           lower_return(node, stmt.span);
+        } else if constexpr (std::is_same_v<T, ast::ForStmt>) {
+          lower_for(node, stmt.span);
         } else {
-          diags().error("unsupported", stmt.span,
-                        "`for` and `if` statements are not supported yet");
+          lower_if(node, stmt.span);
         }
       },
       stmt.node);
@@ -219,6 +220,154 @@ void BodyLowerer::lower_return(const ast::ReturnStmt &ret, SourceSpan span) {
     }
   }
   function_.returns = values;
+}
+
+namespace {
+
+/// Names assigned anywhere in `block`, nested loops and branches included, in
+/// first-assignment order.
+void assigned_names(const ast::Block &block, std::vector<std::string> &out) {
+  for (const auto &stmt : block) {
+    if (auto *a = std::get_if<ast::AssignStmt>(&stmt->node)) {
+      for (const auto &t : a->targets)
+        if (std::find(out.begin(), out.end(), t.name.name) == out.end()) out.push_back(t.name.name);
+    } else if (auto *f = std::get_if<ast::ForStmt>(&stmt->node)) {
+      assigned_names(f->body, out);
+    } else if (auto *i = std::get_if<ast::IfStmt>(&stmt->node)) {
+      assigned_names(i->then_body, out);
+      assigned_names(i->else_body, out);
+    }
+  }
+}
+
+}  // namespace
+
+void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
+  std::optional<int64_t> start = int64_t{0};
+  if (loop.start) start = eval_int(*loop.start, "a loop bound");
+  std::optional<int64_t> stop = eval_int(*loop.stop, "a loop bound");
+  if (!start || !stop) return;
+  if (*stop - *start > 4096) {
+    diags().error("loop-too-long", span,
+                  "this loop runs " + std::to_string(*stop - *start) +
+                      " times; static loops are unrolled, so at most 4096 iterations are allowed");
+    return;
+  }
+  // Loop-carried: names bound before the loop and assigned in its body.
+  std::vector<std::string> assigned, carried;
+  assigned_names(loop.body, assigned);
+  for (const auto &n : assigned)
+    if (n != loop.var.name && env.count(n)) carried.push_back(n);
+
+  ir::Instr instr;
+  instr.op = OpCode::For;
+  instr.span = span;
+  instr.attrs.dim = *start;
+  instr.attrs.dim2 = std::max(*start, *stop);
+  ir::Region region;
+  region.params.push_back(
+      function_.add_value(Type{DType::I32, {}, {}}, loop.var.name, loop.var.span));
+  auto saved_env = env;
+  env[loop.var.name] = region.params[0];
+  for (const auto &n : carried) {
+    ir::ValueId init = saved_env.at(n);
+    instr.operands.push_back(init);
+    ir::ValueId p = function_.add_value(function_.type(init).with_variance({}), n, span);
+    region.params.push_back(p);
+    env[n] = p;
+  }
+  std::vector<ir::Instr> *outer = builder_.set_body(&region.body);
+  int errors_before = diags().num_errors();
+  bool returned_before = returned;
+  lower_block(loop.body);
+  builder_.set_body(outer);
+  if (returned && !returned_before) {
+    diags().error("unsupported", span, "`return` inside a loop is not supported");
+    returned = returned_before;
+  }
+  bool ok = diags().num_errors() == errors_before;
+  for (size_t k = 0; ok && k < carried.size(); ++k) {
+    auto it = env.find(carried[k]);
+    if (it == env.end()) {
+      ok = false;
+      break;
+    }
+    const Type &before = function_.type(instr.operands[k]);
+    const Type &after = function_.type(it->second);
+    if (before.dtype != after.dtype || before.shape != after.shape) {
+      diags().error("loop-type-change", span,
+                    "loop-carried `" + carried[k] + "` is " +
+                        shape_type_str(before.dtype, before.shape) + " before the loop but " +
+                        shape_type_str(after.dtype, after.shape) + " after one iteration");
+      ok = false;
+    }
+    region.yields.push_back(it->second);
+  }
+  env = std::move(saved_env);
+  if (!ok) {
+    for (const auto &n : carried) env.erase(n);  // avoid follow-on errors
+    return;
+  }
+  for (size_t k = 0; k < carried.size(); ++k) {
+    ir::ValueId r =
+        function_.add_value(function_.type(instr.operands[k]).with_variance({}), carried[k], span);
+    instr.results.push_back(r);
+    env[carried[k]] = r;
+  }
+  instr.regions.push_back(std::move(region));
+  std::vector<ir::Instr> *target = builder_.set_body(nullptr);
+  target->push_back(std::move(instr));
+  builder_.set_body(target);
+}
+
+void BodyLowerer::lower_if(const ast::IfStmt &branch, SourceSpan span) {
+  ir::ValueId cond = lower_value(*branch.cond, DType::Bool);
+  if (cond == ir::kNoValue) return;
+  const Type ct = function_.type(cond);
+  if (ct.dtype != DType::Bool || ct.rank() != 0) {
+    diags().error("type-error", branch.cond->span,
+                  "the condition of `if` must be a bool scalar, got " +
+                      shape_type_str(ct.dtype, ct.shape) + "; use where(...) for elementwise choices");
+    return;
+  }
+  // Both branches are computed (they have no side effects); `where` picks.
+  std::vector<std::string> assigned;
+  assigned_names(branch.then_body, assigned);
+  assigned_names(branch.else_body, assigned);
+  auto saved_env = env;
+  bool returned_before = returned;
+  lower_block(branch.then_body);
+  auto then_env = env;
+  env = saved_env;
+  lower_block(branch.else_body);
+  auto else_env = env;
+  env = saved_env;
+  if (returned != returned_before) {
+    diags().error("unsupported", span, "`return` inside `if` is not supported");
+    returned = returned_before;
+  }
+  for (const auto &n : assigned) {
+    auto t = then_env.find(n), e = else_env.find(n);
+    if (t == then_env.end() || e == else_env.end()) {
+      env.erase(n);  // bound on one path only: not visible after the `if`
+      continue;
+    }
+    if (t->second == e->second) {
+      env[n] = t->second;
+      continue;
+    }
+    const Type &a = function_.type(t->second), &b = function_.type(e->second);
+    if (a.dtype != b.dtype || a.shape != b.shape) {
+      diags().error("branch-type-mismatch", span,
+                    "`" + n + "` is " + shape_type_str(a.dtype, a.shape) + " after the `if` branch but " +
+                        shape_type_str(b.dtype, b.shape) + " after the `else` branch");
+      env.erase(n);
+      continue;
+    }
+    ir::ValueId v = emit(OpCode::Select, {cond, t->second, e->second}, {}, span);
+    if (v != ir::kNoValue) function_.values[v].name = n;
+    env[n] = v;
+  }
 }
 
 LExpr BodyLowerer::lower_name(const std::string &name, SourceSpan span) {
@@ -899,17 +1048,17 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
   for (const ast::Result &r : decl.results) result_dtypes.push_back(*parse_dtype(r.type.dtype.name));
 
   // Lower into a local function: instantiating defs appends to module.functions.
-  size_t diags_before = diags.count();
+  int errors_before = diags.num_errors();
   ir::Function &fn = f;
   {
     BodyLowerer body(*this, fn, module_index);
     for (auto &[n, v] : bindings) body.env[n] = v;
     body.lower_block(decl.body);
-    if (!body.returned && diags.count() == diags_before)
+    if (!body.returned && diags.num_errors() == errors_before)
       diags.error("missing-return", decl.name.span,
                   "shmap `" + fn.name + "` does not end with a `return`");
   }
-  if (diags.count() != diags_before) return;
+  if (diags.num_errors() != errors_before) return;
   if (fn.returns.size() != fn.results.size()) {
     diags.error("arity-mismatch", fn.return_span,
                 "`" + fn.name + "` returns " + std::to_string(fn.returns.size()) + " value" +
@@ -946,6 +1095,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
     return it->second < 0 ? -1 : it->second;
   }
   instances_[key] = -2;  // in progress
+  int errors_before = diags.num_errors();
   size_t diags_before = diags.count();
 
   // Bind dimension symbols from the arguments.
@@ -1027,11 +1177,11 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
     for (size_t i = 0; i < fn.params.size(); ++i)
       body.env[decl.params[i].name.name] = fn.params[i].value;
     body.lower_block(decl.body);
-    if (!body.returned && diags.count() == diags_before)
+    if (!body.returned && diags.num_errors() == errors_before)
       diags.error("missing-return", decl.name.span,
                   "`" + fn.name + "` does not end with a `return`");
   }
-  if (diags.count() == diags_before) {
+  if (diags.num_errors() == errors_before) {
     if (fn.returns.size() != result_types.size()) {
       diags.error("arity-mismatch", fn.return_span,
                   "`" + fn.name + "` returns " + std::to_string(fn.returns.size()) +
@@ -1048,7 +1198,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
       }
     }
   }
-  if (diags.count() != diags_before) {
+  if (diags.num_errors() != errors_before) {
     std::string sig;
     for (size_t i = 0; i < arg_types.size(); ++i)
       sig += (i ? ", " : "") + shape_type_str(arg_types[i].dtype, arg_types[i].shape);

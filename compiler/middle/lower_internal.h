@@ -25,8 +25,10 @@ struct LExpr {
   bool literal_is_bool = false;
   SourceSpan span;
 
+  /// A value; kNoValue (an error already reported) gives an invalid LExpr.
   static LExpr of(ir::ValueId v, SourceSpan s) {
     LExpr e;
+    if (v == ir::kNoValue) return e;
     e.kind = Kind::Value;
     e.value = v;
     e.span = s;
@@ -75,6 +77,8 @@ class BodyLowerer {
   void lower_stmt(const ast::Stmt &stmt);
   void lower_assign(const ast::AssignStmt &assign, SourceSpan span);
   void lower_return(const ast::ReturnStmt &ret, SourceSpan span);
+  void lower_for(const ast::ForStmt &loop, SourceSpan span);
+  void lower_if(const ast::IfStmt &branch, SourceSpan span);
   LExpr lower_call(const ast::CallExpr &call, SourceSpan span);
   LExpr lower_index(const ast::IndexExpr &index, SourceSpan span);
   LExpr lower_name(const std::string &name, SourceSpan span);

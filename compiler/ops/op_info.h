@@ -28,6 +28,7 @@ enum class OpKind {
   Layout,       // moves elements around
   Collective,   // works across devices; variance rule from the design note
   Call,         // call of an instantiated def
+  Control,      // structured control flow with regions (for)
 };
 
 enum class OpCode : uint8_t {

@@ -266,6 +266,8 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
       return collective_shapes(op, ops[0], attrs, mesh);
     case OpKind::Call:
       return fail("internal: call types come from the callee");
+    case OpKind::Control:
+      return fail("internal: loop types come from their carried values");
   }
   // Layout ops.
   const Type &x = ops[0];

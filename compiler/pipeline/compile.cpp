@@ -9,6 +9,7 @@
 #include "ir/verifier.h"
 #include "middle/infer_variance.h"
 #include "middle/lower.h"
+#include "transforms/unroll_loops.h"
 
 namespace spmd {
 namespace {
@@ -39,6 +40,10 @@ void run_phases(Compilation &c, const CompileOptions &options) {
   timed("infer_variance", [&] { infer_variance(*c.module, c.diags); });
   c.reached = Phase::Variance;
   if (!c.ok()) return;
+  if (has_loops(*c.module)) {
+    c.structured = *c.module;
+    timed("unroll_loops", [&] { unroll_loops(*c.module); });
+  }
   for (const std::string &problem : ir::verify_module(*c.module))
     c.diags.internal({}, "IR verification failed after variance inference: " + problem);
 }

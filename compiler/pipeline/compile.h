@@ -3,6 +3,7 @@
 //   load_program   (frontend/imports.h)      path      -> Program (ASTs)
 //   lower_program  (middle/lower.h)          Program   -> ir::Module (shapes, dtypes)
 //   infer_variance (middle/infer_variance.h) ir::Module -> ir::Module (variance, pbroadcasts)
+//   unroll_loops   (transforms/unroll_loops.h) loops -> straight-line code
 //   verify_module  (ir/verifier.h)           a failure here is a compiler bug
 //
 // compile_source stops after the phase named by `stop_after`, or at the first
@@ -35,7 +36,13 @@ struct Compilation {
   DiagnosticEngine diags;
   FileId main_file = kNoFile;
   Program program;
-  std::optional<ir::Module> module;  // set when lowering ran
+  /// The checked program, loops unrolled: what the transforms, the
+  /// interpreter and the backends take. Set when lowering ran.
+  std::optional<ir::Module> module;
+  /// The checked program as written, loops kept (what `spmdc print` shows);
+  /// set only when it has loops.
+  std::optional<ir::Module> structured;
+  const ir::Module &printable() const { return structured ? *structured : *module; }
   Phase reached = Phase::Parse;      // the last phase that ran
   bool ok() const { return !diags.has_errors() && !diags.has_internal_errors(); }
 };

@@ -180,7 +180,8 @@ std::optional<ir::ValueId> Rules::run() {
     case OpCode::AxisIndex:
       return std::nullopt;
     case OpCode::Call:
-      throw std::logic_error("jvp: calls must be inlined first");
+    case OpCode::For:
+      throw std::logic_error("jvp: calls must be inlined and loops unrolled first");
   }
   return std::nullopt;
 }

@@ -87,6 +87,13 @@ class Simplifier {
       case OpCode::Pbroadcast:
         if (in.attrs.axes.empty()) return in.operands[0];
         return std::nullopt;
+      case OpCode::Select: {  // where(true, a, b) = a, where(false, a, b) = b
+        auto c = constant_value(out, in.operands[0]);
+        if (!c || out.type(in.operands[0]).rank() != 0) return std::nullopt;
+        ir::ValueId pick = *c != 0 ? in.operands[1] : in.operands[2];
+        if (same_type(pick)) return pick;
+        return std::nullopt;
+      }
       case OpCode::Mul:
         for (int k = 0; k < 2; ++k)
           if (constant_value(out, in.operands[k]) == 1.0 && same_type(in.operands[1 - k]))
@@ -146,8 +153,30 @@ class Simplifier {
         return c;
       }
     }
-    // Arithmetic on two uniform constants of a float dtype.
     OpKind kind = op_kind(in.op);
+    // Comparisons of two scalar constants.
+    if (kind == OpKind::Compare) {
+      const ir::Instr *a = uniform_const(in.operands[0]);
+      const ir::Instr *b = uniform_const(in.operands[1]);
+      if (a && b && out.type(in.results[0]).rank() == 0) {
+        double x = a->attrs.value, y = b->attrs.value;
+        bool r = in.op == OpCode::Lt   ? x < y
+                 : in.op == OpCode::Le ? x <= y
+                 : in.op == OpCode::Gt ? x > y
+                 : in.op == OpCode::Ge ? x >= y
+                 : in.op == OpCode::Eq ? x == y
+                                       : x != y;
+        ir::Instr c;
+        c.op = OpCode::Constant;
+        c.attrs.dtype = DType::Bool;
+        c.attrs.value = r ? 1 : 0;
+        c.results = in.results;
+        c.span = in.span;
+        c.origin = in.origin;
+        return c;
+      }
+    }
+    // Arithmetic on two uniform constants of a float dtype.
     if (kind == OpKind::Binary && rt::is_float(out.type(in.results[0]).dtype)) {
       const ir::Instr *a = uniform_const(in.operands[0]);
       const ir::Instr *b = uniform_const(in.operands[1]);

@@ -108,7 +108,8 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
     case OpCode::AxisIndex:
       return nonlinear;
     case OpCode::Call:
-      return "internal: calls must be inlined before transposition";
+    case OpCode::For:
+      return "internal: calls must be inlined and loops unrolled before transposition";
   }
   return nonlinear;
 }
@@ -331,6 +332,7 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
     case OpCode::Pmin:
     case OpCode::AxisIndex:
     case OpCode::Call:
+    case OpCode::For:
       throw std::logic_error("transpose rule for a non-linear op `" +
                              std::string(op_spelling(instr.op)) + "`");
   }

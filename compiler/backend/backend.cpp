@@ -1,0 +1,37 @@
+// backend/backend.cpp — preparing the module for code generation and dispatching by target.
+//
+// Every shmap is flattened (inline_calls) and simplified exactly as the
+// transforms do, so the emitted code computes what `spmdc run` computes on
+// the same op sequence.
+#include "backend/backend.h"
+
+#include "transforms/inline_calls.h"
+#include "transforms/simplify.h"
+
+namespace spmd::backend {
+namespace detail {
+
+Prepared prepare(const ir::Module &module) {
+  Prepared p;
+  p.module = &module;
+  for (const ir::Function &f : module.functions)
+    if (f.kind == ir::FunctionKind::Shmap)
+      p.functions.push_back(simplify(module, inline_calls(module, f)));
+  return p;
+}
+
+}  // namespace detail
+
+std::string emit_program(const ir::Module &module, const SourceManager *sources,
+                         const EmitOptions &options) {
+  detail::Prepared p = detail::prepare(module);
+  switch (options.target) {
+    case Target::Cpu:
+      return detail::emit_cpu(p, sources, options);
+    case Target::Cuda:
+      return detail::emit_cuda(p, sources, options);
+  }
+  return {};
+}
+
+}  // namespace spmd::backend

@@ -1,0 +1,387 @@
+// backend/emit_common.cpp — naming, literals, source comments, per-element code, loop nests.
+//
+// The one switch from elementwise OpCodes to scalar-op calls lives here
+// (element_statements), shared by both targets so a fused CPU loop and a fused
+// CUDA kernel compute the same expression per element.
+#include "backend/emit_common.h"
+
+// A missing case is an error for this file whatever the build flags.
+#pragma GCC diagnostic error "-Wswitch"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "spmdrt/tensor.h"
+
+namespace spmd::backend {
+namespace {
+
+const std::set<std::string> kReserved = {
+    "ctx", "args", "rt", "sc", "cu", "std", "main", "int", "float", "double", "bool", "char",
+    "long", "short", "auto", "const", "return", "if", "else", "for", "while", "do", "new",
+    "delete", "class", "struct", "union", "enum", "namespace", "template", "typename", "this",
+    "true", "false", "and", "or", "not", "xor", "default", "case", "switch", "break", "continue",
+    "register", "static", "extern", "volatile", "signed", "unsigned", "void", "operator",
+    "private", "public", "protected", "friend", "virtual", "inline", "goto", "sizeof", "try",
+    "catch", "throw", "using", "export", "module", "import", "concept", "requires", "Tensor",
+    "DType", "Shape", "I64s", "Axes", "n", "idx", "stride", "i0", "i1", "i2", "i3", "i4", "i5",
+    "i6", "i7", "i8", "i9", "max", "min", "abs", "exp", "log", "sin", "cos", "tanh", "sqrt",
+    "pow", "select", "assert", "errno", "stdin", "stdout", "stderr", "NULL", "nullptr",
+    "blockIdx", "threadIdx", "blockDim", "gridDim", "dim3", "rank", "stream", "status"};
+
+std::string hexfloat(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string sanitize(const std::string &text) {
+  std::string s;
+  for (char c : text) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v" + s;
+  if (s.rfind("__", 0) == 0) s = "v" + s;
+  return s;
+}
+
+Names::Names(const ir::Function &f) {
+  used_ = kReserved;
+  names_.resize(f.values.size());
+  // Parameters first so they keep their source names.
+  std::vector<bool> is_param(f.values.size(), false);
+  for (const ir::Param &p : f.params) {
+    names_[p.value] = fresh(f.values[p.value].name.empty() ? "arg" : f.values[p.value].name);
+    is_param[p.value] = true;
+  }
+  for (size_t v = 0; v < f.values.size(); ++v)
+    if (!is_param[v]) names_[v] = fresh(f.values[v].name.empty() ? "t" : f.values[v].name);
+}
+
+std::string Names::fresh(const std::string &hint) {
+  std::string base = sanitize(hint);
+  std::string name = base;
+  for (int k = 2; used_.count(name); ++k) name = base + "_" + std::to_string(k);
+  used_.insert(name);
+  return name;
+}
+
+const char *storage_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+    case DType::BF16: return "uint16_t";
+    case DType::I32: return "int32_t";
+    case DType::Bool: return "bool";
+  }
+  return "void";
+}
+
+const char *compute_type(DType dtype) {
+  return dtype == DType::BF16 ? "float" : storage_type(dtype);
+}
+
+std::string dtype_enum(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "rt::DType::F32";
+    case DType::F64: return "rt::DType::F64";
+    case DType::BF16: return "rt::DType::BF16";
+    case DType::I32: return "rt::DType::I32";
+    case DType::Bool: return "rt::DType::Bool";
+  }
+  return "?";
+}
+
+std::string compute_literal(DType dtype, double value) {
+  // Convert exactly as Tensor::scalar does, then print the stored value exactly.
+  rt::Tensor t = rt::Tensor::scalar(dtype, value);
+  const double v = t.get(0);
+  switch (dtype) {
+    case DType::Bool:
+      return v != 0 ? "true" : "false";
+    case DType::I32: {
+      const auto i = static_cast<int32_t>(v);
+      if (i == INT32_MIN) return "int32_t(-2147483647 - 1)";
+      return "int32_t(" + std::to_string(i) + ")";
+    }
+    case DType::F32:
+    case DType::BF16:
+    case DType::F64: {
+      const bool f = dtype != DType::F64;
+      const char *ty = f ? "float" : "double";
+      if (std::isnan(v)) {
+        if (f) {
+          float x = t.dtype() == DType::F32 ? t.data<float>()[0] : static_cast<float>(v);
+          uint32_t bits;
+          std::memcpy(&bits, &x, 4);
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "0x%08xu", bits);
+          return std::string("std::bit_cast<float>(") + buf + ")";
+        }
+        return std::string(std::signbit(v) ? "-" : "") + "std::numeric_limits<double>::quiet_NaN()";
+      }
+      if (std::isinf(v))
+        return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" + ty + ">::infinity()";
+      std::string lit = hexfloat(v) + (f ? "f" : "");
+      if (v < 0) lit = "(" + lit + ")";
+      return lit;
+    }
+  }
+  return "0";
+}
+
+std::string double_literal(double value) {
+  if (std::isnan(value)) return "std::numeric_limits<double>::quiet_NaN()";
+  if (std::isinf(value)) return value < 0 ? "-std::numeric_limits<double>::infinity()"
+                                          : "std::numeric_limits<double>::infinity()";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  return hexfloat(value) + " /* " + buf + " */";
+}
+
+std::string shape_init(const Shape &shape) { return int_list(shape); }
+
+std::string int_list(const std::vector<int64_t> &list) {
+  std::string s = "{";
+  for (size_t i = 0; i < list.size(); ++i) s += (i ? ", " : "") + std::to_string(list[i]);
+  return s + "}";
+}
+
+std::string int_list(const std::vector<int> &list) {
+  return int_list(std::vector<int64_t>(list.begin(), list.end()));
+}
+
+std::string source_line(const SourceManager *sources, SourceSpan span) {
+  if (!sources || !span.valid()) return "";
+  SourceLocation loc = sources->location(span);
+  std::string text(sources->file(span.file).line_text(loc.line));
+  size_t b = text.find_first_not_of(" \t");
+  text = b == std::string::npos ? "" : text.substr(b);
+  if (text.size() > 90) text = text.substr(0, 87) + "...";
+  std::string file(loc.path);
+  auto slash = file.rfind('/');
+  if (slash != std::string::npos) file = file.substr(slash + 1);
+  return file + ":" + std::to_string(loc.line) + ": " + text;
+}
+
+std::string load_expr(DType dtype, const std::string &element) {
+  if (dtype == DType::BF16) return "sc::bf16_load(" + element + ")";
+  return element;
+}
+
+std::string store_expr(DType dtype, const std::string &value) {
+  if (dtype == DType::BF16) return "sc::bf16_store(" + value + ")";
+  return value;
+}
+
+std::vector<std::string> element_statements(const ir::Function &f, const FusedGroup &group,
+                                            const Names &names,
+                                            const std::map<ir::ValueId, std::string> &input_expr,
+                                            const std::string &elem_suffix) {
+  std::map<ir::ValueId, const ir::Instr *> constants;
+  for (const ir::Instr &in : f.body)
+    if (in.op == OpCode::Constant) constants[in.results[0]] = &in;
+  auto operand = [&](ir::ValueId v) -> std::string {
+    if (auto it = input_expr.find(v); it != input_expr.end()) return it->second;
+    if (auto it = constants.find(v); it != constants.end())
+      return compute_literal(it->second->attrs.dtype, it->second->attrs.value);
+    return names[v] + elem_suffix;
+  };
+  std::vector<std::string> out;
+  for (size_t i : group.members) {
+    const ir::Instr &in = f.body[i];
+    const ir::ValueId r = in.results[0];
+    const DType rd = f.type(r).dtype;
+    std::vector<std::string> x;
+    for (ir::ValueId v : in.operands) x.push_back(operand(v));
+    std::string fn;
+    bool rounds = rd == DType::BF16;  // arithmetic producing bf16 rounds once per op
+    std::string expr;
+    switch (in.op) {
+      case OpCode::Neg: fn = "sc::neg"; break;
+      case OpCode::Exp: fn = "sc::exp"; break;
+      case OpCode::Log: fn = "sc::log"; break;
+      case OpCode::Sin: fn = "sc::sin"; break;
+      case OpCode::Cos: fn = "sc::cos"; break;
+      case OpCode::Tanh: fn = "sc::tanh"; break;
+      case OpCode::Sqrt: fn = "sc::sqrt"; break;
+      case OpCode::Rsqrt: fn = "sc::rsqrt"; break;
+      case OpCode::Abs: fn = "sc::abs"; break;
+      case OpCode::Sign: fn = "sc::sign"; break;
+      case OpCode::Logistic: fn = "sc::logistic"; break;
+      case OpCode::Not: fn = "sc::logical_not"; break;
+      case OpCode::Cast: {
+        const DType from = f.type(in.operands[0]).dtype;
+        if (from == rd)
+          expr = x[0];
+        else if (rd == DType::BF16)
+          expr = "sc::to_bf16(" + x[0] + ")";
+        else
+          expr = std::string("sc::convert<") + compute_type(rd) + ">(" + x[0] + ")";
+        rounds = false;
+        break;
+      }
+      case OpCode::Add: fn = "sc::add"; break;
+      case OpCode::Sub: fn = "sc::sub"; break;
+      case OpCode::Mul: fn = "sc::mul"; break;
+      case OpCode::Div: fn = "sc::div"; break;
+      case OpCode::Pow: fn = "sc::pow"; break;
+      case OpCode::Max: fn = "sc::max"; break;
+      case OpCode::Min: fn = "sc::min"; break;
+      case OpCode::Lt: fn = "sc::lt"; break;
+      case OpCode::Le: fn = "sc::le"; break;
+      case OpCode::Gt: fn = "sc::gt"; break;
+      case OpCode::Ge: fn = "sc::ge"; break;
+      case OpCode::Eq: fn = "sc::eq"; break;
+      case OpCode::Ne: fn = "sc::ne"; break;
+      case OpCode::And: fn = "sc::logical_and"; break;
+      case OpCode::Or: fn = "sc::logical_or"; break;
+      case OpCode::Select:
+        fn = "sc::select";
+        rounds = false;  // picks one of two bf16 values: nothing to round
+        break;
+      case OpCode::Constant:
+      case OpCode::Full:
+      case OpCode::Iota:
+      case OpCode::ReduceSum:
+      case OpCode::ReduceMax:
+      case OpCode::ReduceMin:
+      case OpCode::Einsum:
+      case OpCode::Reshape:
+      case OpCode::Transpose:
+      case OpCode::BroadcastTo:
+      case OpCode::Slice:
+      case OpCode::Pad:
+      case OpCode::Concat:
+      case OpCode::DynamicSlice:
+      case OpCode::DynamicUpdateSlice:
+      case OpCode::Psum:
+      case OpCode::Pmax:
+      case OpCode::Pmin:
+      case OpCode::Pbroadcast:
+      case OpCode::AllGather:
+      case OpCode::AllGatherInvariant:
+      case OpCode::PsumScatter:
+      case OpCode::Pscatter:
+      case OpCode::AllToAll:
+      case OpCode::Ppermute:
+      case OpCode::AxisIndex:
+      case OpCode::For:
+      case OpCode::Call:
+        throw std::logic_error("backend: `" + std::string(op_spelling(in.op)) +
+                               "` is not an elementwise op");
+    }
+    if (expr.empty()) {
+      expr = fn + "(";
+      for (size_t k = 0; k < x.size(); ++k) expr += (k ? ", " : "") + x[k];
+      expr += ")";
+      if (rounds) expr = "sc::bf16_round(" + expr + ")";
+    }
+    out.push_back(std::string("const ") + compute_type(rd) + " " + names[r] + elem_suffix + " = " +
+                  expr + ";  // " + std::string(op_spelling(in.op)));
+  }
+  return out;
+}
+
+LoopNest make_loop_nest(const Shape &shape, const std::vector<Shape> &input_shapes) {
+  const size_t rank = shape.size();
+  std::vector<std::vector<int64_t>> full(1 + input_shapes.size(), std::vector<int64_t>(rank, 0));
+  int64_t s = 1;
+  for (size_t d = rank; d-- > 0;) {
+    full[0][d] = s;
+    s *= shape[d];
+  }
+  for (size_t k = 0; k < input_shapes.size(); ++k) {
+    const Shape &in = input_shapes[k];
+    const size_t lead = rank - in.size();
+    int64_t st = 1;
+    for (size_t j = in.size(); j-- > 0;) {
+      full[k + 1][lead + j] = (in[j] == 1 && shape[lead + j] != 1) ? 0 : st;
+      st *= in[j];
+    }
+  }
+  LoopNest nest;
+  nest.strides.resize(full.size());
+  nest.numel = rt::num_elements(shape);
+  for (size_t d = 0; d < rank; ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = !nest.extent.empty();
+    for (size_t k = 0; k < full.size() && merge; ++k)
+      merge = nest.strides[k].back() == full[k][d] * shape[d];
+    if (merge) {
+      nest.extent.back() *= shape[d];
+      for (size_t k = 0; k < full.size(); ++k) nest.strides[k].back() = full[k][d];
+    } else {
+      nest.extent.push_back(shape[d]);
+      for (size_t k = 0; k < full.size(); ++k) nest.strides[k].push_back(full[k][d]);
+    }
+  }
+  return nest;
+}
+
+std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<std::string> &idx) {
+  std::string s;
+  for (size_t d = 0; d < nest.extent.size(); ++d) {
+    const int64_t st = nest.strides[operand][d];
+    if (st == 0) continue;
+    if (!s.empty()) s += " + ";
+    s += st == 1 ? idx[d] : idx[d] + " * " + std::to_string(st);
+  }
+  return s.empty() ? "0" : s;
+}
+
+std::string group_title(const ir::Function &f, const FusedGroup &group) {
+  std::vector<std::string> ops;
+  for (size_t i : group.members) {
+    std::string op(op_spelling(f.body[i].op));
+    if (ops.empty() || ops.back() != op) ops.push_back(op);
+  }
+  std::string s;
+  for (size_t k = 0; k < ops.size() && k < 4; ++k) s += (k ? "_" : "") + sanitize(ops[k]);
+  if (ops.size() > 4) s += "_etc";
+  return s;
+}
+
+namespace {
+std::string spec_init(const rt::PartitionSpec &spec) {
+  std::string s = "rt::PartitionSpec{";
+  for (size_t d = 0; d < spec.size(); ++d) s += (d ? ", " : "") + int_list(spec[d]);
+  return s + "}";
+}
+std::string quote(const std::string &s) {
+  std::string q = "\"";
+  for (char c : s) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return q + "\"";
+}
+}  // namespace
+
+std::string program_function_init(const ir::Module &module, const ir::Function &f,
+                                  const std::string &source_path) {
+  const rt::Mesh &mesh = module.mesh_of(f);
+  std::string s = "rt::ProgramFunction{\n      " + quote(f.name) + ", " + quote(source_path) +
+                  ",\n      rt::Mesh({";
+  for (size_t a = 0; a < mesh.axes().size(); ++a)
+    s += (a ? ", " : "") + std::string("{") + quote(mesh.axes()[a].name) + ", " +
+         std::to_string(mesh.axes()[a].size) + "}";
+  s += "}),\n      {";
+  for (size_t k = 0; k < f.params.size(); ++k) {
+    const ir::Param &p = f.params[k];
+    std::string name = f.values[p.value].name.empty() ? "arg" + std::to_string(k)
+                                                       : f.values[p.value].name;
+    s += std::string(k ? ",\n       " : "") + "{" + quote(name) + ", " +
+         dtype_enum(f.type(p.value).dtype) + ", " + shape_init(p.global_shape) + ", " +
+         spec_init(p.spec) + "}";
+  }
+  s += "},\n      {";
+  for (size_t k = 0; k < f.results.size(); ++k) {
+    const ir::Result &r = f.results[k];
+    s += std::string(k ? ",\n       " : "") + "{" + quote(ir::result_name(f, k)) + ", " +
+         dtype_enum(f.type(f.returns[k]).dtype) + ", " + shape_init(r.global_shape) + ", " +
+         spec_init(r.spec) + "}";
+  }
+  return s + "}}";
+}
+
+}  // namespace spmd::backend

@@ -1,0 +1,85 @@
+// backend/emit_common.h — what the CPU and CUDA emitters share.
+//
+// Both emitters print a flat function (after inline_calls + simplify) as C++:
+// value names become identifiers (Names), dtypes become C++ storage and compute
+// types, constants become exact literals (hex floats), every statement gets a
+// comment quoting the .spmd line it comes from, and the body of a fused group
+// becomes one straight-line per-element computation (element_statements) over
+// the runtime's scalar ops (spmdrt/scalar_ops.h). Loop nests over a group's
+// iteration space are described by a LoopNest: the dimensions after merging
+// the ones every operand walks contiguously, with each operand's strides known
+// at compile time (0 where it is broadcast).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/fusion.h"
+#include "ir/ir.h"
+#include "support/source.h"
+
+namespace spmd::backend {
+
+/// Unique, readable C++ identifiers for the values of one function.
+class Names {
+ public:
+  explicit Names(const ir::Function &f);
+  const std::string &operator[](ir::ValueId v) const { return names_.at(static_cast<size_t>(v)); }
+  /// A fresh identifier starting with `hint` (for temporaries).
+  std::string fresh(const std::string &hint);
+
+ private:
+  std::vector<std::string> names_;
+  std::set<std::string> used_;
+};
+
+/// Makes `text` a valid identifier fragment (letters, digits, '_').
+std::string sanitize(const std::string &text);
+
+const char *storage_type(DType dtype);   // float, double, uint16_t (bf16), int32_t, bool
+const char *compute_type(DType dtype);   // float for bf16, else the storage type
+std::string dtype_enum(DType dtype);     // "rt::DType::F32"
+/// An exact literal of `value` converted to dtype, in its compute type.
+std::string compute_literal(DType dtype, double value);
+/// An exact double literal (hex float, with the decimal value in a comment).
+std::string double_literal(double value);
+std::string shape_init(const Shape &shape);               // "{8, 4}"
+std::string int_list(const std::vector<int64_t> &list);   // "{1, 2}"
+std::string int_list(const std::vector<int> &list);
+
+/// "line 17: local_loss = mean(...)" for an instruction's span, or "" when unknown.
+std::string source_line(const SourceManager *sources, SourceSpan span);
+
+/// Loads an operand element in its compute type: `expr` indexes the storage.
+std::string load_expr(DType dtype, const std::string &element);
+/// Converts a compute value to storage for a store.
+std::string store_expr(DType dtype, const std::string &value);
+
+/// The per-element statements of a group: `const C name = ...;` for every member,
+/// reading external inputs through `input_expr` (already in compute type).
+std::vector<std::string> element_statements(const ir::Function &f, const FusedGroup &group,
+                                            const Names &names,
+                                            const std::map<ir::ValueId, std::string> &input_expr,
+                                            const std::string &elem_suffix);
+
+/// A compile-time loop nest over a group's iteration space.
+struct LoopNest {
+  std::vector<int64_t> extent;                 // merged dimensions, outermost first
+  std::vector<std::vector<int64_t>> strides;   // per operand (output first), per dimension
+  int64_t numel = 1;
+};
+/// Operand 0 is the (contiguous) output; then each input with its shape.
+LoopNest make_loop_nest(const Shape &shape, const std::vector<Shape> &input_shapes);
+/// Element offset of operand k given index variables idx[d]: "i0 * 4 + i1".
+std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<std::string> &idx);
+
+/// A short name for a fused group: "sub_pow_sum" from its members' ops.
+std::string group_title(const ir::Function &f, const FusedGroup &group);
+
+/// The rt::ProgramFunction table entry of a shmap (C++ initializer).
+std::string program_function_init(const ir::Module &module, const ir::Function &f,
+                                  const std::string &source_path);
+
+}  // namespace spmd::backend

@@ -1,0 +1,198 @@
+// driver/cmd_build.cpp — `spmdc build`: compile a shmap into an executable.
+//
+//   spmdc build FILE [--fn NAME] [-o EXE] [--target cpu|cuda] [--emit-source PATH]
+//
+// Compiles and checks the file, emits C++ (CPU) or CUDA C++ for every shmap
+// of it (backend/backend.h) with --fn as the executable's default function,
+// and compiles that with the C++ compiler that built spmdc or with nvcc,
+// linked against the runtime (backend/toolchain.h). --emit-source writes the
+// source (alone, or in addition to -o). The executable is written to a
+// temporary beside -o and renamed, so a failed build leaves nothing behind.
+// Default target: `cuda` when spmdc was configured with the CUDA toolkit and
+// NCCL, else `cpu`. Exit status: 0 ok, 1 user error (including a missing CUDA
+// toolkit for --target cuda, or a failed compiler run), 2 internal error.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "backend/backend.h"
+#include "backend/toolchain.h"
+#include "driver/commands.h"
+#include "transforms/derive.h"
+
+namespace spmd::driver {
+namespace {
+
+struct BuildOptions {
+  std::string fn;
+  std::string output;
+  std::string target;
+  std::string emit_source;
+  bool keep_source = false;
+  bool show_command = false;
+};
+
+bool is_directory(const std::string &path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string parent_dir(const std::string &path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+bool write_file(const std::string &path, const std::string &text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+int fail(const std::string &message) {
+  std::cerr << "spmdc: error: " << message << "\n";
+  return kExitUserError;
+}
+
+std::string default_output(const std::string &input) {
+  std::string base = input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
+  if (base.size() > 5 && base.substr(base.size() - 5) == ".spmd") base.resize(base.size() - 5);
+  return base.empty() ? "a.out" : base;
+}
+
+int run_build(const CommonOptions &common, const BuildOptions &o) {
+  backend::Target target = backend::cuda_configured() ? backend::Target::Cuda : backend::Target::Cpu;
+  if (o.target == "cpu") {
+    target = backend::Target::Cpu;
+  } else if (o.target == "cuda") {
+    target = backend::Target::Cuda;
+  } else if (!o.target.empty()) {
+    return fail("unknown --target `" + o.target + "` (expected `cpu` or `cuda`)");
+  }
+  const bool build_exe = !o.output.empty() || o.emit_source.empty();
+  const std::string output = o.output.empty() ? default_output(common.input) : o.output;
+  if (build_exe && !is_directory(parent_dir(output)))
+    return fail("cannot write `" + output + "`: directory `" + parent_dir(output) +
+                "` does not exist");
+  if (!o.emit_source.empty() && !is_directory(parent_dir(o.emit_source)))
+    return fail("cannot write `" + o.emit_source + "`: directory `" + parent_dir(o.emit_source) +
+                "` does not exist");
+  if (build_exe && target == backend::Target::Cuda && !backend::cuda_configured())
+    return fail(
+        "--target cuda needs the CUDA toolkit (nvcc) and NCCL, which were not found when spmdc "
+        "was configured (or it was configured with -DSPMDC_ENABLE_CUDA=OFF); use --target cpu, "
+        "or --emit-source FILE.cu to only write the CUDA source");
+
+  Compilation c;
+  int status = compile_and_report(c, common, Phase::Variance);
+  if (status != kExitOk) return status;
+  const ir::Module &module = *c.module;
+  int index = -1;
+  try {
+    index = find_shmap(module, o.fn);
+  } catch (const TransformError &e) {
+    return fail(e.what());
+  }
+  backend::EmitOptions eo;
+  eo.target = target;
+  eo.entry = module.functions[static_cast<size_t>(index)].name;
+  eo.source_path = common.input;
+  const std::string source = backend::emit_program(module, &c.sources, eo);
+
+  if (!o.emit_source.empty() && !write_file(o.emit_source, source))
+    return fail("cannot write `" + o.emit_source + "`");
+  if (!build_exe) return kExitOk;
+
+  std::string error;
+  auto tc = backend::find_toolchain(error);
+  if (!tc) return fail(error);
+  // The source goes to a private temporary directory unless the user kept it.
+  std::string src_path = o.emit_source;
+  std::string temp_dir;
+  if (src_path.empty()) {
+    const char *tmpdir = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/spmdc-build-XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data())) return fail("cannot create a temporary directory in /tmp");
+    temp_dir = buf.data();
+    src_path = temp_dir + (target == backend::Target::Cuda ? "/program.cu" : "/program.cpp");
+    if (!write_file(src_path, source)) return fail("cannot write `" + src_path + "`");
+  }
+  const std::string tmp_out = output + ".tmp." + std::to_string(::getpid());
+  std::vector<std::string> cmd = backend::compile_command(*tc, target, src_path, tmp_out);
+  if (o.show_command) {
+    std::cerr << "spmdc: runtime from " << tc->where << "\nspmdc:";
+    for (const std::string &a : cmd) std::cerr << " " << a;
+    std::cerr << "\n";
+  }
+  const int rc = backend::run_process(cmd, error);
+  auto cleanup = [&] {
+    if (!temp_dir.empty() && !o.keep_source) {
+      std::remove(src_path.c_str());
+      ::rmdir(temp_dir.c_str());
+    }
+  };
+  if (rc != 0) {
+    std::remove(tmp_out.c_str());
+    std::string msg = rc < 0 ? error
+                             : "the " + std::string(target == backend::Target::Cuda ? "CUDA" : "C++") +
+                                   " compiler failed (exit status " + std::to_string(rc) +
+                                   ") on the emitted source `" + src_path + "`";
+    // Keep the source of a failed build for the bug report.
+    if (rc > 0 && !temp_dir.empty())
+      msg += " (kept for inspection)";
+    else
+      cleanup();
+    std::cerr << "spmdc: error: " << msg << "\n";
+    return rc > 0 ? kExitInternalError : kExitUserError;
+  }
+  cleanup();
+  if (std::rename(tmp_out.c_str(), output.c_str()) != 0) {
+    std::remove(tmp_out.c_str());
+    return fail("cannot write `" + output + "`");
+  }
+  if (o.keep_source && !temp_dir.empty()) std::cerr << "spmdc: source kept in " << src_path << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out) {
+  static BuildOptions options;
+  CLI::App *cmd = app.add_subcommand(
+      "build",
+      "Compile a shmap into an executable (CUDA + NCCL, or the simulated CPU mesh) with the "
+      "command line of `spmdc run`");
+  add_common_options(*cmd, common);
+  cmd->add_option("--fn", options.fn, "The executable's default shmap (optional when the file has one)");
+  cmd->add_option("-o,--output", options.output,
+                  "The executable to write (default: the input's name without .spmd)");
+  cmd->add_option("--target", options.target,
+                  std::string("cpu or cuda (default: ") +
+                      (backend::cuda_configured() ? "cuda, found at configure time" : "cpu") + ")");
+  cmd->add_option("--emit-source", options.emit_source,
+                  "Write the emitted C++/CUDA source here (without -o: only write the source)");
+  cmd->add_flag("--keep-source", options.keep_source, "Keep the temporary source file");
+  cmd->add_flag("--show-command", options.show_command, "Print the compiler command line");
+  out.push_back({cmd, [&common] { return run_build(common, options); }});
+}
+
+}  // namespace spmd::driver

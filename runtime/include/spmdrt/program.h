@@ -1,0 +1,79 @@
+// spmdrt/program.h — the `main` of every executable `spmdc build` emits.
+//
+// An emitted program is a table of shmap functions (ProgramFunction: name,
+// mesh, parameters and results with their global shapes and partition specs)
+// plus one per-device body per function. program_main gives every executable
+// the command line of `spmdc run`:
+//
+//   ./prog [--fn NAME] [--in NAME=PATH]... [--out NAME=PATH]... [--out-dir DIR]
+//          [--random SEED] [--iters N] [--warmup N] [--print-limit N] [-q]
+//
+// It validates everything before running (names, files, global shapes and
+// dtypes, output directories — with the same messages as `spmdc run`), makes
+// --random inputs with the same seeds, splits the global inputs by the
+// in_specs (rt::shard), hands the per-device blocks to an Executor (the CPU
+// mesh below, or the CUDA mesh of spmdrt/cuda_program.h), assembles the
+// outputs by the out_specs (rt::unshard), prints them exactly as `spmdc run`
+// does and writes the .npy files atomically (all or none). With --iters N the
+// body runs N more times after --warmup runs and the median, min and max
+// per-iteration times are printed on stderr.
+//
+// Exit status: 0 ok, 1 user error (bad usage, inputs, or a runtime error such
+// as integer division by zero), 3 setup error (e.g. not enough GPUs),
+// 77 is never used here (tests use it for "skipped").
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "spmdrt/collectives.h"
+#include "spmdrt/mesh.h"
+#include "spmdrt/tensor.h"
+
+namespace spmd::rt {
+
+struct ProgramValue {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape global_shape;
+  PartitionSpec spec;
+};
+
+struct ProgramFunction {
+  std::string name;
+  std::string source;  // the .spmd file it was compiled from, for messages
+  Mesh mesh;
+  std::vector<ProgramValue> params;
+  std::vector<ProgramValue> results;
+};
+
+struct RunRequest {
+  int warmup = 0;
+  int iters = 0;  // timed iterations after the first (result-producing) run
+};
+
+/// Runs function `fn` on every device: `locals[d][k]` is parameter k's block on
+/// device d; returns `[d][k]` result blocks. Fills `seconds` with one wall time
+/// per timed iteration (request.iters of them).
+using Executor = std::function<std::vector<std::vector<Tensor>>(
+    size_t fn, const std::vector<std::vector<Tensor>> &locals, const RunRequest &request,
+    std::vector<double> &seconds)>;
+
+/// Parses the command line, runs and reports; returns the exit status.
+int program_main(int argc, char **argv, const std::vector<ProgramFunction> &functions,
+                 const std::string &default_fn, const std::string &target, const Executor &exec);
+
+/// A per-device body on the simulated CPU mesh: parameters in, results out.
+using CpuBody = std::function<std::vector<Tensor>(DeviceContext &, const std::vector<Tensor> &)>;
+
+/// The CPU executor: one thread per mesh position (rt::run_on_mesh).
+Executor cpu_executor(const std::vector<ProgramFunction> &functions,
+                      const std::vector<CpuBody> &bodies);
+
+/// `P(i, None)` for messages, axes named from `mesh`.
+std::string format_spec(const PartitionSpec &spec, const Mesh &mesh);
+/// `f32[8, 4]`.
+std::string format_type(DType dtype, const Shape &shape);
+
+}  // namespace spmd::rt
