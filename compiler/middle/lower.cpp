@@ -304,10 +304,7 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
     region.yields.push_back(it->second);
   }
   env = std::move(saved_env);
-  if (!ok) {
-    for (const auto &n : carried) env.erase(n);  // avoid follow-on errors
-    return;
-  }
+  if (!ok) return;  // carried names keep their values from before the loop
   for (size_t k = 0; k < carried.size(); ++k) {
     ir::ValueId r =
         function_.add_value(function_.type(instr.operands[k]).with_variance({}), carried[k], span);
