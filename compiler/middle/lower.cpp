@@ -242,6 +242,22 @@ void assigned_names(const ast::Block &block, std::vector<std::string> &out) {
 
 }  // namespace
 
+namespace {
+
+/// Replaces every use of `from` by `to` in `body` (nested regions included) and `yields`.
+void replace_uses(std::vector<ir::Instr> &body, std::vector<ir::ValueId> &yields, ir::ValueId from,
+                  ir::ValueId to) {
+  for (auto &y : yields)
+    if (y == from) y = to;
+  for (auto &in : body) {
+    for (auto &o : in.operands)
+      if (o == from) o = to;
+    for (auto &r : in.regions) replace_uses(r.body, r.yields, from, to);
+  }
+}
+
+}  // namespace
+
 void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   std::optional<int64_t> start = int64_t{0};
   if (loop.start) start = eval_int(*loop.start, "a loop bound");
@@ -305,6 +321,16 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   }
   env = std::move(saved_env);
   if (!ok) return;  // carried names keep their values from before the loop
+  // A name the body assigns but leaves equal to its value on entry is not
+  // really carried: the body reads the initial value directly.
+  for (size_t k = carried.size(); k-- > 0;) {
+    if (region.yields[k] != region.params[k + 1]) continue;
+    replace_uses(region.body, region.yields, region.params[k + 1], instr.operands[k]);
+    carried.erase(carried.begin() + static_cast<long>(k));
+    instr.operands.erase(instr.operands.begin() + static_cast<long>(k));
+    region.params.erase(region.params.begin() + static_cast<long>(k + 1));
+    region.yields.erase(region.yields.begin() + static_cast<long>(k));
+  }
   for (size_t k = 0; k < carried.size(); ++k) {
     ir::ValueId r =
         function_.add_value(function_.type(instr.operands[k]).with_variance({}), carried[k], span);

@@ -30,6 +30,9 @@
 
 #include "frontend/format.h"
 #include "frontend/parser.h"
+#include "ir/printer.h"
+#include "pipeline/compile.h"
+#include "transforms/derive.h"
 #include "support/diagnostics.h"
 #include "support/source.h"
 
@@ -71,6 +74,36 @@ PipelineResult run_pipeline_on(const std::string &text) {
   std::string twice = format_module(module2);
   if (twice != once)
     return {"formatting is not idempotent:\n--- once\n" + once + "--- twice\n" + twice};
+
+  // The whole middle end: lowering, variance inference, loop unrolling and
+  // the IR verifier must never report an internal error, and a program that
+  // checks must print as source that checks again and prints the same.
+  Compilation c;
+  compile_source(c, "fuzz.spmd", text, CompileOptions{});
+  if (c.diags.has_internal_errors())
+    return {"internal compiler error:\n" + render_diagnostics(c.diags, c.sources)};
+  if (!c.ok() || !c.module) return {};
+  std::string printed = ir::print_module(c.printable());
+  Compilation again;
+  compile_source(again, "printed.spmd", printed, CompileOptions{});
+  if (!again.ok())
+    return {"printed program does not check:\n" + printed + "\n" +
+            render_diagnostics(again.diags, again.sources)};
+  if (ir::print_module(again.printable()) != printed)
+    return {"printing is not idempotent:\n" + printed};
+  // Differentiating may refuse (not differentiable), but never break.
+  for (const auto &fn : c.module->functions) {
+    if (fn.kind != ir::FunctionKind::Shmap) continue;
+    DeriveRequest r;
+    r.kind = DeriveKind::Vjp;
+    r.function = fn.name;
+    try {
+      (void)derive(*c.module, r);
+    } catch (const TransformError &) {
+    } catch (const std::exception &e) {
+      return {std::string("vjp failed: ") + e.what() + "\n" + printed};
+    }
+  }
   return {};
 }
 
