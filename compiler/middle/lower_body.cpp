@@ -1,0 +1,772 @@
+// middle/lower_body.cpp — lowering of function bodies: statements (assignments,
+// returns, static loops, branches) and expressions, into IR instructions.
+// Part of the lowering pass (lower.h); builtins are in lower_builtins.cpp and
+// declarations, signatures and def instantiation in lower.cpp.
+#include <set>
+
+#include "frontend/format.h"
+#include "middle/lower_internal.h"
+#include "ops/shape_rules.h"
+
+namespace spmd {
+namespace lowering {
+namespace {
+
+const char *op_symbol(ast::BinaryOpKind k) {
+  switch (k) {
+    case ast::BinaryOpKind::Add: return "+";
+    case ast::BinaryOpKind::Sub: return "-";
+    case ast::BinaryOpKind::Mul: return "*";
+    case ast::BinaryOpKind::Div: return "/";
+    case ast::BinaryOpKind::Pow: return "**";
+    case ast::BinaryOpKind::MatMul: return "@";
+    case ast::BinaryOpKind::Lt: return "<";
+    case ast::BinaryOpKind::Le: return "<=";
+    case ast::BinaryOpKind::Gt: return ">";
+    case ast::BinaryOpKind::Ge: return ">=";
+    case ast::BinaryOpKind::Eq: return "==";
+    case ast::BinaryOpKind::Ne: return "!=";
+    case ast::BinaryOpKind::And: return "and";
+    case ast::BinaryOpKind::Or: return "or";
+  }
+  return "?";
+}
+
+OpCode binary_opcode(ast::BinaryOpKind k) {
+  switch (k) {
+    case ast::BinaryOpKind::Add: return OpCode::Add;
+    case ast::BinaryOpKind::Sub: return OpCode::Sub;
+    case ast::BinaryOpKind::Mul: return OpCode::Mul;
+    case ast::BinaryOpKind::Div: return OpCode::Div;
+    case ast::BinaryOpKind::Pow: return OpCode::Pow;
+    case ast::BinaryOpKind::MatMul: return OpCode::Einsum;
+    case ast::BinaryOpKind::Lt: return OpCode::Lt;
+    case ast::BinaryOpKind::Le: return OpCode::Le;
+    case ast::BinaryOpKind::Gt: return OpCode::Gt;
+    case ast::BinaryOpKind::Ge: return OpCode::Ge;
+    case ast::BinaryOpKind::Eq: return OpCode::Eq;
+    case ast::BinaryOpKind::Ne: return OpCode::Ne;
+    case ast::BinaryOpKind::And: return OpCode::And;
+    case ast::BinaryOpKind::Or: return OpCode::Or;
+  }
+  return OpCode::Add;
+}
+
+std::optional<double> fold(OpCode op, double a, double b, bool ints) {
+  switch (op) {
+    case OpCode::Add: return a + b;
+    case OpCode::Sub: return a - b;
+    case OpCode::Mul: return a * b;
+    case OpCode::Div:
+      if (ints) return std::nullopt;  // integer division is not folded
+      return a / b;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+// ============================================================== BodyLowerer
+
+BodyLowerer::BodyLowerer(ProgramLowerer &program, ir::Function &function, int module_index)
+    : program_(program),
+      function_(function),
+      builder_(program.module, function),
+      module_index_(module_index) {}
+
+DiagnosticEngine &BodyLowerer::diags() { return program_.diags; }
+
+ir::ValueId BodyLowerer::emit(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
+                              SourceSpan span, ir::Origin origin) {
+  for (ir::ValueId v : operands)
+    if (v == ir::kNoValue) return ir::kNoValue;
+  std::string error;
+  auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error, origin);
+  if (results.empty()) {
+    diags().error("type-error", span, "`" + std::string(op_display_name(op)) + "`: " + error);
+    return ir::kNoValue;
+  }
+  return results[0];
+}
+
+void BodyLowerer::lower_block(const ast::Block &block) {
+  for (const auto &stmt : block) {
+    if (returned) {
+      diags().error("unreachable-code", stmt->span, "statement after `return`");
+      return;
+    }
+    lower_stmt(*stmt);
+    if (diags().at_limit()) return;
+  }
+}
+
+void BodyLowerer::lower_stmt(const ast::Stmt &stmt) {
+  std::visit(
+      [&](const auto &node) {
+        using T = std::decay_t<decltype(node)>;
+        if constexpr (std::is_same_v<T, ast::AssignStmt>) {
+          lower_assign(node, stmt.span);
+        } else if constexpr (std::is_same_v<T, ast::ReturnStmt>) {
+          lower_return(node, stmt.span);
+        } else if constexpr (std::is_same_v<T, ast::ForStmt>) {
+          lower_for(node, stmt.span);
+        } else {
+          lower_if(node, stmt.span);
+        }
+      },
+      stmt.node);
+}
+
+void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
+  LExpr value = lower_expr(*assign.value);
+  if (!value.ok()) {
+    for (const auto &t : assign.targets) env.erase(t.name.name);  // avoid follow-on errors
+    return;
+  }
+  std::vector<ir::ValueId> values;
+  if (value.kind == LExpr::Kind::Tuple) {
+    values = value.tuple;
+  } else {
+    values.push_back(materialize(value, std::nullopt));
+  }
+  if (values.size() != assign.targets.size()) {
+    diags().error("arity-mismatch", span,
+                  "assigning " + std::to_string(values.size()) + " value" +
+                      (values.size() == 1 ? "" : "s") + " to " +
+                      std::to_string(assign.targets.size()) + " name" +
+                      (assign.targets.size() == 1 ? "" : "s"));
+    return;
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    const ast::AssignTarget &target = assign.targets[i];
+    ir::ValueId v = values[i];
+    if (v == ir::kNoValue) {
+      env.erase(target.name.name);
+      continue;
+    }
+    if (mesh().find_axis(target.name.name) >= 0)
+      diags().warning("shadows-axis", target.name.span,
+                      "`" + target.name.name + "` shadows the mesh axis of the same name");
+    if (target.annotation) {
+      const ast::TypeExpr &ann = *target.annotation;
+      auto dtype = parse_dtype(ann.dtype.name);
+      Shape shape;
+      bool ok = dtype.has_value();
+      if (!dtype) diags().error("unknown-dtype", ann.dtype.span, "unknown dtype `" + ann.dtype.name + "`");
+      for (const auto &d : ann.dims) {
+        if (auto *n = std::get_if<int64_t>(&d.value)) {
+          shape.push_back(*n);
+        } else {
+          auto it = dim_symbols.find(std::get<std::string>(d.value));
+          if (it == dim_symbols.end()) {
+            diags().error("unknown-name", d.span,
+                          "unknown dimension `" + std::get<std::string>(d.value) + "`");
+            ok = false;
+          } else {
+            shape.push_back(it->second);
+          }
+        }
+      }
+      const Type &actual = function_.type(v);
+      if (ok && (actual.dtype != *dtype || actual.shape != shape)) {
+        diags().error("annotation-mismatch", ann.span,
+                      "`" + target.name.name + "` is annotated " + shape_type_str(*dtype, shape) +
+                          " but its value is " + shape_type_str(actual.dtype, actual.shape));
+      }
+      if (ann.variance) {
+        AxisSet declared;
+        for (const auto &axis : *ann.variance) {
+          int a = mesh().find_axis(axis.name);
+          if (a < 0) {
+            diags().error("unknown-axis", axis.span,
+                          "`" + axis.name + "` is not an axis of the mesh");
+            ok = false;
+          } else {
+            declared = declared | AxisSet::of(a);
+          }
+        }
+        if (ok) {
+          // The annotation applies to this binding; give it its own value so
+          // the check (and any lifting pbroadcast) happens at this statement.
+          function_.values[v].declared_variance = declared;
+          function_.values[v].annotation_span = ann.span;
+        }
+      }
+    }
+    ir::Value &info = function_.values[v];
+    if (info.name.empty()) info.name = target.name.name;
+    env[target.name.name] = v;
+  }
+}
+
+void BodyLowerer::lower_return(const ast::ReturnStmt &ret, SourceSpan span) {
+  returned = true;
+  function_.return_span = span;
+  std::vector<ir::ValueId> values;
+  for (const auto &e : ret.values) {
+    LExpr le = lower_expr(*e);
+    if (!le.ok()) return;
+    if (le.kind == LExpr::Kind::Tuple) {
+      for (auto v : le.tuple) values.push_back(v);
+    } else {
+      std::optional<DType> hint;
+      size_t k = values.size();
+      if (k < function_.results.size() && !function_.results[k].global_shape.empty()) hint = {};
+      values.push_back(materialize(le, hint));
+    }
+  }
+  function_.returns = values;
+}
+
+namespace {
+
+/// Names assigned anywhere in `block`, nested loops and branches included, in
+/// first-assignment order.
+void assigned_names(const ast::Block &block, std::vector<std::string> &out) {
+  for (const auto &stmt : block) {
+    if (auto *a = std::get_if<ast::AssignStmt>(&stmt->node)) {
+      for (const auto &t : a->targets)
+        if (std::find(out.begin(), out.end(), t.name.name) == out.end()) out.push_back(t.name.name);
+    } else if (auto *f = std::get_if<ast::ForStmt>(&stmt->node)) {
+      assigned_names(f->body, out);
+    } else if (auto *i = std::get_if<ast::IfStmt>(&stmt->node)) {
+      assigned_names(i->then_body, out);
+      assigned_names(i->else_body, out);
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+/// Replaces every use of `from` by `to` in `body` (nested regions included) and `yields`.
+void replace_uses(std::vector<ir::Instr> &body, std::vector<ir::ValueId> &yields, ir::ValueId from,
+                  ir::ValueId to) {
+  for (auto &y : yields)
+    if (y == from) y = to;
+  for (auto &in : body) {
+    for (auto &o : in.operands)
+      if (o == from) o = to;
+    for (auto &r : in.regions) replace_uses(r.body, r.yields, from, to);
+  }
+}
+
+}  // namespace
+
+void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
+  std::optional<int64_t> start = int64_t{0};
+  if (loop.start) start = eval_int(*loop.start, "a loop bound");
+  std::optional<int64_t> stop = eval_int(*loop.stop, "a loop bound");
+  if (!start || !stop) return;
+  if (*stop - *start > 4096) {
+    diags().error("loop-too-long", span,
+                  "this loop runs " + std::to_string(*stop - *start) +
+                      " times; static loops are unrolled, so at most 4096 iterations are allowed");
+    return;
+  }
+  // Loop-carried: names bound before the loop and assigned in its body.
+  std::vector<std::string> assigned, carried;
+  assigned_names(loop.body, assigned);
+  for (const auto &n : assigned)
+    if (n != loop.var.name && env.count(n)) carried.push_back(n);
+
+  ir::Instr instr;
+  instr.op = OpCode::For;
+  instr.span = span;
+  instr.attrs.dim = *start;
+  instr.attrs.dim2 = std::max(*start, *stop);
+  ir::Region region;
+  region.params.push_back(
+      function_.add_value(Type{DType::I32, {}, {}}, loop.var.name, loop.var.span));
+  auto saved_env = env;
+  env[loop.var.name] = region.params[0];
+  for (const auto &n : carried) {
+    ir::ValueId init = saved_env.at(n);
+    instr.operands.push_back(init);
+    ir::ValueId p = function_.add_value(function_.type(init).with_variance({}), n, span);
+    region.params.push_back(p);
+    env[n] = p;
+  }
+  std::vector<ir::Instr> *outer = builder_.set_body(&region.body);
+  int errors_before = diags().num_errors();
+  bool returned_before = returned;
+  lower_block(loop.body);
+  builder_.set_body(outer);
+  if (returned && !returned_before) {
+    diags().error("unsupported", span, "`return` inside a loop is not supported");
+    returned = returned_before;
+  }
+  bool ok = diags().num_errors() == errors_before;
+  for (size_t k = 0; ok && k < carried.size(); ++k) {
+    auto it = env.find(carried[k]);
+    if (it == env.end()) {
+      ok = false;
+      break;
+    }
+    const Type &before = function_.type(instr.operands[k]);
+    const Type &after = function_.type(it->second);
+    if (before.dtype != after.dtype || before.shape != after.shape) {
+      diags().error("loop-type-change", span,
+                    "loop-carried `" + carried[k] + "` is " +
+                        shape_type_str(before.dtype, before.shape) + " before the loop but " +
+                        shape_type_str(after.dtype, after.shape) + " after one iteration");
+      ok = false;
+    }
+    region.yields.push_back(it->second);
+  }
+  env = std::move(saved_env);
+  if (!ok) return;  // carried names keep their values from before the loop
+  // A name the body assigns but leaves equal to its value on entry is not
+  // really carried: the body reads the initial value directly.
+  for (size_t k = carried.size(); k-- > 0;) {
+    if (region.yields[k] != region.params[k + 1]) continue;
+    replace_uses(region.body, region.yields, region.params[k + 1], instr.operands[k]);
+    carried.erase(carried.begin() + static_cast<long>(k));
+    instr.operands.erase(instr.operands.begin() + static_cast<long>(k));
+    region.params.erase(region.params.begin() + static_cast<long>(k + 1));
+    region.yields.erase(region.yields.begin() + static_cast<long>(k));
+  }
+  for (size_t k = 0; k < carried.size(); ++k) {
+    ir::ValueId r =
+        function_.add_value(function_.type(instr.operands[k]).with_variance({}), carried[k], span);
+    instr.results.push_back(r);
+    env[carried[k]] = r;
+  }
+  instr.regions.push_back(std::move(region));
+  std::vector<ir::Instr> *target = builder_.set_body(nullptr);
+  target->push_back(std::move(instr));
+  builder_.set_body(target);
+}
+
+void BodyLowerer::lower_if(const ast::IfStmt &branch, SourceSpan span) {
+  ir::ValueId cond = lower_value(*branch.cond, DType::Bool);
+  if (cond == ir::kNoValue) return;
+  const Type ct = function_.type(cond);
+  if (ct.dtype != DType::Bool || ct.rank() != 0) {
+    diags().error("type-error", branch.cond->span,
+                  "the condition of `if` must be a bool scalar, got " +
+                      shape_type_str(ct.dtype, ct.shape) + "; use where(...) for elementwise choices");
+    return;
+  }
+  // Both branches are computed (they have no side effects); `where` picks.
+  std::vector<std::string> assigned;
+  assigned_names(branch.then_body, assigned);
+  assigned_names(branch.else_body, assigned);
+  auto saved_env = env;
+  bool returned_before = returned;
+  lower_block(branch.then_body);
+  auto then_env = env;
+  env = saved_env;
+  lower_block(branch.else_body);
+  auto else_env = env;
+  env = saved_env;
+  if (returned != returned_before) {
+    diags().error("unsupported", span, "`return` inside `if` is not supported");
+    returned = returned_before;
+  }
+  for (const auto &n : assigned) {
+    auto t = then_env.find(n), e = else_env.find(n);
+    if (t == then_env.end() || e == else_env.end()) {
+      env.erase(n);  // bound on one path only: not visible after the `if`
+      continue;
+    }
+    if (t->second == e->second) {
+      env[n] = t->second;
+      continue;
+    }
+    const Type &a = function_.type(t->second), &b = function_.type(e->second);
+    if (a.dtype != b.dtype || a.shape != b.shape) {
+      diags().error("branch-type-mismatch", span,
+                    "`" + n + "` is " + shape_type_str(a.dtype, a.shape) + " after the `if` branch but " +
+                        shape_type_str(b.dtype, b.shape) + " after the `else` branch");
+      env.erase(n);
+      continue;
+    }
+    ir::ValueId v = emit(OpCode::Select, {cond, t->second, e->second}, {}, span);
+    if (v != ir::kNoValue) function_.values[v].name = n;
+    env[n] = v;
+  }
+}
+
+LExpr BodyLowerer::lower_name(const std::string &name, SourceSpan span) {
+  auto it = env.find(name);
+  if (it != env.end()) return LExpr::of(it->second, span);
+  auto sym = dim_symbols.find(name);
+  if (sym != dim_symbols.end()) {
+    LExpr e;
+    e.kind = LExpr::Kind::Literal;
+    e.literal = static_cast<double>(sym->second);
+    e.literal_is_int = true;
+    e.span = span;
+    return e;
+  }
+  if (mesh().find_axis(name) >= 0) {
+    diags().error("axis-as-value", span,
+                  "`" + name + "` is a mesh axis, not a value")
+        .fix = "use axis_index(" + name + ") for this device's position along it, or axis_size(" +
+               name + ") for its size";
+    return {};
+  }
+  diags().error("unknown-name", span, "unknown name `" + name + "`");
+  return {};
+}
+
+ir::ValueId BodyLowerer::materialize(const LExpr &e, std::optional<DType> hint) {
+  switch (e.kind) {
+    case LExpr::Kind::Invalid:
+      return ir::kNoValue;
+    case LExpr::Kind::Value:
+      return e.value;
+    case LExpr::Kind::Tuple:
+      diags().error("type-error", e.span, "a tuple of values is not allowed here");
+      return ir::kNoValue;
+    case LExpr::Kind::Literal: {
+      DType d = e.literal_is_bool ? DType::Bool
+                : e.literal_is_int ? DType::I32
+                                   : DType::F32;
+      if (hint) {
+        if (e.literal_is_bool && *hint != DType::Bool) {
+          diags().error("type-error", e.span,
+                        std::string("a bool literal cannot be used as ") + dtype_name(*hint));
+          return ir::kNoValue;
+        }
+        if (!e.literal_is_bool && *hint == DType::Bool) {
+          diags().error("type-error", e.span, "a number cannot be used as a bool");
+          return ir::kNoValue;
+        }
+        if (!e.literal_is_int && !e.literal_is_bool && *hint == DType::I32 &&
+            e.literal != static_cast<double>(static_cast<int64_t>(e.literal))) {
+          diags().error("type-error", e.span,
+                        "a fractional literal cannot be used as i32; cast the other operand");
+          return ir::kNoValue;
+        }
+        d = *hint;
+      }
+      Attrs a;
+      a.dtype = d;
+      a.value = e.literal;
+      return emit(OpCode::Constant, {}, a, e.span);
+    }
+  }
+  return ir::kNoValue;
+}
+
+ir::ValueId BodyLowerer::lower_value(const ast::Expr &expr, std::optional<DType> hint) {
+  return materialize(lower_expr(expr), hint);
+}
+
+LExpr BodyLowerer::binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan span) {
+  if (!a.ok() || !b.ok()) return {};
+  using K = LExpr::Kind;
+  if (a.kind == K::Literal && b.kind == K::Literal && !a.literal_is_bool && !b.literal_is_bool) {
+    bool ints = a.literal_is_int && b.literal_is_int;
+    if (auto r = fold(op, a.literal, b.literal, ints)) {
+      LExpr e = a;
+      e.literal = *r;
+      e.literal_is_int = ints;
+      e.span = span;
+      return e;
+    }
+  }
+  std::optional<DType> hint;
+  if (a.kind == K::Value) hint = function_.type(a.value).dtype;
+  if (b.kind == K::Value) hint = function_.type(b.value).dtype;
+  if (!hint && a.kind == K::Literal && b.kind == K::Literal)
+    hint = (a.literal_is_int && b.literal_is_int) ? DType::I32 : DType::F32;
+  ir::ValueId va = materialize(a, hint), vb = materialize(b, hint);
+  if (va == ir::kNoValue || vb == ir::kNoValue) return {};
+  if (op == OpCode::Einsum) {
+    const Type &ta = function_.type(va), &tb = function_.type(vb);
+    if (ta.rank() < 1 || tb.rank() < 1 || ta.rank() > 2 || tb.rank() > 2) {
+      diags().error("type-error", span,
+                    "`@` takes operands of rank 1 or 2 (use einsum for batched products), got " +
+                        shape_type_str(ta.dtype, ta.shape) + " and " +
+                        shape_type_str(tb.dtype, tb.shape));
+      return {};
+    }
+    std::string lhs = ta.rank() == 2 ? "ij" : "j";
+    std::string rhs = tb.rank() == 2 ? "jk" : "j";
+    std::string out = std::string(ta.rank() == 2 ? "i" : "") + (tb.rank() == 2 ? "k" : "");
+    Attrs attrs;
+    attrs.spec = lhs + "," + rhs + "->" + out;
+    return LExpr::of(emit(OpCode::Einsum, {va, vb}, attrs, span), span);
+  }
+  return LExpr::of(emit(op, {va, vb}, {}, span), span);
+}
+
+LExpr BodyLowerer::lower_expr(const ast::Expr &expr) {
+  const SourceSpan span = expr.span;
+  return std::visit(
+      [&](const auto &node) -> LExpr {
+        using T = std::decay_t<decltype(node)>;
+        if constexpr (std::is_same_v<T, ast::NameExpr>) {
+          return lower_name(node.name, span);
+        } else if constexpr (std::is_same_v<T, ast::IntLit>) {
+          LExpr e;
+          e.kind = LExpr::Kind::Literal;
+          e.literal = static_cast<double>(node.value);
+          e.literal_is_int = true;
+          e.span = span;
+          if (node.value > INT32_MAX) {
+            diags().error("literal-out-of-range", span, "integer literal does not fit in i32");
+            return {};
+          }
+          return e;
+        } else if constexpr (std::is_same_v<T, ast::FloatLit>) {
+          LExpr e;
+          e.kind = LExpr::Kind::Literal;
+          e.literal = node.value;
+          e.span = span;
+          return e;
+        } else if constexpr (std::is_same_v<T, ast::BoolLit>) {
+          LExpr e;
+          e.kind = LExpr::Kind::Literal;
+          e.literal = node.value ? 1 : 0;
+          e.literal_is_bool = true;
+          e.span = span;
+          return e;
+        } else if constexpr (std::is_same_v<T, ast::StringLit>) {
+          diags().error("type-error", span, "a string is only allowed as an einsum spec");
+          return {};
+        } else if constexpr (std::is_same_v<T, ast::UnaryExpr>) {
+          LExpr x = lower_expr(*node.operand);
+          if (!x.ok()) return {};
+          if (node.op == ast::UnaryOpKind::Neg) {
+            if (x.kind == LExpr::Kind::Literal && !x.literal_is_bool) {
+              x.literal = -x.literal;
+              x.span = span;
+              return x;
+            }
+            return LExpr::of(emit(OpCode::Neg, {materialize(x, std::nullopt)}, {}, span), span);
+          }
+          return LExpr::of(emit(OpCode::Not, {materialize(x, DType::Bool)}, {}, span), span);
+        } else if constexpr (std::is_same_v<T, ast::BinaryExpr>) {
+          LExpr a = lower_expr(*node.lhs);
+          LExpr b = lower_expr(*node.rhs);
+          if (!a.ok() || !b.ok()) return {};
+          LExpr r = binary(binary_opcode(node.op), a, b, span);
+          (void)op_symbol;
+          return r;
+        } else if constexpr (std::is_same_v<T, ast::CallExpr>) {
+          return lower_call(node, span);
+        } else if constexpr (std::is_same_v<T, ast::IndexExpr>) {
+          return lower_index(node, span);
+        } else {
+          diags().error("type-error", span,
+                        "a tuple or list is only allowed as an argument of a builtin (shapes, "
+                        "axes, permutations)");
+          return {};
+        }
+      },
+      expr.node);
+}
+
+LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
+  const std::string &name = call.callee.name;
+  if (const BuiltinHandler *h = find_builtin(name)) return (*h)(*this, call, span);
+  int def_module = -1;
+  const ast::FuncDecl *decl = program_.find_def(name, module_index_, call.callee.span, def_module);
+  if (!decl) return {};
+  if (decl->kind == ast::FuncKind::Shmap) {
+    diags().error("call-shmap", call.callee.span,
+                  "`" + name + "` is a shmap; a body can call only `def` functions");
+    return {};
+  }
+  std::vector<ir::ValueId> args;
+  for (const auto &arg : call.args) {
+    if (!arg.keyword.empty()) {
+      diags().error("bad-argument", arg.span,
+                    "keyword arguments are not supported in calls of `def` functions");
+      return {};
+    }
+    args.push_back(lower_value(*arg.value));
+    if (args.back() == ir::kNoValue) return {};
+  }
+  if (args.size() != decl->params.size()) {
+    diags()
+        .error("arity-mismatch", span,
+               "`" + name + "` takes " + std::to_string(decl->params.size()) + " argument" +
+                   (decl->params.size() == 1 ? "" : "s") + " but " + std::to_string(args.size()) +
+                   " were given")
+        .notes.push_back({decl->name.span, "`" + name + "` is defined here"});
+    return {};
+  }
+  std::vector<Type> arg_types;
+  for (auto v : args) arg_types.push_back(function_.type(v));
+  int callee = program_.instantiate(*decl, def_module, arg_types, function_.mesh, span);
+  if (callee < 0) return {};
+  const ir::Function &f = program_.module.functions[static_cast<size_t>(callee)];
+  std::vector<Type> result_types;
+  for (auto v : f.returns) result_types.push_back(f.type(v).with_variance({}));
+  Attrs attrs;
+  attrs.callee = callee;
+  auto results = builder_.add_typed(OpCode::Call, args, attrs, result_types, span);
+  if (results.size() == 1) return LExpr::of(results[0], span);
+  LExpr e;
+  e.kind = LExpr::Kind::Tuple;
+  e.tuple = results;
+  e.span = span;
+  return e;
+}
+
+LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
+  ir::ValueId base = lower_value(*index.base);
+  if (base == ir::kNoValue) return {};
+  const Type &t = function_.type(base);
+  if (static_cast<int64_t>(index.subscripts.size()) > t.rank()) {
+    diags().error("bad-index", span,
+                  "too many subscripts (" + std::to_string(index.subscripts.size()) +
+                      ") for a value of rank " + std::to_string(t.rank()));
+    return {};
+  }
+  Attrs attrs;
+  std::vector<int64_t> squeeze;
+  for (int64_t d = 0; d < t.rank(); ++d) {
+    int64_t n = t.shape[d];
+    int64_t b = 0, e = n, st = 1;
+    if (d < static_cast<int64_t>(index.subscripts.size())) {
+      const ast::Subscript &s = index.subscripts[d];
+      auto normalize = [&](int64_t v) { return v < 0 ? v + n : v; };
+      if (!s.is_slice) {
+        auto i = eval_int(*s.index, "an index");
+        if (!i) return {};
+        int64_t k = normalize(*i);
+        if (k < 0 || k >= n) {
+          diags().error("bad-index", s.span,
+                        "index " + std::to_string(*i) + " is out of bounds for dimension " +
+                            std::to_string(d) + " of size " + std::to_string(n));
+          return {};
+        }
+        b = k;
+        e = k + 1;
+        squeeze.push_back(d);
+      } else {
+        if (s.step) {
+          auto v = eval_int(*s.step, "a slice step");
+          if (!v) return {};
+          if (*v <= 0) {
+            diags().error("bad-index", s.step->span, "slice steps must be positive");
+            return {};
+          }
+          st = *v;
+        }
+        if (s.start) {
+          auto v = eval_int(*s.start, "a slice start");
+          if (!v) return {};
+          b = std::clamp<int64_t>(normalize(*v), 0, n);
+        }
+        if (s.stop) {
+          auto v = eval_int(*s.stop, "a slice stop");
+          if (!v) return {};
+          e = std::clamp<int64_t>(normalize(*v), 0, n);
+        }
+        if (e < b) e = b;
+      }
+    }
+    attrs.start.push_back(b);
+    attrs.limit.push_back(e);
+    attrs.stride.push_back(st);
+  }
+  ir::ValueId v = emit(OpCode::Slice, {base}, attrs, span);
+  if (v == ir::kNoValue || squeeze.empty()) return LExpr::of(v, span);
+  Attrs r;
+  const Shape &sliced = function_.type(v).shape;
+  for (int64_t d = 0; d < static_cast<int64_t>(sliced.size()); ++d)
+    if (std::find(squeeze.begin(), squeeze.end(), d) == squeeze.end()) r.shape.push_back(sliced[d]);
+  return LExpr::of(emit(OpCode::Reshape, {v}, r, span, ir::Origin::Lowering), span);
+}
+
+std::optional<int64_t> BodyLowerer::eval_int(const ast::Expr &expr, const char *what) {
+  auto fail = [&]() -> std::optional<int64_t> {
+    diags().error("not-constant", expr.span,
+                  std::string(what) + " must be a compile-time integer");
+    return std::nullopt;
+  };
+  if (auto *lit = std::get_if<ast::IntLit>(&expr.node)) return lit->value;
+  if (auto *name = std::get_if<ast::NameExpr>(&expr.node)) {
+    auto it = dim_symbols.find(name->name);
+    if (it != dim_symbols.end()) return it->second;
+    return fail();
+  }
+  if (auto *u = std::get_if<ast::UnaryExpr>(&expr.node)) {
+    if (u->op != ast::UnaryOpKind::Neg) return fail();
+    auto v = eval_int(*u->operand, what);
+    if (!v) return std::nullopt;
+    return -*v;
+  }
+  if (auto *b = std::get_if<ast::BinaryExpr>(&expr.node)) {
+    auto l = eval_int(*b->lhs, what);
+    if (!l) return std::nullopt;
+    auto r = eval_int(*b->rhs, what);
+    if (!r) return std::nullopt;
+    __int128 res;
+    switch (b->op) {
+      case ast::BinaryOpKind::Add: res = static_cast<__int128>(*l) + *r; break;
+      case ast::BinaryOpKind::Sub: res = static_cast<__int128>(*l) - *r; break;
+      case ast::BinaryOpKind::Mul: res = static_cast<__int128>(*l) * *r; break;
+      case ast::BinaryOpKind::Div:
+        if (*r == 0 || *l % *r != 0) {
+          diags().error("not-constant", expr.span,
+                        std::string(what) + " divides " + std::to_string(*l) + " by " +
+                            std::to_string(*r) + ", which is not exact");
+          return std::nullopt;
+        }
+        res = *l / *r;
+        break;
+      default:
+        return fail();
+    }
+    if (res > INT64_MAX / 2 || res < INT64_MIN / 2) {
+      diags().error("literal-out-of-range", expr.span, std::string(what) + " overflows");
+      return std::nullopt;
+    }
+    return static_cast<int64_t>(res);
+  }
+  if (auto *c = std::get_if<ast::CallExpr>(&expr.node)) {
+    if (c->callee.name == "axis_size" && c->args.size() == 1) {
+      auto axes = eval_axes(*c->args[0].value);
+      if (!axes) return std::nullopt;
+      return axes_size(mesh(), *axes);
+    }
+  }
+  return fail();
+}
+
+std::optional<std::vector<int>> BodyLowerer::eval_axes(const ast::Expr &expr) {
+  std::vector<const ast::Expr *> items;
+  if (auto *t = std::get_if<ast::TupleExpr>(&expr.node)) {
+    for (const auto &e : t->elements) items.push_back(e.get());
+    if (items.empty()) {
+      diags().error("bad-axes", expr.span, "expected at least one mesh axis");
+      return std::nullopt;
+    }
+  } else {
+    items.push_back(&expr);
+  }
+  std::vector<int> axes;
+  for (const ast::Expr *e : items) {
+    auto *name = std::get_if<ast::NameExpr>(&e->node);
+    if (!name) {
+      diags().error("bad-axes", e->span, "expected a mesh axis name");
+      return std::nullopt;
+    }
+    int a = mesh().find_axis(name->name);
+    if (a < 0) {
+      std::string names;
+      for (const auto &ax : mesh().axes()) names += (names.empty() ? "`" : ", `") + ax.name + "`";
+      diags().error("unknown-axis", e->span,
+                    "`" + name->name + "` is not an axis of the mesh (its axes: " + names + ")");
+      return std::nullopt;
+    }
+    if (std::find(axes.begin(), axes.end(), a) != axes.end()) {
+      diags().error("duplicate-axis", e->span, "axis `" + name->name + "` is named twice");
+      return std::nullopt;
+    }
+    axes.push_back(a);
+  }
+  return axes;
+}
+
+}  // namespace lowering
+}  // namespace spmd
