@@ -33,6 +33,7 @@ int real_main(int argc, char **argv) {
   register_derive_commands(app, common, commands);
   register_run_command(app, common, commands);
   register_build_command(app, common, commands);
+  register_cost_command(app, common, commands);
 
   try {
     app.parse(argc, argv);

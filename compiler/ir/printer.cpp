@@ -107,7 +107,7 @@ class FunctionPrinter {
       if (shmap) {
         out << shape_type_str(t.dtype, p.global_shape) << " @ " << spec_str(p.spec);
       } else {
-        out << (o_.types ? type_str(t, mesh_) : shape_type_str(t.dtype, t.shape));
+        out << shape_type_str(t.dtype, t.shape);
       }
     }
     out << ") -> ";
@@ -119,12 +119,23 @@ class FunctionPrinter {
         out << shape_type_str(t.dtype, f_.results[k].global_shape) << " @ "
             << spec_str(f_.results[k].spec);
       } else {
-        out << (o_.types ? type_str(t, mesh_) : shape_type_str(t.dtype, t.shape));
+        out << shape_type_str(t.dtype, t.shape);
       }
     }
     if (f_.results.size() != 1) out << ")";
     if (shmap) out << " on " << m_.meshes[static_cast<size_t>(f_.mesh)].name;
-    out << " {\n";
+    out << " {";
+    if (!shmap && o_.types) {
+      // The variance this instance was typed for (signatures carry none).
+      out << "  # variance:";
+      for (size_t i = 0; i < f_.params.size(); ++i)
+        out << (i ? ", " : " ") << namer_.name(f_.params[i].value) << " "
+            << axis_set_str(f_.type(f_.params[i].value).variance, mesh_);
+      out << " ->";
+      for (size_t k = 0; k < f_.returns.size(); ++k)
+        out << (k ? ", " : " ") << axis_set_str(f_.type(f_.returns[k]).variance, mesh_);
+    }
+    out << "\n";
     print_block(out, f_.body, "  ");
     out << "  return";
     for (size_t k = 0; k < f_.returns.size(); ++k)

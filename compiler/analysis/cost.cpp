@@ -1,0 +1,256 @@
+// analysis/cost.cpp — see cost.h.
+//
+// Walks the instructions of a shmap (recursing into calls and loop bodies),
+// adds up flops by category, reuses collective_stats for the bytes, and
+// formats the result as a table or JSON.
+#include "analysis/cost.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace spmd {
+namespace {
+
+double numel(const Type &t) { return static_cast<double>(t.numel()); }
+
+/// 2 * product of the sizes of the distinct indices of an einsum.
+double einsum_flops(const ir::Function &f, const ir::Instr &in) {
+  const std::string &spec = in.attrs.spec;
+  std::string lhs = spec.substr(0, spec.find("->"));
+  std::map<char, int64_t> size;
+  size_t operand = 0, pos = 0;
+  for (char ch : lhs) {
+    if (ch == ',') {
+      ++operand;
+      pos = 0;
+      continue;
+    }
+    if (!std::isalpha(static_cast<unsigned char>(ch)) || operand >= in.operands.size()) continue;
+    const Type &t = f.type(in.operands[operand]);
+    if (pos < t.shape.size()) size[ch] = std::max(size[ch], t.shape[pos]);
+    ++pos;
+  }
+  double p = 2;
+  for (const auto &[c, n] : size) p *= static_cast<double>(n);
+  return p;
+}
+
+void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Instr> &body,
+           double times, CostReport &r, int depth) {
+  if (depth > 1000) return;
+  for (const ir::Instr &in : body) {
+    switch (op_kind(in.op)) {
+      case OpKind::Unary:
+        if (in.op != OpCode::Cast) r.elementwise_flops += times * numel(f.type(in.results[0]));
+        break;
+      case OpKind::Binary:
+      case OpKind::Compare:
+      case OpKind::Logical:
+      case OpKind::Select:
+        r.elementwise_flops += times * numel(f.type(in.results[0]));
+        break;
+      case OpKind::Reduce:
+        r.reduction_flops += times * numel(f.type(in.operands[0]));
+        break;
+      case OpKind::Contraction:
+        r.einsum_flops += times * einsum_flops(f, in);
+        break;
+      case OpKind::Call: {
+        const ir::Function &callee = m.functions.at(static_cast<size_t>(in.attrs.callee));
+        count(m, callee, callee.body, times, r, depth + 1);
+        break;
+      }
+      case OpKind::Control:
+        // for k in range(dim, dim2): the body once per iteration.
+        for (const ir::Region &region : in.regions)
+          count(m, f, region.body, times * static_cast<double>(std::max<int64_t>(
+                                               0, in.attrs.dim2 - in.attrs.dim)),
+                r, depth + 1);
+        break;
+      default:  // creation, layout, collectives: no flops
+        break;
+    }
+  }
+}
+
+std::string fmt_num(double v) {
+  char b[64];
+  if (v == 0) return "0";
+  if (std::abs(v) >= 1e6 || std::abs(v) < 1e-2)
+    std::snprintf(b, sizeof b, "%.4g", v);
+  else if (v == std::floor(v))
+    std::snprintf(b, sizeof b, "%.0f", v);
+  else
+    std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+
+std::string fmt_time(double s) {
+  char b[64];
+  if (s == 0) return "0 s";
+  if (s < 1e-6)
+    std::snprintf(b, sizeof b, "%.3g ns", s * 1e9);
+  else if (s < 1e-3)
+    std::snprintf(b, sizeof b, "%.3g us", s * 1e6);
+  else if (s < 1)
+    std::snprintf(b, sizeof b, "%.3g ms", s * 1e3);
+  else
+    std::snprintf(b, sizeof b, "%.3g s", s);
+  return b;
+}
+
+std::string json_num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+std::string json_str(const std::string &s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+      continue;
+    }
+    o += c;
+  }
+  return o + "\"";
+}
+
+bool moves_data(const std::string &op) {
+  return op != "pbroadcast" && op != "pscatter" && op != "axis_index";
+}
+
+}  // namespace
+
+const std::vector<HardwareProfile> &builtin_profiles() {
+  // One GPU of an 8-GPU NVLink 4 node (NVSwitch): 450 GB/s per direction per
+  // GPU, of which NCCL's all-gather / reduce-scatter reach a bus bandwidth of
+  // about 370 GB/s; dense bf16 peak 989 TFLOP/s (H200 has the H100 SXM's
+  // compute and NVLink; only its HBM is larger and faster, which this model
+  // does not see); a few microseconds of latency per collective.
+  static const std::vector<HardwareProfile> profiles = {
+      {"h100", 989e12, 370e9, 5e-6,
+       "NVIDIA H100 SXM, 8-GPU NVLink node: 989 TFLOP/s dense bf16, 370 GB/s bus bandwidth, "
+       "5 us per collective"},
+      {"h200", 989e12, 370e9, 5e-6,
+       "NVIDIA H200 SXM, 8-GPU NVLink node: 989 TFLOP/s dense bf16, 370 GB/s bus bandwidth, "
+       "5 us per collective"},
+  };
+  return profiles;
+}
+
+std::optional<HardwareProfile> find_profile(const std::string &name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const HardwareProfile &p : builtin_profiles())
+    if (p.name == lower) return p;
+  return std::nullopt;
+}
+
+std::optional<double> CostReport::intensity() const {
+  double b = comm_bytes();
+  if (b <= 0) return std::nullopt;
+  return flops() / b;
+}
+
+CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
+                         const HardwareProfile &profile) {
+  CostReport r;
+  r.function = function.name;
+  r.devices = static_cast<int>(module.mesh_of(function).num_devices());
+  count(module, function, function.body, 1.0, r, 0);
+  r.comm = collective_stats(module, function);
+  for (const auto &[op, s] : r.comm.by_op)
+    if (moves_data(op)) r.comm_ops += s.count;
+  r.profile = profile;
+  r.compute_s = profile.flops_per_s > 0 ? r.flops() / profile.flops_per_s : 0;
+  r.comm_s = r.comm_ops * profile.latency_s +
+             (profile.bw_bytes_per_s > 0 ? r.comm_bytes() / profile.bw_bytes_per_s : 0);
+  return r;
+}
+
+std::string format_cost(const CostReport &r, const std::string &title) {
+  std::ostringstream out;
+  char line[256];
+  out << title << " — per device, " << r.devices << " devices\n";
+  std::snprintf(line, sizeof line, "  %-28s %16s\n", "flops", fmt_num(r.flops()).c_str());
+  out << line;
+  std::snprintf(line, sizeof line, "    %-26s %16s\n", "einsum/matmul",
+                fmt_num(r.einsum_flops).c_str());
+  out << line;
+  std::snprintf(line, sizeof line, "    %-26s %16s\n", "elementwise",
+                fmt_num(r.elementwise_flops).c_str());
+  out << line;
+  std::snprintf(line, sizeof line, "    %-26s %16s\n", "reductions",
+                fmt_num(r.reduction_flops).c_str());
+  out << line;
+  std::snprintf(line, sizeof line, "  %-22s %5s %16s %16s\n", "collective", "count", "size_bytes",
+                "moved_bytes");
+  out << line;
+  if (r.comm.by_op.empty()) out << "  (none)\n";
+  for (const auto &[op, s] : r.comm.by_op) {
+    std::snprintf(line, sizeof line, "  %-22s %5d %16s %16s\n", op.c_str(), s.count,
+                  fmt_num(s.size_bytes).c_str(), fmt_num(s.moved_bytes).c_str());
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "  %-28s %16s\n", "communication (bytes)",
+                fmt_num(r.comm_bytes()).c_str());
+  out << line;
+  auto ai = r.intensity();
+  std::snprintf(line, sizeof line, "  %-28s %16s\n", "arithmetic intensity",
+                ai ? (fmt_num(*ai) + " flop/B").c_str() : "none (no communication)");
+  out << line;
+  const HardwareProfile &p = r.profile;
+  out << "  estimate on " << p.name << ": " << fmt_num(p.flops_per_s) << " flop/s, "
+      << fmt_num(p.bw_bytes_per_s) << " B/s, alpha " << fmt_time(p.latency_s)
+      << " (hardware intensity "
+      << (p.bw_bytes_per_s > 0 ? fmt_num(p.flops_per_s / p.bw_bytes_per_s) : std::string("inf"))
+      << " flop/B)\n";
+  std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time",
+                fmt_time(r.compute_s).c_str());
+  out << line;
+  std::snprintf(line, sizeof line, "  %-28s %16s   (%d collectives x alpha + bytes / bw)\n",
+                "communication time", fmt_time(r.comm_s).c_str(), r.comm_ops);
+  out << line;
+  std::snprintf(line, sizeof line, "  %-28s %16s   %s\n", "total (no overlap)",
+                fmt_time(r.total_s()).c_str(),
+                r.compute_bound() ? "compute-bound" : "communication-bound");
+  out << line;
+  return out.str();
+}
+
+std::string cost_json(const CostReport &r) {
+  std::ostringstream o;
+  o << "{\"function\": " << json_str(r.function) << ", \"devices\": " << r.devices
+    << ", \"flops\": " << json_num(r.flops()) << ", \"einsum_flops\": " << json_num(r.einsum_flops)
+    << ", \"elementwise_flops\": " << json_num(r.elementwise_flops)
+    << ", \"reduction_flops\": " << json_num(r.reduction_flops) << ", \"collectives\": {";
+  bool first = true;
+  for (const auto &[op, s] : r.comm.by_op) {
+    o << (first ? "" : ", ") << json_str(op) << ": {\"count\": " << s.count
+      << ", \"size_bytes\": " << json_num(s.size_bytes)
+      << ", \"moved_bytes\": " << json_num(s.moved_bytes) << "}";
+    first = false;
+  }
+  auto ai = r.intensity();
+  o << "}, \"comm_bytes\": " << json_num(r.comm_bytes())
+    << ", \"arithmetic_intensity\": " << (ai ? json_num(*ai) : std::string("null"))
+    << ", \"profile\": {\"name\": " << json_str(r.profile.name)
+    << ", \"flops_per_s\": " << json_num(r.profile.flops_per_s)
+    << ", \"bw_bytes_per_s\": " << json_num(r.profile.bw_bytes_per_s)
+    << ", \"latency_s\": " << json_num(r.profile.latency_s) << "}"
+    << ", \"compute_s\": " << json_num(r.compute_s) << ", \"comm_s\": " << json_num(r.comm_s)
+    << ", \"total_s\": " << json_num(r.total_s())
+    << ", \"bound\": " << (r.compute_bound() ? "\"compute\"" : "\"communication\"") << "}";
+  return o.str();
+}
+
+}  // namespace spmd

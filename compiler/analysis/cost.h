@@ -1,0 +1,92 @@
+// analysis/cost.h — a roofline estimate of one shmap: flops and bytes per device.
+//
+// estimate_cost() counts what ONE device of the mesh computes and sends when it
+// runs a shmap (def calls included, as if inlined; a `for` counts its body once
+// per iteration), derives the arithmetic intensity (flops per byte
+// communicated) and prices both with an alpha-beta model for a hardware
+// profile. It backs `spmdc cost`.
+//
+// Flop conventions (per device, on the local shapes of the types):
+//   * elementwise ops — arithmetic, comparisons, logical ops, `where`, and the
+//     transcendentals (exp, log, tanh, sigmoid, rsqrt, ...) — 1 flop per
+//     element of the result; a transcendental is NOT weighted more;
+//   * `cast`, layout ops (reshape, transpose, slice, concat, pad, broadcast_to,
+//     dynamic slices) and creation ops (constants, full, iota): 0;
+//   * reductions (sum, max, min; mean is sum then a multiply): 1 flop per
+//     element of the operand (n elements reduced = n flops);
+//   * einsum/matmul: 2 * the product of the sizes of all distinct indices
+//     (2*M*N*K for a matmul: a multiply and an add per term);
+//   * collectives: 0 flops — the additions of psum/psum_scatter are done by
+//     the collective library and are bandwidth-bound; they are priced by the
+//     communication term instead.
+// Bytes: analysis/stats.h's convention (nccl-tests): an all-reduce moves
+// 2(n-1)/n of the array per device, all-gather / reduce-scatter / all-to-all
+// (n-1)/n of the large buffer, a ppermute the whole array; pbroadcast,
+// pscatter and axis_index move nothing.
+//
+// Time model: compute = flops / peak; communication = sum over collectives
+// that move data of (alpha + moved_bytes / bandwidth); the estimate is their
+// sum (no overlap) and the program is compute-bound when compute >=
+// communication, i.e. when its arithmetic intensity exceeds the hardware's
+// (peak / bandwidth, ignoring alpha). The built-in profiles price every flop
+// at the dense bf16 peak, whatever the program's dtype.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/stats.h"
+#include "ir/ir.h"
+
+namespace spmd {
+
+/// Hardware numbers for the alpha-beta model.
+struct HardwareProfile {
+  std::string name;
+  double flops_per_s = 0;      // peak compute per device
+  double bw_bytes_per_s = 0;   // achievable bus bandwidth per device (moved bytes / s)
+  double latency_s = 0;        // alpha: fixed cost of each collective that moves data
+  std::string description;
+};
+
+/// The built-in profiles: "h100" and "h200" (one 8-GPU NVLink node each).
+const std::vector<HardwareProfile> &builtin_profiles();
+/// The built-in profile named `name` (case-insensitive), if any.
+std::optional<HardwareProfile> find_profile(const std::string &name);
+
+struct CostReport {
+  std::string function;
+  int devices = 0;
+  // Flops per device, by category, and their sum.
+  double einsum_flops = 0;
+  double elementwise_flops = 0;
+  double reduction_flops = 0;
+  double flops() const { return einsum_flops + elementwise_flops + reduction_flops; }
+  /// Collectives per device (counts, nccl-tests size and moved bytes).
+  FunctionStats comm;
+  double comm_bytes() const { return comm.total_moved_bytes(); }
+  int comm_ops = 0;  // collectives that move data (each pays alpha once)
+  /// flops / bytes communicated; nullopt when nothing is communicated.
+  std::optional<double> intensity() const;
+
+  // The alpha-beta estimate under `profile`.
+  HardwareProfile profile;
+  double compute_s = 0;
+  double comm_s = 0;
+  double total_s() const { return compute_s + comm_s; }
+  bool compute_bound() const { return compute_s >= comm_s; }
+};
+
+/// Counts flops and communication of `function` (a shmap of `module`) per
+/// device and prices them with `profile`.
+CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
+                         const HardwareProfile &profile);
+
+/// A readable table of one report.
+std::string format_cost(const CostReport &report, const std::string &title);
+/// The report as a JSON object (no trailing newline).
+std::string cost_json(const CostReport &report);
+
+}  // namespace spmd
