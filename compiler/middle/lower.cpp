@@ -242,8 +242,8 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
                       "` (known: no_auto_pbroadcast, auto_pbroadcast)");
     }
   }
-  if (!decl.mesh) {
-    diags.error("missing-mesh", decl.name.span, "shmap `" + f.name + "` needs `on MESH`");
+  if (!decl.mesh) {  // the parser reports a missing `on MESH`
+    diags.internal(decl.name.span, "shmap `" + f.name + "` without a mesh reached lowering");
     return;
   }
   auto mit = meshes_.find(decl.mesh->name);
@@ -268,8 +268,8 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
       ok = false;
       continue;
     }
-    if (!p.spec) {
-      diags.error("missing-spec", p.span, "shmap parameter `" + p.name.name + "` needs `@ P(...)`");
+    if (!p.spec) {  // the parser reports a missing spec
+      diags.internal(p.span, "shmap parameter `" + p.name.name + "` without a spec reached lowering");
       ok = false;
       continue;
     }
@@ -293,8 +293,8 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
       ok = false;
       continue;
     }
-    if (!r.spec) {
-      diags.error("missing-spec", r.span, "shmap results need `@ P(...)`");
+    if (!r.spec) {  // the parser reports a missing spec
+      diags.internal(r.span, "shmap result without a spec reached lowering");
       ok = false;
       continue;
     }

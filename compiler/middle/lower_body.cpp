@@ -380,8 +380,7 @@ void BodyLowerer::lower_if(const ast::IfStmt &branch, SourceSpan span) {
       diags().error("branch-type-mismatch", span,
                     "`" + n + "` is " + shape_type_str(a.dtype, a.shape) + " after the `if` branch but " +
                         shape_type_str(b.dtype, b.shape) + " after the `else` branch");
-      env.erase(n);
-      continue;
+      continue;  // keeps its value from before the `if`, if any
     }
     ir::ValueId v = emit(OpCode::Select, {cond, t->second, e->second}, {}, span);
     if (v != ir::kNoValue) function_.values[v].name = n;

@@ -1,0 +1,217 @@
+// test_cost.cpp — analysis/cost.h against hand-derived flop and byte counts:
+// the per-op conventions, the alpha-beta model, and the arithmetic intensity
+// of each parallelism strategy as derived in MaxText's sharding notes
+// (shared/seeds/maxtext-sharding.md), in bf16 (2 bytes per element).
+#include "../transforms/transform_test_util.h"
+#include "analysis/cost.h"
+
+namespace spmd::test {
+namespace {
+
+HardwareProfile test_profile() { return {"test", 1e12, 1e9, 1e-6, ""}; }
+
+CostReport cost_of(const Compilation &c, const HardwareProfile &p = test_profile()) {
+  return estimate_cost(*c.module, shmap_of(c), p);
+}
+
+CostReport grad_cost_of(const Compilation &c, std::vector<std::string> wrt) {
+  auto g = derive_ok(c, DeriveKind::Grad, "", std::move(wrt));
+  return cost_of(*g);
+}
+
+TEST_CASE("cost: per-op flop conventions", "[cost]") {
+  // Local shapes (mesh i: 4): x f32[8, 6], w f32[6, 5].
+  auto c = compile_ok(
+      "mesh M = (i: 4)\n"
+      "shmap f(x: f32[32, 6] @ P(i), w: f32[6, 5] @ P()) -> f32[] @ P() on M {\n"
+      "  h = tanh(x @ w)\n"        // einsum 2*8*6*5 = 480; tanh 40 elementwise
+      "  t = transpose(h, (1, 0))\n"  // layout: 0
+      "  s = sum(t * t, axes=0)\n"    // mul 40 elementwise; sum 40 (operand size)
+      "  return psum(sum(s), i)\n"    // sum 8 (operand f32[8]); psum: 0 flops
+      "}\n");
+  CostReport r = cost_of(*c);
+  CHECK(r.einsum_flops == 2 * 8 * 6 * 5);
+  CHECK(r.elementwise_flops == 40 + 40);
+  CHECK(r.reduction_flops == 40 + 8);
+  CHECK(r.flops() == 480 + 80 + 48);
+  CHECK(r.devices == 4);
+  // psum of an f32 scalar over 4 devices: 2 (n-1)/n * 4 bytes = 6.
+  CHECK(r.comm_bytes() == Approx(6.0));
+  CHECK(r.comm_ops == 1);  // the pbroadcast of w moves nothing and pays no alpha
+  REQUIRE(r.intensity().has_value());
+  CHECK(*r.intensity() == Approx(608.0 / 6.0));
+  // Alpha-beta: 608 flops at 1e12/s; one collective: 1e-6 + 6 B / 1e9 B/s.
+  CHECK(r.compute_s == Approx(608e-12));
+  CHECK(r.comm_s == Approx(1e-6 + 6e-9));
+  CHECK_FALSE(r.compute_bound());
+}
+
+TEST_CASE("cost: no communication means no intensity; calls count as inlined", "[cost]") {
+  auto c = compile_ok(
+      "mesh M = (x: 2, y: 4)\n"
+      "def layer(a: f32[n, k], w: f32[k, m]) -> f32[n, m] {\n  return exp(a @ w)\n}\n"
+      "shmap f(a: f32[8, 16] @ P(x), w: f32[16, 32] @ P(None, y)) -> f32[8, 32] @ P(x, y) on M {\n"
+      "  return layer(a, w)\n}\n");
+  CostReport r = cost_of(*c);
+  // Local a f32[4, 16], w f32[16, 8]: einsum 2*4*16*8; exp on 4*8 elements.
+  CHECK(r.einsum_flops == 2 * 4 * 16 * 8);
+  CHECK(r.elementwise_flops == 4 * 8);
+  CHECK(r.comm_bytes() == 0);
+  CHECK(r.comm_ops == 0);
+  CHECK_FALSE(r.intensity().has_value());
+  CHECK(r.comm_s == 0);
+  CHECK(r.compute_bound());
+}
+
+TEST_CASE("cost: the built-in profiles", "[cost]") {
+  auto h100 = find_profile("H100");
+  auto h200 = find_profile("h200");
+  REQUIRE(h100);
+  REQUIRE(h200);
+  CHECK_FALSE(find_profile("tpu"));
+  // Dense bf16 peak ~989 TFLOP/s on both; ~370 GB/s NCCL bus bandwidth.
+  CHECK(h100->flops_per_s == Approx(989e12));
+  CHECK(h200->flops_per_s == Approx(989e12));
+  CHECK(h100->bw_bytes_per_s == Approx(370e9));
+  CHECK(h100->latency_s > 0);
+  CHECK(h100->latency_s < 20e-6);
+}
+
+// Data parallelism. B x E @ E x M with the batch split over n devices and the
+// weight replicated (MaxText: B_x E x E M = B_x M).
+//   forward:  2 B_l E M flops (B_l = B / n)
+//   backward w.r.t. the weight only: dW = x^T @ dy, another 2 B_l E M
+//   so the gradient program does 4 B_l E M matmul flops;
+//   communication: the psum (all-reduce) of dW, E M bf16 elements:
+//   2 (n-1)/n * 2 E M bytes (plus the loss's scalar psum, 2 (n-1)/n * 2).
+//   intensity = 4 B_l E M / (4 (n-1)/n E M) = B_l * n / (n-1)   ~ local batch.
+// (MaxText counts the backward pass's dW and dX, 4 B_l P, for the same ratio.)
+TEST_CASE("cost: data parallelism's intensity is the local batch", "[cost]") {
+  const double n = 8, B = 256, Bl = B / n, E = 64, Mm = 128;
+  auto c = compile_ok(
+      "mesh M = (data: 8)\n"
+      "shmap f(w: bf16[64, 128] @ P(), x: bf16[256, 64] @ P(data)) -> bf16[] @ P() on M {\n"
+      "  return psum(sum(x @ w), data)\n}\n");
+  CostReport fwd = cost_of(*c);
+  CHECK(fwd.einsum_flops == 2 * Bl * E * Mm);
+  CostReport r = grad_cost_of(*c, {"w"});
+  CHECK(r.einsum_flops == 4 * Bl * E * Mm);
+  CHECK(r.comm_bytes() == Approx(2 * (n - 1) / n * (2 * E * Mm + 2)));
+  CHECK(r.comm.by_op.at("psum").count == 2);
+  REQUIRE(r.intensity());
+  double expected = Bl * n / (n - 1);
+  CHECK(r.einsum_flops / r.comm.by_op.at("psum").moved_bytes == Approx(expected).epsilon(1e-3));
+  // Elementwise and reduction flops (the loss) are lower order: within 2%.
+  CHECK(*r.intensity() >= expected * 0.999);
+  CHECK(*r.intensity() <= expected * 1.02);
+  // Differentiating w.r.t. x too adds dX = dy @ W^T: 6 B_l E M flops, same bytes.
+  CostReport both = grad_cost_of(*c, {"w", "x"});
+  CHECK(both.einsum_flops == 6 * Bl * E * Mm);
+  CHECK(both.comm_bytes() == Approx(r.comm_bytes()));
+}
+
+// FSDP. The weight is sharded over the data axis and all-gathered before use.
+//   forward: 2 B_l E M flops; all_gather of E M bf16: (n-1)/n * 2 E M bytes
+//   intensity = 2 B_l E M / (2 (n-1)/n E M) = B_l * n / (n-1)  ~ local batch.
+//   The gradient reduce-scatters dW: (n-1)/n * 2 E M more bytes for 2 B_l E M
+//   more flops — the same ratio.
+TEST_CASE("cost: FSDP's intensity is the local batch too", "[cost]") {
+  const double n = 4, B = 128, Bl = B / n, E = 64, Mm = 96;
+  auto c = compile_ok(
+      "mesh M = (data: 4)\n"
+      "shmap f(w: bf16[64, 96] @ P(data), x: bf16[128, 64] @ P(data)) -> bf16[128, 96] @ P(data) "
+      "on M {\n  return x @ all_gather(w, data)\n}\n");
+  CostReport r = cost_of(*c);
+  CHECK(r.flops() == 2 * Bl * E * Mm);
+  CHECK(r.comm.by_op.at("all_gather").size_bytes == 2 * E * Mm);
+  CHECK(r.comm_bytes() == Approx((n - 1) / n * 2 * E * Mm));
+  CHECK(*r.intensity() == Approx(Bl * n / (n - 1)));
+  auto v = derive_ok(*c, DeriveKind::Vjp, "", {"w"});
+  CostReport g = cost_of(*v);
+  CHECK(g.comm.by_op.at("psum_scatter").count == 1);
+  CHECK(g.einsum_flops == 4 * Bl * E * Mm);
+  CHECK(g.comm_bytes() == Approx(2 * (n - 1) / n * 2 * E * Mm));
+  CHECK(g.einsum_flops / g.comm_bytes() == Approx(Bl * n / (n - 1)));
+}
+
+// Tensor parallelism, second matmul: B M_x x M_x E = B E (partial), then a
+// reduce-scatter over x to B E_x.
+//   flops 2 B M_x E; reduce-scatter of the B E bf16 partial: (n-1)/n * 2 B E
+//   intensity = 2 B M_x E / (2 (n-1)/n B E) = M_x * n / (n-1)  ~ local mlp dim.
+// With an all-reduce (psum) instead, twice the bytes: M_x * n / (2 (n-1)).
+TEST_CASE("cost: tensor parallelism's intensity is the local mlp dimension", "[cost]") {
+  const double n = 4, B = 64, Mm = 256, Mx = Mm / n, E = 32;
+  auto c = compile_ok(
+      "mesh M = (model: 4)\n"
+      "shmap f(h: bf16[64, 256] @ P(None, model), w: bf16[256, 32] @ P(model, None))\n"
+      "    -> bf16[64, 32] @ P(None, model) on M {\n"
+      "  return psum_scatter(h @ w, model, scatter_dimension=1)\n}\n"
+      "shmap g(h: bf16[64, 256] @ P(None, model), w: bf16[256, 32] @ P(model, None))\n"
+      "    -> bf16[64, 32] @ P() on M {\n"
+      "  return psum(h @ w, model)\n}\n");
+  CostReport rs = estimate_cost(*c->module, c->module->functions[static_cast<size_t>(
+                                                find_shmap(*c->module, "f"))],
+                                test_profile());
+  CHECK(rs.flops() == 2 * B * Mx * E);
+  CHECK(rs.comm_bytes() == Approx((n - 1) / n * 2 * B * E));
+  CHECK(*rs.intensity() == Approx(Mx * n / (n - 1)));
+  CostReport ar = estimate_cost(*c->module, c->module->functions[static_cast<size_t>(
+                                                find_shmap(*c->module, "g"))],
+                                test_profile());
+  CHECK(ar.flops() == 2 * B * Mx * E);
+  CHECK(*ar.intensity() == Approx(Mx * n / (2 * (n - 1))));
+}
+
+// Expert parallelism: tokens B_x E X -> all-to-all -> B E X_x, then each
+// device multiplies its expert's tokens by its expert's E x M weight.
+// Per device: T = n * C tokens of width E (C slots per expert).
+//   flops 2 T E M; all-to-all of the T x E bf16 tokens: (n-1)/n * 2 T E bytes
+//   intensity = 2 T E M / (2 (n-1)/n T E) = M * n / (n-1)   ~ the mlp dim;
+//   the batch cancels.
+TEST_CASE("cost: expert parallelism's intensity is the mlp dimension", "[cost]") {
+  const double n = 4, C = 8, T = n * C, E = 16, Mm = 48;
+  auto c = compile_ok(
+      "mesh M = (expert: 4)\n"
+      "shmap f(x: bf16[128, 16] @ P(expert), w: bf16[4, 16, 48] @ P(expert))\n"
+      "    -> bf16[128, 48] @ P(expert) on M {\n"
+      "  mine = all_to_all(x, expert, split_axis=0, concat_axis=0)\n"
+      "  return mine @ reshape(w, (16, 48))\n}\n");
+  CostReport r = cost_of(*c);
+  CHECK(r.flops() == 2 * T * E * Mm);
+  CHECK(r.comm_bytes() == Approx((n - 1) / n * 2 * T * E));
+  CHECK(*r.intensity() == Approx(Mm * n / (n - 1)));
+}
+
+// Pipeline-style point-to-point: a ppermute sends the whole array; devices
+// that keep their data (identity pairs only) send nothing.
+TEST_CASE("cost: ppermute moves its whole array; alpha per collective", "[cost]") {
+  auto c = compile_ok(
+      "mesh M = (stage: 4)\n"
+      "shmap f(x: bf16[64, 32] @ P(stage), w: bf16[32, 32] @ P()) -> bf16[64, 32] @ P(stage) "
+      "on M {\n  return ppermute(x @ w, stage, shift=1)\n}\n");
+  HardwareProfile p{"custom", 2e12, 4e9, 3e-6, ""};
+  CostReport r = cost_of(*c, p);
+  const double flops = 2.0 * 16 * 32 * 32, bytes = 16 * 32 * 2;
+  CHECK(r.flops() == flops);
+  CHECK(r.comm_bytes() == bytes);
+  CHECK(r.compute_s == Approx(flops / 2e12));
+  CHECK(r.comm_s == Approx(3e-6 + bytes / 4e9));
+  CHECK(r.total_s() == Approx(flops / 2e12 + 3e-6 + bytes / 4e9));
+}
+
+TEST_CASE("cost: table and JSON", "[cost]") {
+  auto c = compile_ok("mesh M = (i: 2)\nshmap f(x: f32[4] @ P(i)) -> f32[] @ P() on M {\n"
+                      "  return psum(sum(x), i)\n}\n");
+  CostReport r = cost_of(*c);
+  std::string table = format_cost(r, "forward: f");
+  CHECK(table.find("arithmetic intensity") != std::string::npos);
+  CHECK(table.find("communication-bound") != std::string::npos);
+  std::string json = cost_json(r);
+  CHECK(json.find("\"flops\": 2,") != std::string::npos);
+  CHECK(json.find("\"bound\": \"communication\"") != std::string::npos);
+  CHECK(json.front() == '{');
+  CHECK(json.back() == '}');
+}
+
+}  // namespace
+}  // namespace spmd::test
