@@ -67,9 +67,9 @@ void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Ins
       case OpKind::Control:
         // for k in range(dim, dim2): the body once per iteration.
         for (const ir::Region &region : in.regions)
-          count(m, f, region.body, times * static_cast<double>(std::max<int64_t>(
-                                               0, in.attrs.dim2 - in.attrs.dim)),
-                r, depth + 1);
+          count(m, f, region.body,
+                times * static_cast<double>(std::max<int64_t>(0, in.attrs.dim2 - in.attrs.dim)), r,
+                depth + 1);
         break;
       default:  // creation, layout, collectives: no flops
         break;
@@ -214,8 +214,7 @@ std::string format_cost(const CostReport &r, const std::string &title) {
       << " (hardware intensity "
       << (p.bw_bytes_per_s > 0 ? fmt_num(p.flops_per_s / p.bw_bytes_per_s) : std::string("inf"))
       << " flop/B)\n";
-  std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time",
-                fmt_time(r.compute_s).c_str());
+  std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time", fmt_time(r.compute_s).c_str());
   out << line;
   std::snprintf(line, sizeof line, "  %-28s %16s   (%d collectives x alpha + bytes / bw)\n",
                 "communication time", fmt_time(r.comm_s).c_str(), r.comm_ops);

@@ -45,9 +45,9 @@ namespace spmd {
 /// Hardware numbers for the alpha-beta model.
 struct HardwareProfile {
   std::string name;
-  double flops_per_s = 0;      // peak compute per device
-  double bw_bytes_per_s = 0;   // achievable bus bandwidth per device (moved bytes / s)
-  double latency_s = 0;        // alpha: fixed cost of each collective that moves data
+  double flops_per_s = 0;     // peak compute per device
+  double bw_bytes_per_s = 0;  // achievable bus bandwidth per device (moved bytes / s)
+  double latency_s = 0;       // alpha: fixed cost of each collective that moves data
   std::string description;
 };
 

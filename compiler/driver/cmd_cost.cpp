@@ -61,9 +61,9 @@ int run_cost(const CommonOptions &common, const CostOptions &o) {
       request.source_path = common.input;
       ir::Module derived = derive(*c.module, request);
       const ir::Function &g = derived.functions[static_cast<size_t>(find_shmap(derived, ""))];
-      reports.emplace_back(std::string(scalar ? "gradient: " : "vjp (output not scalar): ") +
-                               g.name,
-                           estimate_cost(derived, g, *profile));
+      reports.emplace_back(
+          std::string(scalar ? "gradient: " : "vjp (output not scalar): ") + g.name,
+          estimate_cost(derived, g, *profile));
     }
     if (o.json) {
       std::cout << "{\"file\": \"" << common.input << "\", \"programs\": [";

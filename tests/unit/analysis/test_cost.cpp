@@ -24,7 +24,7 @@ TEST_CASE("cost: per-op flop conventions", "[cost]") {
   auto c = compile_ok(
       "mesh M = (i: 4)\n"
       "shmap f(x: f32[32, 6] @ P(i), w: f32[6, 5] @ P()) -> f32[] @ P() on M {\n"
-      "  h = tanh(x @ w)\n"        // einsum 2*8*6*5 = 480; tanh 40 elementwise
+      "  h = tanh(x @ w)\n"           // einsum 2*8*6*5 = 480; tanh 40 elementwise
       "  t = transpose(h, (1, 0))\n"  // layout: 0
       "  s = sum(t * t, axes=0)\n"    // mul 40 elementwise; sum 40 (operand size)
       "  return psum(sum(s), i)\n"    // sum 8 (operand f32[8]); psum: 0 flops
@@ -149,15 +149,15 @@ TEST_CASE("cost: tensor parallelism's intensity is the local mlp dimension", "[c
       "shmap g(h: bf16[64, 256] @ P(None, model), w: bf16[256, 32] @ P(model, None))\n"
       "    -> bf16[64, 32] @ P() on M {\n"
       "  return psum(h @ w, model)\n}\n");
-  CostReport rs = estimate_cost(*c->module, c->module->functions[static_cast<size_t>(
-                                                find_shmap(*c->module, "f"))],
-                                test_profile());
+  CostReport rs = estimate_cost(
+      *c->module, c->module->functions[static_cast<size_t>(find_shmap(*c->module, "f"))],
+      test_profile());
   CHECK(rs.flops() == 2 * B * Mx * E);
   CHECK(rs.comm_bytes() == Approx((n - 1) / n * 2 * B * E));
   CHECK(*rs.intensity() == Approx(Mx * n / (n - 1)));
-  CostReport ar = estimate_cost(*c->module, c->module->functions[static_cast<size_t>(
-                                                find_shmap(*c->module, "g"))],
-                                test_profile());
+  CostReport ar = estimate_cost(
+      *c->module, c->module->functions[static_cast<size_t>(find_shmap(*c->module, "g"))],
+      test_profile());
   CHECK(ar.flops() == 2 * B * Mx * E);
   CHECK(*ar.intensity() == Approx(Mx * n / (2 * (n - 1))));
 }
@@ -200,8 +200,9 @@ TEST_CASE("cost: ppermute moves its whole array; alpha per collective", "[cost]"
 }
 
 TEST_CASE("cost: table and JSON", "[cost]") {
-  auto c = compile_ok("mesh M = (i: 2)\nshmap f(x: f32[4] @ P(i)) -> f32[] @ P() on M {\n"
-                      "  return psum(sum(x), i)\n}\n");
+  auto c = compile_ok(
+      "mesh M = (i: 2)\nshmap f(x: f32[4] @ P(i)) -> f32[] @ P() on M {\n"
+      "  return psum(sum(x), i)\n}\n");
   CostReport r = cost_of(*c);
   std::string table = format_cost(r, "forward: f");
   CHECK(table.find("arithmetic intensity") != std::string::npos);

@@ -134,10 +134,16 @@ CostReport cost(const Compilation &c) {
   return estimate_cost(*c.module, shmap_of(c), *find_profile("h100"));
 }
 
-const char *kSamples[] = {"collectives101.spmd",     "shard_local.spmd", "dp_mlp.spmd",
-                          "zero1_sgd.spmd",          "fsdp_mlp.spmd",    "tp_mlp.spmd",
-                          "matmul_2d.spmd",          "reduce_scatter_matmul.spmd",
-                          "moe.spmd",                "dp_tp.spmd"};
+const char *kSamples[] = {"collectives101.spmd",
+                          "shard_local.spmd",
+                          "dp_mlp.spmd",
+                          "zero1_sgd.spmd",
+                          "fsdp_mlp.spmd",
+                          "tp_mlp.spmd",
+                          "matmul_2d.spmd",
+                          "reduce_scatter_matmul.spmd",
+                          "moe.spmd",
+                          "dp_tp.spmd"};
 
 TEST_CASE("samples: each checks, runs with replication checking, and has a header", "[samples]") {
   for (const char *name : kSamples) {
@@ -238,8 +244,7 @@ TEST_CASE("fsdp_mlp: all_gather forward, psum_scatter backward", "[samples]") {
   CHECK(count_op(*g, "psum") == 1);  // only the loss's pmean: no full-gradient all-reduce
   // Each weight gradient is reduce-scattered: (n-1)/n of the full parameter.
   auto s = collective_stats(*g->module, shmap_of(*g));
-  CHECK(s.by_op["psum_scatter"].moved_bytes ==
-        Approx(3.0 / 4 * 4 * (16 * 32 + 32 + 32 * 4 + 4)));
+  CHECK(s.by_op["psum_scatter"].moved_bytes == Approx(3.0 / 4 * 4 * (16 * 32 + 32 + 32 * 4 + 4)));
 }
 
 TEST_CASE("tp_mlp: one psum forward, one backward (Megatron f/g)", "[samples]") {

@@ -152,6 +152,23 @@ TEST_CASE("grad of dp_loss: one psum per parameter, nothing for the loss cotange
   CHECK(stats.by_op["psum"].size_bytes == 4 + 16 * 4 * 4);
 }
 
+TEST_CASE("a parameter used twice gets one psum of a sum, not a sum of psums", "[grad]") {
+  // `w` meets varying data in two calls, so the forward pass lifts it twice;
+  // after CSE the backward pass sums both uses before a single psum.
+  auto c = compile_ok("mesh M = (b: 4)\n"
+                      "def layer(w: f32[d, d], x: f32[n, d]) -> f32[n, d] { return tanh(x @ w) }\n"
+                      "shmap f(w: f32[4, 4] @ P(), x: f32[8, 4] @ P(b)) -> f32[] @ P() on M {\n"
+                      "  return pmean(sum(layer(w, layer(w, x))), b)\n}\n");
+  auto g = derive_ok(*c, DeriveKind::Grad, "", {"w"});
+  CHECK(count_op(*g, "psum") == 2);  // the forward pmean's, and one for w's gradient
+  CHECK(count_op(*g, "pbroadcast") == 1);
+  check_derivatives("mesh M = (b: 4)\n"
+                    "def layer(w: f64[d, d], x: f64[n, d]) -> f64[n, d] { return tanh(x @ w) }\n"
+                    "shmap f(w: f64[4, 4] @ P(), x: f64[8, 4] @ P(b)) -> f64[] @ P() on M {\n"
+                    "  return pmean(sum(layer(w, layer(w, x))), b)\n}\n",
+                    {"w"});
+}
+
 TEST_CASE("vjp through one of two outputs: the other cotangent is zero", "[grad]") {
   auto c = compile_ok("mesh M = (i: 4)\nshmap f(x: f64[8] @ P(i)) -> (f64[8] @ P(i), f64[2] @ P()) on M {\n"
                       "  return x * 3.0, psum(x, i)\n}\n");
