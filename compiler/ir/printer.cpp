@@ -2,6 +2,7 @@
 #include "ir/printer.h"
 
 #include <charconv>
+#include <functional>
 #include <cmath>
 #include <map>
 #include <set>
@@ -553,8 +554,10 @@ std::string dump_ir(const Module &module) {
     for (const auto &p : f.params)
       out << "  param %" << p.value << " " << f.values[p.value].name << ": "
           << type_str(f.type(p.value), mesh) << "\n";
-    for (const auto &in : f.body) {
-      out << "  ";
+    std::function<void(const std::vector<Instr> &, const std::string &)> dump_block =
+        [&](const std::vector<Instr> &body, const std::string &indent) {
+      for (const auto &in : body) {
+        out << indent;
       for (size_t k = 0; k < in.results.size(); ++k)
         out << (k ? ", " : "") << "%" << in.results[k] << ": " << type_str(f.type(in.results[k]), mesh);
       out << " = " << op_spelling(in.op);
@@ -592,13 +595,28 @@ std::string dump_ir(const Module &module) {
         case OpKind::Call:
           out << " callee=@" << a.callee;
           break;
+        case OpKind::Control:
+          out << " range=" << a.dim << ".." << a.dim2;
+          break;
         default:
           if (in.op == OpCode::Cast) out << " dtype=" << dtype_name(a.dtype);
           break;
       }
       if (in.origin == Origin::AutoPbroadcast) out << " (auto)";
       out << "\n";
-    }
+        for (const Region &r : in.regions) {
+          out << indent << "  region(";
+          for (size_t k = 0; k < r.params.size(); ++k)
+            out << (k ? ", %" : "%") << r.params[k] << ": " << type_str(f.type(r.params[k]), mesh);
+          out << ")\n";
+          dump_block(r.body, indent + "    ");
+          out << indent << "  yield";
+          for (size_t k = 0; k < r.yields.size(); ++k) out << (k ? ", %" : " %") << r.yields[k];
+          out << "\n";
+        }
+          }
+    };
+    dump_block(f.body, "  ");
     out << "  return";
     for (size_t k = 0; k < f.returns.size(); ++k) out << (k ? ", %" : " %") << f.returns[k];
     out << "\n";
