@@ -44,7 +44,7 @@ results
   | result
   ;
 
-result : typeExpr (AT specExpr)? ;
+result : (name=IDENT COLON)? typeExpr (AT specExpr)? ;
 
 // --------------------------------------------------------------- types and specs
 

@@ -29,7 +29,7 @@ const std::set<std::string> kReserved = {
     "DType", "Shape", "I64s", "Axes", "n", "idx", "stride", "i0", "i1", "i2", "i3", "i4", "i5",
     "i6", "i7", "i8", "i9", "max", "min", "abs", "exp", "log", "sin", "cos", "tanh", "sqrt",
     "pow", "select", "assert", "errno", "stdin", "stdout", "stderr", "NULL", "nullptr",
-    "blockIdx", "threadIdx", "blockDim", "gridDim", "dim3", "rank", "stream", "status"};
+    "blockIdx", "threadIdx", "blockDim", "gridDim", "dim3", "flat", "rank", "stream", "status"};
 
 std::string hexfloat(double v) {
   char buf[64];

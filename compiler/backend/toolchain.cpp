@@ -114,7 +114,7 @@ std::vector<std::string> compile_command(const Toolchain &tc, Target target,
     case Target::Cuda:
       cmd = {tc.nvcc, "-std=c++20", "-O3", "-ccbin", tc.cxx, "-arch=sm_" + tc.cuda_arch,
              "-I" + tc.include_dir, "-I" + tc.cuda_include_dir, "-I" + tc.nccl_include_dir,
-             "-x", "cu", source, "-x", "none", "-o", output, tc.lib_dir + "/libspmdrt_cuda.a",
+             source, "-o", output, tc.lib_dir + "/libspmdrt_cuda.a",
              tc.lib_dir + "/libspmdrt.a", tc.nccl_library, "-L" + tc.cuda_lib_dir, "-lcublas",
              "-lcudart"};
       for (const std::string &lib : tc.blas_libraries) cmd.push_back(lib);

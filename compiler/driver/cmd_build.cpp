@@ -124,7 +124,10 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   auto tc = backend::find_toolchain(error);
   if (!tc) return fail(error);
   // The source goes to a private temporary directory unless the user kept it.
+  // (nvcc needs a .cu name; the C++ compiler is told the language with -x c++.)
   std::string src_path = o.emit_source;
+  const bool cu_name = src_path.size() > 3 && src_path.substr(src_path.size() - 3) == ".cu";
+  if (target == backend::Target::Cuda && !cu_name) src_path.clear();
   std::string temp_dir;
   if (src_path.empty()) {
     const char *tmpdir = std::getenv("TMPDIR");

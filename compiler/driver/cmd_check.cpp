@@ -95,7 +95,8 @@ int run_fmt(const CommonOptions &common, const FmtOptions &options) {
 namespace spmd::driver {
 
 void add_common_options(CLI::App &cmd, CommonOptions &common) {
-  cmd.add_option("file", common.input, "The .spmd source file")->required();
+  cmd.add_option("file", common.input, "The .spmd source file (- reads standard input)")
+      ->required();
   cmd.add_flag("--no-auto-pbroadcast", common.no_auto_pbroadcast,
                "Do not insert pbroadcast automatically; report each place that needs one");
   cmd.add_option("--lib-path", common.library_paths,

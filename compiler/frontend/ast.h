@@ -191,6 +191,7 @@ struct Param {
   SourceSpan span;
 };
 struct Result {
+  std::optional<Ident> name;  // `-> (loss: f32[] @ P(), ...)`
   TypeExpr type;
   std::optional<SpecExpr> spec;  // shmap results only
   SourceSpan span;

@@ -140,6 +140,7 @@ class TreeBuilder {
         P::ResultContext *r = result_ctxs[i];
         if (r == nullptr) continue;
         ast::Result result;
+        if (r->name != nullptr) result.name = ast::Ident{text(r->name), span(r->name)};
         result.type = type(r->typeExpr());
         result.span = span(r);
         if (r->specExpr() != nullptr) result.spec = spec(r->specExpr());

@@ -241,7 +241,7 @@ std::string format_spec(const SpecExpr &spec) {
 }
 
 std::string format_result(const Result &r) {
-  std::string out = format_type(r.type);
+  std::string out = r.name ? r.name->name + ": " + format_type(r.type) : format_type(r.type);
   if (r.spec) out += " @ " + format_spec(*r.spec);
   return out;
 }

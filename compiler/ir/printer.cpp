@@ -112,18 +112,20 @@ class FunctionPrinter {
       }
     }
     out << ") -> ";
-    if (f_.results.size() != 1) out << "(";
+    bool parens = f_.results.size() != 1 || (shmap && !f_.results[0].name.empty());
+    if (parens) out << "(";
     for (size_t k = 0; k < f_.results.size(); ++k) {
       const Type &t = f_.type(f_.returns[k]);
       out << (k ? ", " : "");
       if (shmap) {
+        if (!f_.results[k].name.empty()) out << f_.results[k].name << ": ";
         out << shape_type_str(t.dtype, f_.results[k].global_shape) << " @ "
             << spec_str(f_.results[k].spec);
       } else {
         out << shape_type_str(t.dtype, t.shape);
       }
     }
-    if (f_.results.size() != 1) out << ")";
+    if (parens) out << ")";
     if (shmap) out << " on " << m_.meshes[static_cast<size_t>(f_.mesh)].name;
     out << " {";
     if (!shmap && o_.types) {

@@ -304,6 +304,7 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
       continue;
     }
     ir::Result result;
+    if (r.name) result.name = r.name->name;
     result.global_shape = type->shape;
     result.spec = *spec;
     result.span = r.span;

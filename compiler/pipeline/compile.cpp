@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <exception>
+#include <iostream>
+#include <sstream>
 
 #include "ir/verifier.h"
 #include "middle/infer_variance.h"
@@ -61,6 +63,12 @@ void compile_source(Compilation &c, const std::string &path, std::string text,
 }
 
 void compile_file(Compilation &c, const std::string &path, const CompileOptions &options) {
+  if (path == "-") {  // standard input, e.g. `spmdc grad f.spmd | spmdc print --stats -`
+    std::stringstream text;
+    text << std::cin.rdbuf();
+    compile_source(c, "<stdin>", text.str(), options);
+    return;
+  }
   std::string error;
   FileId id = c.sources.load(path, error);
   if (id == kNoFile) {

@@ -50,7 +50,8 @@ struct Compilation {
 /// Compiles `text` (named `path` in diagnostics).
 void compile_source(Compilation &c, const std::string &path, std::string text,
                     const CompileOptions &options);
-/// Reads `path` and compiles it; an unreadable file is an error diagnostic.
+/// Reads `path` ("-" = standard input) and compiles it; an unreadable file is
+/// an error diagnostic.
 void compile_file(Compilation &c, const std::string &path, const CompileOptions &options);
 
 }  // namespace spmd

@@ -1,4 +1,4 @@
-// spmdrt/scalar_ops.h — the per-element meaning of every elementwise op, inline.
+// spmdrt/scalar_ops.h — the per-element meaning of every elementwise op, SPMDRT_HD inline.
 //
 // The fused loops that `spmdc build --target cpu` emits compute one element of
 // a whole chain of elementwise ops at a time, so they cannot call the
@@ -24,58 +24,65 @@
 
 #include "spmdrt/tensor.h"
 
+// Usable from CUDA kernels too: every function is __host__ __device__ under nvcc.
+#if defined(__CUDACC__)
+#define SPMDRT_HD __host__ __device__
+#else
+#define SPMDRT_HD
+#endif
+
 namespace spmd::rt::sc {
 
 // ---- bf16 -----------------------------------------------------------------------
 
-inline float bf16_load(uint16_t bits) {
+SPMDRT_HD inline float bf16_load(uint16_t bits) {
   uint32_t wide = static_cast<uint32_t>(bits) << 16;
   float value;
   std::memcpy(&value, &wide, sizeof value);
   return value;
 }
-inline uint16_t bf16_store(float value) {
+SPMDRT_HD inline uint16_t bf16_store(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof bits);
   if (value != value) return static_cast<uint16_t>((bits >> 16) | 0x40);     // quiet NaN
   return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);  // nearest even
 }
 /// Rounds a float to the nearest bf16 (ties to even) and back: one bf16 store.
-inline float bf16_round(float value) { return bf16_load(bf16_store(value)); }
+SPMDRT_HD inline float bf16_round(float value) { return bf16_load(bf16_store(value)); }
 
 // ---- unary ----------------------------------------------------------------------
 
 template <typename C>
-inline C neg(C x) {
+SPMDRT_HD inline C neg(C x) {
   if constexpr (std::is_same_v<C, int32_t>)
     return static_cast<int32_t>(0u - static_cast<uint32_t>(x));
   else
     return -x;
 }
 template <typename C>
-inline C abs(C x) {
+SPMDRT_HD inline C abs(C x) {
   if constexpr (std::is_same_v<C, int32_t>)
     return x < 0 ? static_cast<int32_t>(0u - static_cast<uint32_t>(x)) : x;
   else
     return std::abs(x);
 }
 template <typename C>
-inline C sign(C x) {
+SPMDRT_HD inline C sign(C x) {
   return x > C(0) ? C(1) : (x < C(0) ? C(-1) : x);  // keeps 0, -0 and NaN
 }
-template <typename C> inline C exp(C x) { return std::exp(x); }
-template <typename C> inline C log(C x) { return std::log(x); }
-template <typename C> inline C sin(C x) { return std::sin(x); }
-template <typename C> inline C cos(C x) { return std::cos(x); }
-template <typename C> inline C tanh(C x) { return std::tanh(x); }
-template <typename C> inline C sqrt(C x) { return std::sqrt(x); }
-template <typename C> inline C rsqrt(C x) { return C(1) / std::sqrt(x); }
-template <typename C> inline C logistic(C x) { return C(1) / (C(1) + std::exp(-x)); }
-inline bool logical_not(bool x) { return !x; }
+template <typename C> SPMDRT_HD inline C exp(C x) { return std::exp(x); }
+template <typename C> SPMDRT_HD inline C log(C x) { return std::log(x); }
+template <typename C> SPMDRT_HD inline C sin(C x) { return std::sin(x); }
+template <typename C> SPMDRT_HD inline C cos(C x) { return std::cos(x); }
+template <typename C> SPMDRT_HD inline C tanh(C x) { return std::tanh(x); }
+template <typename C> SPMDRT_HD inline C sqrt(C x) { return std::sqrt(x); }
+template <typename C> SPMDRT_HD inline C rsqrt(C x) { return C(1) / std::sqrt(x); }
+template <typename C> SPMDRT_HD inline C logistic(C x) { return C(1) / (C(1) + std::exp(-x)); }
+SPMDRT_HD inline bool logical_not(bool x) { return !x; }
 
 // ---- binary ---------------------------------------------------------------------
 
-inline int32_t int_pow(int32_t base, int32_t exponent) {
+SPMDRT_HD inline int32_t int_pow(int32_t base, int32_t exponent) {
   if (exponent < 0) return base == 1 ? 1 : (base == -1 ? (exponent % 2 ? -1 : 1) : 0);
   uint32_t result = 1, b = static_cast<uint32_t>(base);
   for (auto e = static_cast<uint32_t>(exponent); e; e >>= 1, b *= b) {
@@ -85,30 +92,34 @@ inline int32_t int_pow(int32_t base, int32_t exponent) {
 }
 
 template <typename C>
-inline C add(C a, C b) {
+SPMDRT_HD inline C add(C a, C b) {
   if constexpr (std::is_same_v<C, int32_t>)
     return static_cast<int32_t>(uint32_t(a) + uint32_t(b));
   else
     return a + b;
 }
 template <typename C>
-inline C sub(C a, C b) {
+SPMDRT_HD inline C sub(C a, C b) {
   if constexpr (std::is_same_v<C, int32_t>)
     return static_cast<int32_t>(uint32_t(a) - uint32_t(b));
   else
     return a - b;
 }
 template <typename C>
-inline C mul(C a, C b) {
+SPMDRT_HD inline C mul(C a, C b) {
   if constexpr (std::is_same_v<C, int32_t>)
     return static_cast<int32_t>(uint32_t(a) * uint32_t(b));
   else
     return a * b;
 }
 template <typename C>
-inline C div(C a, C b) {
+SPMDRT_HD inline C div(C a, C b) {
   if constexpr (std::is_same_v<C, int32_t>) {
+#if defined(__CUDA_ARCH__)
+    if (b == 0) return 0;  // GPU: no exceptions in kernels; documented in docs/backend.md
+#else
     if (b == 0) throw RuntimeError("integer division by zero");
+#endif
     if (b == -1) return static_cast<int32_t>(0u - uint32_t(a));  // INT_MIN / -1 wraps
     return a / b;
   } else {
@@ -116,30 +127,30 @@ inline C div(C a, C b) {
   }
 }
 template <typename C>
-inline C pow(C a, C b) {
+SPMDRT_HD inline C pow(C a, C b) {
   if constexpr (std::is_same_v<C, int32_t>)
     return int_pow(a, b);
   else
     return static_cast<C>(std::pow(a, b));
 }
-template <typename C> inline C max(C a, C b) { return (a > b || a != a) ? a : b; }  // NaN wins
-template <typename C> inline C min(C a, C b) { return (a < b || a != a) ? a : b; }
-template <typename C> inline bool lt(C a, C b) { return a < b; }
-template <typename C> inline bool le(C a, C b) { return a <= b; }
-template <typename C> inline bool gt(C a, C b) { return a > b; }
-template <typename C> inline bool ge(C a, C b) { return a >= b; }
-template <typename C> inline bool eq(C a, C b) { return a == b; }
-template <typename C> inline bool ne(C a, C b) { return a != b; }
-inline bool logical_and(bool a, bool b) { return a && b; }
-inline bool logical_or(bool a, bool b) { return a || b; }
-template <typename C> inline C select(bool c, C a, C b) { return c ? a : b; }
+template <typename C> SPMDRT_HD inline C max(C a, C b) { return (a > b || a != a) ? a : b; }  // NaN wins
+template <typename C> SPMDRT_HD inline C min(C a, C b) { return (a < b || a != a) ? a : b; }
+template <typename C> SPMDRT_HD inline bool lt(C a, C b) { return a < b; }
+template <typename C> SPMDRT_HD inline bool le(C a, C b) { return a <= b; }
+template <typename C> SPMDRT_HD inline bool gt(C a, C b) { return a > b; }
+template <typename C> SPMDRT_HD inline bool ge(C a, C b) { return a >= b; }
+template <typename C> SPMDRT_HD inline bool eq(C a, C b) { return a == b; }
+template <typename C> SPMDRT_HD inline bool ne(C a, C b) { return a != b; }
+SPMDRT_HD inline bool logical_and(bool a, bool b) { return a && b; }
+SPMDRT_HD inline bool logical_or(bool a, bool b) { return a || b; }
+template <typename C> SPMDRT_HD inline C select(bool c, C a, C b) { return c ? a : b; }
 
 // ---- cast -----------------------------------------------------------------------
 
 /// Converts a computed value to the compute type of the destination dtype:
 /// D is float (f32), double, int32_t or bool; use to_bf16 for bf16.
 template <typename D, typename C>
-inline D convert(C v) {
+SPMDRT_HD inline D convert(C v) {
   if constexpr (std::is_same_v<D, bool>) {
     return v != C(0);  // NaN is true, as in NumPy
   } else if constexpr (std::is_same_v<D, int32_t> && !std::is_integral_v<C>) {
@@ -153,7 +164,7 @@ inline D convert(C v) {
 }
 /// Cast to bf16 (via f32: f64 and i32 sources round twice), as a float.
 template <typename C>
-inline float to_bf16(C v) {
+SPMDRT_HD inline float to_bf16(C v) {
   return bf16_round(static_cast<float>(v));
 }
 

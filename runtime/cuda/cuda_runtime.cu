@@ -1,0 +1,666 @@
+// runtime/cuda/cuda_runtime.cu — spmdrt_cuda: device tensors, kernels, NCCL collectives, executor.
+//
+// Implements spmdrt/cuda.h. Layout ops share one strided N-d copy kernel
+// (up to 8 dimensions, strides passed by value); reductions permute the
+// reduced dimensions last and run one block per output element with a
+// shared-memory tree (accumulating bf16 in f32); einsum lowers to transposes
+// plus cublas{S,D}gemmStridedBatched. Collectives use one NCCL communicator
+// per (axis set, group), split from a world communicator made by
+// ncclCommInitAll; each call polls its stream and ncclCommGetAsyncError and
+// turns a failure into an error naming the collective and the source line.
+#include <cublas_v2.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "spmdrt/cuda.h"
+#include "spmdrt/scalar_ops.h"
+
+namespace spmd::cu {
+namespace {
+
+thread_local cudaStream_t tl_stream = nullptr;
+thread_local cublasHandle_t tl_cublas = nullptr;
+
+[[noreturn]] void fail(const std::string &m) { throw rt::RuntimeError(m); }
+
+void check_nccl(ncclResult_t r, const char *what) {
+  if (r != ncclSuccess && r != ncclInProgress)
+    fail(std::string("NCCL error in ") + what + ": " + ncclGetErrorString(r));
+}
+void check_cublas(cublasStatus_t s, const char *what) {
+  if (s != CUBLAS_STATUS_SUCCESS) fail(std::string("cuBLAS error ") + std::to_string(s) + " in " + what);
+}
+
+constexpr int kMaxDims = 8;
+struct CopyDesc {
+  int rank;
+  int64_t extent[kMaxDims];
+  int64_t src_stride[kMaxDims];
+  int64_t dst_stride[kMaxDims];
+  int64_t src_offset, dst_offset;
+};
+
+template <typename T>
+__global__ void strided_copy_kernel(const T *__restrict src, T *__restrict dst, CopyDesc d, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rem = i, s = d.src_offset, o = d.dst_offset;
+    for (int k = d.rank - 1; k >= 0; --k) {
+      const int64_t c = rem % d.extent[k];
+      rem /= d.extent[k];
+      s += c * d.src_stride[k];
+      o += c * d.dst_stride[k];
+    }
+    dst[o] = src[s];
+  }
+}
+
+std::vector<int64_t> strides_of(const Shape &s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+/// dst[dst_offset + sum c_k dst_stride_k] = src[src_offset + sum c_k src_stride_k] over `extent`.
+void strided_copy(const Tensor &src, Tensor &dst, const std::vector<int64_t> &extent,
+                  const std::vector<int64_t> &ss, const std::vector<int64_t> &ds, int64_t so,
+                  int64_t dso) {
+  if (extent.size() > kMaxDims) fail("CUDA layout kernels support at most 8 dimensions");
+  CopyDesc d{};
+  d.rank = static_cast<int>(extent.size());
+  int64_t n = 1;
+  for (size_t k = 0; k < extent.size(); ++k) {
+    d.extent[k] = extent[k];
+    d.src_stride[k] = ss[k];
+    d.dst_stride[k] = ds[k];
+    n *= extent[k];
+  }
+  d.src_offset = so;
+  d.dst_offset = dso;
+  if (n == 0) return;
+  const dim3 grid = grid_for(n);
+  switch (rt::dtype_size(src.dtype())) {
+    case 1: strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint8_t>(), dst.data<uint8_t>(), d, n); break;
+    case 2: strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint16_t>(), dst.data<uint16_t>(), d, n); break;
+    case 4: strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint32_t>(), dst.data<uint32_t>(), d, n); break;
+    default: strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint64_t>(), dst.data<uint64_t>(), d, n); break;
+  }
+  check_cuda(cudaGetLastError(), "strided copy kernel launch");
+}
+
+template <typename T, typename A>
+__global__ void reduce_rows_kernel(const T *__restrict x, T *__restrict out, int64_t rows,
+                                   int64_t cols, int op) {
+  __shared__ A part[kBlock];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    A acc = op == 0 ? A(0) : (op == 1 ? A(-INFINITY) : A(INFINITY));
+    if constexpr (std::is_integral_v<A>) acc = op == 0 ? A(0) : (op == 1 ? A(INT32_MIN) : A(INT32_MAX));
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      A v;
+      if constexpr (std::is_same_v<T, uint16_t>) v = rt::sc::bf16_load(x[r * cols + c]);
+      else v = A(x[r * cols + c]);
+      acc = op == 0 ? acc + v : (op == 1 ? rt::sc::max(acc, v) : rt::sc::min(acc, v));
+    }
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) {
+        A a = part[threadIdx.x], b = part[threadIdx.x + s];
+        part[threadIdx.x] = op == 0 ? a + b : (op == 1 ? rt::sc::max(a, b) : rt::sc::min(a, b));
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      if constexpr (std::is_same_v<T, uint16_t>) out[r] = rt::sc::bf16_store(part[0]);
+      else out[r] = T(part[0]);
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T>
+__global__ void fill_kernel(T *out, int64_t n, T value) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) out[i] = value;
+}
+
+template <typename T>
+__global__ void iota_kernel(T *out, int64_t n, int64_t inner, int64_t extent) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t v = (i / inner) % extent;
+    if constexpr (std::is_same_v<T, uint16_t>) out[i] = rt::sc::bf16_store(float(v));
+    else out[i] = T(v);
+  }
+}
+
+ncclDataType_t nccl_type(DType d) {
+  switch (d) {
+    case DType::F32: return ncclFloat32;
+    case DType::F64: return ncclFloat64;
+    case DType::BF16: return ncclBfloat16;
+    case DType::I32: return ncclInt32;
+    case DType::Bool: return ncclUint8;
+  }
+  return ncclFloat32;
+}
+
+}  // namespace
+
+void check_cuda(cudaError_t status, const char *what) {
+  if (status != cudaSuccess) fail(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
+}
+
+dim3 grid_for(int64_t n) {
+  const int64_t blocks = std::min<int64_t>((n + kBlock - 1) / kBlock, 65535);
+  return dim3(static_cast<unsigned>(std::max<int64_t>(blocks, 1)));
+}
+
+cudaStream_t current_stream() { return tl_stream; }
+
+// ---- Tensor -------------------------------------------------------------------------
+
+Tensor Tensor::empty(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.numel_ = rt::num_elements(shape);
+  t.shape_ = std::move(shape);
+  void *p = nullptr;
+  check_cuda(cudaMallocAsync(&p, std::max<size_t>(t.nbytes(), 1), tl_stream), "cudaMallocAsync");
+  cudaStream_t s = tl_stream;
+  t.buffer_ = std::shared_ptr<std::byte>(static_cast<std::byte *>(p), [s](std::byte *q) { cudaFreeAsync(q, s); });
+  return t;
+}
+
+Tensor Tensor::zeros(DType dtype, Shape shape) {
+  Tensor t = empty(dtype, std::move(shape));
+  check_cuda(cudaMemsetAsync(t.data<void>(), 0, t.nbytes(), tl_stream), "cudaMemsetAsync");
+  return t;
+}
+
+Tensor Tensor::full(DType dtype, Shape shape, double value) {
+  rt::Tensor host = rt::Tensor::full(dtype, shape, value);
+  return from_host(host);
+}
+
+Tensor Tensor::from_host(const rt::Tensor &host) {
+  Tensor t = empty(host.dtype(), host.shape());
+  check_cuda(cudaMemcpyAsync(t.data<void>(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, tl_stream), "host-to-device copy");
+  check_cuda(cudaStreamSynchronize(tl_stream), "host-to-device copy");
+  return t;
+}
+
+rt::Tensor Tensor::to_host() const {
+  rt::Tensor h = rt::Tensor::empty(dtype_, shape_);
+  check_cuda(cudaMemcpyAsync(h.raw(), data<void>(), nbytes(), cudaMemcpyDeviceToHost, tl_stream), "device-to-host copy");
+  check_cuda(cudaStreamSynchronize(tl_stream), "device-to-host copy");
+  return h;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (rt::num_elements(shape) != numel_) fail("reshape: element count differs");
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+// ---- layout -------------------------------------------------------------------------
+
+Tensor reshape(const Tensor &x, const Shape &shape) { return x.reshaped(shape); }
+
+Tensor transpose(const Tensor &x, const std::vector<int64_t> &perm) {
+  Shape out_shape;
+  const auto in_st = strides_of(x.shape());
+  std::vector<int64_t> ss;
+  for (int64_t p : perm) {
+    out_shape.push_back(x.shape()[p]);
+    ss.push_back(in_st[p]);
+  }
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  strided_copy(x, out, out_shape, ss, strides_of(out_shape), 0, 0);
+  return out;
+}
+
+Tensor broadcast_to(const Tensor &x, const Shape &shape) {
+  const auto in_st = strides_of(x.shape());
+  std::vector<int64_t> ss(shape.size(), 0);
+  const size_t lead = shape.size() - x.shape().size();
+  for (size_t i = 0; i < x.shape().size(); ++i)
+    ss[lead + i] = x.shape()[i] == 1 && shape[lead + i] != 1 ? 0 : in_st[i];
+  Tensor out = Tensor::empty(x.dtype(), shape);
+  strided_copy(x, out, shape, ss, strides_of(shape), 0, 0);
+  return out;
+}
+
+Tensor slice(const Tensor &x, const std::vector<int64_t> &start, const std::vector<int64_t> &limit,
+             const std::vector<int64_t> &stride) {
+  const auto in_st = strides_of(x.shape());
+  Shape out_shape;
+  std::vector<int64_t> ss;
+  int64_t off = 0;
+  for (size_t d = 0; d < start.size(); ++d) {
+    out_shape.push_back(std::max<int64_t>(0, (limit[d] - start[d] + stride[d] - 1) / stride[d]));
+    ss.push_back(in_st[d] * stride[d]);
+    off += start[d] * in_st[d];
+  }
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  strided_copy(x, out, out_shape, ss, strides_of(out_shape), off, 0);
+  return out;
+}
+
+Tensor pad_into(const Tensor &x, const Shape &shape, const std::vector<int64_t> &start,
+                const std::vector<int64_t> &stride) {
+  Tensor out = Tensor::zeros(x.dtype(), shape);
+  const auto out_st = strides_of(shape);
+  std::vector<int64_t> ds;
+  int64_t off = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    ds.push_back(out_st[d] * stride[d]);
+    off += start[d] * out_st[d];
+  }
+  strided_copy(x, out, x.shape(), strides_of(x.shape()), ds, 0, off);
+  return out;
+}
+
+Tensor concat(const std::vector<Tensor> &parts, int64_t dim) {
+  Shape shape = parts.at(0).shape();
+  shape[dim] = 0;
+  for (const Tensor &p : parts) shape[dim] += p.shape()[dim];
+  Tensor out = Tensor::empty(parts[0].dtype(), shape);
+  const auto out_st = strides_of(shape);
+  int64_t at = 0;
+  for (const Tensor &p : parts) {
+    strided_copy(p, out, p.shape(), strides_of(p.shape()), out_st, 0, at * out_st[dim]);
+    at += p.shape()[dim];
+  }
+  return out;
+}
+
+static int64_t read_index(const Tensor &index) {
+  int32_t v = 0;
+  check_cuda(cudaMemcpyAsync(&v, index.data<void>(), 4, cudaMemcpyDeviceToHost, tl_stream), "index read");
+  check_cuda(cudaStreamSynchronize(tl_stream), "index read");
+  return v;
+}
+
+Tensor dynamic_slice(const Tensor &x, const Tensor &index, int64_t dim, int64_t size) {
+  std::vector<int64_t> start(x.shape().size(), 0), limit = x.shape(), stride(x.shape().size(), 1);
+  start[dim] = std::clamp<int64_t>(read_index(index) * size, 0, x.shape()[dim] - size);
+  limit[dim] = start[dim] + size;
+  return slice(x, start, limit, stride);
+}
+
+Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, const Tensor &index, int64_t dim) {
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  check_cuda(cudaMemcpyAsync(out.data<void>(), x.data<void>(), x.nbytes(), cudaMemcpyDeviceToDevice, tl_stream), "copy");
+  const int64_t size = update.shape()[dim];
+  const int64_t s = std::clamp<int64_t>(read_index(index) * size, 0, x.shape()[dim] - size);
+  const auto st = strides_of(x.shape());
+  strided_copy(update, out, update.shape(), strides_of(update.shape()), st, 0, s * st[dim]);
+  return out;
+}
+
+Tensor pack_blocks(const Tensor &x, int64_t dim, int64_t n) {
+  // [a.., n*b, c..] -> [n, a.., b, c..]
+  Shape split = x.shape();
+  const int64_t b = split[dim] / n;
+  split[dim] = b;
+  split.insert(split.begin() + dim, n);  // [a.., n, b, c..]
+  std::vector<int64_t> perm{dim};
+  for (int64_t d = 0; d < static_cast<int64_t>(split.size()); ++d)
+    if (d != dim) perm.push_back(d);
+  return transpose(x.reshaped(split), perm);
+}
+
+Tensor unpack_blocks(const Tensor &x, int64_t dim) {
+  // [n, a.., b, c..] -> [a.., n*b, c..]
+  const int64_t rank = static_cast<int64_t>(x.shape().size());
+  std::vector<int64_t> perm;
+  for (int64_t d = 1; d <= dim; ++d) perm.push_back(d);
+  perm.push_back(0);
+  for (int64_t d = dim + 1; d < rank; ++d) perm.push_back(d);
+  Tensor t = transpose(x, perm);  // [a.., n, b, c..]
+  Shape merged = t.shape();
+  merged[dim] *= merged[dim + 1];
+  merged.erase(merged.begin() + dim + 1);
+  return t.reshaped(merged);
+}
+
+Tensor iota(DType dtype, const Shape &shape, int64_t dim) {
+  Tensor out = Tensor::empty(dtype, shape);
+  const int64_t n = out.numel();
+  if (n == 0) return out;
+  const int64_t inner = strides_of(shape)[dim];
+  switch (dtype) {
+    case DType::F32: iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<float>(), n, inner, shape[dim]); break;
+    case DType::F64: iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<double>(), n, inner, shape[dim]); break;
+    case DType::BF16: iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<uint16_t>(), n, inner, shape[dim]); break;
+    case DType::I32: iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<int32_t>(), n, inner, shape[dim]); break;
+    case DType::Bool: iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<uint8_t>(), n, inner, shape[dim]); break;
+  }
+  check_cuda(cudaGetLastError(), "iota kernel launch");
+  return out;
+}
+
+// ---- reductions ---------------------------------------------------------------------
+
+Tensor reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims) {
+  std::vector<int64_t> perm;
+  Shape out_shape;
+  int64_t cols = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(x.shape().size()); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
+      perm.push_back(d);
+      out_shape.push_back(x.shape()[d]);
+    }
+  for (int64_t d : dims) {
+    perm.push_back(d);
+    cols *= x.shape()[d];
+  }
+  Tensor t = dims.empty() ? x : transpose(x, perm);  // reduced dims innermost
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  const int64_t rows = out.numel();
+  if (rows == 0) return out;
+  const int o = static_cast<int>(op);
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
+  switch (x.dtype()) {
+    case DType::F32: reduce_rows_kernel<float, float><<<grid, kBlock, 0, tl_stream>>>(t.data<float>(), out.data<float>(), rows, cols, o); break;
+    case DType::F64: reduce_rows_kernel<double, double><<<grid, kBlock, 0, tl_stream>>>(t.data<double>(), out.data<double>(), rows, cols, o); break;
+    case DType::BF16: reduce_rows_kernel<uint16_t, float><<<grid, kBlock, 0, tl_stream>>>(t.data<uint16_t>(), out.data<uint16_t>(), rows, cols, o); break;
+    case DType::I32: reduce_rows_kernel<int32_t, int32_t><<<grid, kBlock, 0, tl_stream>>>(t.data<int32_t>(), out.data<int32_t>(), rows, cols, o); break;
+    case DType::Bool: fail("CUDA target: reductions of bool are not supported yet");
+  }
+  check_cuda(cudaGetLastError(), "reduction kernel launch");
+  return out;
+}
+
+// ---- einsum via cuBLAS --------------------------------------------------------------
+
+Tensor einsum(const std::string &spec, const std::vector<Tensor> &ops) {
+  const auto arrow = spec.find("->");
+  const std::string lhs = spec.substr(0, arrow), out_idx = spec.substr(arrow + 2);
+  std::vector<std::string> in_idx;
+  for (size_t s = 0, e; s <= lhs.size(); s = e + 1) {
+    e = lhs.find(',', s);
+    if (e == std::string::npos) e = lhs.size();
+    in_idx.push_back(lhs.substr(s, e - s));
+  }
+  std::map<char, int64_t> size;
+  for (size_t k = 0; k < ops.size(); ++k)
+    for (size_t j = 0; j < in_idx[k].size(); ++j) size[in_idx[k][j]] = ops[k].shape()[j];
+  auto sum_private = [&](const Tensor &x, const std::string &idx, const std::string &keep_in,
+                         std::string &rest) {
+    std::vector<int64_t> dims;
+    rest.clear();
+    for (size_t j = 0; j < idx.size(); ++j)
+      if (keep_in.find(idx[j]) == std::string::npos && out_idx.find(idx[j]) == std::string::npos)
+        dims.push_back(static_cast<int64_t>(j));
+      else
+        rest += idx[j];
+    return dims.empty() ? x : reduce(ReduceOp::Sum, x, dims);
+  };
+  auto permute_to = [&](const Tensor &x, const std::string &from, const std::string &to) {
+    std::vector<int64_t> perm;
+    for (char c : to) perm.push_back(static_cast<int64_t>(from.find(c)));
+    bool id = true;
+    for (size_t i = 0; i < perm.size(); ++i) id = id && perm[i] == static_cast<int64_t>(i);
+    return id ? x : transpose(x, perm);
+  };
+  if (ops.size() == 1) {
+    std::string rest;
+    Tensor r = sum_private(ops[0], in_idx[0], "", rest);
+    return permute_to(r, rest, out_idx);
+  }
+  std::string ra, rb;
+  Tensor a = sum_private(ops[0], in_idx[0], in_idx[1], ra);
+  Tensor b = sum_private(ops[1], in_idx[1], in_idx[0], rb);
+  std::string batch, m, k, n;
+  for (char c : ra) {
+    const bool in_b = rb.find(c) != std::string::npos, in_out = out_idx.find(c) != std::string::npos;
+    (in_b ? (in_out ? batch : k) : m) += c;
+  }
+  for (char c : rb)
+    if (ra.find(c) == std::string::npos) n += c;
+  auto prod = [&](const std::string &s) {
+    int64_t p = 1;
+    for (char c : s) p *= size[c];
+    return p;
+  };
+  const int64_t B = prod(batch), M = prod(m), K = prod(k), N = prod(n);
+  Tensor A = permute_to(a, ra, batch + m + k), Bt = permute_to(b, rb, batch + k + n);
+  Shape cshape;
+  for (char c : batch + m + n) cshape.push_back(size[c]);
+  Tensor C = Tensor::empty(a.dtype(), cshape);
+  if (!tl_cublas) {
+    check_cublas(cublasCreate(&tl_cublas), "cublasCreate");
+  }
+  check_cublas(cublasSetStream(tl_cublas, tl_stream), "cublasSetStream");
+  // Row-major C = A B is column-major C^T = B^T A^T.
+  if (a.dtype() == DType::F32) {
+    const float one = 1, zero = 0;
+    check_cublas(cublasSgemmStridedBatched(tl_cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one,
+                                           Bt.data<float>(), int(N), K * N, A.data<float>(), int(K), M * K,
+                                           &zero, C.data<float>(), int(N), M * N, int(B)), "sgemm");
+  } else if (a.dtype() == DType::F64) {
+    const double one = 1, zero = 0;
+    check_cublas(cublasDgemmStridedBatched(tl_cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one,
+                                           Bt.data<double>(), int(N), K * N, A.data<double>(), int(K), M * K,
+                                           &zero, C.data<double>(), int(N), M * N, int(B)), "dgemm");
+  } else {
+    fail(std::string("CUDA target: einsum of ") + rt::dtype_name(a.dtype()) + " is not supported yet");
+  }
+  return permute_to(C, batch + m + n, out_idx);
+}
+
+// ---- NCCL fabric --------------------------------------------------------------------
+
+class Fabric {
+ public:
+  explicit Fabric(const rt::Mesh &mesh) : mesh_(mesh) {
+    const int n = static_cast<int>(mesh.num_devices());
+    world_.resize(n);
+    std::vector<int> devs(n);
+    for (int d = 0; d < n; ++d) devs[d] = d;
+    check_nccl(ncclCommInitAll(world_.data(), n, devs.data()), "ncclCommInitAll");
+  }
+  ~Fabric() {
+    for (auto &[key, comm] : split_) ncclCommDestroy(comm);
+    for (ncclComm_t c : world_) ncclCommDestroy(c);
+  }
+  const rt::Mesh &mesh() const { return mesh_; }
+  /// This device's communicator over `axes` (split from the world on first use; every
+  /// device reaches its first use of an axis set at the same collective, SPMD).
+  ncclComm_t comm(int64_t device, const std::vector<int> &axes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = split_.find({device, axes});
+      if (it != split_.end()) return it->second;
+    }
+    // color: the device's coordinates off `axes`; key: its rank along them.
+    std::vector<int64_t> c = mesh_.coords(device);
+    for (int a : axes) c[a] = 0;
+    const int color = static_cast<int>(mesh_.device_at(c));
+    const int key = static_cast<int>(mesh_.rank_in_group(device, axes));
+    ncclComm_t out = nullptr;
+    check_nccl(ncclCommSplit(world_[device], color, key, &out, nullptr), "ncclCommSplit");
+    std::lock_guard<std::mutex> lock(mu_);
+    split_[{device, axes}] = out;
+    return out;
+  }
+
+ private:
+  rt::Mesh mesh_;
+  std::vector<ncclComm_t> world_;
+  std::map<std::pair<int64_t, std::vector<int>>, ncclComm_t> split_;
+  std::mutex mu_;
+};
+
+namespace {
+/// Waits for the stream while polling NCCL's asynchronous error state.
+void wait_collective(ncclComm_t comm, const char *name, const char *where) {
+  const auto start = std::chrono::steady_clock::now();
+  while (true) {
+    cudaError_t q = cudaStreamQuery(tl_stream);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) check_cuda(q, name);
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      ncclCommAbort(comm);
+      fail(std::string(name) + " failed at " + where + ": " + ncclGetErrorString(async));
+    }
+    if (std::chrono::steady_clock::now() - start > std::chrono::minutes(5)) {
+      ncclCommAbort(comm);
+      fail(std::string(name) + " at " + where + " did not finish in 5 minutes (aborted)");
+    }
+    std::this_thread::yield();
+  }
+}
+ncclRedOp_t nccl_op(ReduceOp op) {
+  return op == ReduceOp::Sum ? ncclSum : (op == ReduceOp::Max ? ncclMax : ncclMin);
+}
+}  // namespace
+
+DeviceContext::DeviceContext(Fabric &fabric, int64_t device) : fabric_(&fabric), device_(device) {}
+const rt::Mesh &DeviceContext::mesh() const { return fabric_->mesh(); }
+int64_t DeviceContext::axis_index(const std::vector<int> &axes) const {
+  return fabric_->mesh().rank_in_group(device_, axes);
+}
+
+Tensor DeviceContext::all_reduce(const Tensor &x, const std::vector<int> &axes, ReduceOp op) {
+  ncclComm_t c = fabric_->comm(device_, axes);
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  check_nccl(ncclAllReduce(x.data<void>(), out.data<void>(), x.numel(), nccl_type(x.dtype()), nccl_op(op), c, tl_stream), "ncclAllReduce");
+  wait_collective(c, "all_reduce (ncclAllReduce)", where_);
+  return out;
+}
+
+Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled) {
+  ncclComm_t c = fabric_->comm(device_, axes);
+  const int64_t n = mesh().group_size(axes);
+  Shape gathered = x.shape();
+  gathered.insert(gathered.begin(), n);  // [n, ...] in rank order
+  Tensor g = Tensor::empty(x.dtype(), gathered);
+  check_nccl(ncclAllGather(x.data<void>(), g.data<void>(), x.numel(), nccl_type(x.dtype()), c, tl_stream), "ncclAllGather");
+  wait_collective(c, "all_gather (ncclAllGather)", where_);
+  if (!tiled) {
+    std::vector<int64_t> perm;
+    for (int64_t d = 1; d <= dim; ++d) perm.push_back(d);
+    perm.push_back(0);
+    for (int64_t d = dim + 1; d < static_cast<int64_t>(gathered.size()); ++d) perm.push_back(d);
+    return dim == 0 ? g : transpose(g, perm);
+  }
+  return dim == 0 ? g.reshaped([&] { Shape s = x.shape(); s[0] *= n; return s; }()) : unpack_blocks(g, dim);
+}
+
+Tensor DeviceContext::reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled) {
+  ncclComm_t c = fabric_->comm(device_, axes);
+  const int64_t n = mesh().group_size(axes);
+  Tensor packed = dim == 0 ? x : pack_blocks(x, dim, n);  // blocks to the front
+  Shape out_shape = x.shape();
+  if (tiled) out_shape[dim] /= n; else out_shape.erase(out_shape.begin() + dim);
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  check_nccl(ncclReduceScatter(packed.data<void>(), out.data<void>(), out.numel(), nccl_type(x.dtype()), ncclSum, c, tl_stream), "ncclReduceScatter");
+  wait_collective(c, "psum_scatter (ncclReduceScatter)", where_);
+  return out;
+}
+
+Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim, int64_t concat_dim) {
+  ncclComm_t c = fabric_->comm(device_, axes);
+  const int64_t n = mesh().group_size(axes);
+  Tensor packed = pack_blocks(x, split_dim, n);  // [n, ..., b, ...]
+  Tensor recv = Tensor::empty(x.dtype(), packed.shape());
+  const size_t count = static_cast<size_t>(packed.numel() / n);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+  check_nccl(ncclAlltoAll(packed.data<void>(), recv.data<void>(), count, nccl_type(x.dtype()), c, tl_stream), "ncclAlltoAll");
+#else
+  const size_t bytes = count * rt::dtype_size(x.dtype());
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  for (int64_t p = 0; p < n; ++p) {
+    ncclSend(packed.data<std::byte>() + p * bytes, count, nccl_type(x.dtype()), int(p), c, tl_stream);
+    ncclRecv(recv.data<std::byte>() + p * bytes, count, nccl_type(x.dtype()), int(p), c, tl_stream);
+  }
+  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+#endif
+  wait_collective(c, "all_to_all (ncclAlltoAll)", where_);
+  // recv[s] is sender s's block; concatenate along concat_dim in sender order.
+  Shape blk = x.shape();
+  blk[split_dim] /= n;
+  Shape stacked = blk;
+  stacked.insert(stacked.begin(), n);
+  return unpack_blocks(recv.reshaped(stacked), concat_dim);
+}
+
+Tensor DeviceContext::ppermute(const Tensor &x, int axis, const std::vector<std::pair<int64_t, int64_t>> &perm) {
+  ncclComm_t c = fabric_->comm(device_, {axis});
+  const int64_t me = axis_index({axis});
+  Tensor out = Tensor::zeros(x.dtype(), x.shape());  // non-receivers keep zeros
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  for (const auto &[src, dst] : perm) {
+    if (src == me) check_nccl(ncclSend(x.data<void>(), x.numel(), nccl_type(x.dtype()), int(dst), c, tl_stream), "ncclSend");
+    if (dst == me) check_nccl(ncclRecv(out.data<void>(), x.numel(), nccl_type(x.dtype()), int(src), c, tl_stream), "ncclRecv");
+  }
+  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  wait_collective(c, "ppermute (ncclSend/ncclRecv)", where_);
+  return out;
+}
+
+// ---- executor -----------------------------------------------------------------------
+
+rt::Executor cuda_executor(const std::vector<rt::ProgramFunction> &functions,
+                           const std::vector<CudaBody> &bodies) {
+  return [&functions, &bodies](size_t fn, const std::vector<std::vector<rt::Tensor>> &locals,
+                               const rt::RunRequest &request, std::vector<double> &seconds) {
+    const rt::ProgramFunction &f = functions.at(fn);
+    int visible = 0;
+    if (cudaGetDeviceCount(&visible) != cudaSuccess) visible = 0;
+    const int64_t n = f.mesh.num_devices();
+    if (n > visible)
+      fail("the mesh of `" + f.name + "` has " + std::to_string(n) + " devices but only " +
+           std::to_string(visible) + " GPU" + (visible == 1 ? " is" : "s are") +
+           " visible; this process drives one GPU per mesh position");
+    Fabric fabric(f.mesh);
+    std::vector<std::vector<rt::Tensor>> out(static_cast<size_t>(n));
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
+    std::barrier sync(static_cast<std::ptrdiff_t>(n));
+    std::vector<double> times;
+    std::vector<std::thread> threads;
+    const int total = 1 + request.warmup + request.iters;
+    for (int64_t d = 0; d < n; ++d)
+      threads.emplace_back([&, d] {
+        try {
+          check_cuda(cudaSetDevice(static_cast<int>(d)), "cudaSetDevice");
+          check_cuda(cudaStreamCreate(&tl_stream), "cudaStreamCreate");
+          DeviceContext ctx(fabric, d);
+          std::vector<Tensor> args;
+          for (const rt::Tensor &h : locals[d]) args.push_back(Tensor::from_host(h));
+          for (int it = 0; it < total; ++it) {
+            const bool timed = it > request.warmup;
+            sync.arrive_and_wait();
+            const auto t0 = std::chrono::steady_clock::now();
+            std::vector<Tensor> r = bodies.at(fn)(ctx, args);
+            check_cuda(cudaStreamSynchronize(tl_stream), "kernel execution");
+            sync.arrive_and_wait();
+            if (timed && d == 0)
+              times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            if (it == 0)
+              for (const Tensor &t : r) out[d].push_back(t.to_host());
+          }
+        } catch (...) {
+          errors[d] = std::current_exception();
+          sync.arrive_and_drop();
+        }
+      });
+    for (auto &t : threads) t.join();
+    for (auto &e : errors)
+      if (e) std::rethrow_exception(e);
+    seconds = std::move(times);
+    return out;
+  };
+}
+
+}  // namespace spmd::cu
