@@ -11,6 +11,7 @@ PKGS=(
   catch2                         # unit tests (v2)
   libopenblas-dev                # BLAS for matmul/einsum on the CPU
   python3 python3-numpy          # test helpers read/write .npy with NumPy
+  bc                             # bench/build_vs_run.sh arithmetic
 )
 missing=()
 for p in "${PKGS[@]}"; do
