@@ -3,9 +3,9 @@
 #include <fstream>
 #include <iostream>
 
+#include "analysis/stats.h"
 #include "driver/commands.h"
 #include "frontend/format.h"
-#include "analysis/stats.h"
 #include "ir/printer.h"
 
 namespace spmd::driver {
@@ -118,9 +118,10 @@ void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<C
   add_common_options(*print, common);
   print->add_flag("--types", print_options.types,
                   "Annotate every value with its local type and device variance");
-  print->add_option("--emit", print_options.emit,
-                    "Stop after a phase and print it: ast (syntax tree), typed (= --types), "
-                    "ir (raw instructions), source (default)")
+  print
+      ->add_option("--emit", print_options.emit,
+                   "Stop after a phase and print it: ast (syntax tree), typed (= --types), "
+                   "ir (raw instructions), source (default)")
       ->check(CLI::IsMember({"ast", "typed", "ir", "source"}));
   print->add_flag("--stats", print_options.stats,
                   "Print, per shmap, how many collectives of each kind it runs and how many "

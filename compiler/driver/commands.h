@@ -5,11 +5,10 @@
 // input, bad usage), 2 internal compiler error.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "pipeline/compile.h"
 
@@ -56,7 +55,7 @@ int run_check(const CommonOptions &common);
 struct PrintOptions {
   bool types = false;
   std::string emit = "source";  // ast | typed | ir | source
-  bool stats = false;  // print collective counts and bytes instead of the program
+  bool stats = false;           // print collective counts and bytes instead of the program
 };
 int run_print(const CommonOptions &common, const PrintOptions &options);
 

@@ -64,8 +64,8 @@ struct MeshDef {
 
 struct Param {
   ValueId value = kNoValue;
-  Shape global_shape;                // shmap: as written; def: = local shape
-  rt::PartitionSpec spec;            // shmap only
+  Shape global_shape;      // shmap: as written; def: = local shape
+  rt::PartitionSpec spec;  // shmap only
   SourceSpan span;
 };
 
@@ -84,7 +84,7 @@ struct Function {
   std::vector<Param> params;
   std::vector<Result> results;  // types of the returned values
   std::vector<ValueId> returns;
-  SourceSpan return_span;       // the return statement
+  SourceSpan return_span;  // the return statement
   std::vector<Value> values;
   std::vector<Instr> body;
   SourceSpan span;

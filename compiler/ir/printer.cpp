@@ -2,8 +2,8 @@
 #include "ir/printer.h"
 
 #include <charconv>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -23,10 +23,9 @@ std::string shape_tuple(const Shape &s) {
 std::string int_tuple(const std::vector<int64_t> &v) { return shape_tuple(v); }
 
 bool is_keyword(const std::string &n) {
-  static const std::set<std::string> kw = {"import", "mesh", "def",   "shmap", "on",
-                                           "return", "for",  "in",    "range", "if",
-                                           "else",   "and",  "or",    "not",   "true",
-                                           "false",  "None"};
+  static const std::set<std::string> kw = {"import", "mesh", "def",   "shmap", "on",   "return",
+                                           "for",    "in",   "range", "if",    "else", "and",
+                                           "or",     "not",  "true",  "false", "None"};
   return kw.count(n) > 0;
 }
 
@@ -208,8 +207,10 @@ class FunctionPrinter {
     std::string s = "P(";
     for (size_t d = 0; d < n; ++d) {
       s += d ? ", " : "";
-      if (spec[d].empty()) s += "None";
-      else s += axis_list_str(spec[d], mesh_);
+      if (spec[d].empty())
+        s += "None";
+      else
+        s += axis_list_str(spec[d], mesh_);
     }
     return s + ")";
   }
@@ -278,7 +279,8 @@ class FunctionPrinter {
       }
       case OpCode::Full: {
         std::string d = a.dtype == DType::F32 ? "" : std::string(", ") + dtype_name(a.dtype);
-        if (a.value == 0 && !std::signbit(a.value)) return "zeros(" + shape_tuple(a.shape) + d + ")";
+        if (a.value == 0 && !std::signbit(a.value))
+          return "zeros(" + shape_tuple(a.shape) + d + ")";
         if (a.value == 1) return "ones(" + shape_tuple(a.shape) + d + ")";
         return "full(" + shape_tuple(a.shape) + ", " + format_number(a.value, a.dtype) + ", " +
                dtype_name(a.dtype) + ")";
@@ -286,7 +288,8 @@ class FunctionPrinter {
       case OpCode::Iota:
         return "iota(" + shape_tuple(a.shape) + ", dim=" + std::to_string(a.dim) +
                ", dtype=" + dtype_name(a.dtype) + ")";
-      case OpCode::Neg: return "-" + op(in.operands[0]);
+      case OpCode::Neg:
+        return "-" + op(in.operands[0]);
       case OpCode::Exp:
       case OpCode::Log:
       case OpCode::Sin:
@@ -301,19 +304,32 @@ class FunctionPrinter {
         return call1(op_spelling(in.op));
       case OpCode::Cast:
         return "cast(" + op(in.operands[0]) + ", " + dtype_name(a.dtype) + ")";
-      case OpCode::Add: return infix("+");
-      case OpCode::Sub: return infix("-");
-      case OpCode::Mul: return infix("*");
-      case OpCode::Div: return infix("/");
-      case OpCode::Pow: return infix("**");
-      case OpCode::Lt: return infix("<");
-      case OpCode::Le: return infix("<=");
-      case OpCode::Gt: return infix(">");
-      case OpCode::Ge: return infix(">=");
-      case OpCode::Eq: return infix("==");
-      case OpCode::Ne: return infix("!=");
-      case OpCode::And: return infix("and");
-      case OpCode::Or: return infix("or");
+      case OpCode::Add:
+        return infix("+");
+      case OpCode::Sub:
+        return infix("-");
+      case OpCode::Mul:
+        return infix("*");
+      case OpCode::Div:
+        return infix("/");
+      case OpCode::Pow:
+        return infix("**");
+      case OpCode::Lt:
+        return infix("<");
+      case OpCode::Le:
+        return infix("<=");
+      case OpCode::Gt:
+        return infix(">");
+      case OpCode::Ge:
+        return infix(">=");
+      case OpCode::Eq:
+        return infix("==");
+      case OpCode::Ne:
+        return infix("!=");
+      case OpCode::And:
+        return infix("and");
+      case OpCode::Or:
+        return infix("or");
       case OpCode::Max:
       case OpCode::Min:
         return std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " +
@@ -331,9 +347,8 @@ class FunctionPrinter {
         return s + ")";
       }
       case OpCode::Einsum: {
-        if (in.operands.size() == 2 &&
-            (a.spec == "ij,jk->ik" || a.spec == "j,jk->k" || a.spec == "ij,j->i" ||
-             a.spec == "j,j->"))
+        if (in.operands.size() == 2 && (a.spec == "ij,jk->ik" || a.spec == "j,jk->k" ||
+                                        a.spec == "ij,j->i" || a.spec == "j,j->"))
           return op(in.operands[0]) + " @ " + op(in.operands[1]);
         std::string s = "einsum(\"" + a.spec + "\"";
         for (ValueId o : in.operands) s += ", " + op(o);
@@ -374,8 +389,7 @@ class FunctionPrinter {
       }
       case OpCode::DynamicSlice:
         return "dynamic_slice(" + op(in.operands[0]) + ", " + op(in.operands[1]) +
-               ", size=" + std::to_string(a.shape[a.dim]) + ", axis=" + std::to_string(a.dim) +
-               ")";
+               ", size=" + std::to_string(a.shape[a.dim]) + ", axis=" + std::to_string(a.dim) + ")";
       case OpCode::DynamicUpdateSlice:
         return "dynamic_update_slice(" + op(in.operands[0]) + ", " + op(in.operands[1]) + ", " +
                op(in.operands[2]) + ", axis=" + std::to_string(a.dim) + ")";
@@ -558,66 +572,71 @@ std::string dump_ir(const Module &module) {
           << type_str(f.type(p.value), mesh) << "\n";
     std::function<void(const std::vector<Instr> &, const std::string &)> dump_block =
         [&](const std::vector<Instr> &body, const std::string &indent) {
-      for (const auto &in : body) {
-        out << indent;
-      for (size_t k = 0; k < in.results.size(); ++k)
-        out << (k ? ", " : "") << "%" << in.results[k] << ": " << type_str(f.type(in.results[k]), mesh);
-      out << " = " << op_spelling(in.op);
-      for (ValueId o : in.operands) out << " %" << o;
-      const Attrs &a = in.attrs;
-      if (!a.axes.empty()) out << " axes=" << axis_list_str(a.axes, mesh);
-      if (!a.dims.empty()) out << " dims=" << int_tuple(a.dims);
-      if (!a.shape.empty()) out << " shape=" << shape_tuple(a.shape);
-      if (!a.start.empty()) out << " start=" << int_tuple(a.start);
-      if (!a.limit.empty()) out << " limit=" << int_tuple(a.limit);
-      if (!a.stride.empty()) out << " stride=" << int_tuple(a.stride);
-      if (!a.spec.empty()) out << " spec=\"" << a.spec << "\"";
-      if (!a.perm.empty()) {
-        out << " perm=[";
-        for (size_t k = 0; k < a.perm.size(); ++k)
-          out << (k ? "," : "") << a.perm[k].first << "->" << a.perm[k].second;
-        out << "]";
-      }
-      switch (op_kind(in.op)) {
-        case OpKind::Creation:
-          out << " dtype=" << dtype_name(a.dtype) << " value=" << format_number(a.value, DType::F64);
-          if (in.op == OpCode::Iota) out << " dim=" << a.dim;
-          break;
-        case OpKind::Collective:
-          if (in.op != OpCode::AxisIndex && in.op != OpCode::Ppermute && in.op != OpCode::Psum &&
-              in.op != OpCode::Pmax && in.op != OpCode::Pmin && in.op != OpCode::Pbroadcast)
-            out << " dim=" << a.dim << (in.op == OpCode::AllToAll ? " dim2=" + std::to_string(a.dim2) : "")
-                << " tiled=" << (a.tiled ? "true" : "false");
-          break;
-        case OpKind::Layout:
-          if (in.op == OpCode::Concat || in.op == OpCode::DynamicSlice ||
-              in.op == OpCode::DynamicUpdateSlice)
-            out << " dim=" << a.dim;
-          break;
-        case OpKind::Call:
-          out << " callee=@" << a.callee;
-          break;
-        case OpKind::Control:
-          out << " range=" << a.dim << ".." << a.dim2;
-          break;
-        default:
-          if (in.op == OpCode::Cast) out << " dtype=" << dtype_name(a.dtype);
-          break;
-      }
-      if (in.origin == Origin::AutoPbroadcast) out << " (auto)";
-      out << "\n";
-        for (const Region &r : in.regions) {
-          out << indent << "  region(";
-          for (size_t k = 0; k < r.params.size(); ++k)
-            out << (k ? ", %" : "%") << r.params[k] << ": " << type_str(f.type(r.params[k]), mesh);
-          out << ")\n";
-          dump_block(r.body, indent + "    ");
-          out << indent << "  yield";
-          for (size_t k = 0; k < r.yields.size(); ++k) out << (k ? ", %" : " %") << r.yields[k];
-          out << "\n";
-        }
+          for (const auto &in : body) {
+            out << indent;
+            for (size_t k = 0; k < in.results.size(); ++k)
+              out << (k ? ", " : "") << "%" << in.results[k] << ": "
+                  << type_str(f.type(in.results[k]), mesh);
+            out << " = " << op_spelling(in.op);
+            for (ValueId o : in.operands) out << " %" << o;
+            const Attrs &a = in.attrs;
+            if (!a.axes.empty()) out << " axes=" << axis_list_str(a.axes, mesh);
+            if (!a.dims.empty()) out << " dims=" << int_tuple(a.dims);
+            if (!a.shape.empty()) out << " shape=" << shape_tuple(a.shape);
+            if (!a.start.empty()) out << " start=" << int_tuple(a.start);
+            if (!a.limit.empty()) out << " limit=" << int_tuple(a.limit);
+            if (!a.stride.empty()) out << " stride=" << int_tuple(a.stride);
+            if (!a.spec.empty()) out << " spec=\"" << a.spec << "\"";
+            if (!a.perm.empty()) {
+              out << " perm=[";
+              for (size_t k = 0; k < a.perm.size(); ++k)
+                out << (k ? "," : "") << a.perm[k].first << "->" << a.perm[k].second;
+              out << "]";
+            }
+            switch (op_kind(in.op)) {
+              case OpKind::Creation:
+                out << " dtype=" << dtype_name(a.dtype)
+                    << " value=" << format_number(a.value, DType::F64);
+                if (in.op == OpCode::Iota) out << " dim=" << a.dim;
+                break;
+              case OpKind::Collective:
+                if (in.op != OpCode::AxisIndex && in.op != OpCode::Ppermute &&
+                    in.op != OpCode::Psum && in.op != OpCode::Pmax && in.op != OpCode::Pmin &&
+                    in.op != OpCode::Pbroadcast)
+                  out << " dim=" << a.dim
+                      << (in.op == OpCode::AllToAll ? " dim2=" + std::to_string(a.dim2) : "")
+                      << " tiled=" << (a.tiled ? "true" : "false");
+                break;
+              case OpKind::Layout:
+                if (in.op == OpCode::Concat || in.op == OpCode::DynamicSlice ||
+                    in.op == OpCode::DynamicUpdateSlice)
+                  out << " dim=" << a.dim;
+                break;
+              case OpKind::Call:
+                out << " callee=@" << a.callee;
+                break;
+              case OpKind::Control:
+                out << " range=" << a.dim << ".." << a.dim2;
+                break;
+              default:
+                if (in.op == OpCode::Cast) out << " dtype=" << dtype_name(a.dtype);
+                break;
+            }
+            if (in.origin == Origin::AutoPbroadcast) out << " (auto)";
+            out << "\n";
+            for (const Region &r : in.regions) {
+              out << indent << "  region(";
+              for (size_t k = 0; k < r.params.size(); ++k)
+                out << (k ? ", %" : "%") << r.params[k] << ": "
+                    << type_str(f.type(r.params[k]), mesh);
+              out << ")\n";
+              dump_block(r.body, indent + "    ");
+              out << indent << "  yield";
+              for (size_t k = 0; k < r.yields.size(); ++k) out << (k ? ", %" : " %") << r.yields[k];
+              out << "\n";
+            }
           }
-    };
+        };
     dump_block(f.body, "  ");
     out << "  return";
     for (size_t k = 0; k < f.returns.size(); ++k) out << (k ? ", %" : " %") << f.returns[k];

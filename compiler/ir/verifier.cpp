@@ -105,8 +105,8 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
     }
   }
   if (f.returns.size() != f.results.size())
-    errors.push_back(f.name + ": returns " + std::to_string(f.returns.size()) +
-                     " values for " + std::to_string(f.results.size()) + " results");
+    errors.push_back(f.name + ": returns " + std::to_string(f.returns.size()) + " values for " +
+                     std::to_string(f.results.size()) + " results");
   for (size_t k = 0; k < f.returns.size() && k < f.results.size(); ++k) {
     ValueId v = f.returns[k];
     if (v < 0 || static_cast<size_t>(v) >= f.values.size() || !defined[v]) {

@@ -15,7 +15,6 @@
 #include "ir/builder.h"
 #include "ops/variance_rules.h"
 #include "transforms/dce.h"
-#include "transforms/dce.h"
 
 namespace spmd {
 namespace {
@@ -276,8 +275,7 @@ class VarianceInference {
       for (auto r : in.results) f.type(r).variance = rv;
     }
     for (auto r : in.results) st.defs[r] = DefInfo{in.op, in.operands, in.attrs.axes, in.span};
-    if (op_kind(in.op) == OpKind::Creation && !in.results.empty())
-      st.creations[in.results[0]] = in;
+    if (op_kind(in.op) == OpKind::Creation && !in.results.empty()) st.creations[in.results[0]] = in;
     std::vector<ir::ValueId> results = in.results;
     body.push_back(std::move(in));
     check_annotations(st, results, body);
@@ -293,10 +291,10 @@ class VarianceInference {
       if (declared == actual) continue;
       AxisSet extra = actual - declared;
       if (!extra.empty()) {
-        auto &d = diags_->error("annotation-mismatch", info.annotation_span,
-                                "`" + info.name + "` is annotated " +
-                                    axis_set_str(declared, st.mesh) + " but it varies along " +
-                                    axes_names(extra, st.mesh));
+        auto &d =
+            diags_->error("annotation-mismatch", info.annotation_span,
+                          "`" + info.name + "` is annotated " + axis_set_str(declared, st.mesh) +
+                              " but it varies along " + axes_names(extra, st.mesh));
         d.notes.push_back(trace_origin(st, r, extra.axes()[0]));
         continue;
       }
@@ -385,9 +383,8 @@ class VarianceInference {
         const std::string &name = f.values[region.params[k + 1]].name;
         diags_
             ->error("loop-variance", in.span,
-                    "loop-carried `" + name + "` varies along " +
-                        axes_names(carried[k], st.mesh) + " in some iterations but its next " +
-                        "value does not")
+                    "loop-carried `" + name + "` varies along " + axes_names(carried[k], st.mesh) +
+                        " in some iterations but its next " + "value does not")
             .fix = "assign `" + pbroadcast_text(name, carried[k] - f.type(y).variance, st.mesh) +
                    "` at the end of the loop body";
       }
@@ -411,14 +408,13 @@ class VarianceInference {
       if (!extra.empty()) {
         int axis = extra.axes()[0];
         const std::string axis_name = mesh.axes()[axis].name;
-        std::string what =
-            f.returns.size() == 1 ? "the result" : "result " + std::to_string(k + 1);
-        auto &d = diags_->error(
-            "unmapped-output-varies", f.return_span,
-            what + " of `" + f.name + "` may differ between devices along " +
-                axes_names(extra, mesh) + ", but its out_spec does not mention " +
-                (extra.size() == 1 ? "that axis" : "those axes") +
-                ", so every device along it must hold the same value");
+        std::string what = f.returns.size() == 1 ? "the result" : "result " + std::to_string(k + 1);
+        auto &d =
+            diags_->error("unmapped-output-varies", f.return_span,
+                          what + " of `" + f.name + "` may differ between devices along " +
+                              axes_names(extra, mesh) + ", but its out_spec does not mention " +
+                              (extra.size() == 1 ? "that axis" : "those axes") +
+                              ", so every device along it must hold the same value");
         d.notes.push_back({f.results[k].span, "the out_spec leaves out `" + axis_name + "` here"});
         d.notes.push_back(trace_origin(st, v, axis));
         d.fix = "reduce it with `psum(..., " + axis_list_str(extra.axes(), mesh) +

@@ -40,9 +40,9 @@ void ProgramLowerer::collect() {
         bool ok = true;
         for (const auto &ax : mesh->axes) {
           if (!seen.insert(ax.name.name).second) {
-            diags.error("duplicate-axis", ax.name.span,
-                        "axis `" + ax.name.name + "` appears twice in mesh `" + mesh->name.name +
-                            "`");
+            diags.error(
+                "duplicate-axis", ax.name.span,
+                "axis `" + ax.name.name + "` appears twice in mesh `" + mesh->name.name + "`");
             ok = false;
           }
           if (ax.size <= 0 || ax.size > 4096) {
@@ -61,7 +61,8 @@ void ProgramLowerer::collect() {
           ok = false;
         }
         int64_t total = 1;
-        for (auto &a : axes) total = std::min<int64_t>(total * std::max<int64_t>(a.size, 1), 1 << 30);
+        for (auto &a : axes)
+          total = std::min<int64_t>(total * std::max<int64_t>(a.size, 1), 1 << 30);
         if (ok && total > 65536) {
           diags.error("bad-mesh", mesh->name.span,
                       "mesh `" + mesh->name.name + "` has more than 65536 devices");
@@ -84,8 +85,7 @@ void ProgramLowerer::collect() {
         bool dup = false;
         for (const auto &s : syms)
           if (s.module_index == static_cast<int>(m)) {
-            diags.error("duplicate-definition", fn->name.span,
-                        "`" + name + "` is defined twice")
+            diags.error("duplicate-definition", fn->name.span, "`" + name + "` is defined twice")
                 .notes.push_back({s.decl->name.span, "first defined here"});
             dup = true;
           }
@@ -202,8 +202,9 @@ std::optional<rt::PartitionSpec> ProgramLowerer::resolve_spec(const ast::SpecExp
         continue;
       }
       if (used.count(a)) {
-        diags.error("duplicate-axis", axis.span,
-                    "axis `" + axis.name + "` is used twice in one partition spec")
+        diags
+            .error("duplicate-axis", axis.span,
+                   "axis `" + axis.name + "` is used twice in one partition spec")
             .notes.push_back({used[a], "first used here"});
         ok = false;
         continue;
@@ -213,10 +214,11 @@ std::optional<rt::PartitionSpec> ProgramLowerer::resolve_spec(const ast::SpecExp
       product *= mesh.axis_size(a);
     }
     if (ok && product > 1 && global[d] % product != 0) {
-      diags.error("indivisible-dimension", spec.dims[d].span,
-                  "dimension " + std::to_string(d) + " has size " + std::to_string(global[d]) +
-                      ", which is not divisible by the " + std::to_string(product) +
-                      " devices it is split over")
+      diags
+          .error("indivisible-dimension", spec.dims[d].span,
+                 "dimension " + std::to_string(d) + " has size " + std::to_string(global[d]) +
+                     ", which is not divisible by the " + std::to_string(product) +
+                     " devices it is split over")
           .notes.push_back({type_span, "the global type is declared here"});
       ok = false;
     }
@@ -237,9 +239,9 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     } else if (attr.name == "auto_pbroadcast") {
       f.auto_pbroadcast = true;
     } else {
-      diags.error("unknown-attribute", attr.span,
-                  "unknown attribute `" + attr.name +
-                      "` (known: no_auto_pbroadcast, auto_pbroadcast)");
+      diags.error(
+          "unknown-attribute", attr.span,
+          "unknown attribute `" + attr.name + "` (known: no_auto_pbroadcast, auto_pbroadcast)");
     }
   }
   if (!decl.mesh) {  // the parser reports a missing `on MESH`
@@ -269,7 +271,8 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
       continue;
     }
     if (!p.spec) {  // the parser reports a missing spec
-      diags.internal(p.span, "shmap parameter `" + p.name.name + "` without a spec reached lowering");
+      diags.internal(p.span,
+                     "shmap parameter `" + p.name.name + "` without a spec reached lowering");
       ok = false;
       continue;
     }
@@ -316,7 +319,8 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
   if (!ok) return;
   // Result dtypes are needed to check returns; keep them in a side vector.
   std::vector<DType> result_dtypes;
-  for (const ast::Result &r : decl.results) result_dtypes.push_back(*parse_dtype(r.type.dtype.name));
+  for (const ast::Result &r : decl.results)
+    result_dtypes.push_back(*parse_dtype(r.type.dtype.name));
 
   // Lower into a local function: instantiating defs appends to module.functions.
   int errors_before = diags.num_errors();
@@ -341,11 +345,12 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     const Type &t = fn.type(fn.returns[k]);
     Shape local = rt::local_shape(mesh, fn.results[k].global_shape, fn.results[k].spec);
     if (t.dtype != result_dtypes[k] || t.shape != local) {
-      diags.error("return-type-mismatch", fn.return_span,
-                  "result " + std::to_string(k + 1) + " of `" + fn.name + "` has local type " +
-                      shape_type_str(t.dtype, t.shape) + " but the signature needs " +
-                      shape_type_str(result_dtypes[k], local) + " on each device (global " +
-                      shape_type_str(result_dtypes[k], fn.results[k].global_shape) + ")")
+      diags
+          .error("return-type-mismatch", fn.return_span,
+                 "result " + std::to_string(k + 1) + " of `" + fn.name + "` has local type " +
+                     shape_type_str(t.dtype, t.shape) + " but the signature needs " +
+                     shape_type_str(result_dtypes[k], local) + " on each device (global " +
+                     shape_type_str(result_dtypes[k], fn.results[k].global_shape) + ")")
           .notes.push_back({fn.results[k].span, "declared here"});
       return;
     }
@@ -461,10 +466,11 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
       for (size_t k = 0; k < fn.returns.size(); ++k) {
         const Type &t = fn.type(fn.returns[k]);
         if (t.dtype != result_types[k].dtype || t.shape != result_types[k].shape)
-          diags.error("return-type-mismatch", fn.return_span,
-                      "result " + std::to_string(k + 1) + " of `" + fn.name + "` is " +
-                          shape_type_str(t.dtype, t.shape) + " but the signature declares " +
-                          shape_type_str(result_types[k].dtype, result_types[k].shape))
+          diags
+              .error("return-type-mismatch", fn.return_span,
+                     "result " + std::to_string(k + 1) + " of `" + fn.name + "` is " +
+                         shape_type_str(t.dtype, t.shape) + " but the signature declares " +
+                         shape_type_str(result_types[k].dtype, result_types[k].shape))
               .notes.push_back({fn.results[k].span, "declared here"});
       }
     }

@@ -14,53 +14,85 @@ namespace {
 
 const char *op_symbol(ast::BinaryOpKind k) {
   switch (k) {
-    case ast::BinaryOpKind::Add: return "+";
-    case ast::BinaryOpKind::Sub: return "-";
-    case ast::BinaryOpKind::Mul: return "*";
-    case ast::BinaryOpKind::Div: return "/";
-    case ast::BinaryOpKind::Pow: return "**";
-    case ast::BinaryOpKind::MatMul: return "@";
-    case ast::BinaryOpKind::Lt: return "<";
-    case ast::BinaryOpKind::Le: return "<=";
-    case ast::BinaryOpKind::Gt: return ">";
-    case ast::BinaryOpKind::Ge: return ">=";
-    case ast::BinaryOpKind::Eq: return "==";
-    case ast::BinaryOpKind::Ne: return "!=";
-    case ast::BinaryOpKind::And: return "and";
-    case ast::BinaryOpKind::Or: return "or";
+    case ast::BinaryOpKind::Add:
+      return "+";
+    case ast::BinaryOpKind::Sub:
+      return "-";
+    case ast::BinaryOpKind::Mul:
+      return "*";
+    case ast::BinaryOpKind::Div:
+      return "/";
+    case ast::BinaryOpKind::Pow:
+      return "**";
+    case ast::BinaryOpKind::MatMul:
+      return "@";
+    case ast::BinaryOpKind::Lt:
+      return "<";
+    case ast::BinaryOpKind::Le:
+      return "<=";
+    case ast::BinaryOpKind::Gt:
+      return ">";
+    case ast::BinaryOpKind::Ge:
+      return ">=";
+    case ast::BinaryOpKind::Eq:
+      return "==";
+    case ast::BinaryOpKind::Ne:
+      return "!=";
+    case ast::BinaryOpKind::And:
+      return "and";
+    case ast::BinaryOpKind::Or:
+      return "or";
   }
   return "?";
 }
 
 OpCode binary_opcode(ast::BinaryOpKind k) {
   switch (k) {
-    case ast::BinaryOpKind::Add: return OpCode::Add;
-    case ast::BinaryOpKind::Sub: return OpCode::Sub;
-    case ast::BinaryOpKind::Mul: return OpCode::Mul;
-    case ast::BinaryOpKind::Div: return OpCode::Div;
-    case ast::BinaryOpKind::Pow: return OpCode::Pow;
-    case ast::BinaryOpKind::MatMul: return OpCode::Einsum;
-    case ast::BinaryOpKind::Lt: return OpCode::Lt;
-    case ast::BinaryOpKind::Le: return OpCode::Le;
-    case ast::BinaryOpKind::Gt: return OpCode::Gt;
-    case ast::BinaryOpKind::Ge: return OpCode::Ge;
-    case ast::BinaryOpKind::Eq: return OpCode::Eq;
-    case ast::BinaryOpKind::Ne: return OpCode::Ne;
-    case ast::BinaryOpKind::And: return OpCode::And;
-    case ast::BinaryOpKind::Or: return OpCode::Or;
+    case ast::BinaryOpKind::Add:
+      return OpCode::Add;
+    case ast::BinaryOpKind::Sub:
+      return OpCode::Sub;
+    case ast::BinaryOpKind::Mul:
+      return OpCode::Mul;
+    case ast::BinaryOpKind::Div:
+      return OpCode::Div;
+    case ast::BinaryOpKind::Pow:
+      return OpCode::Pow;
+    case ast::BinaryOpKind::MatMul:
+      return OpCode::Einsum;
+    case ast::BinaryOpKind::Lt:
+      return OpCode::Lt;
+    case ast::BinaryOpKind::Le:
+      return OpCode::Le;
+    case ast::BinaryOpKind::Gt:
+      return OpCode::Gt;
+    case ast::BinaryOpKind::Ge:
+      return OpCode::Ge;
+    case ast::BinaryOpKind::Eq:
+      return OpCode::Eq;
+    case ast::BinaryOpKind::Ne:
+      return OpCode::Ne;
+    case ast::BinaryOpKind::And:
+      return OpCode::And;
+    case ast::BinaryOpKind::Or:
+      return OpCode::Or;
   }
   return OpCode::Add;
 }
 
 std::optional<double> fold(OpCode op, double a, double b, bool ints) {
   switch (op) {
-    case OpCode::Add: return a + b;
-    case OpCode::Sub: return a - b;
-    case OpCode::Mul: return a * b;
+    case OpCode::Add:
+      return a + b;
+    case OpCode::Sub:
+      return a - b;
+    case OpCode::Mul:
+      return a * b;
     case OpCode::Div:
       if (ints) return std::nullopt;  // integer division is not folded
       return a / b;
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -152,7 +184,8 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
       auto dtype = parse_dtype(ann.dtype.name);
       Shape shape;
       bool ok = dtype.has_value();
-      if (!dtype) diags().error("unknown-dtype", ann.dtype.span, "unknown dtype `" + ann.dtype.name + "`");
+      if (!dtype)
+        diags().error("unknown-dtype", ann.dtype.span, "unknown dtype `" + ann.dtype.name + "`");
       for (const auto &d : ann.dims) {
         if (auto *n = std::get_if<int64_t>(&d.value)) {
           shape.push_back(*n);
@@ -346,7 +379,8 @@ void BodyLowerer::lower_if(const ast::IfStmt &branch, SourceSpan span) {
   if (ct.dtype != DType::Bool || ct.rank() != 0) {
     diags().error("type-error", branch.cond->span,
                   "the condition of `if` must be a bool scalar, got " +
-                      shape_type_str(ct.dtype, ct.shape) + "; use where(...) for elementwise choices");
+                      shape_type_str(ct.dtype, ct.shape) +
+                      "; use where(...) for elementwise choices");
     return;
   }
   // Both branches are computed (they have no side effects); `where` picks.
@@ -378,8 +412,9 @@ void BodyLowerer::lower_if(const ast::IfStmt &branch, SourceSpan span) {
     const Type &a = function_.type(t->second), &b = function_.type(e->second);
     if (a.dtype != b.dtype || a.shape != b.shape) {
       diags().error("branch-type-mismatch", span,
-                    "`" + n + "` is " + shape_type_str(a.dtype, a.shape) + " after the `if` branch but " +
-                        shape_type_str(b.dtype, b.shape) + " after the `else` branch");
+                    "`" + n + "` is " + shape_type_str(a.dtype, a.shape) +
+                        " after the `if` branch but " + shape_type_str(b.dtype, b.shape) +
+                        " after the `else` branch");
       continue;  // keeps its value from before the `if`, if any
     }
     ir::ValueId v = emit(OpCode::Select, {cond, t->second, e->second}, {}, span);
@@ -401,10 +436,9 @@ LExpr BodyLowerer::lower_name(const std::string &name, SourceSpan span) {
     return e;
   }
   if (mesh().find_axis(name) >= 0) {
-    diags().error("axis-as-value", span,
-                  "`" + name + "` is a mesh axis, not a value")
-        .fix = "use axis_index(" + name + ") for this device's position along it, or axis_size(" +
-               name + ") for its size";
+    diags().error("axis-as-value", span, "`" + name + "` is a mesh axis, not a value").fix =
+        "use axis_index(" + name + ") for this device's position along it, or axis_size(" + name +
+        ") for its size";
     return {};
   }
   diags().error("unknown-name", span, "unknown name `" + name + "`");
@@ -421,9 +455,7 @@ ir::ValueId BodyLowerer::materialize(const LExpr &e, std::optional<DType> hint) 
       diags().error("type-error", e.span, "a tuple of values is not allowed here");
       return ir::kNoValue;
     case LExpr::Kind::Literal: {
-      DType d = e.literal_is_bool ? DType::Bool
-                : e.literal_is_int ? DType::I32
-                                   : DType::F32;
+      DType d = e.literal_is_bool ? DType::Bool : e.literal_is_int ? DType::I32 : DType::F32;
       if (hint) {
         if (e.literal_is_bool && *hint != DType::Bool) {
           diags().error("type-error", e.span,
@@ -678,8 +710,7 @@ LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
 
 std::optional<int64_t> BodyLowerer::eval_int(const ast::Expr &expr, const char *what) {
   auto fail = [&]() -> std::optional<int64_t> {
-    diags().error("not-constant", expr.span,
-                  std::string(what) + " must be a compile-time integer");
+    diags().error("not-constant", expr.span, std::string(what) + " must be a compile-time integer");
     return std::nullopt;
   };
   if (auto *lit = std::get_if<ast::IntLit>(&expr.node)) return lit->value;
@@ -701,9 +732,15 @@ std::optional<int64_t> BodyLowerer::eval_int(const ast::Expr &expr, const char *
     if (!r) return std::nullopt;
     __int128 res;
     switch (b->op) {
-      case ast::BinaryOpKind::Add: res = static_cast<__int128>(*l) + *r; break;
-      case ast::BinaryOpKind::Sub: res = static_cast<__int128>(*l) - *r; break;
-      case ast::BinaryOpKind::Mul: res = static_cast<__int128>(*l) * *r; break;
+      case ast::BinaryOpKind::Add:
+        res = static_cast<__int128>(*l) + *r;
+        break;
+      case ast::BinaryOpKind::Sub:
+        res = static_cast<__int128>(*l) - *r;
+        break;
+      case ast::BinaryOpKind::Mul:
+        res = static_cast<__int128>(*l) * *r;
+        break;
       case ast::BinaryOpKind::Div:
         if (*r == 0 || *l % *r != 0) {
           diags().error("not-constant", expr.span,

@@ -117,7 +117,8 @@ class Args {
     if (!has(name)) return dflt;
     if (auto *n = std::get_if<ast::NameExpr>(&get(name)->node))
       if (auto d = parse_dtype(n->name)) return d;
-    fail(get(name)->span, std::string("`") + name + "` must be a dtype (f32, f64, bf16, i32, bool)");
+    fail(get(name)->span,
+         std::string("`") + name + "` must be a dtype (f32, f64, bf16, i32, bool)");
     return std::nullopt;
   }
   void fail(SourceSpan s, std::string message) {
@@ -162,8 +163,8 @@ BuiltinHandler unary(OpCode op) {
   return [op](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
     Args a(b, call, span, {{"x"}});
     if (!a.ok()) return {};
-    ir::ValueId x = a.value("x", op == OpCode::Not ? std::optional(DType::Bool)
-                                                   : std::optional(DType::F32));
+    ir::ValueId x =
+        a.value("x", op == OpCode::Not ? std::optional(DType::Bool) : std::optional(DType::F32));
     return value_or_invalid(b.emit(op, {x}, {}, span), span);
   };
 }
@@ -311,10 +312,12 @@ LExpr lower_ppermute(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span)
     const ast::Expr *p = a.get("perm");
     auto *list = std::get_if<ast::ListExpr>(&p->node);
     auto *tuple = std::get_if<ast::TupleExpr>(&p->node);
-    const std::vector<ast::ExprPtr> *elems =
-        list ? &list->elements : tuple ? &tuple->elements : nullptr;
+    const std::vector<ast::ExprPtr> *elems = list    ? &list->elements
+                                             : tuple ? &tuple->elements
+                                                     : nullptr;
     if (!elems) {
-      b.diags().error("bad-argument", p->span, "`perm` must be a list of (source, destination) pairs");
+      b.diags().error("bad-argument", p->span,
+                      "`perm` must be a list of (source, destination) pairs");
       return {};
     }
     std::vector<bool> src_seen(static_cast<size_t>(n)), dst_seen(static_cast<size_t>(n));
@@ -525,8 +528,9 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       const ast::Expr *vals = a.get("values");
       auto *list = std::get_if<ast::ListExpr>(&vals->node);
       auto *tuple = std::get_if<ast::TupleExpr>(&vals->node);
-      const std::vector<ast::ExprPtr> *elems =
-          list ? &list->elements : tuple ? &tuple->elements : nullptr;
+      const std::vector<ast::ExprPtr> *elems = list    ? &list->elements
+                                               : tuple ? &tuple->elements
+                                                       : nullptr;
       if (!elems || elems->empty()) {
         b.diags().error("bad-argument", vals->span, "concat takes a non-empty list of values");
         return {};

@@ -121,7 +121,8 @@ class ProgramLowerer {
   };
   void collect();
   void lower_shmap(const ast::FuncDecl &decl, int module_index);
-  std::optional<Type> resolve_type(const ast::TypeExpr &type, const std::map<std::string, int64_t> *symbols,
+  std::optional<Type> resolve_type(const ast::TypeExpr &type,
+                                   const std::map<std::string, int64_t> *symbols,
                                    bool allow_symbols, std::map<std::string, int64_t> *bind);
   std::optional<rt::PartitionSpec> resolve_spec(const ast::SpecExpr &spec, const rt::Mesh &mesh,
                                                 const Shape &global, SourceSpan type_span);

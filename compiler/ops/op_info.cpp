@@ -17,20 +17,34 @@ const OpInfo &op_info(OpCode op) { return kOpTable[static_cast<size_t>(op)]; }
 
 std::string_view op_display_name(OpCode op) {
   switch (op) {
-    case OpCode::Add: return "+";
-    case OpCode::Sub: return "-";
-    case OpCode::Mul: return "*";
-    case OpCode::Div: return "/";
-    case OpCode::Pow: return "**";
-    case OpCode::Lt: return "<";
-    case OpCode::Le: return "<=";
-    case OpCode::Gt: return ">";
-    case OpCode::Ge: return ">=";
-    case OpCode::Eq: return "==";
-    case OpCode::Ne: return "!=";
-    case OpCode::And: return "and";
-    case OpCode::Or: return "or";
-    default: return op_spelling(op);
+    case OpCode::Add:
+      return "+";
+    case OpCode::Sub:
+      return "-";
+    case OpCode::Mul:
+      return "*";
+    case OpCode::Div:
+      return "/";
+    case OpCode::Pow:
+      return "**";
+    case OpCode::Lt:
+      return "<";
+    case OpCode::Le:
+      return "<=";
+    case OpCode::Gt:
+      return ">";
+    case OpCode::Ge:
+      return ">=";
+    case OpCode::Eq:
+      return "==";
+    case OpCode::Ne:
+      return "!=";
+    case OpCode::And:
+      return "and";
+    case OpCode::Or:
+      return "or";
+    default:
+      return op_spelling(op);
   }
 }
 

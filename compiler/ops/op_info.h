@@ -57,18 +57,18 @@ std::string_view op_display_name(OpCode op);
 bool op_communicates(OpCode op);
 
 struct Attrs {
-  std::vector<int> axes;       // collectives: mesh axis indices, in written order
-  std::vector<int64_t> dims;   // reduce: reduced dims; transpose: permutation
-  Shape shape;                 // reshape / broadcast_to / full / iota / pad: target shape
-  int64_t dim = 0;             // gather/scatter/concat/iota dim; all_to_all split dim
-  int64_t dim2 = 0;            // all_to_all concat dim
-  bool tiled = true;           // all_gather / psum_scatter / pscatter
+  std::vector<int> axes;      // collectives: mesh axis indices, in written order
+  std::vector<int64_t> dims;  // reduce: reduced dims; transpose: permutation
+  Shape shape;                // reshape / broadcast_to / full / iota / pad: target shape
+  int64_t dim = 0;            // gather/scatter/concat/iota dim; all_to_all split dim
+  int64_t dim2 = 0;           // all_to_all concat dim
+  bool tiled = true;          // all_gather / psum_scatter / pscatter
   std::vector<std::pair<int64_t, int64_t>> perm;  // ppermute (source, destination) ranks
   std::vector<int64_t> start, limit, stride;      // slice; pad uses start/stride
-  std::string spec;            // einsum
-  DType dtype = DType::F32;    // constant / full / iota / cast
-  double value = 0;            // constant / full
-  int callee = -1;             // call: index into Module::functions
+  std::string spec;                               // einsum
+  DType dtype = DType::F32;                       // constant / full / iota / cast
+  double value = 0;                               // constant / full
+  int callee = -1;                                // call: index into Module::functions
 
   bool operator==(const Attrs &) const = default;
 };

@@ -97,8 +97,8 @@ ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
       if (attrs.tiled) {
         if (s[attrs.dim] % n != 0)
           return fail("scatter dimension " + std::to_string(attrs.dim) + " has size " +
-                      std::to_string(s[attrs.dim]) + ", not divisible by the " +
-                      std::to_string(n) + " devices along the axes");
+                      std::to_string(s[attrs.dim]) + ", not divisible by the " + std::to_string(n) +
+                      " devices along the axes");
         s[attrs.dim] /= n;
       } else {
         if (s[attrs.dim] != n)
@@ -216,8 +216,8 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
     case OpKind::Logical: {
       const Type &a = ops[0], &b = ops[1];
       if (a.dtype != b.dtype)
-        return fail(std::string("operands have different dtypes ") + dtype_name(a.dtype) +
-                    " and " + dtype_name(b.dtype) + "; use cast(x, dtype)");
+        return fail(std::string("operands have different dtypes ") + dtype_name(a.dtype) + " and " +
+                    dtype_name(b.dtype) + "; use cast(x, dtype)");
       Shape s;
       if (!broadcast(a.shape, b.shape, s))
         return fail("shapes " + shp(a.shape) + " and " + shp(b.shape) + " do not broadcast");
@@ -319,8 +319,7 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
         return fail("pad needs a target shape, start and stride per dimension");
       for (size_t d = 0; d < x.shape.size(); ++d) {
         if (attrs.stride[d] <= 0) return fail("pad strides must be positive");
-        if (x.shape[d] > 0 &&
-            attrs.start[d] + (x.shape[d] - 1) * attrs.stride[d] >= attrs.shape[d])
+        if (x.shape[d] > 0 && attrs.start[d] + (x.shape[d] - 1) * attrs.stride[d] >= attrs.shape[d])
           return fail("pad places elements outside the target shape");
       }
       return one(x.dtype, attrs.shape);

@@ -41,20 +41,20 @@ AxisSet result_variance(OpCode op, AxisSet v, const Attrs &attrs) {
       return v;  // non-collective ops preserve their (equal) operands' variance
   }
   switch (op) {
-    case OpCode::Psum:                // Varying -> Invariant
+    case OpCode::Psum:  // Varying -> Invariant
     case OpCode::Pmax:
     case OpCode::Pmin:
     case OpCode::AllGatherInvariant:  // Varying -> Invariant
       return v - axes;
-    case OpCode::Pbroadcast:          // Invariant -> Varying
+    case OpCode::Pbroadcast:  // Invariant -> Varying
     case OpCode::Pscatter:
       return v | axes;
-    case OpCode::AllGather:           // Varying -> Varying (a pbroadcast fused in)
+    case OpCode::AllGather:  // Varying -> Varying (a pbroadcast fused in)
     case OpCode::PsumScatter:
     case OpCode::AllToAll:
     case OpCode::Ppermute:
       return v;
-    case OpCode::AxisIndex:           // () -> Varying
+    case OpCode::AxisIndex:  // () -> Varying
       return axes;
     default:
       return v;
@@ -67,7 +67,7 @@ const char *variance_signature(OpCode op) {
       Attrs probe;
       probe.axes = {0};
       return result_variance(op, AxisSet::of(0), probe).empty() ? "Varying -> Invariant"
-                                                                 : "Varying -> Varying";
+                                                                : "Varying -> Varying";
     }
     case AxisRequirement::Invariant:
       return "Invariant -> Varying";

@@ -43,7 +43,7 @@ struct Compilation {
   /// set only when it has loops.
   std::optional<ir::Module> structured;
   const ir::Module &printable() const { return structured ? *structured : *module; }
-  Phase reached = Phase::Parse;      // the last phase that ran
+  Phase reached = Phase::Parse;  // the last phase that ran
   bool ok() const { return !diags.has_errors() && !diags.has_internal_errors(); }
 };
 

@@ -12,10 +12,14 @@ namespace {
 
 const char *kind_name(DeriveKind k) {
   switch (k) {
-    case DeriveKind::Transpose: return "transpose";
-    case DeriveKind::Jvp: return "jvp";
-    case DeriveKind::Vjp: return "vjp";
-    case DeriveKind::Grad: return "grad";
+    case DeriveKind::Transpose:
+      return "transpose";
+    case DeriveKind::Jvp:
+      return "jvp";
+    case DeriveKind::Vjp:
+      return "vjp";
+    case DeriveKind::Grad:
+      return "grad";
   }
   return "";
 }
@@ -31,10 +35,11 @@ std::vector<bool> select_params(const ir::Function &f, const std::vector<std::st
       }
     if (!found) {
       std::string names;
-      for (const auto &p : f.params) names += (names.empty() ? "`" : ", `") + f.values[p.value].name + "`";
-      throw TransformError("unknown-parameter", f.span,
-                           "`" + f.name + "` has no parameter `" + name + "` (its parameters: " +
-                               names + ")");
+      for (const auto &p : f.params)
+        names += (names.empty() ? "`" : ", `") + f.values[p.value].name + "`";
+      throw TransformError(
+          "unknown-parameter", f.span,
+          "`" + f.name + "` has no parameter `" + name + "` (its parameters: " + names + ")");
     }
   }
   for (size_t k = 0; k < f.params.size(); ++k)
@@ -74,7 +79,8 @@ std::vector<bool> select_results(const ir::Function &f, const std::vector<std::s
 }
 
 std::string strip_suffix(const std::string &name, const std::string &suffix) {
-  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+  if (name.size() > suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
     return name.substr(0, name.size() - suffix.size());
   return "";
 }
@@ -97,9 +103,9 @@ int find_shmap(const ir::Module &module, const std::string &name) {
   if (name.empty()) {
     if (shmaps.size() == 1) return shmaps[0];
     throw TransformError("unknown-function", {},
-                         shmaps.empty() ? "the file has no shmap function"
-                                        : "the file has several shmaps (" + names +
-                                              "); choose one with --fn");
+                         shmaps.empty()
+                             ? "the file has no shmap function"
+                             : "the file has several shmaps (" + names + "); choose one with --fn");
   }
   for (int i : shmaps)
     if (module.functions[i].name == name) return i;
@@ -145,8 +151,8 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
             throw TransformError(
                 "not-scalar", flat.results[k].span,
                 "grad needs a scalar output, but result " + std::to_string(k) + " of `" +
-                    flat.name + "` is " + shape_type_str(flat.type(flat.returns[k]).dtype,
-                                                         flat.results[k].global_shape) +
+                    flat.name + "` is " +
+                    shape_type_str(flat.type(flat.returns[k]).dtype, flat.results[k].global_shape) +
                     "; use `spmdc vjp` to pass its cotangent explicitly");
       JvpResult j = jvp_function(module, flat, wrt);
       TransposeSpec spec;

@@ -27,10 +27,10 @@ enum class DeriveKind { Transpose, Jvp, Vjp, Grad };
 
 struct DeriveRequest {
   DeriveKind kind = DeriveKind::Transpose;
-  std::string function;           // shmap name; empty = the only shmap
-  std::vector<std::string> wrt;   // parameter names; empty = all
-  std::vector<std::string> of;    // result names or indices (vjp, grad); empty = default
-  std::string source_path;        // for the generated comment
+  std::string function;          // shmap name; empty = the only shmap
+  std::vector<std::string> wrt;  // parameter names; empty = all
+  std::vector<std::string> of;   // result names or indices (vjp, grad); empty = default
+  std::string source_path;       // for the generated comment
 };
 
 ir::Module derive(const ir::Module &module, const DeriveRequest &request);

@@ -6,8 +6,8 @@ namespace spmd {
 ir::ValueId Emitter::op(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
                         SourceSpan span) {
   std::string error;
-  auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error,
-                              ir::Origin::Transform);
+  auto results =
+      builder_.add(op, std::move(operands), std::move(attrs), span, error, ir::Origin::Transform);
   if (results.size() != 1)
     throw std::logic_error("transform built an ill-typed `" + std::string(op_spelling(op)) +
                            "`: " + error);
@@ -71,8 +71,8 @@ ir::ValueId Emitter::unbroadcast(ir::ValueId v, Shape shape, SourceSpan s) {
   return reshape(reduce_sum(v, dims, s), shape, s);
 }
 
-ir::ValueId Emitter::expand_reduced(ir::ValueId v, Shape shape,
-                                    const std::vector<int64_t> &reduced, SourceSpan s) {
+ir::ValueId Emitter::expand_reduced(ir::ValueId v, Shape shape, const std::vector<int64_t> &reduced,
+                                    SourceSpan s) {
   // broadcast_to works directly when the reduced dims are the leading ones.
   bool leading = true;
   for (size_t k = 0; k < reduced.size(); ++k) leading &= reduced[k] == static_cast<int64_t>(k);

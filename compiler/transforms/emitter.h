@@ -41,10 +41,18 @@ class Emitter {
   ir::ValueId full(Type type, double value, SourceSpan span = {});
   ir::ValueId zeros(Type type, SourceSpan span = {}) { return full(std::move(type), 0.0, span); }
 
-  ir::ValueId add(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) { return op(OpCode::Add, {a, b}, {}, s); }
-  ir::ValueId sub(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) { return op(OpCode::Sub, {a, b}, {}, s); }
-  ir::ValueId mul(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) { return op(OpCode::Mul, {a, b}, {}, s); }
-  ir::ValueId div(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) { return op(OpCode::Div, {a, b}, {}, s); }
+  ir::ValueId add(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) {
+    return op(OpCode::Add, {a, b}, {}, s);
+  }
+  ir::ValueId sub(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) {
+    return op(OpCode::Sub, {a, b}, {}, s);
+  }
+  ir::ValueId mul(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) {
+    return op(OpCode::Mul, {a, b}, {}, s);
+  }
+  ir::ValueId div(ir::ValueId a, ir::ValueId b, SourceSpan s = {}) {
+    return op(OpCode::Div, {a, b}, {}, s);
+  }
   ir::ValueId neg(ir::ValueId a, SourceSpan s = {}) { return op(OpCode::Neg, {a}, {}, s); }
   ir::ValueId cast(ir::ValueId a, DType d, SourceSpan s = {});
   ir::ValueId reshape(ir::ValueId a, Shape shape, SourceSpan s = {});

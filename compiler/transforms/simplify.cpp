@@ -183,11 +183,20 @@ class Simplifier {
       if (a && b) {
         double x = a->attrs.value, y = b->attrs.value, r;
         switch (in.op) {
-          case OpCode::Add: r = x + y; break;
-          case OpCode::Sub: r = x - y; break;
-          case OpCode::Mul: r = x * y; break;
-          case OpCode::Div: r = x / y; break;
-          default: return std::nullopt;
+          case OpCode::Add:
+            r = x + y;
+            break;
+          case OpCode::Sub:
+            r = x - y;
+            break;
+          case OpCode::Mul:
+            r = x * y;
+            break;
+          case OpCode::Div:
+            r = x / y;
+            break;
+          default:
+            return std::nullopt;
         }
         const Type &t = out.type(in.results[0]);
         ir::Instr c = *a;
@@ -220,8 +229,7 @@ class Simplifier {
     bool commutative = in.op == OpCode::Add || in.op == OpCode::Mul || in.op == OpCode::Max ||
                        in.op == OpCode::Min || in.op == OpCode::Eq || in.op == OpCode::Ne ||
                        in.op == OpCode::And || in.op == OpCode::Or;
-    if (commutative && constant_value(out, in.operands[0]) &&
-        !constant_value(out, in.operands[1]))
+    if (commutative && constant_value(out, in.operands[0]) && !constant_value(out, in.operands[1]))
       std::swap(in.operands[0], in.operands[1]);
     // reshape(reshape(x)) -> reshape(x)
     if (in.op == OpCode::Reshape) {

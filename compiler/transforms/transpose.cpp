@@ -11,7 +11,8 @@ namespace {
 constexpr ir::ValueId kNoSeed = -2;  // seed with the constant 1 (grad)
 
 bool ends_with(const std::string &s, const std::string &suffix) {
-  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() > suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -121,7 +122,7 @@ ir::Function transpose_function(const ir::Module &module, const ir::Function &f,
     const ir::Instr &in = f.body[i];
     if (in.results.empty() || !linear[in.results[0]]) continue;
     auto it = ct.find(in.results[0]);
-    if (it == ct.end()) continue;  // zero cotangent
+    if (it == ct.end()) continue;                      // zero cotangent
     std::vector<std::optional<ir::ValueId>> operands;  // constant operands, mapped
     std::vector<bool> lin_ops;
     for (ir::ValueId o : in.operands) {

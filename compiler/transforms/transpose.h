@@ -35,7 +35,7 @@ struct TransposeSpec {
   /// Per result with a cotangent: seed it with the constant 1 instead of a
   /// parameter (grad of a scalar output).
   std::vector<bool> seed_ones;
-  std::string name;                 // name of the new function
+  std::string name;  // name of the new function
 };
 
 ir::Function transpose_function(const ir::Module &module, const ir::Function &function,

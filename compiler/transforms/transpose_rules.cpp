@@ -126,9 +126,7 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
   auto give = [&](size_t k, ir::ValueId v) {
     if (in.linear[k]) out.emplace_back(k, v);
   };
-  auto collective = [&](OpCode op, Attrs attrs) {
-    return e.op(op, {ct}, std::move(attrs), s);
-  };
+  auto collective = [&](OpCode op, Attrs attrs) { return e.op(op, {ct}, std::move(attrs), s); };
   auto axes_only = [&] {
     Attrs ta;
     ta.axes = a.axes;
@@ -158,8 +156,10 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       break;
     case OpCode::Select: {  // where(c, x, y)^T ct = (where(c, ct, 0), where(c, 0, ct))
       ir::ValueId zero = e.scalar_like(ct, 0.0, s);
-      if (in.linear[1]) give(1, e.unbroadcast(e.op(OpCode::Select, {c(0), ct, zero}, {}, s), shape(1), s));
-      if (in.linear[2]) give(2, e.unbroadcast(e.op(OpCode::Select, {c(0), zero, ct}, {}, s), shape(2), s));
+      if (in.linear[1])
+        give(1, e.unbroadcast(e.op(OpCode::Select, {c(0), ct, zero}, {}, s), shape(1), s));
+      if (in.linear[2])
+        give(2, e.unbroadcast(e.op(OpCode::Select, {c(0), zero, ct}, {}, s), shape(2), s));
       break;
     }
     case OpCode::ReduceSum:  // sum^T ct = ct broadcast back over the reduced dims

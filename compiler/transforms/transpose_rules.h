@@ -13,7 +13,8 @@ namespace spmd {
 
 /// Why `instr` is not linear in the operands marked in `linear` (operands in
 /// `zero` are constant zeros, which count as linear); nullopt when it is.
-std::optional<std::string> linearity_problem(const ir::Instr &instr, const std::vector<bool> &linear,
+std::optional<std::string> linearity_problem(const ir::Instr &instr,
+                                             const std::vector<bool> &linear,
                                              const std::vector<bool> &zero);
 
 struct TransposeRuleInput {

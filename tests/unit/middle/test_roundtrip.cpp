@@ -28,7 +28,8 @@ std::unique_ptr<Compilation> compile_text(const std::string &path, const std::st
 TEST_CASE("printed samples re-parse to the same program", "[roundtrip]") {
   namespace fs = std::filesystem;
   int count = 0;
-  for (const auto &entry : fs::recursive_directory_iterator(std::string(SPMDC_SOURCE_DIR) + "/samples")) {
+  for (const auto &entry :
+       fs::recursive_directory_iterator(std::string(SPMDC_SOURCE_DIR) + "/samples")) {
     if (entry.path().extension() != ".spmd") continue;
     std::ifstream in(entry.path());
     std::stringstream ss;

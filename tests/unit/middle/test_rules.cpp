@@ -29,9 +29,10 @@ std::string error_of(OpCode op, std::vector<Type> ops, Attrs a = {}) {
 TEST_CASE("shape rules: elementwise ops broadcast like NumPy", "[rules]") {
   CHECK(shape_of(OpCode::Add, {t(DType::F32, {4, 1, 3}), t(DType::F32, {5, 1})}) == Shape{4, 5, 3});
   CHECK(shape_of(OpCode::Mul, {t(DType::F32, {}), t(DType::F32, {2, 2})}) == Shape{2, 2});
-  CHECK(infer_shapes(OpCode::Lt, std::vector<Type>{t(DType::I32, {3}), t(DType::I32, {3})}, {}, kMesh)
-            .results[0]
-            .dtype == DType::Bool);
+  CHECK(
+      infer_shapes(OpCode::Lt, std::vector<Type>{t(DType::I32, {3}), t(DType::I32, {3})}, {}, kMesh)
+          .results[0]
+          .dtype == DType::Bool);
   CHECK(error_of(OpCode::Add, {t(DType::F32, {3}), t(DType::F32, {4})}).find("do not broadcast") !=
         std::string::npos);
   CHECK(error_of(OpCode::Add, {t(DType::F32, {3}), t(DType::F64, {3})}).find("different dtypes") !=
@@ -67,7 +68,8 @@ TEST_CASE("shape rules: reductions, einsum, layout", "[rules]") {
   CHECK(shape_of(OpCode::Pad, {t(DType::F32, {3, 3})}, pad) == Shape{8, 3});
   Attrs cat;
   cat.dim = 1;
-  CHECK(shape_of(OpCode::Concat, {t(DType::F32, {2, 3}), t(DType::F32, {2, 5})}, cat) == Shape{2, 8});
+  CHECK(shape_of(OpCode::Concat, {t(DType::F32, {2, 3}), t(DType::F32, {2, 5})}, cat) ==
+        Shape{2, 8});
   Attrs rs;
   rs.shape = {4, 6};
   CHECK(error_of(OpCode::Reshape, {t(DType::F32, {5, 5})}, rs).find("cannot reshape") !=

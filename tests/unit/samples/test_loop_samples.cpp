@@ -96,7 +96,8 @@ TEST_CASE("loop samples: gradients match finite differences", "[samples][loops]"
 
 TEST_CASE("collective matmul communicates with ppermute only", "[samples][loops]") {
   auto c = compile_ok(read_sample("collective_matmul.spmd", false));
-  const ir::Function &f = c->module->functions[static_cast<size_t>(find_shmap(*c->module, "allgather_matmul"))];
+  const ir::Function &f =
+      c->module->functions[static_cast<size_t>(find_shmap(*c->module, "allgather_matmul"))];
   auto s = collective_stats(*c->module, f);
   CHECK(s.by_op["ppermute"].count == 3);
   CHECK(s.by_op.count("all_gather") == 0);
@@ -105,9 +106,10 @@ TEST_CASE("collective matmul communicates with ppermute only", "[samples][loops]
 }
 
 TEST_CASE("a loop-carried value's variance is the join over iterations", "[loops]") {
-  auto c = compile_ok("mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[8] @ P(i) on M {\n"
-                      "  acc = zeros((2,))\n  for k in range(3) { acc = acc * 0.5 + x }\n"
-                      "  return acc\n}\n");
+  auto c = compile_ok(
+      "mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[8] @ P(i) on M {\n"
+      "  acc = zeros((2,))\n  for k in range(3) { acc = acc * 0.5 + x }\n"
+      "  return acc\n}\n");
   const ir::Module &m = *c->structured;
   const ir::Instr *loop = nullptr;
   for (const auto &in : m.functions[0].body)
@@ -120,7 +122,8 @@ TEST_CASE("a loop-carried value's variance is the join over iterations", "[loops
   auto out = run(*c, {x});
   for (int64_t e = 0; e < 8; ++e) {
     double expect = 0;
-    for (int k = 0; k < 3; ++k) expect = static_cast<float>(static_cast<float>(expect * 0.5) + x.get(e));
+    for (int k = 0; k < 3; ++k)
+      expect = static_cast<float>(static_cast<float>(expect * 0.5) + x.get(e));
     CHECK(out[0].get(e) == Approx(expect).epsilon(1e-6));
   }
 }

@@ -13,7 +13,8 @@ std::string sample_f64(const std::string &rel) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  for (size_t p = 0; (p = text.find("f32", p)) != std::string::npos; p += 3) text.replace(p, 3, "f64");
+  for (size_t p = 0; (p = text.find("f32", p)) != std::string::npos; p += 3)
+    text.replace(p, 3, "f64");
   return text;
 }
 
@@ -83,17 +84,32 @@ void check_derivatives(const std::string &text, std::vector<std::string> wrt = {
 }
 
 std::string unary_program(const std::string &expr) {
-  return "mesh M = (i: 4)\nshmap f(x: f64[8, 3] @ P(i), w: f64[8, 3] @ P(i)) -> f64[] @ P() on M {\n"
-         "  y = " + expr + "\n  return psum(sum(y * w), i)\n}\n";
+  return "mesh M = (i: 4)\nshmap f(x: f64[8, 3] @ P(i), w: f64[8, 3] @ P(i)) -> f64[] @ P() on M "
+         "{\n"
+         "  y = " +
+         expr + "\n  return psum(sum(y * w), i)\n}\n";
 }
 
 TEST_CASE("derivatives of each differentiable op match finite differences", "[grad]") {
   const char *exprs[] = {
-      "-x",          "exp(x)",           "log(x * x + 1.0)",   "sin(x)",
-      "cos(x)",      "tanh(x)",          "sqrt(x * x + 1.0)",  "rsqrt(x * x + 1.0)",
-      "abs(x)",      "sigmoid(x)",       "pow(x * x + 1.0, w)", "maximum(x, w)",
-      "minimum(x, w)", "x / (w * w + 1.0)", "x * w",           "where(x > 0.0, x, 2.0 * x)",
-      "x ** 3.0",    "x - w",
+      "-x",
+      "exp(x)",
+      "log(x * x + 1.0)",
+      "sin(x)",
+      "cos(x)",
+      "tanh(x)",
+      "sqrt(x * x + 1.0)",
+      "rsqrt(x * x + 1.0)",
+      "abs(x)",
+      "sigmoid(x)",
+      "pow(x * x + 1.0, w)",
+      "maximum(x, w)",
+      "minimum(x, w)",
+      "x / (w * w + 1.0)",
+      "x * w",
+      "where(x > 0.0, x, 2.0 * x)",
+      "x ** 3.0",
+      "x - w",
   };
   for (const char *e : exprs) {
     INFO(e);
@@ -103,28 +119,32 @@ TEST_CASE("derivatives of each differentiable op match finite differences", "[gr
 
 TEST_CASE("derivatives of reductions, contractions and layout ops", "[grad]") {
   const std::string m = "mesh M = (i: 4)\n";
-  check_derivatives(m + "shmap f(x: f64[8, 3] @ P(i)) -> f64[] @ P() on M {\n"
-                        "  a = max(x, axes=1) + min(x, axes=1) * 0.5\n"
-                        "  return psum(sum(a * a) + mean(x), i)\n}\n");
-  check_derivatives(m + "shmap f(x: f64[8, 3] @ P(i), w: f64[3, 4] @ P()) -> f64[] @ P() on M {\n"
-                        "  h = tanh(x @ w)\n"
-                        "  g = einsum(\"bj,bj->b\", h, h)\n"
-                        "  return pmean(sum(g), i)\n}\n");
-  check_derivatives(m + "shmap f(x: f64[8, 6] @ P(i)) -> f64[] @ P() on M {\n"
-                        "  a = transpose(reshape(x, (3, 4)), (1, 0))\n"
-                        "  b = concat((a[0:2, :], broadcast_to(a[3:4, :], (2, 3))), axis=0)\n"
-                        "  return psum(sum(b * b * b), i)\n}\n");
+  check_derivatives(m +
+                    "shmap f(x: f64[8, 3] @ P(i)) -> f64[] @ P() on M {\n"
+                    "  a = max(x, axes=1) + min(x, axes=1) * 0.5\n"
+                    "  return psum(sum(a * a) + mean(x), i)\n}\n");
+  check_derivatives(m +
+                    "shmap f(x: f64[8, 3] @ P(i), w: f64[3, 4] @ P()) -> f64[] @ P() on M {\n"
+                    "  h = tanh(x @ w)\n"
+                    "  g = einsum(\"bj,bj->b\", h, h)\n"
+                    "  return pmean(sum(g), i)\n}\n");
+  check_derivatives(m +
+                    "shmap f(x: f64[8, 6] @ P(i)) -> f64[] @ P() on M {\n"
+                    "  a = transpose(reshape(x, (3, 4)), (1, 0))\n"
+                    "  b = concat((a[0:2, :], broadcast_to(a[3:4, :], (2, 3))), axis=0)\n"
+                    "  return psum(sum(b * b * b), i)\n}\n");
 }
 
 TEST_CASE("derivatives through collectives", "[grad]") {
-  check_derivatives("mesh M = (data: 2, model: 4)\n"
-                    "shmap f(x: f64[8, 8] @ P(data, model), w: f64[8] @ P()) -> f64[] @ P() on M {\n"
-                    "  g = all_gather(x, model, axis=1)\n"
-                    "  s = psum_scatter(g * g, data, scatter_dimension=1)\n"
-                    "  t = all_to_all(s, model, split_axis=0, concat_axis=1)\n"
-                    "  p = ppermute(t, model, shift=1)\n"
-                    "  q = all_gather_invariant(sum(p * p, axes=0), (data, model))\n"
-                    "  return psum(sum(q * pscatter(w, data)[0:1]), data) + psum(sum(x), (data, model))\n}\n");
+  check_derivatives(
+      "mesh M = (data: 2, model: 4)\n"
+      "shmap f(x: f64[8, 8] @ P(data, model), w: f64[8] @ P()) -> f64[] @ P() on M {\n"
+      "  g = all_gather(x, model, axis=1)\n"
+      "  s = psum_scatter(g * g, data, scatter_dimension=1)\n"
+      "  t = all_to_all(s, model, split_axis=0, concat_axis=1)\n"
+      "  p = ppermute(t, model, shift=1)\n"
+      "  q = all_gather_invariant(sum(p * p, axes=0), (data, model))\n"
+      "  return psum(sum(q * pscatter(w, data)[0:1]), data) + psum(sum(x), (data, model))\n}\n");
 }
 
 TEST_CASE("derivatives of the samples", "[grad]") {
@@ -155,23 +175,26 @@ TEST_CASE("grad of dp_loss: one psum per parameter, nothing for the loss cotange
 TEST_CASE("a parameter used twice gets one psum of a sum, not a sum of psums", "[grad]") {
   // `w` meets varying data in two calls, so the forward pass lifts it twice;
   // after CSE the backward pass sums both uses before a single psum.
-  auto c = compile_ok("mesh M = (b: 4)\n"
-                      "def layer(w: f32[d, d], x: f32[n, d]) -> f32[n, d] { return tanh(x @ w) }\n"
-                      "shmap f(w: f32[4, 4] @ P(), x: f32[8, 4] @ P(b)) -> f32[] @ P() on M {\n"
-                      "  return pmean(sum(layer(w, layer(w, x))), b)\n}\n");
+  auto c = compile_ok(
+      "mesh M = (b: 4)\n"
+      "def layer(w: f32[d, d], x: f32[n, d]) -> f32[n, d] { return tanh(x @ w) }\n"
+      "shmap f(w: f32[4, 4] @ P(), x: f32[8, 4] @ P(b)) -> f32[] @ P() on M {\n"
+      "  return pmean(sum(layer(w, layer(w, x))), b)\n}\n");
   auto g = derive_ok(*c, DeriveKind::Grad, "", {"w"});
   CHECK(count_op(*g, "psum") == 2);  // the forward pmean's, and one for w's gradient
   CHECK(count_op(*g, "pbroadcast") == 1);
-  check_derivatives("mesh M = (b: 4)\n"
-                    "def layer(w: f64[d, d], x: f64[n, d]) -> f64[n, d] { return tanh(x @ w) }\n"
-                    "shmap f(w: f64[4, 4] @ P(), x: f64[8, 4] @ P(b)) -> f64[] @ P() on M {\n"
-                    "  return pmean(sum(layer(w, layer(w, x))), b)\n}\n",
-                    {"w"});
+  check_derivatives(
+      "mesh M = (b: 4)\n"
+      "def layer(w: f64[d, d], x: f64[n, d]) -> f64[n, d] { return tanh(x @ w) }\n"
+      "shmap f(w: f64[4, 4] @ P(), x: f64[8, 4] @ P(b)) -> f64[] @ P() on M {\n"
+      "  return pmean(sum(layer(w, layer(w, x))), b)\n}\n",
+      {"w"});
 }
 
 TEST_CASE("vjp through one of two outputs: the other cotangent is zero", "[grad]") {
-  auto c = compile_ok("mesh M = (i: 4)\nshmap f(x: f64[8] @ P(i)) -> (f64[8] @ P(i), f64[2] @ P()) on M {\n"
-                      "  return x * 3.0, psum(x, i)\n}\n");
+  auto c = compile_ok(
+      "mesh M = (i: 4)\nshmap f(x: f64[8] @ P(i)) -> (f64[8] @ P(i), f64[2] @ P()) on M {\n"
+      "  return x * 3.0, psum(x, i)\n}\n");
   auto g = derive_ok(*c, DeriveKind::Vjp, "", {}, {"0"});
   const ir::Function &f = shmap_of(*g);
   REQUIRE(f.params.size() == 2);  // x and the first output's cotangent
@@ -184,8 +207,9 @@ TEST_CASE("vjp through one of two outputs: the other cotangent is zero", "[grad]
 }
 
 TEST_CASE("pmax is rejected by the derivative transforms with a located error", "[grad]") {
-  auto c = compile_ok("mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[] @ P() on M {\n"
-                      "  return sum(pmax(x, i))\n}\n");
+  auto c = compile_ok(
+      "mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[] @ P() on M {\n"
+      "  return sum(pmax(x, i))\n}\n");
   DeriveRequest r;
   r.kind = DeriveKind::Grad;
   try {

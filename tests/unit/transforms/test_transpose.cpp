@@ -22,7 +22,8 @@ std::string sample(const std::string &rel) {
 
 /// f32 -> f64 so the identity can be checked to 1e-10.
 std::string to_f64(std::string text) {
-  for (size_t p = 0; (p = text.find("f32", p)) != std::string::npos; p += 3) text.replace(p, 3, "f64");
+  for (size_t p = 0; (p = text.find("f32", p)) != std::string::npos; p += 3)
+    text.replace(p, 3, "f64");
   return text;
 }
 
@@ -44,7 +45,8 @@ void check_dot_product(const std::string &text, std::vector<std::string> linear 
   // f^T's inputs: the constant params (in order), then the cotangents.
   std::vector<bool> is_linear(f.params.size(), linear.empty());
   for (size_t k = 0; k < f.params.size(); ++k)
-    for (const auto &n : linear) is_linear[k] = is_linear[k] || f.values[f.params[k].value].name == n;
+    for (const auto &n : linear)
+      is_linear[k] = is_linear[k] || f.values[f.params[k].value].name == n;
   std::vector<rt::Tensor> tin;
   for (size_t k = 0; k < f.params.size(); ++k)
     if (!is_linear[k]) tin.push_back(x[k]);
@@ -66,39 +68,49 @@ void check_dot_product(const std::string &text, std::vector<std::string> linear 
 TEST_CASE("transpose: dot-product identity for each linear op", "[transpose]") {
   const std::string m = "mesh M = (i: 4)\n";
   SECTION("neg, add, sub, scale") {
-    check_dot_product(m + "shmap f(x: f64[8, 3] @ P(i), z: f64[8, 3] @ P(i)) -> f64[8, 3] @ P(i) on M {\n"
-                          "  return -x + 2.0 * z - x / 4.0\n}\n");
+    check_dot_product(
+        m +
+        "shmap f(x: f64[8, 3] @ P(i), z: f64[8, 3] @ P(i)) -> f64[8, 3] @ P(i) on M {\n"
+        "  return -x + 2.0 * z - x / 4.0\n}\n");
   }
   SECTION("mul and div by a constant parameter, broadcasting") {
-    check_dot_product(m + "shmap f(x: f64[8, 3] @ P(i), w: f64[3] @ P()) -> f64[8, 3] @ P(i) on M {\n"
-                          "  return x * w + x / (w * w + 1.0)\n}\n",
-                      {"x"});
+    check_dot_product(
+        m + "shmap f(x: f64[8, 3] @ P(i), w: f64[3] @ P()) -> f64[8, 3] @ P(i) on M {\n"
+            "  return x * w + x / (w * w + 1.0)\n}\n",
+        {"x"});
   }
   SECTION("broadcasting a linear operand") {
-    check_dot_product(m + "shmap f(b: f64[3] @ P(), x: f64[8, 3] @ P(i)) -> f64[8, 3] @ P(i) on M {\n"
-                          "  return x + b\n}\n");
+    check_dot_product(m +
+                      "shmap f(b: f64[3] @ P(), x: f64[8, 3] @ P(i)) -> f64[8, 3] @ P(i) on M {\n"
+                      "  return x + b\n}\n");
   }
   SECTION("reductions, reshape, transpose, broadcast_to") {
-    check_dot_product(m + "shmap f(x: f64[8, 6] @ P(i)) -> (f64[4, 6] @ P(i), f64[8] @ P(i), f64[4, 2, 3] @ P(i)) on M {\n"
-                          "  a = transpose(reshape(x, (2, 2, 3)), (1, 0, 2))\n"
-                          "  b = sum(a, axes=(0,))\n"
-                          "  c = sum(x, axes=1)\n"
-                          "  d = broadcast_to(b, (1, 2, 3))\n"
-                          "  return reshape(b, (1, 6)), c, d\n}\n");
+    check_dot_product(m +
+                      "shmap f(x: f64[8, 6] @ P(i)) -> (f64[4, 6] @ P(i), f64[8] @ P(i), f64[4, 2, "
+                      "3] @ P(i)) on M {\n"
+                      "  a = transpose(reshape(x, (2, 2, 3)), (1, 0, 2))\n"
+                      "  b = sum(a, axes=(0,))\n"
+                      "  c = sum(x, axes=1)\n"
+                      "  d = broadcast_to(b, (1, 2, 3))\n"
+                      "  return reshape(b, (1, 6)), c, d\n}\n");
   }
   SECTION("slicing with steps, pad, concat") {
-    check_dot_product(m + "shmap f(x: f64[8, 6] @ P(i)) -> (f64[16, 3] @ P(i), f64[8, 6] @ P(i)) on M {\n"
-                          "  a = x[:, 1:6:2]\n"
-                          "  b = pad(a, (2, 7), start=(0, 1), stride=(1, 2))\n"
-                          "  return concat((a, x[:, 0:3]), axis=0), b[:, 0:6] + x\n}\n");
+    check_dot_product(
+        m +
+        "shmap f(x: f64[8, 6] @ P(i)) -> (f64[16, 3] @ P(i), f64[8, 6] @ P(i)) on M {\n"
+        "  a = x[:, 1:6:2]\n"
+        "  b = pad(a, (2, 7), start=(0, 1), stride=(1, 2))\n"
+        "  return concat((a, x[:, 0:3]), axis=0), b[:, 0:6] + x\n}\n");
   }
   SECTION("einsum and matmul with a constant operand") {
-    check_dot_product(m + "shmap f(x: f64[8, 3] @ P(i), w: f64[3, 5] @ P(), v: f64[3] @ P()) -> (f64[8, 5] @ P(i), f64[8] @ P(i), f64[8, 3, 5] @ P(i)) on M {\n"
+    check_dot_product(m + "shmap f(x: f64[8, 3] @ P(i), w: f64[3, 5] @ P(), v: f64[3] @ P()) -> "
+                          "(f64[8, 5] @ P(i), f64[8] @ P(i), f64[8, 3, 5] @ P(i)) on M {\n"
                           "  return x @ w, x @ v, einsum(\"bi,ij->bij\", x, w)\n}\n",
                       {"x"});
   }
   SECTION("where with a constant condition, dynamic_slice") {
-    check_dot_product(m + "shmap f(x: f64[8, 3] @ P(i), c: f64[8, 3] @ P(i)) -> (f64[8, 3] @ P(i), f64[4, 3] @ P(i)) on M {\n"
+    check_dot_product(m + "shmap f(x: f64[8, 3] @ P(i), c: f64[8, 3] @ P(i)) -> (f64[8, 3] @ P(i), "
+                          "f64[4, 3] @ P(i)) on M {\n"
                           "  k = axis_index(i)\n"
                           "  return where(c > 0.0, x, 0.0), dynamic_slice(x, k - k, size=1)\n}\n",
                       {"x"});
@@ -107,32 +119,45 @@ TEST_CASE("transpose: dot-product identity for each linear op", "[transpose]") {
 
 TEST_CASE("transpose: dot-product identity for each collective", "[transpose]") {
   SECTION("psum to an unmapped output, pbroadcast") {
-    check_dot_product("mesh M = (i: 4)\nshmap f(x: f64[8] @ P(i), z: f64[2] @ P()) -> (f64[2] @ P(), f64[8] @ P(i)) on M {\n"
-                      "  return psum(x, i), pbroadcast(z, i)\n}\n");
+    check_dot_product(
+        "mesh M = (i: 4)\nshmap f(x: f64[8] @ P(i), z: f64[2] @ P()) -> (f64[2] @ P(), f64[8] @ "
+        "P(i)) on M {\n"
+        "  return psum(x, i), pbroadcast(z, i)\n}\n");
   }
   SECTION("all_gather tiled along dim 1 and untiled, psum_scatter") {
-    check_dot_product("mesh M = (i: 4)\nshmap f(x: f64[4, 8] @ P(None, i), y: f64[16, 3] @ P(i)) -> (f64[4, 32] @ P(None, i), f64[4, 3] @ P(i), f64[16, 4, 3] @ P(i)) on M {\n"
-                      "  return all_gather(x, i, axis=1), psum_scatter(y, i), all_gather(y, i, tiled=false)\n}\n");
+    check_dot_product(
+        "mesh M = (i: 4)\nshmap f(x: f64[4, 8] @ P(None, i), y: f64[16, 3] @ P(i)) -> (f64[4, 32] "
+        "@ P(None, i), f64[4, 3] @ P(i), f64[16, 4, 3] @ P(i)) on M {\n"
+        "  return all_gather(x, i, axis=1), psum_scatter(y, i), all_gather(y, i, "
+        "tiled=false)\n}\n");
   }
   SECTION("all_gather_invariant and pscatter") {
-    check_dot_product("mesh M = (i: 4)\nshmap f(x: f64[8, 2] @ P(i), z: f64[8] @ P()) -> (f64[8, 2] @ P(), f64[8] @ P(i)) on M {\n"
-                      "  return all_gather_invariant(x, i), pscatter(z, i)\n}\n");
+    check_dot_product(
+        "mesh M = (i: 4)\nshmap f(x: f64[8, 2] @ P(i), z: f64[8] @ P()) -> (f64[8, 2] @ P(), "
+        "f64[8] @ P(i)) on M {\n"
+        "  return all_gather_invariant(x, i), pscatter(z, i)\n}\n");
   }
   SECTION("all_to_all and ppermute") {
-    check_dot_product("mesh M = (i: 4)\nshmap f(x: f64[16, 8] @ P(i)) -> (f64[16, 8] @ P(i), f64[16, 8] @ P(i), f64[16, 8] @ P(i)) on M {\n"
-                      "  a = all_to_all(x, i, split_axis=1, concat_axis=0)\n"
-                      "  return reshape(a, (4, 8)), ppermute(x, i, shift=1), ppermute(x, i, perm=[(0, 2), (1, 0)])\n}\n");
+    check_dot_product(
+        "mesh M = (i: 4)\nshmap f(x: f64[16, 8] @ P(i)) -> (f64[16, 8] @ P(i), f64[16, 8] @ P(i), "
+        "f64[16, 8] @ P(i)) on M {\n"
+        "  a = all_to_all(x, i, split_axis=1, concat_axis=0)\n"
+        "  return reshape(a, (4, 8)), ppermute(x, i, shift=1), ppermute(x, i, perm=[(0, 2), (1, "
+        "0)])\n}\n");
   }
   SECTION("2-D mesh: collectives over one axis and over both") {
-    check_dot_product("mesh M = (data: 2, model: 4)\nshmap f(x: f64[8, 8] @ P(data, model)) -> (f64[4, 8] @ P(None, model), f64[2, 2] @ P(), f64[8, 32] @ P(data, model)) on M {\n"
-                      "  a = psum(x, data)\n"
-                      "  b = psum(x, (data, model))\n"
-                      "  c = all_gather(x, model, axis=1)\n"
-                      "  return a, b[0:2, 0:2], c\n}\n");
+    check_dot_product(
+        "mesh M = (data: 2, model: 4)\nshmap f(x: f64[8, 8] @ P(data, model)) -> (f64[4, 8] @ "
+        "P(None, model), f64[2, 2] @ P(), f64[8, 32] @ P(data, model)) on M {\n"
+        "  a = psum(x, data)\n"
+        "  b = psum(x, (data, model))\n"
+        "  c = all_gather(x, model, axis=1)\n"
+        "  return a, b[0:2, 0:2], c\n}\n");
   }
   SECTION("1-device mesh") {
-    check_dot_product("mesh M = (i: 1)\nshmap f(x: f64[4] @ P(i)) -> f64[4] @ P(i) on M {\n"
-                      "  return psum(x, i) + all_gather(x, i)\n}\n");
+    check_dot_product(
+        "mesh M = (i: 1)\nshmap f(x: f64[4] @ P(i)) -> f64[4] @ P(i) on M {\n"
+        "  return psum(x, i) + all_gather(x, i)\n}\n");
   }
 }
 
@@ -198,13 +223,16 @@ TEST_CASE("transpose: transposing twice gives back the program", "[transpose]") 
     auto a = run(*c, x), b = run(*tt, x);
     REQUIRE(a.size() == b.size());
     for (size_t k = 0; k < a.size(); ++k)
-      for (int64_t e = 0; e < a[k].numel(); ++e) CHECK(a[k].get(e) == Approx(b[k].get(e)).epsilon(1e-12));
+      for (int64_t e = 0; e < a[k].numel(); ++e)
+        CHECK(a[k].get(e) == Approx(b[k].get(e)).epsilon(1e-12));
   }
 }
 
-TEST_CASE("transpose: a non-linear function is rejected at its first non-linear op", "[transpose]") {
-  auto c = compile_ok("mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[8] @ P(i) on M {\n"
-                      "  a = x * 2.0\n  b = exp(a)\n  return b + x\n}\n");
+TEST_CASE("transpose: a non-linear function is rejected at its first non-linear op",
+          "[transpose]") {
+  auto c = compile_ok(
+      "mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[8] @ P(i) on M {\n"
+      "  a = x * 2.0\n  b = exp(a)\n  return b + x\n}\n");
   DeriveRequest r;
   r.kind = DeriveKind::Transpose;
   try {
@@ -219,8 +247,9 @@ TEST_CASE("transpose: a non-linear function is rejected at its first non-linear 
 }
 
 TEST_CASE("transpose: an affine function is rejected", "[transpose]") {
-  auto c = compile_ok("mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[8] @ P(i) on M {\n"
-                      "  return x + 1.0\n}\n");
+  auto c = compile_ok(
+      "mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[8] @ P(i) on M {\n"
+      "  return x + 1.0\n}\n");
   DeriveRequest r;
   CHECK_THROWS_AS(derive(*c->module, r), TransformError);
 }
