@@ -8,25 +8,19 @@
 // barriers and measured on device 0.
 #include "spmdrt/program.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <optional>
 
+#include "spmdrt/cli_io.h"
 #include "spmdrt/kernels.h"
-#include "spmdrt/npy.h"
 
 namespace spmd::rt {
 namespace {
 
-struct UsageError {
-  std::string message;
-};
+using UsageError = CliError;
 
 struct Options {
   std::string fn;
@@ -37,12 +31,6 @@ struct Options {
   int64_t print_limit = 1000;
   bool quiet = false;
 };
-
-std::string join_names(const std::vector<std::string> &names) {
-  std::string s;
-  for (const auto &n : names) s += (s.empty() ? "`" : ", `") + n + "`";
-  return s.empty() ? "none" : s;
-}
 
 int64_t parse_int(const std::string &text, const std::string &flag, int64_t lo, int64_t hi) {
   try {
@@ -128,25 +116,6 @@ Options parse(int argc, char **argv, const std::vector<ProgramFunction> &functio
   return o;
 }
 
-std::pair<std::string, std::string> split_assignment(const std::string &text, const char *flag) {
-  auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw UsageError{std::string("malformed ") + flag + " `" + text + "`: expected NAME=PATH"};
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
-bool is_directory(const std::string &path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::string parent_dir(const std::string &path) {
-  auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 size_t choose_function(const std::vector<ProgramFunction> &functions, const std::string &fn) {
   std::vector<std::string> names;
   for (const auto &f : functions) names.push_back(f.name);
@@ -167,105 +136,6 @@ std::string check_input(const ProgramFunction &f, size_t k, DType dtype, const S
   return "input `" + p.name + "` of `" + f.name + "` must be " +
          format_type(p.dtype, p.global_shape) + " @ " + format_spec(p.spec, f.mesh) + " (" +
          detail + "), but " + found_in + " holds " + format_type(dtype, shape);
-}
-
-std::vector<Tensor> gather_inputs(const ProgramFunction &f, const Options &options) {
-  std::map<std::string, size_t> by_name;
-  std::vector<std::string> names;
-  for (size_t k = 0; k < f.params.size(); ++k) {
-    names.push_back(f.params[k].name);
-    by_name[names.back()] = k;
-  }
-  std::vector<std::optional<std::string>> paths(f.params.size());
-  for (const std::string &text : options.inputs) {
-    auto [name, path] = split_assignment(text, "--in");
-    auto it = by_name.find(name);
-    if (it == by_name.end())
-      throw UsageError{"`" + f.name + "` has no parameter named `" + name +
-                       "` (its parameters: " + join_names(names) + ")"};
-    if (paths[it->second]) throw UsageError{"input `" + name + "` is given twice"};
-    paths[it->second] = path;
-  }
-  std::vector<std::string> missing;
-  for (size_t k = 0; k < paths.size(); ++k)
-    if (!paths[k] && !options.random_seed) missing.push_back(names[k]);
-  if (!missing.empty())
-    throw UsageError{std::string("missing input") + (missing.size() == 1 ? " " : "s ") +
-                     join_names(missing) + " of `" + f.name +
-                     "`; pass --in NAME=FILE.npy for each, or --random SEED"};
-  std::vector<Tensor> inputs(f.params.size());
-  for (size_t k = 0; k < f.params.size(); ++k) {
-    const ProgramValue &p = f.params[k];
-    if (!paths[k]) {
-      inputs[k] = random_tensor(p.dtype, p.global_shape, *options.random_seed * 1000003ULL + k);
-      continue;
-    }
-    Tensor t;
-    try {
-      t = read_npy(*paths[k]);
-    } catch (const RuntimeError &e) {
-      throw UsageError{"cannot read input `" + names[k] + "`: " + e.what()};
-    }
-    const bool widened_bf16 = p.dtype == DType::BF16 && t.dtype() == DType::F32;
-    std::string problem =
-        check_input(f, k, widened_bf16 ? DType::BF16 : t.dtype(), t.shape(), "`" + *paths[k] + "`");
-    if (!problem.empty()) {
-      if (widened_bf16) problem = check_input(f, k, t.dtype(), t.shape(), "`" + *paths[k] + "`");
-      throw UsageError{problem};
-    }
-    inputs[k] = widened_bf16 ? cast(t, DType::BF16) : t;
-  }
-  return inputs;
-}
-
-std::vector<std::vector<std::string>> output_paths(const ProgramFunction &f,
-                                                   const Options &options) {
-  std::vector<std::string> names;
-  std::map<std::string, size_t> by_name;
-  for (size_t k = 0; k < f.results.size(); ++k) {
-    names.push_back(f.results[k].name);
-    by_name[names.back()] = k;
-  }
-  std::vector<std::vector<std::string>> paths(f.results.size());
-  for (const std::string &text : options.outputs) {
-    auto [name, path] = split_assignment(text, "--out");
-    auto it = by_name.find(name);
-    if (it == by_name.end())
-      throw UsageError{"`" + f.name + "` has no output named `" + name +
-                       "` (its outputs: " + join_names(names) + ")"};
-    if (!is_directory(parent_dir(path)))
-      throw UsageError{"cannot write output `" + name + "` to `" + path + "`: directory `" +
-                       parent_dir(path) + "` does not exist"};
-    paths[it->second].push_back(path);
-  }
-  if (!options.out_dir.empty()) {
-    if (!is_directory(options.out_dir))
-      throw UsageError{"output directory `" + options.out_dir + "` does not exist"};
-    for (size_t k = 0; k < names.size(); ++k)
-      paths[k].push_back(options.out_dir + "/" + names[k] + ".npy");
-  }
-  return paths;
-}
-
-void write_outputs(const std::vector<Tensor> &results,
-                   const std::vector<std::vector<std::string>> &paths) {
-  std::vector<std::pair<std::string, std::string>> written;  // temp, final
-  const std::string suffix = ".spmdrt-" + std::to_string(::getpid()) + ".tmp";
-  try {
-    for (size_t k = 0; k < results.size(); ++k)
-      for (const std::string &path : paths[k]) {
-        written.emplace_back(path + suffix, path);
-        write_npy(path + suffix, results[k]);
-      }
-  } catch (const RuntimeError &e) {
-    for (const auto &w : written) std::remove(w.first.c_str());
-    throw UsageError{std::string("cannot write outputs: ") + e.what()};
-  }
-  for (const auto &[temp, final_path] : written)
-    if (std::rename(temp.c_str(), final_path.c_str()) != 0) {
-      for (const auto &w : written) std::remove(w.first.c_str());
-      throw UsageError{"cannot write output file `" + final_path + "`"};
-    }
 }
 
 std::string program_name(const char *argv0) {
@@ -312,8 +182,21 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
     if (help) return 0;
     const size_t index = choose_function(functions, options.fn.empty() ? default_fn : options.fn);
     const ProgramFunction &f = functions[index];
-    auto paths = output_paths(f, options);
-    std::vector<Tensor> inputs = gather_inputs(f, options);
+    std::vector<std::string> param_names, result_names;
+    std::vector<DType> dtypes;
+    std::vector<Shape> shapes;
+    for (const ProgramValue &p : f.params) {
+      param_names.push_back(p.name);
+      dtypes.push_back(p.dtype);
+      shapes.push_back(p.global_shape);
+    }
+    for (const ProgramValue &r : f.results) result_names.push_back(r.name);
+    auto paths = output_paths(f.name, result_names, options.outputs, options.out_dir);
+    std::vector<Tensor> inputs = gather_inputs(
+        f.name, param_names, dtypes, shapes, options.inputs, options.random_seed,
+        [&f](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
+          return check_input(f, k, dtype, shape, found_in);
+        });
 
     const auto devices = static_cast<size_t>(f.mesh.num_devices());
     std::vector<std::vector<Tensor>> locals(devices);
@@ -356,7 +239,7 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
                    static_cast<long long>(devices), devices == 1 ? "" : "s", s.size(),
                    options.warmup, median * 1e3, s.front() * 1e3, s.back() * 1e3);
     }
-    write_outputs(results, paths);
+    write_outputs(results, paths, "spmdrt");
   } catch (const UsageError &e) {
     std::cout.flush();
     std::cerr << prog << ": error: " << e.message << "\n";

@@ -1,0 +1,147 @@
+// runtime/cpu/cli_io.cpp — shared --in/--random/--out/--out-dir handling (spmdrt/cli_io.h).
+//
+// Used by `spmdc run` and by program_main (program.cpp), so that both parse
+// NAME=PATH options, load and check .npy inputs, make --random inputs from
+// the same seeds, resolve output paths and write outputs atomically in exactly
+// the same way and with exactly the same error messages.
+#include "spmdrt/cli_io.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+
+#include "spmdrt/kernels.h"
+#include "spmdrt/npy.h"
+
+namespace spmd::rt {
+namespace {
+
+bool is_directory(const std::string &path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string parent_dir(const std::string &path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+std::string join_names(const std::vector<std::string> &names) {
+  std::string s;
+  for (const auto &n : names) s += (s.empty() ? "`" : ", `") + n + "`";
+  return s.empty() ? "none" : s;
+}
+
+std::pair<std::string, std::string> split_assignment(const std::string &text, const char *flag) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw CliError{std::string("malformed ") + flag + " `" + text + "`: expected NAME=PATH"};
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::string> &names,
+                                  const std::vector<DType> &dtypes,
+                                  const std::vector<Shape> &global_shapes,
+                                  const std::vector<std::string> &inputs,
+                                  const std::optional<uint64_t> &random_seed,
+                                  const InputCheck &check) {
+  std::map<std::string, size_t> by_name;
+  for (size_t k = 0; k < names.size(); ++k) by_name[names[k]] = k;
+  std::vector<std::optional<std::string>> paths(names.size());
+  for (const std::string &text : inputs) {
+    auto [name, path] = split_assignment(text, "--in");
+    auto it = by_name.find(name);
+    if (it == by_name.end())
+      throw CliError{"`" + fn + "` has no parameter named `" + name +
+                     "` (its parameters: " + join_names(names) + ")"};
+    if (paths[it->second]) throw CliError{"input `" + name + "` is given twice"};
+    paths[it->second] = path;
+  }
+  std::vector<std::string> missing;
+  for (size_t k = 0; k < paths.size(); ++k)
+    if (!paths[k] && !random_seed) missing.push_back(names[k]);
+  if (!missing.empty())
+    throw CliError{std::string("missing input") + (missing.size() == 1 ? " " : "s ") +
+                   join_names(missing) + " of `" + fn +
+                   "`; pass --in NAME=FILE.npy for each, or --random SEED"};
+
+  std::vector<Tensor> result(names.size());
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (!paths[k]) {
+      result[k] = random_tensor(dtypes[k], global_shapes[k], *random_seed * 1000003ULL + k);
+      continue;
+    }
+    Tensor t;
+    try {
+      t = read_npy(*paths[k]);
+    } catch (const RuntimeError &e) {
+      throw CliError{"cannot read input `" + names[k] + "`: " + e.what()};
+    }
+    const bool widened_bf16 = dtypes[k] == DType::BF16 && t.dtype() == DType::F32;
+    std::string problem =
+        check(k, widened_bf16 ? DType::BF16 : t.dtype(), t.shape(), "`" + *paths[k] + "`");
+    if (!problem.empty()) {
+      if (widened_bf16)  // report what the file really holds
+        problem = check(k, t.dtype(), t.shape(), "`" + *paths[k] + "`");
+      throw CliError{problem};
+    }
+    result[k] = widened_bf16 ? cast(t, DType::BF16) : t;
+  }
+  return result;
+}
+
+std::vector<std::vector<std::string>> output_paths(const std::string &fn,
+                                                   const std::vector<std::string> &names,
+                                                   const std::vector<std::string> &outputs,
+                                                   const std::string &out_dir) {
+  std::map<std::string, size_t> by_name;
+  for (size_t k = 0; k < names.size(); ++k) by_name[names[k]] = k;
+  std::vector<std::vector<std::string>> paths(names.size());
+  for (const std::string &text : outputs) {
+    auto [name, path] = split_assignment(text, "--out");
+    auto it = by_name.find(name);
+    if (it == by_name.end())
+      throw CliError{"`" + fn + "` has no output named `" + name +
+                     "` (its outputs: " + join_names(names) + ")"};
+    if (!is_directory(parent_dir(path)))
+      throw CliError{"cannot write output `" + name + "` to `" + path + "`: directory `" +
+                     parent_dir(path) + "` does not exist"};
+    paths[it->second].push_back(path);
+  }
+  if (!out_dir.empty()) {
+    if (!is_directory(out_dir))
+      throw CliError{"output directory `" + out_dir + "` does not exist"};
+    for (size_t k = 0; k < names.size(); ++k)
+      paths[k].push_back(out_dir + "/" + names[k] + ".npy");
+  }
+  return paths;
+}
+
+void write_outputs(const std::vector<Tensor> &results,
+                   const std::vector<std::vector<std::string>> &paths, const std::string &tag) {
+  std::vector<std::pair<std::string, std::string>> written;  // temp, final
+  const std::string suffix = "." + tag + "-" + std::to_string(::getpid()) + ".tmp";
+  try {
+    for (size_t k = 0; k < results.size(); ++k)
+      for (const std::string &path : paths[k]) {
+        written.emplace_back(path + suffix, path);
+        write_npy(path + suffix, results[k]);
+      }
+  } catch (const RuntimeError &e) {
+    for (const auto &w : written) std::remove(w.first.c_str());
+    throw CliError{std::string("cannot write outputs: ") + e.what()};
+  }
+  for (const auto &[temp, final_path] : written)
+    if (std::rename(temp.c_str(), final_path.c_str()) != 0) {
+      for (const auto &w : written) std::remove(w.first.c_str());
+      throw CliError{"cannot write output file `" + final_path + "`"};
+    }
+}
+
+}  // namespace spmd::rt
