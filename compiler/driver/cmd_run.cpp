@@ -9,18 +9,13 @@
 // when all of them were written, so a failed run leaves none behind.
 // Exit status: 0 ok, 1 user error, 2 internal error (e.g. a failed
 // --check-replication, which means the type system was wrong).
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <iostream>
-#include <map>
 #include <optional>
 
 #include "driver/commands.h"
 #include "interp/interpreter.h"
+#include "spmdrt/cli_io.h"
 #include "spmdrt/kernels.h"
-#include "spmdrt/npy.h"
 
 namespace spmd::driver {
 namespace {
@@ -37,34 +32,8 @@ struct RunOptions {
 };
 
 /// A user error: printed as `spmdc: error: ...`, exit 1.
-struct UsageError {
-  std::string message;
-};
-
-std::string join_names(const std::vector<std::string> &names) {
-  std::string s;
-  for (const auto &n : names) s += (s.empty() ? "`" : ", `") + n + "`";
-  return s.empty() ? "none" : s;
-}
-
-std::pair<std::string, std::string> split_assignment(const std::string &text, const char *flag) {
-  auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw UsageError{std::string("malformed ") + flag + " `" + text + "`: expected NAME=PATH"};
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
-bool is_directory(const std::string &path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::string parent_dir(const std::string &path) {
-  auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
+using UsageError = rt::CliError;
+using rt::join_names;
 
 int choose_function(const ir::Module &module, const std::string &fn, const std::string &file) {
   std::vector<std::string> shmaps;
@@ -89,107 +58,27 @@ int choose_function(const ir::Module &module, const std::string &fn, const std::
 /// Reads, checks and (for bf16 parameters) casts every input.
 std::vector<rt::Tensor> gather_inputs(const ir::Module &module, const ir::Function &f,
                                       const RunOptions &options) {
-  std::map<std::string, size_t> by_name;
   std::vector<std::string> names;
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
   for (size_t k = 0; k < f.params.size(); ++k) {
     names.push_back(interp::param_name(f, k));
-    by_name[names.back()] = k;
+    dtypes.push_back(f.type(f.params[k].value).dtype);
+    shapes.push_back(f.params[k].global_shape);
   }
-  std::vector<std::optional<std::string>> paths(f.params.size());
-  for (const std::string &text : options.inputs) {
-    auto [name, path] = split_assignment(text, "--in");
-    auto it = by_name.find(name);
-    if (it == by_name.end())
-      throw UsageError{"`" + f.name + "` has no parameter named `" + name +
-                       "` (its parameters: " + join_names(names) + ")"};
-    if (paths[it->second]) throw UsageError{"input `" + name + "` is given twice"};
-    paths[it->second] = path;
-  }
-  std::vector<std::string> missing;
-  for (size_t k = 0; k < paths.size(); ++k)
-    if (!paths[k] && !options.random_seed) missing.push_back(names[k]);
-  if (!missing.empty())
-    throw UsageError{std::string("missing input") + (missing.size() == 1 ? " " : "s ") +
-                     join_names(missing) + " of `" + f.name +
-                     "`; pass --in NAME=FILE.npy for each, or --random SEED"};
-
-  std::vector<rt::Tensor> inputs(f.params.size());
-  for (size_t k = 0; k < f.params.size(); ++k) {
-    const Type &local = f.type(f.params[k].value);
-    const Shape &global = f.params[k].global_shape;
-    if (!paths[k]) {
-      inputs[k] = rt::random_tensor(local.dtype, global, *options.random_seed * 1000003ULL + k);
-      continue;
-    }
-    rt::Tensor t;
-    try {
-      t = rt::read_npy(*paths[k]);
-    } catch (const rt::RuntimeError &e) {
-      throw UsageError{"cannot read input `" + names[k] + "`: " + e.what()};
-    }
-    const bool widened_bf16 = local.dtype == DType::BF16 && t.dtype() == DType::F32;
-    std::string problem = interp::check_input(module, f, k, widened_bf16 ? DType::BF16 : t.dtype(),
-                                              t.shape(), "`" + *paths[k] + "`");
-    if (!problem.empty()) {
-      if (widened_bf16)  // report what the file really holds
-        problem = interp::check_input(module, f, k, t.dtype(), t.shape(), "`" + *paths[k] + "`");
-      throw UsageError{problem};
-    }
-    inputs[k] = widened_bf16 ? rt::cast(t, DType::BF16) : t;
-  }
-  return inputs;
+  return rt::gather_inputs(
+      f.name, names, dtypes, shapes, options.inputs, options.random_seed,
+      [&](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
+        return interp::check_input(module, f, k, dtype, shape, found_in);
+      });
 }
 
 /// Final path of every output to write, by result index.
 std::vector<std::vector<std::string>> output_paths(const ir::Function &f,
                                                    const RunOptions &options) {
   std::vector<std::string> names;
-  std::map<std::string, size_t> by_name;
-  for (size_t k = 0; k < f.results.size(); ++k) {
-    names.push_back(ir::result_name(f, k));
-    by_name[names.back()] = k;
-  }
-  std::vector<std::vector<std::string>> paths(f.results.size());
-  for (const std::string &text : options.outputs) {
-    auto [name, path] = split_assignment(text, "--out");
-    auto it = by_name.find(name);
-    if (it == by_name.end())
-      throw UsageError{"`" + f.name + "` has no output named `" + name +
-                       "` (its outputs: " + join_names(names) + ")"};
-    if (!is_directory(parent_dir(path)))
-      throw UsageError{"cannot write output `" + name + "` to `" + path + "`: directory `" +
-                       parent_dir(path) + "` does not exist"};
-    paths[it->second].push_back(path);
-  }
-  if (!options.out_dir.empty()) {
-    if (!is_directory(options.out_dir))
-      throw UsageError{"output directory `" + options.out_dir + "` does not exist"};
-    for (size_t k = 0; k < names.size(); ++k)
-      paths[k].push_back(options.out_dir + "/" + names[k] + ".npy");
-  }
-  return paths;
-}
-
-/// Writes every file to a temporary beside it, then renames them all into place.
-void write_outputs(const std::vector<rt::Tensor> &results,
-                   const std::vector<std::vector<std::string>> &paths) {
-  std::vector<std::pair<std::string, std::string>> written;  // temp, final
-  const std::string suffix = ".spmdc-run-" + std::to_string(::getpid()) + ".tmp";
-  try {
-    for (size_t k = 0; k < results.size(); ++k)
-      for (const std::string &path : paths[k]) {
-        written.emplace_back(path + suffix, path);
-        rt::write_npy(path + suffix, results[k]);
-      }
-  } catch (const rt::RuntimeError &e) {
-    for (const auto &w : written) std::remove(w.first.c_str());
-    throw UsageError{std::string("cannot write outputs: ") + e.what()};
-  }
-  for (const auto &[temp, final_path] : written)
-    if (std::rename(temp.c_str(), final_path.c_str()) != 0) {
-      for (const auto &w : written) std::remove(w.first.c_str());
-      throw UsageError{"cannot write output file `" + final_path + "`"};
-    }
+  for (size_t k = 0; k < f.results.size(); ++k) names.push_back(ir::result_name(f, k));
+  return rt::output_paths(f.name, names, options.outputs, options.out_dir);
 }
 
 int run_run(const CommonOptions &common, const RunOptions &options) {
@@ -225,7 +114,7 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
                   << shape_type_str(results[k].dtype(), results[k].shape()) << " (global) =\n"
                   << rt::format_tensor(results[k], options.print_limit) << "\n";
     }
-    write_outputs(results, paths);
+    rt::write_outputs(results, paths, "spmdc-run");
   } catch (const UsageError &e) {
     std::cout.flush();
     std::cerr << "spmdc: error: " << e.message << "\n";

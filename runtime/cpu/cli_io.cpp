@@ -115,10 +115,8 @@ std::vector<std::vector<std::string>> output_paths(const std::string &fn,
     paths[it->second].push_back(path);
   }
   if (!out_dir.empty()) {
-    if (!is_directory(out_dir))
-      throw CliError{"output directory `" + out_dir + "` does not exist"};
-    for (size_t k = 0; k < names.size(); ++k)
-      paths[k].push_back(out_dir + "/" + names[k] + ".npy");
+    if (!is_directory(out_dir)) throw CliError{"output directory `" + out_dir + "` does not exist"};
+    for (size_t k = 0; k < names.size(); ++k) paths[k].push_back(out_dir + "/" + names[k] + ".npy");
   }
   return paths;
 }

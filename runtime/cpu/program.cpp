@@ -49,7 +49,8 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
             << " [--fn NAME] [--in NAME=PATH]... [--out NAME=PATH]... [--out-dir DIR]\n"
                "       [--random SEED] [--iters N] [--warmup N] [--print-limit N] [-q]\n\n"
                "A program built by `spmdc build` (target "
-            << target << "). Same inputs and outputs as `spmdc run`.\n"
+            << target
+            << "). Same inputs and outputs as `spmdc run`.\n"
                "  --in NAME=PATH    read parameter NAME (global array) from a .npy file\n"
                "  --random SEED     make every input not given with --in from this seed\n"
                "  --out NAME=PATH   write output NAME to a .npy file\n"
@@ -121,8 +122,8 @@ size_t choose_function(const std::vector<ProgramFunction> &functions, const std:
   for (const auto &f : functions) names.push_back(f.name);
   for (size_t i = 0; i < functions.size(); ++i)
     if (functions[i].name == fn) return i;
-  throw UsageError{"this program has no function named `" + fn + "` (its functions: " +
-                   join_names(names) + ")"};
+  throw UsageError{"this program has no function named `" + fn +
+                   "` (its functions: " + join_names(names) + ")"};
 }
 
 std::string check_input(const ProgramFunction &f, size_t k, DType dtype, const Shape &shape,
@@ -131,7 +132,8 @@ std::string check_input(const ProgramFunction &f, size_t k, DType dtype, const S
   if (dtype == p.dtype && shape == p.global_shape) return {};
   const Shape local = local_shape(f.mesh, p.global_shape, p.spec);
   std::string detail = "the global shape";
-  if (local != p.global_shape) detail += ", split into " + format_type(p.dtype, local) + " per device";
+  if (local != p.global_shape)
+    detail += ", split into " + format_type(p.dtype, local) + " per device";
   if (p.dtype == DType::BF16) detail += "; bf16 is stored as f32 in .npy files";
   return "input `" + p.name + "` of `" + f.name + "` must be " +
          format_type(p.dtype, p.global_shape) + " @ " + format_spec(p.spec, f.mesh) + " (" +
@@ -192,11 +194,11 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
     }
     for (const ProgramValue &r : f.results) result_names.push_back(r.name);
     auto paths = output_paths(f.name, result_names, options.outputs, options.out_dir);
-    std::vector<Tensor> inputs = gather_inputs(
-        f.name, param_names, dtypes, shapes, options.inputs, options.random_seed,
-        [&f](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
-          return check_input(f, k, dtype, shape, found_in);
-        });
+    std::vector<Tensor> inputs =
+        gather_inputs(f.name, param_names, dtypes, shapes, options.inputs, options.random_seed,
+                      [&f](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
+                        return check_input(f, k, dtype, shape, found_in);
+                      });
 
     const auto devices = static_cast<size_t>(f.mesh.num_devices());
     std::vector<std::vector<Tensor>> locals(devices);
@@ -229,15 +231,15 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
     if (!seconds.empty()) {
       std::vector<double> s = seconds;
       std::sort(s.begin(), s.end());
-      const double median = s.size() % 2 ? s[s.size() / 2]
-                                         : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+      const double median =
+          s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
       std::cout.flush();
       std::fprintf(stderr,
                    "%s: %s on %s, %lld device%s: %zu iterations (after %d warmup): "
                    "median %.6f ms, min %.6f ms, max %.6f ms\n",
-                   prog.c_str(), f.name.c_str(), target.c_str(),
-                   static_cast<long long>(devices), devices == 1 ? "" : "s", s.size(),
-                   options.warmup, median * 1e3, s.front() * 1e3, s.back() * 1e3);
+                   prog.c_str(), f.name.c_str(), target.c_str(), static_cast<long long>(devices),
+                   devices == 1 ? "" : "s", s.size(), options.warmup, median * 1e3, s.front() * 1e3,
+                   s.back() * 1e3);
     }
     write_outputs(results, paths, "spmdrt");
   } catch (const UsageError &e) {
