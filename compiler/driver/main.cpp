@@ -35,6 +35,20 @@ int real_main(int argc, char **argv) {
   register_build_command(app, common, commands);
   register_cost_command(app, common, commands);
 
+  // An unknown command word would otherwise read as "a subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const Command &c : commands) {
+      known = known || c.app->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + c.app->get_name();
+    }
+    if (!known) {
+      std::cerr << "spmdc: error: unknown command `" << argv[1] << "` (commands: " << names
+                << "; see spmdc --help)\n";
+      return kExitUserError;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success &e) {

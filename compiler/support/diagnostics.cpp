@@ -90,14 +90,24 @@ void render_excerpt(std::string &out, SourceSpan span, const SourceManager &sour
   SourceLocation loc = sources.location(span);
   if (loc.line == 0) return;
   const SourceFile &file = sources.file(span.file);
-  std::string_view line = file.line_text(loc.line);
+  std::string_view full_line = file.line_text(loc.line);
+  // Very long lines (minified or binary input) show a window around the span.
+  constexpr size_t kMaxWidth = 160;
+  size_t column = std::min<size_t>(loc.column - 1, full_line.size());
+  size_t window_begin = column > kMaxWidth / 2 && full_line.size() > kMaxWidth
+                            ? std::min(column - kMaxWidth / 2, full_line.size() - kMaxWidth)
+                            : 0;
+  std::string line(full_line.substr(window_begin, kMaxWidth));
+  // Control characters would garble the terminal: show them as '?'.
+  for (char &c : line)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) c = '?';
   std::string number = std::to_string(loc.line);
   std::string gutter(number.size(), ' ');
   out += "  " + style.paint("34", number + " |") + (line.empty() ? "" : " ");
   out += line;
   out += "\n";
   // Caret line: keep tabs so the caret lines up with the excerpt.
-  size_t start = std::min<size_t>(loc.column - 1, line.size());
+  size_t start = std::min<size_t>(column - window_begin, line.size());
   size_t end_offset = std::max(span.end, span.begin);
   size_t length = end_offset - span.begin;
   size_t width = std::max<size_t>(1, std::min(length, line.size() - start));
