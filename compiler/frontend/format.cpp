@@ -299,29 +299,58 @@ class ModulePrinter {
     trailing(d.trailing_comment);
   }
 
+  /// Signatures longer than this wrap: parameters continue under the first
+  /// one, and `-> ...` moves to its own line when it does not fit.
+  static constexpr size_t kMaxLine = 100;
+
   void print_func(const FuncDecl &f) {
     if (!f.attributes.empty()) line(0, "[[" + join_idents(f.attributes, ", ") + "]]");
-    std::string head = f.kind == FuncKind::Shmap ? "shmap " : "def ";
-    head += f.name.name + "(";
-    for (size_t i = 0; i < f.params.size(); ++i) {
-      const Param &p = f.params[i];
-      if (i > 0) head += ", ";
-      head += p.name.name + ": " + format_type(p.type);
-      if (p.spec) head += " @ " + format_spec(*p.spec);
-    }
-    head += ")";
+    std::string prefix = (f.kind == FuncKind::Shmap ? "shmap " : "def ") + f.name.name + "(";
+    std::vector<std::string> params;
+    for (const Param &p : f.params)
+      params.push_back(p.name.name + ": " + format_type(p.type) +
+                       (p.spec ? " @ " + format_spec(*p.spec) : ""));
+    std::string tail;
     if (!f.results.empty()) {
-      head += " -> ";
+      tail += " -> ";
       bool parens = f.results_parenthesized || f.results.size() != 1;
-      if (parens) head += "(";
+      if (parens) tail += "(";
       for (size_t i = 0; i < f.results.size(); ++i) {
-        if (i > 0) head += ", ";
-        head += format_result(f.results[i]);
+        if (i > 0) tail += ", ";
+        tail += format_result(f.results[i]);
       }
-      if (parens) head += ")";
+      if (parens) tail += ")";
     }
-    if (f.mesh) head += " on " + f.mesh->name;
-    print_block(0, head + " {", f.body);
+    if (f.mesh) tail += " on " + f.mesh->name;
+    tail += " {";
+    std::string one_line = prefix;
+    for (size_t i = 0; i < params.size(); ++i) one_line += (i ? ", " : "") + params[i];
+    one_line += ")" + tail;
+    if (one_line.size() <= kMaxLine) {
+      print_block(0, one_line, f.body);
+      return;
+    }
+    std::vector<std::string> lines;
+    std::string current = prefix;
+    const std::string align(prefix.size(), ' ');
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::string piece = params[i] + (i + 1 < params.size() ? "," : ")");
+      if (current.size() > prefix.size() && current.size() + 1 + piece.size() > kMaxLine) {
+        lines.push_back(current);
+        current = align + piece;
+      } else {
+        current += (current.size() > prefix.size() ? " " : "") + piece;
+      }
+    }
+    if (params.empty()) current += ")";
+    if (current.size() + tail.size() > kMaxLine) {
+      lines.push_back(current);
+      current = "    " + tail.substr(1);
+    } else {
+      current += tail;
+    }
+    for (const std::string &l : lines) line(0, l);
+    print_block(0, current, f.body);
   }
 
   /// `head {` + body + `}`, or `head {}` when the body is empty (head ends with `{`).

@@ -66,6 +66,23 @@ TEST_CASE("comments: leading, trailing and end-of-file comments", "[frontend][co
   CHECK(p.module.trailing_comments == std::vector<std::string>{" tail 1", " tail 2"});
 }
 
+TEST_CASE("format: a signature longer than 100 columns wraps", "[format]") {
+  std::string src =
+      "mesh M = (data: 2, model: 4)\n"
+      "shmap loss(a_long_parameter: f32[16, 64] @ P(data, model), another_one: f32[64, 16] @ "
+      "P(model), "
+      "third: f32[16] @ P(), fourth: f32[16, 16] @ P(data)) -> f32[] @ P() on M { return 0.0 }\n";
+  std::string out = fmt(src);
+  CHECK(out.find(
+            "shmap loss(a_long_parameter: f32[16, 64] @ P(data, model), another_one: f32[64, 16] "
+            "@ P(model),\n"
+            "           third: f32[16] @ P(), fourth: f32[16, 16] @ P(data)) -> f32[] @ P() on M "
+            "{\n") != std::string::npos);
+  for (size_t start = 0, end; (end = out.find('\n', start)) != std::string::npos; start = end + 1)
+    CHECK(end - start <= 100);
+  CHECK(fmt(out) == out);  // idempotent
+}
+
 TEST_CASE("format: canonical layout of a reference program", "[frontend][format]") {
   std::string source =
       "# The example.\nimport std.nn\nimport std.la # linear algebra\nmesh M=(i:8)\n"
@@ -91,8 +108,8 @@ TEST_CASE("format: canonical layout of a reference program", "[frontend][format]
         "}\n"
         "\n"
         "[[no_auto_pbroadcast, other]]\n"
-        "shmap f1(x: f32[32, 3] @ P(i), y: f32[8, 4] @ P((data, model), None), z: f32[] @ P()) "
-        "-> (f32[] @ P(), f32[32, 3] @ P(i)) on M {\n"
+        "shmap f1(x: f32[32, 3] @ P(i), y: f32[8, 4] @ P((data, model), None), z: f32[] @ P())\n"
+        "    -> (f32[] @ P(), f32[32, 3] @ P(i)) on M {\n"
         "  w: f32[]{i} = g(x)\n"
         "  a, b = h(x)\n"
         "  v = x[0:4, :, ::2, 3] @ y\n"
