@@ -11,7 +11,6 @@
 // Default target: `cuda` when spmdc was configured with the CUDA toolkit and
 // NCCL, else `cpu`. Exit status: 0 ok, 1 user error (including a missing CUDA
 // toolkit for --target cuda, or a failed compiler run), 2 internal error.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,6 +21,7 @@
 #include "backend/backend.h"
 #include "backend/toolchain.h"
 #include "driver/commands.h"
+#include "spmdrt/cli_io.h"
 #include "transforms/derive.h"
 
 namespace spmd::driver {
@@ -36,36 +36,6 @@ struct BuildOptions {
   bool show_command = false;
 };
 
-bool is_directory(const std::string &path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::string parent_dir(const std::string &path) {
-  auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-bool write_file(const std::string &path, const std::string &text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
-
 int fail(const std::string &message) {
   std::cerr << "spmdc: error: " << message << "\n";
   return kExitUserError;
@@ -78,7 +48,8 @@ std::string default_output(const std::string &input) {
 }
 
 int run_build(const CommonOptions &common, const BuildOptions &o) {
-  backend::Target target = backend::cuda_configured() ? backend::Target::Cuda : backend::Target::Cpu;
+  backend::Target target =
+      backend::cuda_configured() ? backend::Target::Cuda : backend::Target::Cpu;
   if (o.target == "cpu") {
     target = backend::Target::Cpu;
   } else if (o.target == "cuda") {
@@ -88,12 +59,12 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   }
   const bool build_exe = !o.output.empty() || o.emit_source.empty();
   const std::string output = o.output.empty() ? default_output(common.input) : o.output;
-  if (build_exe && !is_directory(parent_dir(output)))
-    return fail("cannot write `" + output + "`: directory `" + parent_dir(output) +
+  if (build_exe && !rt::is_directory(rt::parent_dir(output)))
+    return fail("cannot write `" + output + "`: directory `" + rt::parent_dir(output) +
                 "` does not exist");
-  if (!o.emit_source.empty() && !is_directory(parent_dir(o.emit_source)))
-    return fail("cannot write `" + o.emit_source + "`: directory `" + parent_dir(o.emit_source) +
-                "` does not exist");
+  if (!o.emit_source.empty() && !rt::is_directory(rt::parent_dir(o.emit_source)))
+    return fail("cannot write `" + o.emit_source + "`: directory `" +
+                rt::parent_dir(o.emit_source) + "` does not exist");
   if (build_exe && target == backend::Target::Cuda && !backend::cuda_configured())
     return fail(
         "--target cuda needs the CUDA toolkit (nvcc) and NCCL, which were not found when spmdc "
@@ -116,7 +87,7 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   eo.source_path = common.input;
   const std::string source = backend::emit_program(module, &c.sources, eo);
 
-  if (!o.emit_source.empty() && !write_file(o.emit_source, source))
+  if (!o.emit_source.empty() && !write_file_atomically(o.emit_source, source))
     return fail("cannot write `" + o.emit_source + "`");
   if (!build_exe) return kExitOk;
 
@@ -137,7 +108,7 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
     if (!::mkdtemp(buf.data())) return fail("cannot create a temporary directory in /tmp");
     temp_dir = buf.data();
     src_path = temp_dir + (target == backend::Target::Cuda ? "/program.cu" : "/program.cpp");
-    if (!write_file(src_path, source)) return fail("cannot write `" + src_path + "`");
+    if (!write_file_atomically(src_path, source)) return fail("cannot write `" + src_path + "`");
   }
   const std::string tmp_out = output + ".tmp." + std::to_string(::getpid());
   std::vector<std::string> cmd = backend::compile_command(*tc, target, src_path, tmp_out);
@@ -155,10 +126,11 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   };
   if (rc != 0) {
     std::remove(tmp_out.c_str());
-    std::string msg = rc < 0 ? error
-                             : "the " + std::string(target == backend::Target::Cuda ? "CUDA" : "C++") +
-                                   " compiler failed (exit status " + std::to_string(rc) +
-                                   ") on the emitted source `" + src_path + "`";
+    std::string msg = rc < 0
+                          ? error
+                          : "the " + std::string(target == backend::Target::Cuda ? "CUDA" : "C++") +
+                                " compiler failed (exit status " + std::to_string(rc) +
+                                ") on the emitted source `" + src_path + "`";
     // Keep the source of a failed build for the bug report.
     if (rc > 0 && !temp_dir.empty())
       msg += " (kept for inspection)";
@@ -185,7 +157,8 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
       "Compile a shmap into an executable (CUDA + NCCL, or the simulated CPU mesh) with the "
       "command line of `spmdc run`");
   add_common_options(*cmd, common);
-  cmd->add_option("--fn", options.fn, "The executable's default shmap (optional when the file has one)");
+  cmd->add_option("--fn", options.fn,
+                  "The executable's default shmap (optional when the file has one)");
   cmd->add_option("-o,--output", options.output,
                   "The executable to write (default: the input's name without .spmd)");
   cmd->add_option("--target", options.target,

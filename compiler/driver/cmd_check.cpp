@@ -1,4 +1,6 @@
 // driver/cmd_check.cpp — `spmdc check`, `spmdc print` and `spmdc fmt`.
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -16,6 +18,24 @@ CompileOptions CommonOptions::compile_options() const {
   o.library_paths = library_paths;
   o.max_errors = max_errors;
   return o;
+}
+
+bool write_file_atomically(const std::string &path, const std::string &text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
 }
 
 int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after) {
@@ -72,19 +92,8 @@ int run_fmt(const CommonOptions &common, const FmtOptions &options) {
     return kExitOk;
   }
   if (formatted == original) return kExitOk;
-  std::string tmp = common.input + ".spmdc-fmt.tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << formatted;
-    if (!out) {
-      std::cerr << "spmdc: error: cannot write `" << tmp << "`\n";
-      std::remove(tmp.c_str());
-      return kExitUserError;
-    }
-  }
-  if (std::rename(tmp.c_str(), common.input.c_str()) != 0) {
+  if (!write_file_atomically(common.input, formatted)) {
     std::cerr << "spmdc: error: cannot replace `" << common.input << "`\n";
-    std::remove(tmp.c_str());
     return kExitUserError;
   }
   return kExitOk;

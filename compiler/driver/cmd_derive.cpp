@@ -3,8 +3,6 @@
 // Each compiles the file, derives the new function (transforms/derive.h) and
 // writes it as .spmd source to -o FILE (written to a temporary file, then
 // renamed) or to stdout.
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "driver/commands.h"
@@ -27,20 +25,8 @@ int write_output(const std::string &path, const std::string &text) {
     std::cout << text;
     return kExitOk;
   }
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) {
-      std::cerr << "spmdc: error: cannot write `" << path << "`\n";
-      std::remove(tmp.c_str());
-      return kExitUserError;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!write_file_atomically(path, text)) {
     std::cerr << "spmdc: error: cannot write `" << path << "`\n";
-    std::remove(tmp.c_str());
     return kExitUserError;
   }
   return kExitOk;

@@ -16,8 +16,6 @@
 #include "spmdrt/npy.h"
 
 namespace spmd::rt {
-namespace {
-
 bool is_directory(const std::string &path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -29,8 +27,6 @@ std::string parent_dir(const std::string &path) {
   if (slash == 0) return "/";
   return path.substr(0, slash);
 }
-
-}  // namespace
 
 std::string join_names(const std::vector<std::string> &names) {
   std::string s;

@@ -28,6 +28,11 @@ struct CliError {
 /// "`a`, `b`" ("none" for an empty list).
 std::string join_names(const std::vector<std::string> &names);
 
+/// True when `path` names an existing directory.
+bool is_directory(const std::string &path);
+/// The directory part of `path` ("." when it has none).
+std::string parent_dir(const std::string &path);
+
 /// Splits `NAME=PATH` (both non-empty); `flag` (e.g. "--in") names the option in the error.
 std::pair<std::string, std::string> split_assignment(const std::string &text, const char *flag);
 
