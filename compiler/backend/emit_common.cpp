@@ -13,6 +13,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "interp/memory_estimate.h"
 #include "spmdrt/tensor.h"
 
 namespace spmd::backend {
@@ -151,6 +152,38 @@ std::string int_list(const std::vector<int64_t> &list) {
 
 std::string int_list(const std::vector<int> &list) {
   return int_list(std::vector<int64_t>(list.begin(), list.end()));
+}
+
+std::string cpp_comment(std::string_view text, std::string_view indent) {
+  std::string out(indent);
+  out += "//";
+  if (!text.empty()) out += ' ';
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    out += u < 0x20 || u == 0x7f ? '?' : c;
+  }
+  // GCC splices a line ending in a backslash, even with blanks after it.
+  const size_t last = out.find_last_not_of(" \t");
+  if (last != std::string::npos && out[last] == '\\') out += " //";
+  return out + "\n";
+}
+
+std::string cpp_string_literal(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u >= 0x7f) {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\%03o", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 std::string source_line(const SourceManager *sources, SourceSpan span) {
@@ -350,38 +383,35 @@ std::string spec_init(const rt::PartitionSpec &spec) {
   for (size_t d = 0; d < spec.size(); ++d) s += (d ? ", " : "") + int_list(spec[d]);
   return s + "}";
 }
-std::string quote(const std::string &s) {
-  std::string q = "\"";
-  for (char c : s) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  return q + "\"";
-}
 }  // namespace
 
 std::string program_function_init(const ir::Module &module, const ir::Function &f,
-                                  const std::string &source_path) {
+                                  const std::string &source_path, const SourceManager *sources) {
   const rt::Mesh &mesh = module.mesh_of(f);
-  std::string s = "rt::ProgramFunction{\n      " + quote(f.name) + ", " + quote(source_path) +
+  std::string s = "rt::ProgramFunction{\n      " + cpp_string_literal(f.name) + ", " + cpp_string_literal(source_path) +
                   ",\n      rt::Mesh({";
   for (size_t a = 0; a < mesh.axes().size(); ++a)
-    s += (a ? ", " : "") + std::string("{") + quote(mesh.axes()[a].name) + ", " +
+    s += (a ? ", " : "") + std::string("{") + cpp_string_literal(mesh.axes()[a].name) + ", " +
          std::to_string(mesh.axes()[a].size) + "}";
   s += "}),\n      {";
   for (size_t k = 0; k < f.params.size(); ++k) {
     const ir::Param &p = f.params[k];
     std::string name = f.values[p.value].name.empty() ? "arg" + std::to_string(k)
                                                        : f.values[p.value].name;
-    s += std::string(k ? ",\n       " : "") + "{" + quote(name) + ", " +
+    s += std::string(k ? ",\n       " : "") + "{" + cpp_string_literal(name) + ", " +
          dtype_enum(f.type(p.value).dtype) + ", " + shape_init(p.global_shape) + ", " +
          spec_init(p.spec) + "}";
   }
   s += "},\n      {";
   for (size_t k = 0; k < f.results.size(); ++k) {
     const ir::Result &r = f.results[k];
-    s += std::string(k ? ",\n       " : "") + "{" + quote(ir::result_name(f, k)) + ", " +
+    s += std::string(k ? ",\n       " : "") + "{" + cpp_string_literal(ir::result_name(f, k)) + ", " +
          dtype_enum(f.type(f.returns[k]).dtype) + ", " + shape_init(r.global_shape) + ", " +
          spec_init(r.spec) + "}";
   }
-  return s + "}}";
+  const rt::MemoryEstimate memory = interp::estimate_memory(module, f, sources);
+  return s + "},\n      rt::MemoryEstimate{" + std::to_string(memory.device_bytes) + ", " +
+         cpp_string_literal(memory.largest) + ", " + std::to_string(memory.largest_bytes) + "}}";
 }
 
 }  // namespace spmd::backend

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/fusion.h"
@@ -49,6 +50,17 @@ std::string shape_init(const Shape &shape);               // "{8, 4}"
 std::string int_list(const std::vector<int64_t> &list);   // "{1, 2}"
 std::string int_list(const std::vector<int> &list);
 
+/// `text` as one line of C++ comment, "// text\n" after `indent`: control
+/// characters (newlines included) become '?', and a line that would end in a
+/// backslash, which would splice the next line into the comment, gets " //"
+/// appended. Every comment of the emitted code that quotes user text (source
+/// lines, file names) goes through here.
+std::string cpp_comment(std::string_view text, std::string_view indent = "");
+/// `text` as a C++ string literal: quotes and backslashes escaped, control and
+/// non-ASCII bytes as three-digit octal escapes. Every string literal of the
+/// emitted code goes through here.
+std::string cpp_string_literal(std::string_view text);
+
 /// "line 17: local_loss = mean(...)" for an instruction's span, or "" when unknown.
 std::string source_line(const SourceManager *sources, SourceSpan span);
 
@@ -80,6 +92,6 @@ std::string group_title(const ir::Function &f, const FusedGroup &group);
 
 /// The rt::ProgramFunction table entry of a shmap (C++ initializer).
 std::string program_function_init(const ir::Module &module, const ir::Function &f,
-                                  const std::string &source_path);
+                                  const std::string &source_path, const SourceManager *sources);
 
 }  // namespace spmd::backend

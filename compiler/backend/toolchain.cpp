@@ -5,6 +5,7 @@
 // top-level CMakeLists.txt.
 #include "backend/toolchain.h"
 
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <cstring>
 
 #include "spmdc_build_config.h"
+#include "spmdrt/output_file.h"
 
 extern char **environ;
 
@@ -99,8 +101,83 @@ std::optional<Toolchain> find_toolchain(std::string &error) {
   return tc;
 }
 
+std::vector<std::string> split_flags(const std::string &text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\\') {
+      if (++i == text.size()) throw FlagsError("a backslash ends `" + text + "`");
+      word += text[i];
+    } else if (c == '\'' || c == '"') {
+      const size_t close = text.find(c, i + 1);
+      if (close == std::string::npos)
+        throw FlagsError(std::string("unbalanced ") + c + " in `" + text + "`");
+      word += text.substr(i + 1, close - i - 1);
+      i = close;
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
+std::vector<std::string> host_compiler_flags(const std::vector<std::string> &cxxflags) {
+  std::vector<std::string> flags;
+  auto append = [&](const std::string &text, const char *from) {
+    try {
+      for (std::string &w : split_flags(text)) flags.push_back(std::move(w));
+    } catch (const FlagsError &e) {
+      throw FlagsError(std::string(from) + ": " + e.what());
+    }
+  };
+  if (const char *env = std::getenv("SPMDC_CXXFLAGS"); env && *env) append(env, "SPMDC_CXXFLAGS");
+  for (const std::string &text : cxxflags) append(text, "--cxxflags");
+  return flags;
+}
+
+std::string shell_quote(const std::vector<std::string> &argv) {
+  std::string line;
+  for (const std::string &a : argv) {
+    if (!line.empty()) line += ' ';
+    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+                                                         "OPQRSTUVWXYZ0123456789_-+=/.,:@%^") ==
+                                         std::string::npos;
+    if (plain) {
+      line += a;
+      continue;
+    }
+    line += '\'';
+    for (char c : a) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
+}
+
+namespace {
+
+/// A path that cannot be read as an option.
+std::string not_an_option(const std::string &path) {
+  return !path.empty() && path[0] == '-' ? "./" + path : path;
+}
+
+}  // namespace
+
 std::vector<std::string> compile_command(const Toolchain &tc, Target target,
-                                         const std::string &source, const std::string &output) {
+                                         const std::string &source_path,
+                                         const std::string &output_path,
+                                         const std::vector<std::string> &extra_flags) {
+  const std::string source = not_an_option(source_path);
+  const std::string output = not_an_option(output_path);
   std::vector<std::string> cmd;
   switch (target) {
     case Target::Cpu:
@@ -110,6 +187,7 @@ std::vector<std::string> compile_command(const Toolchain &tc, Target target,
              tc.lib_dir + "/libspmdrt.a"};
       for (const std::string &lib : tc.blas_libraries) cmd.push_back(lib);
       cmd.push_back("-lpthread");
+      for (const std::string &f : split_flags(SPMDC_RUNTIME_FLAGS)) cmd.push_back(f);
       break;
     case Target::Cuda:
       cmd = {tc.nvcc, "-std=c++20", "-O3", "-ccbin", tc.cxx, "-arch=sm_" + tc.cuda_arch,
@@ -119,8 +197,13 @@ std::vector<std::string> compile_command(const Toolchain &tc, Target target,
              "-lcudart"};
       for (const std::string &lib : tc.blas_libraries) cmd.push_back(lib);
       cmd.push_back("-lpthread");
+      for (const std::string &f : split_flags(SPMDC_RUNTIME_FLAGS)) {
+        cmd.push_back("-Xcompiler");
+        cmd.push_back(f);
+      }
       break;
   }
+  for (const std::string &f : extra_flags) cmd.push_back(f);
   return cmd;
 }
 
@@ -128,18 +211,37 @@ int run_process(const std::vector<std::string> &argv, std::string &error) {
   std::vector<char *> args;
   for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
+  // Block the termination signals until the child's group is registered, so
+  // that a signal in between cannot leave the compiler running; the child
+  // starts with the old mask and default handlers.
+  sigset_t block, old;
+  ::sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::sigaddset(&block, sig);
+  ::pthread_sigmask(SIG_BLOCK, &block, &old);
+  posix_spawnattr_t attr;
+  ::posix_spawnattr_init(&attr);
+  ::posix_spawnattr_setpgroup(&attr, 0);  // its own process group
+  ::posix_spawnattr_setsigmask(&attr, &old);
+  ::posix_spawnattr_setsigdefault(&attr, &block);
+  ::posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  int rc = ::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ);
+  const int rc = ::posix_spawnp(&pid, args[0], nullptr, &attr, args.data(), environ);
+  ::posix_spawnattr_destroy(&attr);
+  if (rc == 0) rt::set_child_process_group(pid);
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (rc != 0) {
     error = "cannot run `" + argv[0] + "`: " + std::strerror(rc);
     return -1;
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      error = "waiting for `" + argv[0] + "` failed: " + std::strerror(errno);
-      return -1;
-    }
+  int waited = 0;
+  while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  rt::set_child_process_group(0);
+  if (waited < 0) {
+    error = "waiting for `" + argv[0] + "` failed: " + std::strerror(errno);
+    return -1;
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   error = "`" + argv[0] + "` was killed by signal " + std::to_string(WTERMSIG(status));

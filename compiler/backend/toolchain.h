@@ -12,6 +12,7 @@
 #pragma once
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,12 +36,35 @@ std::optional<Toolchain> find_toolchain(std::string &error);
 /// True when spmdc was configured with a CUDA toolkit and NCCL.
 bool cuda_configured();
 
-/// The command line compiling `source` into the executable `output`.
-std::vector<std::string> compile_command(const Toolchain &tc, Target target,
-                                         const std::string &source, const std::string &output);
+/// A malformed --cxxflags or SPMDC_CXXFLAGS value.
+class FlagsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
-/// Runs argv[0] with argv (searching PATH when it has no '/'); returns its exit
-/// status, or -1 with `error` set when it could not be started.
+/// Splits `text` into words as a POSIX shell does, without any expansion:
+/// blanks separate words, '...' and "..." quote, a backslash escapes.
+std::vector<std::string> split_flags(const std::string &text);
+
+/// The user's extra host-compiler flags: the words of $SPMDC_CXXFLAGS, then
+/// those of each --cxxflags value. Throws FlagsError on unbalanced quotes.
+std::vector<std::string> host_compiler_flags(const std::vector<std::string> &cxxflags);
+
+/// The command line compiling `source` into the executable `output`: the
+/// toolchain's flags (with the sanitizer flags spmdc itself was built with,
+/// which the runtime library needs at link time), then `extra_flags`. Paths
+/// that start with `-` are given as `./-...`, never as options.
+std::vector<std::string> compile_command(const Toolchain &tc, Target target,
+                                         const std::string &source, const std::string &output,
+                                         const std::vector<std::string> &extra_flags = {});
+
+/// `argv` as one line a POSIX shell reads back as the same words.
+std::string shell_quote(const std::vector<std::string> &argv);
+
+/// Runs argv[0] with argv (searching PATH when it has no '/') in a process
+/// group of its own, which SIGINT/SIGTERM to spmdc stop too
+/// (rt::set_child_process_group); returns its exit status, or -1 with
+/// `error` set when it could not be started or was killed.
 int run_process(const std::vector<std::string> &argv, std::string &error);
 
 }  // namespace spmd::backend

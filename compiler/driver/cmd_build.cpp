@@ -6,22 +6,24 @@
 // of it (backend/backend.h) with --fn as the executable's default function,
 // and compiles that with the C++ compiler that built spmdc or with nvcc,
 // linked against the runtime (backend/toolchain.h). --emit-source writes the
-// source (alone, or in addition to -o). The executable is written to a
-// temporary beside -o and renamed, so a failed build leaves nothing behind.
+// source (alone, or in addition to -o). Both are written with
+// rt::OutputFiles (all or none; a failed or interrupted build leaves nothing
+// behind). The compiler runs in its own process group, stopped with spmdc on
+// SIGINT/SIGTERM. A default executable name never replaces an input file.
 // Default target: `cuda` when spmdc was configured with the CUDA toolkit and
 // NCCL, else `cpu`. Exit status: 0 ok, 1 user error (including a missing CUDA
 // toolkit for --target cuda, or a failed compiler run), 2 internal error.
 #include <unistd.h>
 
-#include <cstdio>
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <iostream>
 
 #include "backend/backend.h"
 #include "backend/toolchain.h"
 #include "driver/commands.h"
-#include "spmdrt/cli_io.h"
+#include "spmdrt/output_file.h"
 #include "transforms/derive.h"
 
 namespace spmd::driver {
@@ -32,6 +34,7 @@ struct BuildOptions {
   std::string output;
   std::string target;
   std::string emit_source;
+  std::vector<std::string> cxxflags;
   bool keep_source = false;
   bool show_command = false;
 };
@@ -44,8 +47,55 @@ int fail(const std::string &message) {
 std::string default_output(const std::string &input) {
   std::string base = input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
   if (base.size() > 5 && base.substr(base.size() - 5) == ".spmd") base.resize(base.size() - 5);
-  return base.empty() ? "a.out" : base;
+  return base.empty() || base == "-" ? "a.out" : base;
 }
+
+/// A private directory for the source given to the compiler, removed at the
+/// end and on SIGINT/SIGTERM (with the file in it) unless --keep-source.
+class BuildDirectory {
+ public:
+  BuildDirectory() = default;
+  ~BuildDirectory() {
+    if (!keep_) remove();
+    rt::unregister_temporary(file_id_);
+    rt::unregister_temporary(dir_id_);
+  }
+  BuildDirectory(const BuildDirectory &) = delete;
+  BuildDirectory &operator=(const BuildDirectory &) = delete;
+
+  /// Creates the directory and writes `text` to NAME in it; "" on failure.
+  std::string create(const std::string &name, const std::string &text, std::string &error) {
+    const char *tmpdir = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/spmdc-build-XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data())) {
+      error = "cannot create a temporary directory `" + pattern + "`: " + std::strerror(errno);
+      return "";
+    }
+    dir_ = buf.data();
+    dir_id_ = rt::register_temporary(dir_, /*directory=*/true);
+    file_ = dir_ + "/" + name;
+    file_id_ = rt::register_temporary(file_);
+    try {
+      rt::write_output_file(file_, {text});
+    } catch (const rt::OutputError &e) {
+      error = e.what();
+      return "";
+    }
+    return file_;
+  }
+  void keep() { keep_ = true; }
+
+ private:
+  void remove() {
+    if (!file_.empty()) ::unlink(file_.c_str());
+    if (!dir_.empty()) ::rmdir(dir_.c_str());
+  }
+  std::string dir_, file_;
+  int dir_id_ = -1, file_id_ = -1;
+  bool keep_ = false;
+};
 
 int run_build(const CommonOptions &common, const BuildOptions &o) {
   backend::Target target =
@@ -58,13 +108,20 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
     return fail("unknown --target `" + o.target + "` (expected `cpu` or `cuda`)");
   }
   const bool build_exe = !o.output.empty() || o.emit_source.empty();
+  // A default name is derived from the input's and may never replace it
+  // (`spmdc build prog` would otherwise overwrite the source `prog`).
+  const auto naming = o.output.empty() ? rt::OutputNaming::Derived : rt::OutputNaming::Explicit;
   const std::string output = o.output.empty() ? default_output(common.input) : o.output;
-  if (build_exe && !rt::is_directory(rt::parent_dir(output)))
-    return fail("cannot write `" + output + "`: directory `" + rt::parent_dir(output) +
-                "` does not exist");
-  if (!o.emit_source.empty() && !rt::is_directory(rt::parent_dir(o.emit_source)))
-    return fail("cannot write `" + o.emit_source + "`: directory `" +
-                rt::parent_dir(o.emit_source) + "` does not exist");
+  std::vector<std::string> cxxflags;
+  try {
+    if (build_exe) rt::check_output_path(output);
+    if (!o.emit_source.empty()) rt::check_output_path(o.emit_source);
+    cxxflags = backend::host_compiler_flags(o.cxxflags);
+  } catch (const rt::OutputError &e) {
+    return fail(e.what());
+  } catch (const backend::FlagsError &e) {
+    return fail(e.what());
+  }
   if (build_exe && target == backend::Target::Cuda && !backend::cuda_configured())
     return fail(
         "--target cuda needs the CUDA toolkit (nvcc) and NCCL, which were not found when spmdc "
@@ -87,64 +144,65 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   eo.source_path = common.input;
   const std::string source = backend::emit_program(module, &c.sources, eo);
 
-  if (!o.emit_source.empty() && !write_file_atomically(o.emit_source, source))
-    return fail("cannot write `" + o.emit_source + "`");
-  if (!build_exe) return kExitOk;
+  // The source and the executable are written together, all or none.
+  rt::OutputFiles outputs;
+  try {
+    for (const std::string &path : c.sources.paths()) outputs.protect_input(path);
+    if (!o.emit_source.empty()) outputs.add(o.emit_source, {source});
+    if (!build_exe) {
+      outputs.commit();
+      return kExitOk;
+    }
+  } catch (const rt::OutputError &e) {
+    return fail(e.what());
+  }
 
   std::string error;
   auto tc = backend::find_toolchain(error);
   if (!tc) return fail(error);
-  // The source goes to a private temporary directory unless the user kept it.
-  // (nvcc needs a .cu name; the C++ compiler is told the language with -x c++.)
-  std::string src_path = o.emit_source;
-  const bool cu_name = src_path.size() > 3 && src_path.substr(src_path.size() - 3) == ".cu";
-  if (target == backend::Target::Cuda && !cu_name) src_path.clear();
-  std::string temp_dir;
-  if (src_path.empty()) {
-    const char *tmpdir = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/spmdc-build-XXXXXX";
-    std::vector<char> buf(pattern.begin(), pattern.end());
-    buf.push_back('\0');
-    if (!::mkdtemp(buf.data())) return fail("cannot create a temporary directory in /tmp");
-    temp_dir = buf.data();
-    src_path = temp_dir + (target == backend::Target::Cuda ? "/program.cu" : "/program.cpp");
-    if (!write_file_atomically(src_path, source)) return fail("cannot write `" + src_path + "`");
+  // The compiler reads a private copy (nvcc needs a .cu name; the C++
+  // compiler is told the language with -x c++) and writes a temporary beside
+  // the executable, which commit() moves into place.
+  BuildDirectory dir;
+  const std::string src_path =
+      dir.create(target == backend::Target::Cuda ? "program.cu" : "program.cpp", source, error);
+  if (src_path.empty()) return fail(error);
+  std::string exe_temp;
+  try {
+    exe_temp = outputs.add_external(output, naming);
+  } catch (const rt::OutputError &e) {
+    return fail(e.what());
   }
-  const std::string tmp_out = output + ".tmp." + std::to_string(::getpid());
-  std::vector<std::string> cmd = backend::compile_command(*tc, target, src_path, tmp_out);
+  std::vector<std::string> cmd =
+      backend::compile_command(*tc, target, src_path, exe_temp, cxxflags);
   if (o.show_command) {
-    std::cerr << "spmdc: runtime from " << tc->where << "\nspmdc:";
-    for (const std::string &a : cmd) std::cerr << " " << a;
-    std::cerr << "\n";
+    std::cerr << "spmdc: runtime from " << tc->where << "\nspmdc: " << backend::shell_quote(cmd)
+              << "\n";
   }
   const int rc = backend::run_process(cmd, error);
-  auto cleanup = [&] {
-    if (!temp_dir.empty() && !o.keep_source) {
-      std::remove(src_path.c_str());
-      ::rmdir(temp_dir.c_str());
-    }
-  };
   if (rc != 0) {
-    std::remove(tmp_out.c_str());
     std::string msg = rc < 0
                           ? error
                           : "the " + std::string(target == backend::Target::Cuda ? "CUDA" : "C++") +
                                 " compiler failed (exit status " + std::to_string(rc) +
                                 ") on the emitted source `" + src_path + "`";
     // Keep the source of a failed build for the bug report.
-    if (rc > 0 && !temp_dir.empty())
+    if (rc > 0) {
+      dir.keep();
       msg += " (kept for inspection)";
-    else
-      cleanup();
+    }
     std::cerr << "spmdc: error: " << msg << "\n";
     return rc > 0 ? kExitInternalError : kExitUserError;
   }
-  cleanup();
-  if (std::rename(tmp_out.c_str(), output.c_str()) != 0) {
-    std::remove(tmp_out.c_str());
-    return fail("cannot write `" + output + "`");
+  try {
+    outputs.commit();
+  } catch (const rt::OutputError &e) {
+    return fail(e.what());
   }
-  if (o.keep_source && !temp_dir.empty()) std::cerr << "spmdc: source kept in " << src_path << "\n";
+  if (o.keep_source) {
+    dir.keep();
+    std::cerr << "spmdc: source kept in " << src_path << "\n";
+  }
   return kExitOk;
 }
 
@@ -166,8 +224,13 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
                       (backend::cuda_configured() ? "cuda, found at configure time" : "cpu") + ")");
   cmd->add_option("--emit-source", options.emit_source,
                   "Write the emitted C++/CUDA source here (without -o: only write the source)");
+  cmd->add_option("--cxxflags", options.cxxflags,
+                  "Extra flags for the host compiler, split like a shell splits words (no "
+                  "expansion), e.g. --cxxflags='-march=native -fsanitize=address'; added after "
+                  "those in $SPMDC_CXXFLAGS (repeatable)");
   cmd->add_flag("--keep-source", options.keep_source, "Keep the temporary source file");
-  cmd->add_flag("--show-command", options.show_command, "Print the compiler command line");
+  cmd->add_flag("--show-command", options.show_command,
+                "Print the compiler command line (quoted for a POSIX shell)");
   out.push_back({cmd, [&common] { return run_build(common, options); }});
 }
 

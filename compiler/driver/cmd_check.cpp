@@ -1,14 +1,11 @@
 // driver/cmd_check.cpp — `spmdc check`, `spmdc print` and `spmdc fmt`.
-#include <unistd.h>
-
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "analysis/stats.h"
 #include "driver/commands.h"
 #include "frontend/format.h"
 #include "ir/printer.h"
+#include "spmdrt/output_file.h"
 
 namespace spmd::driver {
 
@@ -18,24 +15,6 @@ CompileOptions CommonOptions::compile_options() const {
   o.library_paths = library_paths;
   o.max_errors = max_errors;
   return o;
-}
-
-bool write_file_atomically(const std::string &path, const std::string &text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
 }
 
 int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after) {
@@ -92,8 +71,14 @@ int run_fmt(const CommonOptions &common, const FmtOptions &options) {
     return kExitOk;
   }
   if (formatted == original) return kExitOk;
-  if (!write_file_atomically(common.input, formatted)) {
-    std::cerr << "spmdc: error: cannot replace `" << common.input << "`\n";
+  if (common.input == "-") {
+    std::cerr << "spmdc: error: `fmt -i` cannot rewrite standard input; omit -i\n";
+    return kExitUserError;
+  }
+  try {
+    rt::write_output_file(common.input, {formatted});  // keeps the file's mode
+  } catch (const rt::OutputError &e) {
+    std::cerr << "spmdc: error: " << e.what() << "\n";
     return kExitUserError;
   }
   return kExitOk;

@@ -1,12 +1,12 @@
 // driver/cmd_derive.cpp — `spmdc transpose`, `jvp`, `vjp` and `grad`.
 //
 // Each compiles the file, derives the new function (transforms/derive.h) and
-// writes it as .spmd source to -o FILE (written to a temporary file, then
-// renamed) or to stdout.
+// writes it as .spmd source to -o FILE (spmdrt/output_file.h) or to stdout.
 #include <iostream>
 
 #include "driver/commands.h"
 #include "ir/printer.h"
+#include "spmdrt/output_file.h"
 #include "transforms/derive.h"
 
 namespace spmd::driver {
@@ -21,12 +21,14 @@ struct DeriveOptions {
 };
 
 int write_output(const std::string &path, const std::string &text) {
-  if (path.empty() || path == "-") {
+  if (path.empty()) {
     std::cout << text;
     return kExitOk;
   }
-  if (!write_file_atomically(path, text)) {
-    std::cerr << "spmdc: error: cannot write `" << path << "`\n";
+  try {
+    rt::write_output_file(path, {text});
+  } catch (const rt::OutputError &e) {
+    std::cerr << "spmdc: error: " << e.what() << "\n";
     return kExitUserError;
   }
   return kExitOk;

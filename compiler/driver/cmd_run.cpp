@@ -5,8 +5,8 @@
 // validates everything (names, files, global shapes and dtypes, output
 // directories) before running, runs it with the interpreter (interp/), prints
 // each output's global type and values and writes the requested .npy files.
-// Output files are written to temporaries first and renamed into place only
-// when all of them were written, so a failed run leaves none behind.
+// Output files are written all or none (spmdrt/output_file.h), so a failed
+// run leaves none behind.
 // Exit status: 0 ok, 1 user error, 2 internal error (e.g. a failed
 // --check-replication, which means the type system was wrong).
 #include <iostream>
@@ -14,6 +14,7 @@
 
 #include "driver/commands.h"
 #include "interp/interpreter.h"
+#include "interp/memory_estimate.h"
 #include "spmdrt/cli_io.h"
 #include "spmdrt/kernels.h"
 
@@ -25,7 +26,8 @@ struct RunOptions {
   std::vector<std::string> inputs;   // NAME=PATH
   std::vector<std::string> outputs;  // NAME=PATH
   std::string out_dir;
-  std::optional<uint64_t> random_seed;
+  std::optional<std::string> random_seed;  // parsed by rt::parse_seed
+  std::string max_memory;   // parsed by rt::parse_byte_size
   bool check_replication = false;
   int64_t print_limit = 1000;
   bool quiet = false;
@@ -66,16 +68,18 @@ std::vector<rt::Tensor> gather_inputs(const ir::Module &module, const ir::Functi
     dtypes.push_back(f.type(f.params[k].value).dtype);
     shapes.push_back(f.params[k].global_shape);
   }
+  std::optional<uint64_t> seed;
+  if (options.random_seed) seed = rt::parse_seed(*options.random_seed);
   return rt::gather_inputs(
-      f.name, names, dtypes, shapes, options.inputs, options.random_seed,
+      f.name, names, dtypes, shapes, options.inputs, seed,
       [&](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
         return interp::check_input(module, f, k, dtype, shape, found_in);
       });
 }
 
 /// Final path of every output to write, by result index.
-std::vector<std::vector<std::string>> output_paths(const ir::Function &f,
-                                                   const RunOptions &options) {
+std::vector<std::vector<rt::OutputPath>> output_paths(const ir::Function &f,
+                                                      const RunOptions &options) {
   std::vector<std::string> names;
   for (size_t k = 0; k < f.results.size(); ++k) names.push_back(ir::result_name(f, k));
   return rt::output_paths(f.name, names, options.outputs, options.out_dir);
@@ -90,6 +94,13 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
     const int index = choose_function(module, options.fn, common.input);
     const ir::Function &f = module.functions[static_cast<size_t>(index)];
     auto paths = output_paths(f, options);
+    // Before anything is read or allocated: is there room to run it?
+    rt::check_resources(f.name, module.mesh_of(f).num_devices(),
+                        interp::estimate_memory(module, f, &c.sources),
+                        interp::host_io_bytes(f),
+                        options.max_memory.empty()
+                            ? -1
+                            : rt::parse_byte_size(options.max_memory, "--max-memory"));
     std::vector<rt::Tensor> inputs = gather_inputs(module, f, options);
 
     interp::InterpOptions io;
@@ -106,6 +117,9 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
       throw UsageError{e.what()};
     } catch (const rt::RuntimeError &e) {
       throw UsageError{"while running `" + f.name + "`: " + e.what()};
+    } catch (const std::bad_alloc &) {
+      throw UsageError{"out of memory while running `" + f.name +
+                       "` (it needed more than the estimate checked before running)"};
     }
 
     if (!options.quiet) {
@@ -114,7 +128,7 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
                   << shape_type_str(results[k].dtype(), results[k].shape()) << " (global) =\n"
                   << rt::format_tensor(results[k], options.print_limit) << "\n";
     }
-    rt::write_outputs(results, paths, "spmdc-run");
+    rt::write_outputs(results, paths, options.inputs);
   } catch (const UsageError &e) {
     std::cout.flush();
     std::cerr << "spmdc: error: " << e.message << "\n";
@@ -135,7 +149,11 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
   run->add_option("--out", options.outputs, "Write output NAME to PATH.npy (repeatable)");
   run->add_option("--out-dir", options.out_dir, "Write every output as DIR/NAME.npy");
   run->add_option("--random", options.random_seed,
-                  "Make every input not given with --in from this seed (uniform in [-1, 1))");
+                  "Make every input not given with --in from this seed, 0 to 2^64 - 1 "
+                  "(uniform in [-1, 1))");
+  run->add_option("--max-memory", options.max_memory,
+                  "The memory the run may use, e.g. 64G (default: the memory available); "
+                  "checked against an estimate before running");
   run->add_flag("--check-replication", options.check_replication,
                 "Check that every value the type system calls invariant is bit-identical "
                 "on the devices it is invariant across (a failure is a compiler bug)");

@@ -39,10 +39,6 @@ struct Command {
   std::function<int()> run;
 };
 
-/// Writes `text` to a temporary file beside `path`, then renames it over
-/// `path`: the file is complete or unchanged. False on failure.
-bool write_file_atomically(const std::string &path, const std::string &text);
-
 /// Adds the options shared by file-compiling commands (the input file, ...).
 void add_common_options(CLI::App &cmd, CommonOptions &common);
 

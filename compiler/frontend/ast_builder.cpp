@@ -82,17 +82,6 @@ class ByteInputStream : public antlr4::ANTLRInputStream {
   }
 };
 
-/// Length of the valid UTF-8 sequence at s[i], or 0.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = byte(i);
-  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  return n;
-}
-
 bool is_open(size_t t) {
   return t == SpmdParser::LPAREN || t == SpmdParser::LBRACK || t == SpmdParser::LBRACE;
 }
@@ -406,6 +395,14 @@ bool scan_hidden_tokens(const std::vector<antlr4::Token *> &all, SyntaxErrorSink
         std::string_view bytes = std::string_view(text).substr(span.begin, span.end - span.begin);
         size_t n = utf8_sequence_length(bytes, 0);
         std::string shown = std::string(bytes.substr(0, n > 0 ? n : 1));
+        if (span.begin == 0 && shown == "\xEF\xBB\xBF") {  // an editor's byte order mark
+          Diagnostic *d = sink.report({span.file, 0, 3},
+                                      "the file starts with a UTF-8 byte order mark (BOM)");
+          if (d != nullptr)
+            d->fix = "save the file as UTF-8 without a BOM (remove its first three bytes)";
+          previous = t;
+          continue;
+        }
         Diagnostic *d = sink.report({span.file, span.begin, span.begin + uint32_t(shown.size())},
                                     "unexpected character " + quote_source_text(shown));
         if (d != nullptr && n > 0)

@@ -7,6 +7,7 @@
 // error at the import declaration.
 #include "frontend/imports.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -84,6 +85,10 @@ Program load_program(SourceManager &sources, FileId main_file,
     std::vector<Import> imports;
     for (const ast::Decl &d : program.modules[m].ast.decls) {
       if (auto *imp = std::get_if<ast::ImportDecl>(&d.node)) {
+        // A malformed path (`import ../../etc/passwd`) was reported by the parser.
+        if (std::any_of(imp->path.begin(), imp->path.end(),
+                        [](const ast::Ident &part) { return part.name == "<error>"; }))
+          continue;
         fs::path relative;
         for (const ast::Ident &part : imp->path) relative /= part.name;
         imports.push_back({module_name(*imp), relative, d.span});
@@ -93,14 +98,24 @@ Program load_program(SourceManager &sources, FileId main_file,
       if (!loaded_names.insert(name).second) continue;
       fs::path relative = module_path;
       relative += ".spmd";
-      std::string found;
+      std::string found, directory;
       for (const std::string &dir : library_paths) {
         std::error_code ec;
         fs::path candidate = fs::path(dir) / relative;
-        if (fs::is_regular_file(candidate, ec)) {
+        if (fs::is_directory(candidate, ec)) {
+          if (directory.empty()) directory = candidate.string();
+          continue;
+        }
+        if (fs::exists(candidate, ec)) {  // a file, or a device: reading it says what is wrong
           found = candidate.string();
           break;
         }
+      }
+      if (found.empty() && !directory.empty()) {
+        diags.error("unknown-module", at,
+                    "cannot load module `" + name + "`: `" + directory +
+                        "` is a directory, not a module file");
+        continue;
       }
       if (found.empty()) {
         Diagnostic &d = diags.error("unknown-module", at, "cannot find module `" + name + "`");

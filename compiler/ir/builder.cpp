@@ -9,7 +9,7 @@
 namespace spmd::ir {
 
 std::vector<ValueId> Builder::add(OpCode op, std::vector<ValueId> operands, Attrs attrs,
-                                  SourceSpan span, std::string &error, Origin origin) {
+                                  SourceSpan span, BuildError &error, Origin origin) {
   std::vector<Type> operand_types;
   AxisSet variance;
   for (ValueId v : operands) {
@@ -18,7 +18,7 @@ std::vector<ValueId> Builder::add(OpCode op, std::vector<ValueId> operands, Attr
   }
   ShapeRuleResult shapes = infer_shapes(op, operand_types, attrs, mesh());
   if (!shapes.ok()) {
-    error = shapes.error;
+    error = {shapes.code, shapes.error};
     return {};
   }
   AxisSet result_var = result_variance(op, variance, attrs);
@@ -38,10 +38,10 @@ std::vector<ValueId> Builder::add(OpCode op, std::vector<ValueId> operands, Attr
 
 ValueId Builder::add1(OpCode op, std::vector<ValueId> operands, Attrs attrs, SourceSpan span,
                       Origin origin) {
-  std::string error;
+  BuildError error;
   auto results = add(op, std::move(operands), std::move(attrs), span, error, origin);
   if (results.size() != 1)
-    throw std::logic_error("builder: " + std::string(op_spelling(op)) + ": " + error);
+    throw std::logic_error("builder: " + std::string(op_spelling(op)) + ": " + error.message);
   return results[0];
 }
 

@@ -13,6 +13,12 @@
 
 namespace spmd::ir {
 
+/// Why an instruction could not be typed: the diagnostic code and a sentence.
+struct BuildError {
+  std::string code;
+  std::string message;
+};
+
 class Builder {
  public:
   Builder(const Module &module, Function &function)
@@ -31,7 +37,7 @@ class Builder {
 
   /// Appends `op`; on a shape-rule failure returns {} and sets `error`.
   std::vector<ValueId> add(OpCode op, std::vector<ValueId> operands, Attrs attrs, SourceSpan span,
-                           std::string &error, Origin origin = Origin::User);
+                           BuildError &error, Origin origin = Origin::User);
   /// As add, for single-result ops; a failure is a compiler bug (throws std::logic_error).
   ValueId add1(OpCode op, std::vector<ValueId> operands, Attrs attrs = {}, SourceSpan span = {},
                Origin origin = Origin::Transform);

@@ -2,11 +2,15 @@
 // (see lower.h for the steps; bodies are lowered in lower_body.cpp).
 #include "middle/lower.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "frontend/format.h"
 #include "middle/lower_internal.h"
 #include "ops/shape_rules.h"
+#include "spmdrt/checked.h"
+#include "support/limits.h"
 
 namespace spmd {
 namespace lowering {
@@ -45,9 +49,10 @@ void ProgramLowerer::collect() {
                 "axis `" + ax.name.name + "` appears twice in mesh `" + mesh->name.name + "`");
             ok = false;
           }
-          if (ax.size <= 0 || ax.size > 4096) {
+          if (ax.size <= 0 || ax.size > kMaxMeshAxisSize) {
             diags.error("bad-mesh", ax.size_span,
-                        "axis sizes must be between 1 and 4096, got " + std::to_string(ax.size));
+                        "axis sizes must be between 1 and " + std::to_string(kMaxMeshAxisSize) +
+                            ", got " + std::to_string(ax.size));
             ok = false;
           }
           axes.push_back({ax.name.name, ax.size});
@@ -56,16 +61,17 @@ void ProgramLowerer::collect() {
           diags.error("bad-mesh", mesh->name.span, "a mesh needs at least one axis");
           ok = false;
         }
-        if (axes.size() > 16) {
-          diags.error("bad-mesh", mesh->name.span, "a mesh has at most 16 axes");
+        if (static_cast<int64_t>(axes.size()) > kMaxMeshAxes) {
+          diags.error("bad-mesh", mesh->name.span,
+                      "a mesh has at most " + std::to_string(kMaxMeshAxes) + " axes");
           ok = false;
         }
         int64_t total = 1;
-        for (auto &a : axes)
-          total = std::min<int64_t>(total * std::max<int64_t>(a.size, 1), 1 << 30);
-        if (ok && total > 65536) {
+        for (auto &a : axes) total = rt::saturating_mul(total, std::max<int64_t>(a.size, 1));
+        if (ok && total > kMaxMeshDevices) {
           diags.error("bad-mesh", mesh->name.span,
-                      "mesh `" + mesh->name.name + "` has more than 65536 devices");
+                      "mesh `" + mesh->name.name + "` has more than " +
+                          std::to_string(kMaxMeshDevices) + " devices");
           ok = false;
         }
         if (!ok) {
@@ -173,6 +179,14 @@ std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type,
     // Variance on signature types is only meaningful inside bodies.
   }
   if (!ok) return std::nullopt;
+  // (-1 stands for a dimension the caller binds later.)
+  const bool complete = std::none_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
+  if (complete && !rt::shape_fits(shape, static_cast<int64_t>(rt::dtype_size(*dtype)))) {
+    diags.error("shape-too-large", type.span,
+                shape_type_str(*dtype, shape) +
+                    " is too large: an array may hold at most 2^60 bytes");
+    return std::nullopt;
+  }
   return Type{*dtype, shape, {}};
 }
 
@@ -316,6 +330,23 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     // Remember the dtype through a placeholder value type check below.
     (void)type;
   }
+  // Results are known by name to --out, --out-dir and the executables: two
+  // results may not share one, written or given (`out0`, ... or the function's).
+  std::map<std::string, size_t> labels;
+  for (size_t k = 0; ok && k < f.results.size(); ++k) {
+    const std::string label = ir::result_name(f, k);
+    auto [it, inserted] = labels.emplace(label, k);
+    if (inserted) continue;
+    const size_t j = it->second;
+    const bool both_written = !f.results[j].name.empty() && !f.results[k].name.empty();
+    diags
+        .error("duplicate-definition", f.results[k].span,
+               "results " + std::to_string(j + 1) + " and " + std::to_string(k + 1) + " of `" +
+                   f.name + "` are both called `" + label + "`" +
+                   (both_written ? "" : " (a result without a name is called `out` and its position)"))
+        .notes.push_back({f.results[j].span, "result " + std::to_string(j + 1) + " is here"});
+    ok = false;
+  }
   if (!ok) return;
   // Result dtypes are needed to check returns; keep them in a side vector.
   std::vector<DType> result_dtypes;
@@ -355,8 +386,43 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
       return;
     }
   }
+  const int64_t size = unrolled_size(f.body);
+  if (!check_unrolled_size(size, f.span, "`" + f.name + "`, with its loops unrolled and its calls inlined,"))
+    return;
   module.functions.push_back(std::move(f));
+  function_sizes_.resize(module.functions.size(), 0);
+  function_sizes_.back() = size;
 }
+
+int64_t ProgramLowerer::unrolled_size(const std::vector<ir::Instr> &body) const {
+  int64_t size = 0;
+  for (const ir::Instr &in : body) {
+    int64_t n = 1;
+    if (in.op == OpCode::For) {
+      const int64_t iterations = rt::range_length(in.attrs.dim, in.attrs.dim2, 1);
+      // Each iteration is a counter constant plus the body.
+      n = rt::saturating_mul(iterations, rt::saturating_add(1, unrolled_size(in.regions.at(0).body)));
+    } else if (in.op == OpCode::Call) {
+      n = function_sizes_.at(static_cast<size_t>(in.attrs.callee));
+    }
+    size = rt::saturating_add(size, n);
+  }
+  return size;
+}
+
+bool ProgramLowerer::check_unrolled_size(int64_t size, SourceSpan span, const std::string &what) {
+  if (size <= kMaxUnrolledInstructions) return true;
+  Diagnostic &d = diags.error(
+      "program-too-large", span,
+      what + " would make " +
+          (size == INT64_MAX ? std::string("more than 2^63") : std::to_string(size)) +
+          " instructions; at most " + std::to_string(kMaxUnrolledInstructions) + " are allowed");
+  d.fix = "static loops are unrolled and calls inlined: make the loops shorter or fewer";
+  return false;
+}
+
+/// At most this many "in `f` called here" notes follow an error in a def.
+constexpr size_t kMaxCallNotes = 8;
 
 int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
                                 const std::vector<Type> &arg_types, int mesh,
@@ -370,6 +436,32 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
                   "`" + decl.name.name + "` calls itself; recursion is not supported");
     return it->second < 0 ? -1 : it->second;
   }
+  if (call_stack_.size() >= static_cast<size_t>(kMaxCallDepth)) {
+    // Lowering, the interpreter and inlining recurse once per level: bound it.
+    std::string chain;
+    const size_t n = call_stack_.size();
+    for (size_t k = 0; k < n; ++k) {
+      if (k == 3 && n > 6) {
+        chain += " → …";
+        k = n - 3;
+      }
+      chain += (k ? " → `" : "`") + call_stack_[k].first->name.name + "`";
+    }
+    chain += " → `" + decl.name.name + "`";
+    Diagnostic &d = diags.error("call-too-deep", call_span,
+                                "calls of `def` functions nest more than " +
+                                    std::to_string(kMaxCallDepth) + " deep: " + chain);
+    d.notes.push_back({call_stack_.front().second, "the outermost call of the chain"});
+    d.fix = "calls may nest at most " + std::to_string(kMaxCallDepth) +
+            " deep; merge some of the functions";
+    instances_[key] = -1;
+    return -1;
+  }
+  call_stack_.emplace_back(&decl, call_span);
+  struct PopCall {
+    std::vector<std::pair<const ast::FuncDecl *, SourceSpan>> &stack;
+    ~PopCall() { stack.pop_back(); }
+  } pop_call{call_stack_};
   instances_[key] = -2;  // in progress
   int errors_before = diags.num_errors();
   size_t diags_before = diags.count();
@@ -480,13 +572,22 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
     for (size_t i = 0; i < arg_types.size(); ++i)
       sig += (i ? ", " : "") + shape_type_str(arg_types[i].dtype, arg_types[i].shape);
     for (size_t k = diags_before; k < diags.count(); ++k)
-      diags.at(k).notes.push_back(
+      if (diags.at(k).code != "call-too-deep" &&  // which names its chain itself
+          diags.at(k).notes.size() < kMaxCallNotes)
+        diags.at(k).notes.push_back(
           {call_span, "in `" + decl.name.name + "` called here with (" + sig + ")"});
+    instances_[key] = -1;
+    return -1;
+  }
+  const int64_t size = unrolled_size(f.body);
+  if (!check_unrolled_size(size, f.span, "`" + f.name + "`, with its loops unrolled and its calls inlined,")) {
     instances_[key] = -1;
     return -1;
   }
   module.functions.push_back(std::move(f));
   int index = static_cast<int>(module.functions.size() - 1);
+  function_sizes_.resize(module.functions.size(), 0);
+  function_sizes_.back() = size;
   instances_[key] = index;
   return index;
 }

@@ -7,6 +7,8 @@
 #include "frontend/format.h"
 #include "middle/lower_internal.h"
 #include "ops/shape_rules.h"
+#include "spmdrt/checked.h"
+#include "support/limits.h"
 
 namespace spmd {
 namespace lowering {
@@ -112,10 +114,10 @@ ir::ValueId BodyLowerer::emit(OpCode op, std::vector<ir::ValueId> operands, Attr
                               SourceSpan span, ir::Origin origin) {
   for (ir::ValueId v : operands)
     if (v == ir::kNoValue) return ir::kNoValue;
-  std::string error;
+  ir::BuildError error;
   auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error, origin);
   if (results.empty()) {
-    diags().error("type-error", span, "`" + std::string(op_display_name(op)) + "`: " + error);
+    diags().error(error.code, span, "`" + std::string(op_display_name(op)) + "`: " + error.message);
     return ir::kNoValue;
   }
   return results[0];
@@ -292,10 +294,21 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   if (loop.start) start = eval_int(*loop.start, "a loop bound");
   std::optional<int64_t> stop = eval_int(*loop.stop, "a loop bound");
   if (!start || !stop) return;
-  if (*stop - *start > 4096) {
+  const int64_t iterations = rt::range_length(*start, *stop, 1);
+  if (iterations > kMaxLoopIterations) {
     diags().error("loop-too-long", span,
-                  "this loop runs " + std::to_string(*stop - *start) +
-                      " times; static loops are unrolled, so at most 4096 iterations are allowed");
+                  "this loop runs " + std::to_string(iterations) +
+                      " times; static loops are unrolled, so at most " +
+                      std::to_string(kMaxLoopIterations) + " iterations are allowed");
+    return;
+  }
+  // The loop index is an i32 (its values become i32 constants when unrolled).
+  if (iterations > 0 && (*start < INT32_MIN || *stop - 1 > INT32_MAX)) {
+    diags().error("loop-bounds", span,
+                  "the loop index would run from " + std::to_string(*start) + " to " +
+                      std::to_string(*stop - 1) +
+                      ", outside the range of i32 (-2147483648 to 2147483647), the type of a "
+                      "loop index");
     return;
   }
   // Loop-carried: names bound before the loop and assigned in its body.
@@ -324,8 +337,18 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   std::vector<ir::Instr> *outer = builder_.set_body(&region.body);
   int errors_before = diags().num_errors();
   bool returned_before = returned;
+  const int64_t outer_iterations = enclosing_iterations;
+  enclosing_iterations = rt::saturating_mul(outer_iterations, std::max<int64_t>(iterations, 1));
   lower_block(loop.body);
+  enclosing_iterations = outer_iterations;
   builder_.set_body(outer);
+  // Unrolled, the loop (and the loops around it) makes this many instructions.
+  if (diags().num_errors() == errors_before)
+    program_.check_unrolled_size(
+        rt::saturating_mul(outer_iterations,
+                           rt::saturating_mul(iterations,
+                                              rt::saturating_add(1, program_.unrolled_size(region.body)))),
+        span, outer_iterations > 1 ? "unrolling this loop and the loops around it" : "unrolling this loop");
   if (returned && !returned_before) {
     diags().error("unsupported", span, "`return` inside a loop is not supported");
     returned = returned_before;
@@ -627,6 +650,11 @@ LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
   for (auto v : args) arg_types.push_back(function_.type(v));
   int callee = program_.instantiate(*decl, def_module, arg_types, function_.mesh, span);
   if (callee < 0) return {};
+  if (enclosing_iterations > 1 &&
+      !program_.check_unrolled_size(
+          rt::saturating_mul(enclosing_iterations, program_.function_size(callee)),
+          span, "inlining `" + name + "` in the loops around this call"))
+    return {};
   const ir::Function &f = program_.module.functions[static_cast<size_t>(callee)];
   std::vector<Type> result_types;
   for (auto v : f.returns) result_types.push_back(f.type(v).with_variance({}));

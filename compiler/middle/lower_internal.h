@@ -72,6 +72,9 @@ class BodyLowerer {
   std::map<std::string, ir::ValueId> env;      // local names
   std::map<std::string, int64_t> dim_symbols;  // def dimension symbols
   bool returned = false;
+  /// Product of the iteration counts of the loops around the statement being
+  /// lowered: how many copies of it unrolling makes.
+  int64_t enclosing_iterations = 1;
 
  private:
   void lower_stmt(const ast::Stmt &stmt);
@@ -110,6 +113,15 @@ class ProgramLowerer {
   int instantiate(const ast::FuncDecl &decl, int decl_module, const std::vector<Type> &arg_types,
                   int mesh, SourceSpan call_span);
 
+  /// Instructions `body` becomes once its loops are unrolled and its calls
+  /// inlined (saturating at INT64_MAX).
+  int64_t unrolled_size(const std::vector<ir::Instr> &body) const;
+  /// unrolled_size of the body of module.functions[index].
+  int64_t function_size(int index) const { return function_sizes_.at(static_cast<size_t>(index)); }
+  /// Reports `program-too-large` at `span` when `size` copies of something
+  /// pass kMaxUnrolledInstructions; `what` says what ("unrolling this loop").
+  bool check_unrolled_size(int64_t size, SourceSpan span, const std::string &what);
+
   ir::Module module;
   DiagnosticEngine &diags;
   const SourceManager &sources;
@@ -138,6 +150,10 @@ class ProgramLowerer {
     auto operator<=>(const InstanceKey &) const = default;
   };
   std::map<InstanceKey, int> instances_;  // -1 while in progress / after failure
+  /// The def instantiations under way, outermost first: (callee, call site).
+  std::vector<std::pair<const ast::FuncDecl *, SourceSpan>> call_stack_;
+  /// unrolled_size of every function of `module`, by index.
+  std::vector<int64_t> function_sizes_;
 };
 
 }  // namespace spmd::lowering

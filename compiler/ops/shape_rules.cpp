@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "spmdrt/checked.h"
+
 namespace spmd {
 namespace {
 
@@ -27,6 +29,10 @@ bool broadcast(const Shape &a, const Shape &b, Shape &out) {
 }
 
 ShapeRuleResult fail(std::string message) { return {{}, std::move(message)}; }
+/// A result whose size cannot be represented (spmdrt/checked.h).
+ShapeRuleResult too_large(std::string what) {
+  return {{}, what + " is too large: an array may hold at most 2^60 bytes", "shape-too-large"};
+}
 ShapeRuleResult one(DType d, Shape s) { return {{Type{d, std::move(s), {}}}, {}}; }
 
 bool valid_dim(int64_t d, int64_t rank) { return d >= 0 && d < rank; }
@@ -82,7 +88,9 @@ ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
         if (!need_dim(attrs.dim))
           return fail("gather dimension " + std::to_string(attrs.dim) + " is out of range for " +
                       shp(s));
-        s[attrs.dim] *= n;
+        auto g = rt::checked_mul(s[attrs.dim], n);
+        if (!g) return too_large("the gathered array");
+        s[attrs.dim] = *g;
       } else {
         if (attrs.dim < 0 || attrs.dim > x.rank())
           return fail("gather dimension " + std::to_string(attrs.dim) + " is out of range");
@@ -115,7 +123,11 @@ ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
                     std::to_string(s[attrs.dim]) + ", not divisible by the " + std::to_string(n) +
                     " devices along the axes");
       s[attrs.dim] /= n;
-      s[attrs.dim2] *= n;
+      if (auto c = rt::checked_mul(s[attrs.dim2], n)) {
+        s[attrs.dim2] = *c;
+      } else {
+        return too_large("the result of all_to_all");
+      }
       return one(x.dtype, s);
     default:
       return fail("internal: not a collective");
@@ -185,8 +197,11 @@ std::string einsum_to_string(const EinsumSpec &spec) {
   return s + "->" + spec.output;
 }
 
-ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &attrs,
-                             const rt::Mesh &mesh) {
+namespace {
+
+/// infer_shapes without the final size check.
+ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attrs &attrs,
+                                const rt::Mesh &mesh) {
   const OpInfo &info = op_info(op);
   switch (info.kind) {
     case OpKind::Creation:
@@ -197,6 +212,12 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
         return fail("iota dimension " + std::to_string(attrs.dim) + " is out of range for " +
                     shp(attrs.shape));
       if (op == OpCode::Iota && attrs.dtype == DType::Bool) return fail("iota cannot be bool");
+      if (op == OpCode::Iota && attrs.dtype == DType::I32 &&
+          attrs.shape[static_cast<size_t>(attrs.dim)] > int64_t{1} << 31)
+        return fail("an i32 iota counts at most to 2^31 - 1, but dimension " +
+                    std::to_string(attrs.dim) + " has size " +
+                    std::to_string(attrs.shape[static_cast<size_t>(attrs.dim)]) +
+                    "; use an f32 or f64 iota");
       return one(attrs.dtype, attrs.shape);
     case OpKind::Unary: {
       const Type &x = ops[0];
@@ -273,6 +294,8 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
   const Type &x = ops[0];
   switch (op) {
     case OpCode::Reshape:
+      if (!rt::shape_fits(attrs.shape, static_cast<int64_t>(rt::dtype_size(x.dtype))))
+        return too_large(shape_type_str(x.dtype, attrs.shape));
       if (rt::num_elements(attrs.shape) != x.numel())
         return fail("cannot reshape " + shp(x.shape) + " (" + std::to_string(x.numel()) +
                     " elements) to " + shp(attrs.shape));
@@ -309,7 +332,7 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
           return fail("slice " + std::to_string(b) + ":" + std::to_string(e) +
                       " is out of bounds for dimension " + std::to_string(d) + " of size " +
                       std::to_string(x.shape[d]));
-        s.push_back((e - b + st - 1) / st);
+        s.push_back(rt::range_length(b, e, st));
       }
       return one(x.dtype, s);
     }
@@ -319,7 +342,11 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
         return fail("pad needs a target shape, start and stride per dimension");
       for (size_t d = 0; d < x.shape.size(); ++d) {
         if (attrs.stride[d] <= 0) return fail("pad strides must be positive");
-        if (x.shape[d] > 0 && attrs.start[d] + (x.shape[d] - 1) * attrs.stride[d] >= attrs.shape[d])
+        if (attrs.start[d] < 0) return fail("pad starts must not be negative");
+        if (x.shape[d] == 0) continue;
+        auto span = rt::checked_mul(x.shape[d] - 1, attrs.stride[d]);
+        auto last = span ? rt::checked_add(attrs.start[d], *span) : std::nullopt;
+        if (!last || *last >= attrs.shape[d])
           return fail("pad places elements outside the target shape");
       }
       return one(x.dtype, attrs.shape);
@@ -335,7 +362,9 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
           if (d != attrs.dim && ops[k].shape[d] != x.shape[d])
             return fail("concat operands " + shp(x.shape) + " and " + shp(ops[k].shape) +
                         " differ outside the concatenation axis");
-        s[attrs.dim] += ops[k].shape[attrs.dim];
+        auto sum = rt::checked_add(s[attrs.dim], ops[k].shape[attrs.dim]);
+        if (!sum) return too_large("the concatenation");
+        s[attrs.dim] = *sum;
       }
       return one(x.dtype, s);
     }
@@ -356,6 +385,17 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
     default:
       return fail("internal: unhandled layout op");
   }
+}
+
+}  // namespace
+
+ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &attrs,
+                             const rt::Mesh &mesh) {
+  ShapeRuleResult r = infer_shapes_of(op, ops, attrs, mesh);
+  for (const Type &t : r.results)
+    if (!rt::shape_fits(t.shape, static_cast<int64_t>(rt::dtype_size(t.dtype))))
+      return too_large(shape_type_str(t.dtype, t.shape));
+  return r;
 }
 
 }  // namespace spmd

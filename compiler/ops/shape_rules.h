@@ -19,9 +19,12 @@ namespace spmd {
 struct ShapeRuleResult {
   std::vector<Type> results;  // variance left empty
   std::string error;          // non-empty on failure: a complete sentence
+  std::string code = "type-error";  // the diagnostic code of a failure
   bool ok() const { return error.empty(); }
 };
 
+/// The result types of `op`. Every result shape is checked with
+/// spmdrt/checked.h: a shape over 2^60 bytes fails with code `shape-too-large`.
 ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> operands, const Attrs &attrs,
                              const rt::Mesh &mesh);
 

@@ -5,8 +5,6 @@
 
 #include <chrono>
 #include <exception>
-#include <iostream>
-#include <sstream>
 
 #include "ir/verifier.h"
 #include "middle/infer_variance.h"
@@ -64,15 +62,18 @@ void compile_source(Compilation &c, const std::string &path, std::string text,
 
 void compile_file(Compilation &c, const std::string &path, const CompileOptions &options) {
   if (path == "-") {  // standard input, e.g. `spmdc grad f.spmd | spmdc print --stats -`
-    std::stringstream text;
-    text << std::cin.rdbuf();
-    compile_source(c, "<stdin>", text.str(), options);
+    std::string text, error;
+    if (!read_source(path, text, error)) {
+      c.diags.error("io-error", {}, "cannot read standard input: " + error);
+      return;
+    }
+    compile_source(c, "<stdin>", std::move(text), options);
     return;
   }
   std::string error;
   FileId id = c.sources.load(path, error);
   if (id == kNoFile) {
-    c.diags.error("io-error", {}, "cannot read `" + path + "`: " + error);
+    c.diags.error("io-error", {}, error);
     return;
   }
   c.main_file = id;

@@ -98,9 +98,24 @@ void render_excerpt(std::string &out, SourceSpan span, const SourceManager &sour
                             ? std::min(column - kMaxWidth / 2, full_line.size() - kMaxWidth)
                             : 0;
   std::string line(full_line.substr(window_begin, kMaxWidth));
-  // Control characters would garble the terminal: show them as '?'.
-  for (char &c : line)
-    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) c = '?';
+  // Control characters (C0, DEL and C1) and bytes that are not UTF-8 would
+  // garble the terminal: show each byte of them as '?'.
+  for (size_t i = 0; i < line.size();) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t') || c == 0x7f) line[i] = '?';
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_sequence_length(line, i);
+    const bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(line[i + 1]) < 0xA0;
+    if (n == 0 || c1) {
+      for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) line[i + k] = '?';
+      i += std::max<size_t>(n, 1);
+    } else {
+      i += n;
+    }
+  }
   std::string number = std::to_string(loc.line);
   std::string gutter(number.size(), ' ');
   out += "  " + style.paint("34", number + " |") + (line.empty() ? "" : " ");

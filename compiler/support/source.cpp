@@ -6,13 +6,15 @@
 // span at end of file (e.g. for "unexpected end of file") still has a location.
 #include "support/source.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <system_error>
+
+#include "support/limits.h"
 
 namespace spmd {
 
@@ -54,25 +56,73 @@ FileId SourceManager::add(std::string path, std::string text) {
   return static_cast<FileId>(files_.size() - 1);
 }
 
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+bool read_source(const std::string &path, std::string &text, std::string &error) {
+  const bool stdin_ = path == "-";
+  const int fd = stdin_ ? 0 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::strerror(errno);
+    return false;
+  }
+  struct FdGuard {
+    int fd;
+    bool owned;
+    ~FdGuard() {
+      if (owned) ::close(fd);
+    }
+  } guard{fd, !stdin_};
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    error = "it is a directory";
+    return false;
+  }
+  const auto limit = static_cast<size_t>(kMaxSourceBytes);
+  auto too_large = [&] {
+    error = "it is larger than the " + std::to_string(kMaxSourceBytes >> 20) +
+            " MiB a source file may have";
+    return false;
+  };
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > limit) return too_large();
+  // Read at most one byte past the limit, whatever the file is (a pipe, a device).
+  text.clear();
+  std::string buffer(size_t{1} << 16, '\0');
+  while (text.size() <= limit) {
+    const ssize_t n = ::read(fd, buffer.data(), std::min(buffer.size(), limit + 1 - text.size()));
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error = std::strerror(errno);
+      return false;
+    }
+    text.append(buffer.data(), static_cast<size_t>(n));
+  }
+  if (text.size() > limit) return too_large();
+  return true;
+}
+
 FileId SourceManager::load(const std::string &path, std::string &error) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    error = "cannot read `" + path + "`: it is a directory";
-    return kNoFile;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot open `" + path + "`: " + std::strerror(errno);
-    return kNoFile;
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    error = "cannot read `" + path + "`";
+  std::string text;
+  if (!read_source(path, text, error)) {
+    error = "cannot read `" + path + "`: " + error;
     return kNoFile;
   }
   error.clear();
-  return add(path, std::move(buffer).str());
+  return add(path, std::move(text));
+}
+
+std::vector<std::string> SourceManager::paths() const {
+  std::vector<std::string> out;
+  for (const auto &f : files_) out.push_back(f->path());
+  return out;
 }
 
 SourceLocation SourceManager::location(SourceSpan span) const {

@@ -47,6 +47,15 @@ class SourceFile {
   std::vector<uint32_t> line_starts_;
 };
 
+/// Length of the valid UTF-8 sequence of two or more bytes at s[i], or 0
+/// (ASCII, a stray or truncated byte).
+size_t utf8_sequence_length(std::string_view s, size_t i);
+
+/// Reads a source file ("-": standard input) into `text`, at most
+/// kMaxSourceBytes (support/limits.h) whatever the file is (a pipe, a device
+/// that never ends); false with the reason in `error` otherwise.
+bool read_source(const std::string &path, std::string &text, std::string &error);
+
 /// Owns every file read during a compilation (main file and imports).
 class SourceManager {
  public:
@@ -54,6 +63,8 @@ class SourceManager {
   /// Reads a file from disk; returns kNoFile (and leaves `error` set) on failure.
   FileId load(const std::string &path, std::string &error);
   const SourceFile &file(FileId id) const { return *files_.at(static_cast<size_t>(id)); }
+  /// The path of every file read, in order.
+  std::vector<std::string> paths() const;
   SourceLocation location(SourceSpan span) const;
 
  private:

@@ -5,12 +5,12 @@ namespace spmd {
 
 ir::ValueId Emitter::op(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
                         SourceSpan span) {
-  std::string error;
+  ir::BuildError error;
   auto results =
       builder_.add(op, std::move(operands), std::move(attrs), span, error, ir::Origin::Transform);
   if (results.size() != 1)
     throw std::logic_error("transform built an ill-typed `" + std::string(op_spelling(op)) +
-                           "`: " + error);
+                           "`: " + error.message);
   return results[0];
 }
 

@@ -6,12 +6,20 @@
 // the same way and with exactly the same error messages.
 #include "spmdrt/cli_io.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <charconv>
 #include <cstdio>
+#include <fstream>
+#include <initializer_list>
+
 #include <map>
 
+#include "spmdrt/checked.h"
+#include "spmdrt/collectives.h"
 #include "spmdrt/kernels.h"
 #include "spmdrt/npy.h"
 
@@ -32,6 +40,112 @@ std::string join_names(const std::vector<std::string> &names) {
   std::string s;
   for (const auto &n : names) s += (s.empty() ? "`" : ", `") + n + "`";
   return s.empty() ? "none" : s;
+}
+
+uint64_t parse_seed(const std::string &text) {
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    throw CliError{"--random expects an integer from 0 to 18446744073709551615, got `" + text +
+                   "`"};
+  return value;
+}
+
+int64_t parse_byte_size(const std::string &text, const std::string &flag) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  std::string suffix = text.substr(digits);
+  for (char &c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  int shift = -1;
+  for (const auto &[names, bits] : std::initializer_list<std::pair<std::vector<std::string>, int>>{
+           {{"", "B"}, 0},
+           {{"K", "KB", "KIB"}, 10},
+           {{"M", "MB", "MIB"}, 20},
+           {{"G", "GB", "GIB"}, 30},
+           {{"T", "TB", "TIB"}, 40}})
+    for (const std::string &n : names)
+      if (suffix == n) shift = bits;
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + digits, value);
+  if (digits == 0 || shift < 0 || ec != std::errc() || end != text.data() + digits ||
+      value > (INT64_MAX >> shift))
+    throw CliError{flag + " expects a size such as 4096, 512M or 64G, got `" + text + "`"};
+  return value << shift;
+}
+
+std::string format_bytes(int64_t bytes) {
+  const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+  double v = static_cast<double>(bytes);
+  int u = -1;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+namespace {
+
+/// The first number in a file (e.g. a cgroup's memory.max), or -1.
+int64_t read_number(const char *path) {
+  std::ifstream in(path);
+  int64_t v = -1;
+  if (!(in >> v)) return -1;
+  return v;
+}
+
+}  // namespace
+
+int64_t available_memory() {
+  int64_t available = -1;
+  auto lower = [&](int64_t v) {
+    if (v >= 0 && (available < 0 || v < available)) available = v;
+  };
+  {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    int64_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit)
+      if (key == "MemAvailable:") lower(saturating_mul(kib, 1024));
+  }
+  // cgroup v2, then v1: the limit less what the group already uses.
+  const int64_t max2 = read_number("/sys/fs/cgroup/memory.max");
+  if (max2 > 0) lower(max2 - std::max<int64_t>(0, read_number("/sys/fs/cgroup/memory.current")));
+  const int64_t max1 = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  if (max1 > 0 && max1 < (int64_t{1} << 60))
+    lower(max1 - std::max<int64_t>(0, read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes")));
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    lower(static_cast<int64_t>(std::min<rlim_t>(limit.rlim_cur, INT64_MAX)));
+  return available;
+}
+
+void check_resources(const std::string &fn, int64_t devices, const MemoryEstimate &estimate,
+                     int64_t host_bytes, int64_t max_memory) {
+  if (devices > kMaxSimulatedDevices)
+    throw CliError{"`" + fn + "` runs on a mesh of " + std::to_string(devices) +
+                   " devices, but a simulated CPU mesh runs one thread per device and at most " +
+                   std::to_string(kMaxSimulatedDevices) + " devices"};
+  // Each device thread also needs a stack and bookkeeping.
+  constexpr int64_t kPerDeviceOverhead = int64_t{256} << 10;
+  const int64_t per_device = saturating_add(estimate.device_bytes, kPerDeviceOverhead);
+  const int64_t need = saturating_add(saturating_mul(devices, per_device), host_bytes);
+  const int64_t limit = max_memory >= 0 ? max_memory : available_memory();
+  if (limit < 0 || need <= limit) return;
+  std::string detail = std::to_string(devices) + " device" + (devices == 1 ? "" : "s") + " × " +
+                       format_bytes(per_device);
+  if (host_bytes > 0) detail += ", and " + format_bytes(host_bytes) + " of inputs and outputs";
+  if (!estimate.largest.empty() && estimate.largest_bytes > 0)
+    detail += "; the largest value, " + estimate.largest + ", takes " +
+              format_bytes(estimate.largest_bytes) + " on each device";
+  throw CliError{"running `" + fn + "` needs about " + format_bytes(need) + " of memory (" +
+                 detail + "), but " + format_bytes(limit) +
+                 (max_memory >= 0 ? " is allowed by --max-memory"
+                                  : " is available; --max-memory SIZE overrides this check")};
 }
 
 std::pair<std::string, std::string> split_assignment(const std::string &text, const char *flag) {
@@ -73,69 +187,78 @@ std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::
       result[k] = random_tensor(dtypes[k], global_shapes[k], *random_seed * 1000003ULL + k);
       continue;
     }
+    // The file's dtype and shape are checked from its header, before its data
+    // is read: a wrong or huge file is refused without reading it.
+    const std::string found_in = "`" + *paths[k] + "`";
+    auto check_header = [&](DType dtype, const Shape &shape) {
+      const bool widened = dtypes[k] == DType::BF16 && dtype == DType::F32;
+      std::string problem = check(k, widened ? DType::BF16 : dtype, shape, found_in);
+      if (!problem.empty() && widened) problem = check(k, dtype, shape, found_in);
+      if (!problem.empty()) throw CliError{problem};
+    };
     Tensor t;
     try {
-      t = read_npy(*paths[k]);
+      t = read_npy(*paths[k], check_header);
     } catch (const RuntimeError &e) {
       throw CliError{"cannot read input `" + names[k] + "`: " + e.what()};
     }
     const bool widened_bf16 = dtypes[k] == DType::BF16 && t.dtype() == DType::F32;
-    std::string problem =
-        check(k, widened_bf16 ? DType::BF16 : t.dtype(), t.shape(), "`" + *paths[k] + "`");
-    if (!problem.empty()) {
-      if (widened_bf16)  // report what the file really holds
-        problem = check(k, t.dtype(), t.shape(), "`" + *paths[k] + "`");
-      throw CliError{problem};
-    }
     result[k] = widened_bf16 ? cast(t, DType::BF16) : t;
   }
   return result;
 }
 
-std::vector<std::vector<std::string>> output_paths(const std::string &fn,
-                                                   const std::vector<std::string> &names,
-                                                   const std::vector<std::string> &outputs,
-                                                   const std::string &out_dir) {
+std::vector<std::vector<OutputPath>> output_paths(const std::string &fn,
+                                                  const std::vector<std::string> &names,
+                                                  const std::vector<std::string> &outputs,
+                                                  const std::string &out_dir) {
   std::map<std::string, size_t> by_name;
   for (size_t k = 0; k < names.size(); ++k) by_name[names[k]] = k;
-  std::vector<std::vector<std::string>> paths(names.size());
+  std::vector<std::vector<OutputPath>> paths(names.size());
+  auto check = [](const std::string &name, const std::string &path) {
+    try {
+      check_output_path(path);
+    } catch (const OutputError &e) {
+      throw CliError{"cannot write output `" + name + "` to `" + path + "`: " + e.reason()};
+    }
+  };
   for (const std::string &text : outputs) {
     auto [name, path] = split_assignment(text, "--out");
     auto it = by_name.find(name);
     if (it == by_name.end())
       throw CliError{"`" + fn + "` has no output named `" + name +
                      "` (its outputs: " + join_names(names) + ")"};
-    if (!is_directory(parent_dir(path)))
-      throw CliError{"cannot write output `" + name + "` to `" + path + "`: directory `" +
-                     parent_dir(path) + "` does not exist"};
-    paths[it->second].push_back(path);
+    check(name, path);
+    paths[it->second].push_back({path, OutputNaming::Explicit});
   }
   if (!out_dir.empty()) {
     if (!is_directory(out_dir)) throw CliError{"output directory `" + out_dir + "` does not exist"};
-    for (size_t k = 0; k < names.size(); ++k) paths[k].push_back(out_dir + "/" + names[k] + ".npy");
+    for (size_t k = 0; k < names.size(); ++k) {
+      const std::string path = out_dir + "/" + names[k] + ".npy";
+      check(names[k], path);
+      paths[k].push_back({path, OutputNaming::Derived});
+    }
   }
   return paths;
 }
 
 void write_outputs(const std::vector<Tensor> &results,
-                   const std::vector<std::vector<std::string>> &paths, const std::string &tag) {
-  std::vector<std::pair<std::string, std::string>> written;  // temp, final
-  const std::string suffix = "." + tag + "-" + std::to_string(::getpid()) + ".tmp";
+                   const std::vector<std::vector<OutputPath>> &paths,
+                   const std::vector<std::string> &inputs) {
   try {
-    for (size_t k = 0; k < results.size(); ++k)
-      for (const std::string &path : paths[k]) {
-        written.emplace_back(path + suffix, path);
-        write_npy(path + suffix, results[k]);
-      }
+    OutputFiles out;
+    for (const std::string &text : inputs) out.protect_input(split_assignment(text, "--in").second);
+    std::vector<NpyFile> files;
+    files.reserve(results.size());  // `out` keeps views into these
+    for (size_t k = 0; k < results.size(); ++k) {
+      files.push_back(encode_npy(results[k]));
+      for (const OutputPath &p : paths[k])
+        out.add(p.path, {files.back().header, files.back().data_bytes()}, p.naming);
+    }
+    out.commit();
   } catch (const RuntimeError &e) {
-    for (const auto &w : written) std::remove(w.first.c_str());
     throw CliError{std::string("cannot write outputs: ") + e.what()};
   }
-  for (const auto &[temp, final_path] : written)
-    if (std::rename(temp.c_str(), final_path.c_str()) != 0) {
-      for (const auto &w : written) std::remove(w.first.c_str());
-      throw CliError{"cannot write output file `" + final_path + "`"};
-    }
 }
 
 }  // namespace spmd::rt

@@ -429,6 +429,10 @@ void DeviceContext::barrier() {
 }
 
 void run_on_mesh(const Mesh &mesh, const std::function<void(DeviceContext &)> &body) {
+  if (mesh.num_devices() > kMaxSimulatedDevices)
+    fail("a simulated mesh runs one thread per device and at most " +
+         std::to_string(kMaxSimulatedDevices) + " devices; this one has " +
+         std::to_string(mesh.num_devices()));
   SimulatedFabric fabric(mesh);
   auto run_device = [&](int64_t device) {
     try {

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "internal.h"
+#include "spmdrt/checked.h"
 #include "spmdrt/kernels.h"
 
 namespace spmd::rt {
@@ -104,8 +105,10 @@ Tensor slice(const Tensor &x, std::span<const int64_t> start, std::span<const in
            shape_str(x.shape()) + " (start " + std::to_string(start[d]) + ", limit " +
            std::to_string(limit[d]) + ", stride " + std::to_string(stride[d]) + ")");
     }
-    out_shape[d] = (limit[d] - start[d] + stride[d] - 1) / stride[d];
-    src_strides[d] = in_strides[d] * stride[d];
+    out_shape[d] = range_length(start[d], limit[d], stride[d]);
+    // With two or more elements taken, stride < x.shape()[d], so the product
+    // stays within the array's size; with one, the stride is never used.
+    src_strides[d] = out_shape[d] > 1 ? in_strides[d] * stride[d] : 0;
     offset += start[d] * in_strides[d];
   }
   Tensor out = Tensor::empty(x.dtype(), out_shape);
@@ -130,11 +133,13 @@ Tensor pad_into(const Tensor &x, const Shape &shape, std::span<const int64_t> st
   int64_t offset = 0;
   for (size_t d = 0; d < rank; ++d) {
     const int64_t n = x.shape()[d];
-    if (stride[d] <= 0 || start[d] < 0 || (n > 0 && start[d] + (n - 1) * stride[d] >= shape[d])) {
+    const auto span = checked_mul(n > 0 ? n - 1 : 0, stride[d]);
+    const auto last = span ? checked_add(start[d], *span) : std::nullopt;
+    if (stride[d] <= 0 || start[d] < 0 || !last || (n > 0 && *last >= shape[d])) {
       fail("pad_into: operand " + shape_str(x.shape()) + " does not fit into " + shape_str(shape) +
            " along dimension " + std::to_string(d));
     }
-    dst_strides[d] = out_strides[d] * stride[d];
+    dst_strides[d] = n > 1 ? out_strides[d] * stride[d] : 0;  // in range: checked above
     offset += start[d] * out_strides[d];
   }
   const size_t esize = dtype_size(x.dtype());

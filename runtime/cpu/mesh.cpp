@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "internal.h"
+#include "spmdrt/checked.h"
 #include "spmdrt/kernels.h"
 
 namespace spmd::rt {
@@ -24,7 +25,9 @@ Mesh::Mesh(std::vector<MeshAxis> axes) : axes_(std::move(axes)) {
     for (size_t j = 0; j < i; ++j) {
       if (axes_[j].name == axes_[i].name) fail("duplicate mesh axis name '" + axes_[i].name + "'");
     }
-    num_devices_ *= axes_[i].size;
+    auto n = checked_mul(num_devices_, axes_[i].size);
+    if (!n) fail("mesh has too many devices");
+    num_devices_ = *n;
   }
 }
 
@@ -156,7 +159,9 @@ Tensor unshard(const Mesh &mesh, const std::vector<Tensor> &locals, const Partit
   }
   std::vector<bool> mapped(mesh.axes().size(), false);
   for (size_t d = 0; d < spec.size(); ++d) {
-    global[d] *= mesh.group_size(spec[d]);
+    auto g = checked_mul(global[d], mesh.group_size(spec[d]));
+    if (!g) fail("unshard: the global array would be too large");
+    global[d] = *g;
     for (int a : spec[d]) mapped[a] = true;
   }
   check_spec(mesh, global, spec);

@@ -4,22 +4,24 @@
 // (also '<b1', and '=' for little-endian on this little-endian host), C order,
 // any rank including 0. Every error names the file first. Writes version 1.0
 // (2.0 if the header would not fit) with the header padded so the data starts
-// at a multiple of 64 bytes; bf16 is widened exactly to '<f4'. Writing goes to
-// "<path>.tmp.<pid>" which is renamed over the target, so readers never see a
-// partial file.
+// at a multiple of 64 bytes; bf16 is widened exactly to '<f4'. Files are
+// written through spmdrt/output_file.h, so readers never see a partial file.
 #include "spmdrt/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cctype>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "internal.h"
+#include "spmdrt/checked.h"
 #include "spmdrt/kernels.h"
+#include "spmdrt/output_file.h"
 
 namespace spmd::rt {
 
@@ -164,36 +166,85 @@ std::string descr_of(DType dtype) {
   return "";
 }
 
-uint32_t read_le(const std::string &bytes, size_t offset, size_t width) {
+uint32_t read_le(const char *bytes, size_t width) {
   uint32_t value = 0;
   for (size_t i = 0; i < width; ++i) {
-    value |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[offset + i])) << (8 * i);
+    value |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
   }
   return value;
 }
 
+/// The largest header accepted: NumPy's own headers are a few hundred bytes.
+constexpr size_t kMaxHeaderBytes = size_t{1} << 20;
+
+/// A file descriptor read in bounded pieces: never more than asked for.
+class BoundedReader {
+ public:
+  explicit BoundedReader(const std::string &path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) npy_fail(path, std::string("cannot open file for reading: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0) {
+      if (S_ISDIR(st.st_mode)) {
+        ::close(fd_);
+        npy_fail(path, "is a directory, not a .npy file");
+      }
+      if (S_ISREG(st.st_mode)) size_ = static_cast<int64_t>(st.st_size);
+    }
+  }
+  ~BoundedReader() { ::close(fd_); }
+  BoundedReader(const BoundedReader &) = delete;
+  BoundedReader &operator=(const BoundedReader &) = delete;
+
+  /// The file's size when it is a regular file, else -1 (a pipe, a device).
+  int64_t size() const { return size_; }
+
+  /// Reads up to `n` bytes into `out` (less only at end of file); returns how many.
+  size_t read(char *out, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t got = ::read(fd_, out + done, std::min<size_t>(n - done, size_t{1} << 30));
+      if (got == 0) break;
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        npy_fail(path_, std::string("read error: ") + std::strerror(errno));
+      }
+      done += static_cast<size_t>(got);
+    }
+    return done;
+  }
+
+ private:
+  const std::string &path_;
+  int fd_ = -1;
+  int64_t size_ = -1;
+};
+
 }  // namespace
 
-Tensor read_npy(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) npy_fail(path, "cannot open file for reading");
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad()) npy_fail(path, "read error");
-  if (bytes.size() < 10)
-    npy_fail(path, "too short to be a .npy file (" + std::to_string(bytes.size()) + " bytes)");
-  if (bytes.compare(0, 6, "\x93NUMPY") != 0) npy_fail(path, "not a .npy file (bad magic)");
-  const int major = static_cast<unsigned char>(bytes[6]);
-  const int minor = static_cast<unsigned char>(bytes[7]);
+Tensor read_npy(const std::string &path, const NpyHeaderCheck &check_header) {
+  BoundedReader file(path);
+  char prefix[12];
+  const size_t got = file.read(prefix, 10);
+  if (got < 10) npy_fail(path, "too short to be a .npy file (" + std::to_string(got) + " bytes)");
+  if (std::memcmp(prefix, "\x93NUMPY", 6) != 0) npy_fail(path, "not a .npy file (bad magic)");
+  const int major = static_cast<unsigned char>(prefix[6]);
+  const int minor = static_cast<unsigned char>(prefix[7]);
   if (major < 1 || major > 3 || minor != 0) {
     npy_fail(path, "unsupported .npy format version " + std::to_string(major) + "." +
                        std::to_string(minor));
   }
   const size_t length_width = major == 1 ? 2 : 4;
-  if (bytes.size() < 8 + length_width) npy_fail(path, "truncated header");
-  const size_t header_length = read_le(bytes, 8, length_width);
+  if (length_width == 4 && file.read(prefix + 10, 2) < 2) npy_fail(path, "truncated header");
+  const size_t header_length = read_le(prefix + 8, length_width);
+  if (header_length > kMaxHeaderBytes)
+    npy_fail(path, "the header claims " + std::to_string(header_length) +
+                       " bytes, more than the 1 MiB limit");
   const size_t data_start = 8 + length_width + header_length;
-  if (bytes.size() < data_start) npy_fail(path, "truncated header");
-  std::string_view header(bytes.data() + 8 + length_width, header_length);
+  std::string header_bytes(header_length, '\0');
+  if (file.read(header_bytes.data(), header_length) < header_length)
+    npy_fail(path, "truncated header");
+  std::string_view header(header_bytes);
   while (!header.empty() &&
          (header.back() == '\n' || header.back() == ' ' || header.back() == '\0')) {
     header.remove_suffix(1);
@@ -206,18 +257,33 @@ Tensor read_npy(const std::string &path) {
   if (fortran_order) {
     npy_fail(path, "Fortran-order arrays are not supported (save with C order)");
   }
-  const size_t expected = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
-  const size_t available = bytes.size() - data_start;
-  if (available < expected) {
-    npy_fail(path, "truncated data: shape " + shape_str(shape) + " of " + descr + " needs " +
-                       std::to_string(expected) + " bytes but the file has " +
-                       std::to_string(available));
-  }
-  if (available > expected) {
-    npy_fail(path, std::to_string(available - expected) + " unexpected bytes after the data");
+  const std::optional<int64_t> bytes = checked_array_bytes(shape, dtype_size(dtype));
+  if (!bytes) npy_fail(path, "shape " + shape_str(shape) + " of " + descr + " is too large");
+  const auto expected = static_cast<size_t>(*bytes);
+  if (check_header) check_header(dtype, shape);
+  // A regular file's size tells everything before any data is read; a pipe or
+  // a device is read up to what the header promises, plus one byte to see
+  // whether more follows.
+  if (file.size() >= 0) {
+    const auto available = static_cast<size_t>(file.size()) - std::min<size_t>(data_start, file.size());
+    if (available < expected) {
+      npy_fail(path, "truncated data: shape " + shape_str(shape) + " of " + descr + " needs " +
+                         std::to_string(expected) + " bytes but the file has " +
+                         std::to_string(available));
+    }
+    if (available > expected) {
+      npy_fail(path, std::to_string(available - expected) + " unexpected bytes after the data");
+    }
   }
   Tensor tensor = Tensor::empty(dtype, shape);
-  std::memcpy(tensor.raw(), bytes.data() + data_start, expected);
+  const size_t read = file.read(reinterpret_cast<char *>(tensor.raw()), expected);
+  if (read < expected) {
+    npy_fail(path, "truncated data: shape " + shape_str(shape) + " of " + descr + " needs " +
+                       std::to_string(expected) + " bytes but the file has " +
+                       std::to_string(read));
+  }
+  char extra = 0;
+  if (file.read(&extra, 1) != 0) npy_fail(path, "unexpected bytes after the data");
   if (dtype == DType::Bool) {  // normalise to 0/1
     auto *p = tensor.data<uint8_t>();
     for (int64_t i = 0; i < tensor.numel(); ++i) p[i] = p[i] != 0;
@@ -225,9 +291,11 @@ Tensor read_npy(const std::string &path) {
   return tensor;
 }
 
-void write_npy(const std::string &path, const Tensor &tensor) {
-  if (!tensor.defined()) npy_fail(path, "cannot write an undefined tensor");
-  const Tensor data = tensor.dtype() == DType::BF16 ? cast(tensor, DType::F32) : tensor;
+NpyFile encode_npy(const Tensor &tensor) {
+  if (!tensor.defined()) throw RuntimeError("cannot write an undefined tensor");
+  NpyFile file;
+  file.data = tensor.dtype() == DType::BF16 ? cast(tensor, DType::F32) : tensor;
+  const Tensor &data = file.data;
   std::string shape = "(";
   for (size_t i = 0; i < data.shape().size(); ++i) {
     shape += (i ? ", " : "") + std::to_string(data.shape()[i]);
@@ -247,28 +315,17 @@ void write_npy(const std::string &path, const Tensor &tensor) {
   preamble += '\0';
   const size_t length = header.size();
   for (size_t i = 0; i < prefix - 8; ++i) preamble += static_cast<char>((length >> (8 * i)) & 0xff);
+  file.header = preamble + header;
+  return file;
+}
 
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) npy_fail(path, "cannot open '" + temp + "' for writing");
-    out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(reinterpret_cast<const char *>(data.raw()),
-              static_cast<std::streamsize>(data.nbytes()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(temp.c_str());
-      npy_fail(path, "write error");
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temp, path, error);
-  if (error) {
-    std::remove(temp.c_str());
-    npy_fail(path, "cannot rename '" + temp + "' into place: " + error.message());
-  }
+std::string_view NpyFile::data_bytes() const {
+  return {reinterpret_cast<const char *>(data.raw()), data.nbytes()};
+}
+
+void write_npy(const std::string &path, const Tensor &tensor) {
+  const NpyFile file = encode_npy(tensor);
+  write_output_file(path, {file.header, file.data_bytes()});
 }
 
 }  // namespace spmd::rt

@@ -3,7 +3,7 @@
 // This is the command-line half of every emitted executable: argument parsing,
 // input loading and validation (messages worded like `spmdc run`'s), sharding
 // by in_specs, running through an Executor, unsharding by out_specs, printing
-// and atomic output writing. The CPU executor runs the emitted per-device body
+// and output writing (spmdrt/output_file.h). The CPU executor runs the emitted per-device body
 // on one thread per mesh position; timed iterations are separated by mesh
 // barriers and measured across all devices (StepClock).
 #include "spmdrt/program.h"
@@ -14,6 +14,7 @@
 #include <iostream>
 #include <optional>
 
+#include "spmdrt/checked.h"
 #include "spmdrt/cli_io.h"
 #include "spmdrt/kernels.h"
 
@@ -29,6 +30,7 @@ struct Options {
   std::optional<uint64_t> random_seed;
   int iters = 0, warmup = 0;
   int64_t print_limit = 1000;
+  int64_t max_memory = -1;  // --max-memory; -1: the memory available
   bool quiet = false;
 };
 
@@ -47,12 +49,15 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
                  const std::string &target) {
   std::cout << "Usage: " << argv0
             << " [--fn NAME] [--in NAME=PATH]... [--out NAME=PATH]... [--out-dir DIR]\n"
-               "       [--random SEED] [--iters N] [--warmup N] [--print-limit N] [-q]\n\n"
+               "       [--random SEED] [--max-memory SIZE] [--iters N] [--warmup N]\n"
+               "       [--print-limit N] [-q]\n\n"
                "A program built by `spmdc build` (target "
             << target
             << "). Same inputs and outputs as `spmdc run`.\n"
                "  --in NAME=PATH    read parameter NAME (global array) from a .npy file\n"
                "  --random SEED     make every input not given with --in from this seed\n"
+               "  --max-memory SIZE the memory the run may use, e.g. 64G (default: what is\n"
+               "                    available); checked against an estimate before running\n"
                "  --out NAME=PATH   write output NAME to a .npy file\n"
                "  --out-dir DIR     write every output as DIR/NAME.npy\n"
                "  --iters N         time N more runs (after --warmup runs); prints median/min/max\n"
@@ -101,7 +106,9 @@ Options parse(int argc, char **argv, const std::vector<ProgramFunction> &functio
     } else if (arg == "--out-dir") {
       o.out_dir = next();
     } else if (arg == "--random") {
-      o.random_seed = static_cast<uint64_t>(parse_int(next(), arg, 0, INT64_MAX));
+      o.random_seed = parse_seed(next());
+    } else if (arg == "--max-memory") {
+      o.max_memory = parse_byte_size(next(), arg);
     } else if (arg == "--iters") {
       o.iters = static_cast<int>(parse_int(next(), arg, 0, 1000000));
     } else if (arg == "--warmup") {
@@ -194,6 +201,18 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
     }
     for (const ProgramValue &r : f.results) result_names.push_back(r.name);
     auto paths = output_paths(f.name, result_names, options.outputs, options.out_dir);
+    // Before anything is read or allocated: is there room to run it?
+    int64_t host_bytes = 0;
+    for (const auto *values : {&f.params, &f.results})
+      for (const ProgramValue &v : *values)
+        host_bytes = saturating_add(
+            host_bytes,
+            checked_array_bytes(v.global_shape, static_cast<int64_t>(dtype_size(v.dtype)))
+                .value_or(INT64_MAX));
+    // (On GPUs the devices' values live in device memory: only the host's is checked.)
+    const bool simulated = target == "cpu";
+    check_resources(f.name, simulated ? f.mesh.num_devices() : 0,
+                    simulated ? f.memory : MemoryEstimate{}, host_bytes, options.max_memory);
     std::vector<Tensor> inputs =
         gather_inputs(f.name, param_names, dtypes, shapes, options.inputs, options.random_seed,
                       [&f](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
@@ -215,6 +234,8 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
       out = exec(index, locals, request, seconds);
     } catch (const RuntimeError &e) {
       throw UsageError{"while running `" + f.name + "`: " + e.what()};
+    } catch (const std::bad_alloc &) {
+      throw UsageError{"out of memory while running `" + f.name + "`"};
     }
     std::vector<Tensor> results;
     for (size_t k = 0; k < f.results.size(); ++k) {
@@ -241,7 +262,7 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
                    devices == 1 ? "" : "s", s.size(), options.warmup, median * 1e3, s.front() * 1e3,
                    s.back() * 1e3);
     }
-    write_outputs(results, paths, "spmdrt");
+    write_outputs(results, paths, options.inputs);
   } catch (const UsageError &e) {
     std::cout.flush();
     std::cerr << prog << ": error: " << e.message << "\n";

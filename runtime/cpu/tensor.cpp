@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "internal.h"
+#include "spmdrt/checked.h"
 
 namespace spmd::rt {
 
@@ -25,10 +26,13 @@ std::shared_ptr<std::byte[]> allocate_buffer(size_t bytes) {
                                       [](std::byte *p) { ::operator delete(p, kAlignment); });
 }
 
-void check_shape(const Shape &shape) {
+/// Throws unless `shape` is a valid shape for `element_size`-byte elements (spmdrt/checked.h).
+void check_shape(const Shape &shape, size_t element_size) {
   for (int64_t dim : shape) {
     if (dim < 0) detail::fail("negative dimension in shape " + shape_str(shape));
   }
+  if (!shape_fits(shape, static_cast<int64_t>(element_size)))
+    detail::fail("an array of shape " + shape_str(shape) + " is too large (over 2^60 bytes)");
 }
 
 }  // namespace
@@ -157,9 +161,9 @@ bool is_float(DType dtype) {
 }
 
 int64_t num_elements(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  if (auto n = checked_num_elements(shape)) return *n;
+  check_shape(shape, 1);  // throws the reason
+  return 0;
 }
 
 std::string shape_str(const Shape &shape) {
@@ -182,7 +186,7 @@ uint16_t f32_to_bf16(float value) {
 }
 
 Tensor Tensor::empty(DType dtype, Shape shape) {
-  check_shape(shape);
+  check_shape(shape, dtype_size(dtype));
   Tensor t;
   t.dtype_ = dtype;
   t.numel_ = num_elements(shape);
@@ -262,7 +266,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
-  check_shape(shape);
+  check_shape(shape, dtype_size(dtype_));
   if (num_elements(shape) != numel_) {
     detail::fail("cannot reshape " + shape_str(shape_) + " (" + std::to_string(numel_) +
                  " elements) to " + shape_str(shape));

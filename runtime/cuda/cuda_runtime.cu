@@ -18,6 +18,7 @@
 #include <mutex>
 #include <thread>
 
+#include "spmdrt/checked.h"
 #include "spmdrt/cuda.h"
 #include "spmdrt/scalar_ops.h"
 
@@ -165,6 +166,8 @@ cudaStream_t current_stream() { return tl_stream; }
 // ---- Tensor -------------------------------------------------------------------------
 
 Tensor Tensor::empty(DType dtype, Shape shape) {
+  if (!rt::shape_fits(shape, static_cast<int64_t>(rt::dtype_size(dtype))))
+    fail("an array of shape " + rt::shape_str(shape) + " is too large (over 2^60 bytes)");
   Tensor t;
   t.dtype_ = dtype;
   t.numel_ = rt::num_elements(shape);
@@ -243,8 +246,8 @@ Tensor slice(const Tensor &x, const std::vector<int64_t> &start, const std::vect
   std::vector<int64_t> ss;
   int64_t off = 0;
   for (size_t d = 0; d < start.size(); ++d) {
-    out_shape.push_back(std::max<int64_t>(0, (limit[d] - start[d] + stride[d] - 1) / stride[d]));
-    ss.push_back(in_st[d] * stride[d]);
+    out_shape.push_back(rt::range_length(start[d], limit[d], stride[d]));
+    ss.push_back(out_shape.back() > 1 ? in_st[d] * stride[d] : 0);  // no overflow: see kernels_layout.cpp
     off += start[d] * in_st[d];
   }
   Tensor out = Tensor::empty(x.dtype(), out_shape);
@@ -259,7 +262,7 @@ Tensor pad_into(const Tensor &x, const Shape &shape, const std::vector<int64_t> 
   std::vector<int64_t> ds;
   int64_t off = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
-    ds.push_back(out_st[d] * stride[d]);
+    ds.push_back(x.shape()[d] > 1 ? out_st[d] * stride[d] : 0);
     off += start[d] * out_st[d];
   }
   strided_copy(x, out, x.shape(), strides_of(x.shape()), ds, 0, off);

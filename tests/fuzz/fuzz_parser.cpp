@@ -10,7 +10,11 @@
 // failing input is printed as an escaped C string (a crash prints it from the
 // signal handler) so it can be replayed with `fuzz_parser --file PATH`.
 //
-// Usage: fuzz_parser [--count MUTANTS] [--seed S] [--file PATH]
+// Hostile programs (huge dimensions, nested loops with extreme bounds, long
+// def chains, odd import paths, clashing result names) are generated on top.
+//
+// Usage: fuzz_parser [--count MUTANTS] [--hostile PROGRAMS] [--seed S]
+//                    [--too-slow SECONDS] [--file PATH]
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,7 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "frontend/format.h"
+#include "interp/memory_estimate.h"
 #include "frontend/parser.h"
 #include "ir/printer.h"
 #include "pipeline/compile.h"
@@ -102,6 +108,20 @@ PipelineResult run_pipeline_on(const std::string &text) {
     } catch (const TransformError &) {
     } catch (const std::exception &e) {
       return {std::string("vjp failed: ") + e.what() + "\n" + printed};
+    }
+    // The memory estimate, and the emitted C++, whose comments and string
+    // literals quote the source lines and an awkward path, never break.
+    (void)interp::estimate_memory(*c.module, fn, &c.sources);
+    backend::EmitOptions eo;
+    eo.target = backend::Target::Cpu;
+    eo.entry = fn.name;
+    eo.source_path = "odd\npath \\ \"quoted\"\\";
+    const std::string cpp = backend::emit_program(*c.module, &c.sources, eo);
+    std::istringstream lines(cpp);
+    for (std::string line; std::getline(lines, line);) {
+      const size_t last = line.find_last_not_of(" \t");
+      if (line.find("//") != std::string::npos && last != std::string::npos && line[last] == '\\')
+        return {"an emitted comment ends in a backslash:\n" + line};
     }
   }
   return {};
@@ -255,6 +275,86 @@ std::string mutate_once(std::string s, Rng &rng) {
   return s;
 }
 
+// ------------------------------------------------------- hostile programs
+
+// Inputs of the shapes issue 18 found bugs with: dimensions whose products
+// overflow, loops whose trip counts overflow or multiply, long def chains,
+// odd import paths. Each must be rejected with a diagnostic or checked
+// correctly, never crash, hang or exhaust memory.
+const char *kHugeNumbers[] = {"0",          "1",          "4096",       "2147483647",
+                              "2147483648", "3037000500", "4294967296", "1099511627776",
+                              "1099511627777",
+                              "4611686018427387904",      "9223372036854775807",
+                              "9223372036854775808"};
+const char *kLoopBounds[] = {"0", "1", "3", "4096", "4097", "-9223372036854775807",
+                             "9223372036854775807", "2147483647", "-2147483648", "2147483640"};
+
+std::string huge(Rng &rng) { return kHugeNumbers[rng.below(std::size(kHugeNumbers))]; }
+
+std::string hostile_program(Rng &rng) {
+  const std::string head = "mesh M = (i: " + std::string(rng.below(2) ? "2" : "4") + ")\n";
+  switch (rng.below(7)) {
+    case 0:  // a parameter or result of a huge shape
+      return head + "shmap f(x: f32[" + huge(rng) + ", " + huge(rng) + "] @ P(" +
+             (rng.below(2) ? "i" : "") + ")) -> f32[" + huge(rng) + "] @ P() on M {\n  return " +
+             (rng.below(2) ? "sum(x, axis=0)" : "x[0]") + "\n}\n";
+    case 1: {  // a creation or layout op of a huge shape
+      static const char *kOps[] = {"zeros((%, %, %))", "ones((%, %))", "iota((%, %), dtype=f32)",
+                                   "iota((%,), dtype=i32)", "broadcast_to(x, (%, 4))",
+                                   "reshape(x, (%, %, 0))", "all_gather(x, i, axis=0, tiled=true)",
+                                   "concat([x, x, x], axis=0)", "pad(x, (%,), (%,), (%,))"};
+      std::string op = kOps[rng.below(std::size(kOps))], filled;
+      for (char c : op) filled += c == '%' ? huge(rng) : std::string(1, c);
+      return head + "shmap f(x: f32[4] @ P()) -> f32[] @ P() on M {\n  y = " + filled +
+             "\n  return sum(x)\n}\n";
+    }
+    case 2:  // a slice with huge bounds and steps
+      return head + "shmap f(x: f32[8] @ P()) -> f32[] @ P() on M {\n  return sum(x[" +
+             (rng.below(2) ? "-" : "") + huge(rng) + ":" + huge(rng) + ":" + huge(rng) +
+             "])\n}\n";
+    case 3: {  // nested loops with extreme bounds
+      std::string body = "x = x + 1.0", indent = "  ";
+      const size_t depth = 1 + rng.below(4);
+      std::string open, close;
+      for (size_t d = 0; d < depth; ++d) {
+        open += indent + "for k" + std::to_string(d) + " in range(" +
+                kLoopBounds[rng.below(std::size(kLoopBounds))] + ", " +
+                kLoopBounds[rng.below(std::size(kLoopBounds))] + ") {\n";
+        close = indent + "}\n" + close;
+        indent += "  ";
+      }
+      return head + "shmap f(x: f32[4] @ P()) -> f32[4] @ P() on M {\n" + open + indent + body +
+             "\n" + close + "  return x\n}\n";
+    }
+    case 4: {  // a long chain of defs, each calling the next once or twice
+      static const size_t kLengths[] = {2, 20, 99, 100, 101, 300, 3000};
+      const size_t n = kLengths[rng.below(std::size(kLengths))];
+      const bool twice = rng.below(3) == 0;
+      std::string out = head + "def f" + std::to_string(n) + "(x: f32[4]) -> f32[4] {\n  return x + 1.0\n}\n";
+      for (size_t k = n; k-- > 0;) {
+        const std::string next = "f" + std::to_string(k + 1) + "(x)";
+        out += "def f" + std::to_string(k) + "(x: f32[4]) -> f32[4] {\n  return " + next +
+               (twice ? " * " + next : "") + "\n}\n";
+      }
+      return out + "shmap g(x: f32[4] @ P()) -> f32[4] @ P() on M {\n  return f0(x)\n}\n";
+    }
+    case 5: {  // odd import paths
+      static const char *kImports[] = {"../../etc/passwd", "/etc/passwd", "std", "std.",
+                                       "std..nn",          "a.b.c.d",     ".x", "std.nn.",
+                                       "tests.golden",     "\"x\"",       "std.nn as"};
+      return std::string("import ") + kImports[rng.below(std::size(kImports))] + "\n" + head +
+             "shmap f(x: f32[4] @ P()) -> f32[4] @ P() on M {\n  return x\n}\n";
+    }
+    default: {  // results sharing a name, or the label of an unnamed one
+      static const char *kResults[] = {"(a: f32[] @ P(), a: f32[] @ P())",
+                                       "(f32[] @ P(), out0: f32[] @ P())",
+                                       "(out1: f32[] @ P(), f32[] @ P())"};
+      return head + "shmap f(x: f32[4] @ P()) -> " + kResults[rng.below(std::size(kResults))] +
+             " on M {\n  return sum(x), sum(x)\n}\n";
+    }
+  }
+}
+
 // --------------------------------------------------------------- reporting
 
 std::string escape(const std::string &s) {
@@ -307,14 +407,20 @@ void install_crash_handler() {
 
 int main(int argc, char **argv) {
   size_t count = 12000;  // random mutants, on top of the seeds and their truncations
+  size_t hostile = 400;  // hostile programs (hostile_program), mutated half of the time
   uint64_t seed = 0x5EED5EEDull;
+  double too_slow = 2.0;  // seconds per input (raise it for sanitizer builds)
   std::string replay;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--count")
       count = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--hostile")
+      hostile = std::strtoull(argv[i + 1], nullptr, 10);
     else if (flag == "--seed")
       seed = std::strtoull(argv[i + 1], nullptr, 0);
+    else if (flag == "--too-slow")
+      too_slow = std::strtod(argv[i + 1], nullptr);
     else if (flag == "--file")
       replay = argv[i + 1];
   }
@@ -346,6 +452,11 @@ int main(int argc, char **argv) {
     for (size_t k = 0, m = 1 + rng.below(4); k < m; ++k) s = mutate_once(std::move(s), rng);
     inputs.push_back(std::move(s));
   }
+  for (size_t k = 0; k < hostile; ++k) {
+    std::string s = hostile_program(rng);
+    if (rng.below(2) == 0) s = mutate_once(std::move(s), rng);
+    inputs.push_back(std::move(s));
+  }
 
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
@@ -364,7 +475,7 @@ int main(int argc, char **argv) {
     }
     double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     slowest = std::max(slowest, seconds);
-    if (!result.failure && seconds > 2.0)
+    if (!result.failure && seconds > too_slow)
       result.failure = "too slow: " + std::to_string(seconds) + " s";
     rejected += result.rejected;
     if (result.failure && ++failures <= 10) {

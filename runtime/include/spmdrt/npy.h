@@ -6,15 +6,34 @@
 // Every error is a RuntimeError whose message starts with the file's path.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "spmdrt/tensor.h"
 
 namespace spmd::rt {
 
-Tensor read_npy(const std::string &path);
-/// Writes to a temporary file beside `path`, then renames it over `path`, so
-/// the file is complete or absent.
+/// Called with a file's dtype and shape once its header is read, before any
+/// data is: it may throw to refuse the file (e.g. a shape the caller cannot use).
+using NpyHeaderCheck = std::function<void(DType dtype, const Shape &shape)>;
+
+/// Reads a .npy file. Reads are bounded: the header (at most 1 MiB) first,
+/// then exactly the bytes its shape needs (checked with spmdrt/checked.h)
+/// and one more to see that nothing follows, so a pipe or a device such as
+/// /dev/zero cannot make it read without end. `check_header` runs between.
+Tensor read_npy(const std::string &path, const NpyHeaderCheck &check_header = {});
+/// The bytes of a .npy file holding a tensor: the header (magic, version,
+/// length, dictionary) and the data (bf16 widened exactly to f32).
+struct NpyFile {
+  std::string header;
+  Tensor data;
+  std::string_view data_bytes() const;
+};
+NpyFile encode_npy(const Tensor &tensor);
+
+/// Writes `tensor` to `path` as a .npy file with write_output_file
+/// (spmdrt/output_file.h: complete or unchanged, devices written in place).
 void write_npy(const std::string &path, const Tensor &tensor);
 
 }  // namespace spmd::rt

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "spmdrt/cli_io.h"
 #include "spmdrt/collectives.h"
 #include "spmdrt/mesh.h"
 #include "spmdrt/tensor.h"
@@ -48,6 +49,7 @@ struct ProgramFunction {
   Mesh mesh;
   std::vector<ProgramValue> params;
   std::vector<ProgramValue> results;
+  MemoryEstimate memory;  // per device, checked before running (--max-memory)
 };
 
 struct RunRequest {

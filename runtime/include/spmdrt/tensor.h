@@ -27,6 +27,8 @@ const char *dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
 bool is_float(DType dtype);
 
+/// The element count of `shape`; throws RuntimeError when the shape is not a
+/// valid array shape (a negative dimension, or over 2^60 bytes: spmdrt/checked.h).
 int64_t num_elements(const Shape &shape);
 std::string shape_str(const Shape &shape);  // "[8, 4]"
 
@@ -43,7 +45,8 @@ class RuntimeError : public std::runtime_error {
 class Tensor {
  public:
   Tensor() = default;
-  /// Uninitialised storage of the given dtype and shape.
+  /// Uninitialised storage of the given dtype and shape; throws RuntimeError when
+  /// the shape is not valid for the dtype (spmdrt/checked.h).
   static Tensor empty(DType dtype, Shape shape);
   static Tensor zeros(DType dtype, Shape shape);
   /// A tensor of shape `shape` whose every element is `value` converted to dtype.

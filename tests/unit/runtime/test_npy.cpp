@@ -3,7 +3,11 @@
 // Round trips for every dtype and ranks 0..3, the exact bytes of a written
 // header, every malformed-file error (bytes written by hand), and an
 // interoperability check with NumPy when /usr/bin/python3 has it.
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <thread>
 
 #include <cstdlib>
 #include <cstring>
@@ -158,7 +162,67 @@ TEST_CASE("npy malformed files", "[runtime][npy]") {
       Catch::StartsWith((dir / "missing.npy").string()) && Catch::Contains("cannot open"));
   CHECK_THROWS_WITH(
       write_npy((dir / "no_such_dir" / "x.npy").string(), Tensor::scalar(DType::F32, 1)),
-      Catch::Contains("cannot open"));
+      Catch::StartsWith("cannot write `" + (dir / "no_such_dir" / "x.npy").string() + "`") &&
+          Catch::Contains("does not exist"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("npy reads are bounded by the header", "[runtime][npy]") {
+  const fs::path dir = temp_dir();
+  const fs::path path = dir / "huge.npy";
+  const std::string p = path.string();
+  // A header promising 2^66 bytes (and none of them): refused before any data is read.
+  write_bytes(path, npy_v1("{'descr': '<f4', 'fortran_order': False, "
+                           "'shape': (4294967296, 4294967296, 4), }",
+                           ""));
+  CHECK_THROWS_WITH(read_npy(p), Catch::StartsWith(p + ": ") && Catch::Contains("too large"));
+  // A valid but absent 4 TiB: the file's size is checked before allocating.
+  write_bytes(path, npy_v1("{'descr': '<f4', 'fortran_order': False, "
+                           "'shape': (1048576, 1048576), }",
+                           ""));
+  CHECK_THROWS_WITH(read_npy(p), Catch::Contains("truncated data"));
+  // The header check runs before the data is read.
+  bool checked = false;
+  CHECK_THROWS_WITH(read_npy(p,
+                             [&](DType dtype, const Shape &shape) {
+                               checked = dtype == DType::F32 && shape == Shape{1048576, 1048576};
+                               throw RuntimeError("refused");
+                             }),
+                    "refused");
+  CHECK(checked);
+  // A header length over 1 MiB is refused without reading it.
+  std::string big = "\x93NUMPY";
+  big += '\x02';
+  big += '\x00';
+  big += std::string("\x00\x00\x00\x10", 4);  // 256 MiB
+  write_bytes(path, big);
+  CHECK_THROWS_WITH(read_npy(p), Catch::Contains("1 MiB"));
+  // Devices and directories are errors, not endless reads or crashes.
+  CHECK_THROWS_WITH(read_npy("/dev/zero"), Catch::Contains("bad magic"));
+  CHECK_THROWS_WITH(read_npy(dir.string()), Catch::Contains("is a directory"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("npy from a pipe reads only what the header promises", "[runtime][npy]") {
+  const fs::path dir = temp_dir();
+  const std::string fifo = (dir / "pipe.npy").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string head =
+      npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", std::string(8, '\0'));
+  // The writer sends a valid file and then keeps going: the reader must stop
+  // after one byte past the data and say so.
+  std::thread writer([&] {
+    std::signal(SIGPIPE, SIG_IGN);
+    FILE *f = std::fopen(fifo.c_str(), "wb");
+    if (!f) return;
+    std::fwrite(head.data(), 1, head.size(), f);
+    std::string more(1 << 16, 'x');
+    for (int i = 0; i < 1000 && std::fwrite(more.data(), 1, more.size(), f) == more.size(); ++i) {
+    }
+    std::fclose(f);
+  });
+  CHECK_THROWS_WITH(read_npy(fifo), Catch::Contains("unexpected bytes after the data"));
+  writer.join();
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,126 @@
+// interp/memory_estimate.cpp — see memory_estimate.h.
+//
+// 1. Per function, find each value's last use (the returns live to the end).
+// 2. Walk the body: add each result's bytes, take the peak (a call adds what
+//    its callee needs beyond its arguments, computed once per callee), then
+//    subtract the values whose last use this was.
+// 3. Remember the largest value met on the way.
+#include "interp/memory_estimate.h"
+
+#include <optional>
+
+#include "spmdrt/checked.h"
+
+namespace spmd::interp {
+namespace {
+
+int64_t bytes_of(const Type &t) {
+  return rt::checked_array_bytes(t.shape, static_cast<int64_t>(rt::dtype_size(t.dtype)))
+      .value_or(INT64_MAX);
+}
+
+class Estimator {
+ public:
+  Estimator(const ir::Module &module, const SourceManager *sources)
+      : module_(module), sources_(sources), above_args_(module.functions.size()) {}
+
+  /// Peak bytes while `f` runs, its parameters included.
+  int64_t peak(const ir::Function &f) {
+    const size_t n = f.body.size();
+    std::vector<size_t> last(f.values.size(), SIZE_MAX);  // SIZE_MAX: never used
+    for (size_t i = 0; i < n; ++i)
+      for (ir::ValueId v : f.body[i].operands) last[static_cast<size_t>(v)] = i;
+    for (ir::ValueId v : f.returns) last[static_cast<size_t>(v)] = n;  // kept to the end
+    int64_t live = 0;
+    for (const ir::Param &p : f.params) {
+      live = rt::saturating_add(live, bytes_of(f.type(p.value)));
+      note(f, p.value);
+    }
+    int64_t top = live;
+    std::vector<bool> freed(f.values.size(), false);
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Instr &in = f.body[i];
+      int64_t inner = 0;  // what a callee needs beyond its arguments
+      if (in.op == OpCode::Call) inner = above_args(static_cast<size_t>(in.attrs.callee));
+      for (ir::ValueId r : in.results) {
+        live = rt::saturating_add(live, bytes_of(f.type(r)));
+        note(f, r);
+      }
+      top = std::max(top, rt::saturating_add(live, inner));
+      for (ir::ValueId v : in.operands)
+        if (last[static_cast<size_t>(v)] == i && !freed[static_cast<size_t>(v)]) {
+          freed[static_cast<size_t>(v)] = true;
+          live -= std::min(live, bytes_of(f.type(v)));
+        }
+      for (ir::ValueId r : in.results)  // results nothing reads
+        if (last[static_cast<size_t>(r)] == SIZE_MAX) live -= std::min(live, bytes_of(f.type(r)));
+    }
+    return top;
+  }
+
+  rt::MemoryEstimate result(int64_t device_bytes) const {
+    rt::MemoryEstimate e;
+    e.device_bytes = device_bytes;
+    e.largest_bytes = largest_bytes_;
+    if (largest_fn_) {
+      const ir::Value &v = largest_fn_->values[static_cast<size_t>(largest_)];
+      e.largest = "`" + (v.name.empty() ? std::string() : v.name + ": ") +
+                  shape_type_str(v.type.dtype, v.type.shape) + "`";
+      if (sources_ && v.span.valid()) {
+        SourceLocation loc = sources_->location(v.span);
+        e.largest += " at " + std::string(loc.path) + ":" + std::to_string(loc.line) + ":" +
+                     std::to_string(loc.column);
+      }
+    }
+    return e;
+  }
+
+ private:
+  int64_t above_args(size_t fi) {
+    if (!above_args_[fi]) {
+      const ir::Function &f = module_.functions[fi];
+      int64_t args = 0;
+      for (const ir::Param &p : f.params) args = rt::saturating_add(args, bytes_of(f.type(p.value)));
+      const int64_t p = peak(f);
+      above_args_[fi] = p == INT64_MAX ? INT64_MAX : p - std::min(p, args);
+    }
+    return *above_args_[fi];
+  }
+
+  void note(const ir::Function &f, ir::ValueId v) {
+    const int64_t b = bytes_of(f.type(v));
+    if (b > largest_bytes_) {
+      largest_bytes_ = b;
+      largest_fn_ = &f;
+      largest_ = v;
+    }
+  }
+
+  const ir::Module &module_;
+  const SourceManager *sources_;
+  std::vector<std::optional<int64_t>> above_args_;
+  int64_t largest_bytes_ = 0;
+  const ir::Function *largest_fn_ = nullptr;
+  ir::ValueId largest_ = ir::kNoValue;
+};
+
+}  // namespace
+
+rt::MemoryEstimate estimate_memory(const ir::Module &module, const ir::Function &function,
+                                   const SourceManager *sources) {
+  Estimator e(module, sources);
+  const int64_t peak = e.peak(function);
+  return e.result(peak);
+}
+
+int64_t host_io_bytes(const ir::Function &function) {
+  int64_t total = 0;
+  for (const ir::Param &p : function.params)
+    total = rt::saturating_add(total, bytes_of(Type{function.type(p.value).dtype, p.global_shape, {}}));
+  for (size_t k = 0; k < function.results.size() && k < function.returns.size(); ++k)
+    total = rt::saturating_add(
+        total, bytes_of(Type{function.type(function.returns[k]).dtype, function.results[k].global_shape, {}}));
+  return total;
+}
+
+}  // namespace spmd::interp

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# scripts/sanitize.sh — spmdc and its executables under AddressSanitizer and UBSan.
+#
+# Builds a sanitized configuration (-DSPMDC_SANITIZE=address,undefined, so the
+# compiler, the runtime, the tests and every executable `spmdc build` links
+# carry the sanitizers) in BUILD_DIR, then runs under it:
+#   1. the unit tests;
+#   2. every golden test (tests/golden/) and the fault scripts (tests/faults/);
+#   3. the corpus: every .spmd under samples/, stdlib/ and tests/ through
+#      check, run --random 0 --check-replication (each shmap), grad, vjp, jvp
+#      and transpose — a user error is fine, a sanitizer report is not;
+#   4. every sample built as a sanitized CPU executable, run against `spmdc run`;
+#   5. the fuzzer (FUZZ_COUNT mutants, FUZZ_HOSTILE hostile programs).
+# Any sanitizer report fails the run (exit status 99 from the sanitizers,
+# never confused with spmdc's 1 and 2). The last clean run is recorded in
+# docs/limits.md ("Sanitizers").
+#
+# Usage: scripts/sanitize.sh [BUILD_DIR]   (default build-sanitize)
+#   FUZZ_COUNT=3000 FUZZ_HOSTILE=400 JOBS=2 scripts/sanitize.sh
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(realpath -m "${1:-$ROOT/build-sanitize}")
+JOBS=${JOBS:-2}
+FUZZ_COUNT=${FUZZ_COUNT:-3000}
+FUZZ_HOSTILE=${FUZZ_HOSTILE:-400}
+export ASAN_OPTIONS=exitcode=99:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=exitcode=99:print_stacktrace=1:halt_on_error=1
+start=$(date +%s)
+step() { echo; echo "== $* ($(( $(date +%s) - start )) s)"; }
+failures=0
+bad() { echo "SANITIZER FAILURE: $*"; failures=$((failures + 1)); }
+
+step "configure and build $BUILD"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSPMDC_SANITIZE=address,undefined -DSPMDC_ENABLE_CUDA=OFF -DSPMDC_BUILD_BENCH=OFF >/dev/null \
+  || exit 1
+cmake --build "$BUILD" -j "$JOBS" --target spmdc spmdc_unit_tests fuzz_parser || exit 1
+SPMDC=$BUILD/compiler/spmdc
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+
+# Runs a command; a sanitizer report (exit 99, or one in stderr) is a failure.
+checked() {
+  "$@" >"$W/out" 2>"$W/err"; local rc=$?
+  if [[ $rc -eq 99 || $rc -ge 128 ]] || grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$W/err"; then
+    bad "exit $rc: $*"; head -40 "$W/err"
+  fi
+  return $rc
+}
+
+step "unit tests"
+checked "$BUILD/tests/spmdc_unit_tests"
+
+step "golden tests and fault scripts"
+mapfile -t goldens < <(find "$ROOT/tests/golden" -name '*.spmd' -not -path '*/modules/*' | sort)
+for g in "${goldens[@]}"; do
+  python3 "$ROOT/tests/golden/golden.py" --spmdc "$SPMDC" --root "$ROOT" "$g" >"$W/g" 2>&1 \
+    || { grep -qE 'Sanitizer|runtime error' "$W/g" && { bad "golden $g"; head -30 "$W/g"; } \
+         || echo "golden mismatch (not a sanitizer report): ${g#$ROOT/}"; }
+done
+for s in "$ROOT"/tests/faults/*.sh; do checked "$s" "$SPMDC" "$ROOT" || echo "fault script failed: $s"; done
+
+step "corpus: check, run, grad, vjp, jvp, transpose"
+mapfile -t corpus < <(find "$ROOT/samples" "$ROOT/stdlib" "$ROOT/tests" -name '*.spmd' | sort)
+commands=0
+for f in "${corpus[@]}"; do
+  commands=$((commands + 1))
+  checked "$SPMDC" check "$f" || continue
+  for fn in $("$SPMDC" print "$f" 2>/dev/null | sed -n 's/^shmap \([A-Za-z_0-9]*\).*/\1/p'); do
+    checked "$SPMDC" run "$f" --fn "$fn" --random 0 --check-replication -q
+    for d in grad vjp jvp transpose; do checked "$SPMDC" "$d" "$f" --fn "$fn"; done
+    commands=$((commands + 5))
+  done
+done
+echo "$commands commands on ${#corpus[@]} files"
+
+step "sanitized executables of the samples"
+built=0
+for f in "$ROOT"/samples/*.spmd "$ROOT"/samples/seed/*.spmd; do
+  for fn in $("$SPMDC" print "$f" 2>/dev/null | sed -n 's/^shmap \([A-Za-z_0-9]*\).*/\1/p'); do
+    checked "$SPMDC" build "$f" --fn "$fn" --target cpu -o "$W/exe" || continue
+    "$SPMDC" run "$f" --fn "$fn" --random 1 > "$W/expected" 2>/dev/null
+    checked "$W/exe" --random 1
+    cmp -s "$W/out" "$W/expected" || bad "executable of $f --fn $fn differs from spmdc run"
+    built=$((built + 1))
+  done
+done
+echo "$built sanitized executables"
+
+step "fuzzer"
+checked "$BUILD/tests/fuzz/fuzz_parser" --count "$FUZZ_COUNT" --hostile "$FUZZ_HOSTILE" --too-slow 60
+tail -1 "$W/out"
+
+step "done"
+echo "sanitize.sh: $failures sanitizer failure(s) in $(( $(date +%s) - start )) s"
+[[ $failures -eq 0 ]]
