@@ -105,7 +105,7 @@ std::vector<std::string> compile_command(const Toolchain &tc, Target target,
   switch (target) {
     case Target::Cpu:
       // -ffp-contract=off: no FMA contraction, so fused loops match the kernels bit for bit.
-      cmd = {tc.cxx, "-std=c++20", "-O2", "-ffp-contract=off", "-fno-fast-math",
+      cmd = {tc.cxx, "-std=c++20", "-O3", "-ffp-contract=off", "-fno-fast-math",
              "-I" + tc.include_dir, "-x", "c++", source, "-x", "none", "-o", output,
              tc.lib_dir + "/libspmdrt.a"};
       for (const std::string &lib : tc.blas_libraries) cmd.push_back(lib);

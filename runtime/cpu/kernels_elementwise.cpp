@@ -5,13 +5,17 @@
 // arithmetic. Three loop shapes: same-shape contiguous operands, one scalar
 // operand, and general NumPy broadcasting via for_each_broadcast_row (strided
 // rows). bf16 computes each element in f32 and rounds once when storing.
-// Integer arithmetic wraps (two's complement) instead of invoking UB; integer
-// division truncates toward zero and division by zero throws.
+// The per-element arithmetic is spmdrt/scalar_ops.h, the same functions the
+// CPU backend's fused loops call: integer arithmetic wraps (two's complement)
+// instead of invoking UB, integer division truncates toward zero and division
+// by zero throws, and f32 exp/log/tanh/logistic are the vectorisable versions
+// of spmdrt/vector_math.h.
 #include <cmath>
 #include <limits>
 
 #include "internal.h"
 #include "spmdrt/kernels.h"
+#include "spmdrt/scalar_ops.h"
 
 namespace spmd::rt {
 
@@ -27,41 +31,35 @@ constexpr bool kIsFloat =
 
 // ---- unary ----------------------------------------------------------------------
 
+/// One element of a unary op: the per-element meaning shared with the fused
+/// loops of the CPU backend (spmdrt/scalar_ops.h), so both compute the same bits.
 template <UnaryOp kOp, typename C>
 inline C apply_unary(C x) {
   if constexpr (kOp == UnaryOp::Neg) {
-    if constexpr (std::is_same_v<C, int32_t>) {
-      return static_cast<int32_t>(0u - static_cast<uint32_t>(x));
-    } else {
-      return -x;
-    }
+    return sc::neg(x);
   } else if constexpr (kOp == UnaryOp::Abs) {
-    if constexpr (std::is_same_v<C, int32_t>) {
-      return x < 0 ? static_cast<int32_t>(0u - static_cast<uint32_t>(x)) : x;
-    } else {
-      return std::abs(x);
-    }
+    return sc::abs(x);
   } else if constexpr (kOp == UnaryOp::Sign) {
-    return x > C(0) ? C(1) : (x < C(0) ? C(-1) : x);  // keeps 0, -0 and NaN
+    return sc::sign(x);
   } else if constexpr (kOp == UnaryOp::Exp) {
-    return std::exp(x);
+    return sc::exp(x);
   } else if constexpr (kOp == UnaryOp::Log) {
-    return std::log(x);
+    return sc::log(x);
   } else if constexpr (kOp == UnaryOp::Sin) {
-    return std::sin(x);
+    return sc::sin(x);
   } else if constexpr (kOp == UnaryOp::Cos) {
-    return std::cos(x);
+    return sc::cos(x);
   } else if constexpr (kOp == UnaryOp::Tanh) {
-    return std::tanh(x);
+    return sc::tanh(x);
   } else if constexpr (kOp == UnaryOp::Sqrt) {
-    return std::sqrt(x);
+    return sc::sqrt(x);
   } else if constexpr (kOp == UnaryOp::Rsqrt) {
-    return C(1) / std::sqrt(x);
+    return sc::rsqrt(x);
   } else if constexpr (kOp == UnaryOp::Logistic) {
-    return C(1) / (C(1) + std::exp(-x));
+    return sc::logistic(x);
   } else {
     static_assert(kOp == UnaryOp::Not);
-    return !x;
+    return sc::logical_not(x);
   }
 }
 
@@ -107,67 +105,40 @@ template <BinaryOp kOp>
 constexpr bool kIsComparison = kOp == BinaryOp::Lt || kOp == BinaryOp::Le || kOp == BinaryOp::Gt ||
                                kOp == BinaryOp::Ge || kOp == BinaryOp::Eq || kOp == BinaryOp::Ne;
 
-int32_t int_pow(int32_t base, int32_t exponent) {
-  if (exponent < 0) return base == 1 ? 1 : (base == -1 ? (exponent % 2 ? -1 : 1) : 0);
-  uint32_t result = 1, b = static_cast<uint32_t>(base);
-  for (auto e = static_cast<uint32_t>(exponent); e; e >>= 1, b *= b) {
-    if (e & 1) result *= b;
-  }
-  return static_cast<int32_t>(result);
-}
-
+/// One element of a binary op, as in spmdrt/scalar_ops.h.
 template <BinaryOp kOp, typename C>
 inline auto apply_binary(C a, C b) {
-  constexpr bool kInt = std::is_same_v<C, int32_t>;
   if constexpr (kOp == BinaryOp::Add) {
-    if constexpr (kInt)
-      return static_cast<int32_t>(uint32_t(a) + uint32_t(b));
-    else
-      return a + b;
+    return sc::add(a, b);
   } else if constexpr (kOp == BinaryOp::Sub) {
-    if constexpr (kInt)
-      return static_cast<int32_t>(uint32_t(a) - uint32_t(b));
-    else
-      return a - b;
+    return sc::sub(a, b);
   } else if constexpr (kOp == BinaryOp::Mul) {
-    if constexpr (kInt)
-      return static_cast<int32_t>(uint32_t(a) * uint32_t(b));
-    else
-      return a * b;
+    return sc::mul(a, b);
   } else if constexpr (kOp == BinaryOp::Div) {
-    if constexpr (kInt) {
-      if (b == 0) fail("integer division by zero");
-      if (b == -1) return static_cast<int32_t>(0u - uint32_t(a));  // INT_MIN / -1 wraps
-      return a / b;
-    } else {
-      return a / b;
-    }
+    return sc::div(a, b);
   } else if constexpr (kOp == BinaryOp::Pow) {
-    if constexpr (kInt)
-      return int_pow(a, b);
-    else
-      return static_cast<C>(std::pow(a, b));
+    return sc::pow(a, b);
   } else if constexpr (kOp == BinaryOp::Max) {
-    return (a > b || a != a) ? a : b;  // NaN propagates
+    return sc::max(a, b);  // NaN propagates
   } else if constexpr (kOp == BinaryOp::Min) {
-    return (a < b || a != a) ? a : b;
+    return sc::min(a, b);
   } else if constexpr (kOp == BinaryOp::Lt) {
-    return a < b;
+    return sc::lt(a, b);
   } else if constexpr (kOp == BinaryOp::Le) {
-    return a <= b;
+    return sc::le(a, b);
   } else if constexpr (kOp == BinaryOp::Gt) {
-    return a > b;
+    return sc::gt(a, b);
   } else if constexpr (kOp == BinaryOp::Ge) {
-    return a >= b;
+    return sc::ge(a, b);
   } else if constexpr (kOp == BinaryOp::Eq) {
-    return a == b;
+    return sc::eq(a, b);
   } else if constexpr (kOp == BinaryOp::Ne) {
-    return a != b;
+    return sc::ne(a, b);
   } else if constexpr (kOp == BinaryOp::And) {
-    return a && b;
+    return sc::logical_and(a, b);
   } else {
     static_assert(kOp == BinaryOp::Or);
-    return a || b;
+    return sc::logical_or(a, b);
   }
 }
 
