@@ -16,7 +16,9 @@ bench/jax/*.spmd, plus the gradient of bench/jax/dp_loss.spmd), this script
 
 JAX runs on the CPU with XLA_FLAGS=--xla_force_host_platform_device_count=N, N the largest
 mesh among the programs (8 for the defaults), set here before jax is imported.
-Without JAX (pip install jax) the script says so and exits 0. Not a test: figures depend on
+Without JAX (pip install jax) the script says so and exits 0. OPENBLAS_CORETYPE is removed from
+the executable's environment unless --keep-blas-env is given, so OpenBLAS chooses its kernels
+for the machine (AVX-512 where there is), as XLA does for JAX. Not a test: figures depend on
 the machine. Usage:
 
   bench/vs_jax.py --spmdc build/compiler/spmdc [--rounds 5] [--iters 20] [FILE.spmd[:FN]] ...
@@ -120,27 +122,57 @@ def parse_ok(inner):
 IR_FUNC = re.compile(r'^func @(\d+) (shmap|def) (\w+)')
 IR_PARAM = re.compile(r'^\s+param %(\d+) ')
 IR_INSTR = re.compile(r'^\s+((?:%\d+: [^=]+?)(?:, %\d+: [^=]+?)*) = (\w+)(.*)$')
+IR_REGION = re.compile(r'^\s+region\((.*)\)$')
+
+
+def parse_instr(m):
+    results = [int(x) for x in re.findall(r'%(\d+):', m.group(1))]
+    rest = m.group(3)
+    head = re.split(r'\s\w+=', rest, maxsplit=1)[0]
+    operands = [int(x) for x in re.findall(r'%(\d+)', head)]
+    attrs = dict(re.findall(r'(\w+)=("[^"]*"|\[[^\]]*\]|\([^)]*\)|\S+)', rest))
+    return dict(op=m.group(2), results=results, operands=operands, attrs=attrs, regions=[])
+
+
+def read_block(lines, i, body):
+    """Reads instructions into `body` from lines[i] until a `yield`/`return`; returns the index."""
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if stripped.startswith('yield') or stripped.startswith('return') or IR_FUNC.match(line):
+            return i
+        if m := IR_INSTR.match(line):
+            ins = parse_instr(m)
+            body.append(ins)
+            i += 1
+            while i < len(lines) and (r := IR_REGION.match(lines[i])):
+                region = dict(params=[int(x) for x in re.findall(r'%(\d+):', r.group(1))], body=[])
+                i = read_block(lines, i + 1, region['body'])
+                region['yields'] = [int(x) for x in re.findall(r'%(\d+)', lines[i])]
+                ins['regions'].append(region)
+                i += 1
+            continue
+        i += 1
+    return i
 
 
 def read_ir(text):
-    """Functions of `spmdc print --emit=ir`: index -> dict(name, params, body, returns)."""
-    funcs, cur = {}, None
-    for line in text.splitlines():
-        if m := IR_FUNC.match(line):
-            cur = dict(name=m.group(3), kind=m.group(2), params=[], body=[], returns=[])
-            funcs[int(m.group(1))] = cur
-        elif m := IR_PARAM.match(line):
-            cur['params'].append(int(m.group(1)))
-        elif line.strip().startswith('return'):
-            cur['returns'] = [int(x) for x in re.findall(r'%(\d+)', line)]
-        elif m := IR_INSTR.match(line):
-            results = [int(x) for x in re.findall(r'%(\d+):', m.group(1))]
-            dtypes = re.findall(r'%\d+: (\w+)\[', m.group(1))
-            rest = m.group(3)
-            operands = [int(x) for x in re.findall(r'(?<![\w=])%(\d+)', rest.split('=')[0] if '=' in rest else rest)]
-            attrs = dict(re.findall(r'(\w+)=("[^"]*"|\[[^\]]*\]|\([^)]*\)|\S+)', rest))
-            cur['body'].append(dict(op=m.group(2), results=results, dtypes=dtypes,
-                                    operands=operands, attrs=attrs))
+    """Functions of `spmdc print --emit=ir`: index -> dict(name, kind, params, body, returns)."""
+    funcs, lines, i = {}, text.splitlines(), 0
+    while i < len(lines):
+        m = IR_FUNC.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        f = dict(name=m.group(3), kind=m.group(2), params=[], body=[], returns=[])
+        funcs[int(m.group(1))] = f
+        while i < len(lines) and (p := IR_PARAM.match(lines[i])):
+            f['params'].append(int(p.group(1)))
+            i += 1
+        i = read_block(lines, i, f['body'])
+        if i < len(lines) and lines[i].strip().startswith('return'):
+            f['returns'] = [int(x) for x in re.findall(r'%(\d+)', lines[i])]
+            i += 1
     return funcs
 
 
@@ -178,7 +210,11 @@ def make_translator(jax, jnp, lax, funcs, mesh_axes):
     def call(index, args):
         f = funcs[index]
         env = dict(zip(f['params'], args))
-        for ins in f['body']:
+        run_block(f['body'], env)
+        return [env[v] for v in f['returns']]
+
+    def run_block(body, env):
+        for ins in body:
             op, a = ins['op'], ins['attrs']
             x = [env[v] for v in ins['operands']]
             if op == 'constant':
@@ -248,12 +284,20 @@ def make_translator(jax, jnp, lax, funcs, mesh_axes):
                 out = lax.axis_index(axes_of(a)).astype(jnp.int32)
             elif op == 'call':
                 out = tuple(call(int(a['callee'].lstrip('@')), x))
+            elif op == 'for':  # unrolled, as spmdc does
+                lo, hi = (int(v) for v in a['range'].split('..'))
+                region, carried = ins['regions'][0], list(x)
+                for k in range(lo, hi):
+                    inner = dict(env)
+                    inner.update(zip(region['params'], [jnp.asarray(k, jnp.int32)] + carried))
+                    run_block(region['body'], inner)
+                    carried = [inner[v] for v in region['yields']]
+                out = tuple(carried)
             else:
                 raise NotImplementedError(f'no JAX translation for `{op}`')
             outs = out if isinstance(out, (tuple, list)) else (out,)
             for r, v in zip(ins['results'], outs):
                 env[r] = v
-        return [env[v] for v in f['returns']]
 
     return call
 
@@ -282,8 +326,15 @@ def jax_program(jax, np, funcs, meshes, sig, index):
 
 # ---- running and timing ----------------------------------------------------------------
 
+EXE_ENV = dict(os.environ)
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def run_exe(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True, env=EXE_ENV)
 
 
 def make_input(np, rng, dtype, shape):
@@ -323,7 +374,7 @@ def bench_one(args, jax, np, path, fn, work):
     f = jax_program(jax, np, funcs, meshes, sig, index)
     dev_inputs = [jax.device_put(x) for x in inputs]
     jax_out = [np.asarray(o) for o in f(*dev_inputs)]
-    exe_run = run([exe, *flags, '-q', '--out-dir', out_dir])
+    exe_run = run_exe([exe, *flags, '-q', '--out-dir', out_dir])
     if exe_run.returncode:
         return f'{fn}: executable failed: {exe_run.stderr}'
     worst = 0.0
@@ -335,7 +386,7 @@ def bench_one(args, jax, np, path, fn, work):
         worst = max(worst, float(np.max(np.abs(got - ref))) / scale if ref.size else 0.0)
     exe_ms, jax_ms = [], []
     for _ in range(args.rounds):
-        t = run([exe, *flags, '-q', '--iters', str(args.iters), '--warmup', '2'])
+        t = run_exe([exe, *flags, '-q', '--iters', str(args.iters), '--warmup', '2'])
         exe_ms.append(float(re.search(r'median ([0-9.]+) ms', t.stderr).group(1)))
         for _ in range(2):
             jax.block_until_ready(f(*dev_inputs))
@@ -369,8 +420,12 @@ def main():
     ap.add_argument('--spmdc', default=os.path.join(ROOT, 'build', 'compiler', 'spmdc'))
     ap.add_argument('--rounds', type=int, default=5, help='alternating rounds (default 5)')
     ap.add_argument('--iters', type=int, default=20, help='timed iterations per round')
+    ap.add_argument('--keep-blas-env', action='store_true',
+                    help='keep OPENBLAS_CORETYPE in the executable\'s environment')
     ap.add_argument('files', nargs='*', help='FILE.spmd or FILE.spmd:FN (default: see above)')
     args = ap.parse_args()
+    if not args.keep_blas_env:
+        EXE_ENV.pop('OPENBLAS_CORETYPE', None)
     todo = list(programs(args))
     largest = 1
     for path, _ in todo:
@@ -390,8 +445,9 @@ def main():
     jax.config.update('jax_enable_x64', True)
     print(f'JAX {jax.__version__} on {jax.devices()[0].platform} '
           f'({len(jax.devices())} host devices); medians of {args.rounds} rounds of '
-          f'{args.iters} iterations')
-    print(f'{"program":<44} {"spmdc exe ms":>13} {"JAX ms":>10} {"JAX/exe":>8} {"max rel diff":>13}')
+          f'{args.iters} iterations; executable OPENBLAS_CORETYPE='
+          f'{EXE_ENV.get("OPENBLAS_CORETYPE", "(unset)")}')
+    print(f'{"program":<52} {"spmdc exe ms":>13} {"JAX ms":>10} {"JAX/exe":>8} {"max rel diff":>13}')
     slower = 0
     with tempfile.TemporaryDirectory() as work:
         for path, fn in todo:
@@ -407,15 +463,18 @@ def main():
                 label_file = os.path.relpath(path, ROOT)
             fns = [fn] if fn else re.findall(r'^\s*shmap\s+(\w+)', run([args.spmdc, 'print', path]).stdout, re.M)
             for name in fns:
-                r = bench_one(args, jax, np, path, name, work)
+                try:
+                    r = bench_one(args, jax, np, path, name, work)
+                except Exception as e:  # a translation gap must not hide the other programs
+                    r = f'{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""}'
                 label = f'{label_file}:{name}'
                 if r is None:
-                    print(f'{label:<44} (bf16: skipped)')
+                    print(f'{label:<52} (bf16: skipped)')
                 elif isinstance(r, str):
-                    print(f'{label:<44} ERROR {r}')
+                    print(f'{label:<52} ERROR {r}')
                 else:
                     slower += r['ratio'] < 1
-                    print(f'{label:<44} {r["exe"]:>13.4f} {r["jax"]:>10.4f} {r["ratio"]:>8.2f} '
+                    print(f'{label:<52} {r["exe"]:>13.4f} {r["jax"]:>10.4f} {r["ratio"]:>8.2f} '
                           f'{r["diff"]:>13.2e}', flush=True)
     print(f'spmdc slower than JAX on {slower} program(s)')
     return 0

@@ -430,6 +430,7 @@ void DeviceContext::barrier() {
 
 void run_on_mesh(const Mesh &mesh, const std::function<void(DeviceContext &)> &body) {
   SimulatedFabric fabric(mesh);
+  detail::use_blas_threads_for(mesh.num_devices());
   auto run_device = [&](int64_t device) {
     try {
       DeviceContext context(fabric, device);

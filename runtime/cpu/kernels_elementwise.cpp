@@ -10,6 +10,7 @@
 // instead of invoking UB, integer division truncates toward zero and division
 // by zero throws, and f32 exp/log/tanh/logistic are the vectorisable versions
 // of spmdrt/vector_math.h.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -80,21 +81,23 @@ const char *unary_name(UnaryOp op) {
   return names[static_cast<int>(op)];
 }
 
+/// out[0, n) = op(x): x contiguous, or one element repeated.
 template <UnaryOp kOp>
-Tensor run_unary(const Tensor &x) {
-  return detail::dispatch_dtype(x.dtype(), [&](auto tag) -> Tensor {
+void run_unary_span(DType dtype, SpanArg x, void *out, int64_t n) {
+  detail::dispatch_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
     if constexpr (!unary_supported<kOp, S>()) {
-      fail(std::string("unary op ") + unary_name(kOp) + " does not accept " +
-           dtype_name(x.dtype()) + " operands");
+      fail(std::string("unary op ") + unary_name(kOp) + " does not accept " + dtype_name(dtype) +
+           " operands");
     } else {
       using Cx = Compute<S>;
-      Tensor out = Tensor::empty(x.dtype(), x.shape());
-      const S *in = x.data<S>();
-      S *o = out.data<S>();
-      const int64_t n = x.numel();
-      for (int64_t i = 0; i < n; ++i) o[i] = Cx::store(apply_unary<kOp>(Cx::load(in[i])));
-      return out;
+      const S *in = static_cast<const S *>(x.data);
+      S *o = static_cast<S *>(out);
+      if (x.scalar) {
+        if (n > 0) std::fill(o, o + n, Cx::store(apply_unary<kOp>(Cx::load(in[0]))));
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = Cx::store(apply_unary<kOp>(Cx::load(in[i])));
+      }
     }
   });
 }
@@ -158,6 +161,42 @@ const char *binary_name(BinaryOp op) {
   return names[static_cast<int>(op)];
 }
 
+/// out[0, n) = op(a, b): each operand contiguous or one element repeated.
+template <BinaryOp kOp>
+void run_binary_span(DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
+  detail::dispatch_dtype(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    if constexpr (!binary_supported<kOp, S>()) {
+      fail(std::string("binary op ") + binary_name(kOp) + " does not accept " + dtype_name(dtype) +
+           " operands");
+    } else {
+      using Cx = Compute<S>;
+      using R = std::conditional_t<kIsComparison<kOp>, bool, S>;
+      auto store = [](auto v) -> R {
+        if constexpr (kIsComparison<kOp>)
+          return v;
+        else
+          return Cx::store(v);
+      };
+      const S *pa = static_cast<const S *>(a.data);
+      const S *pb = static_cast<const S *>(b.data);
+      R *o = static_cast<R *>(out);
+      if (!a.scalar && !b.scalar) {
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), Cx::load(pb[i])));
+      } else if (a.scalar && !b.scalar) {
+        const auto sa = Cx::load(pa[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = store(apply_binary<kOp>(sa, Cx::load(pb[i])));
+      } else if (b.scalar && !a.scalar) {
+        const auto sb = Cx::load(pb[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), sb));
+      } else if (n > 0) {
+        std::fill(o, o + n, store(apply_binary<kOp>(Cx::load(pa[0]), Cx::load(pb[0]))));
+      }
+    }
+  });
+}
+
 template <BinaryOp kOp>
 Tensor run_binary(const Tensor &a, const Tensor &b) {
   if (a.dtype() != b.dtype()) {
@@ -165,7 +204,16 @@ Tensor run_binary(const Tensor &a, const Tensor &b) {
          dtype_name(a.dtype()) + " vs " + dtype_name(b.dtype()) + ")");
   }
   Shape shape = broadcast_shapes(a.shape(), b.shape());
-  return detail::dispatch_dtype(a.dtype(), [&](auto tag) -> Tensor {
+  const DType out_dtype = kIsComparison<kOp> ? DType::Bool : a.dtype();
+  Tensor out = Tensor::empty(out_dtype, shape);
+  const int64_t n = out.numel();
+  if ((a.numel() == n || a.numel() == 1) && (b.numel() == n || b.numel() == 1)) {
+    // Same shape up to leading 1s (contiguous), or a scalar operand.
+    run_binary_span<kOp>(a.dtype(), {a.raw(), a.numel() != n}, {b.raw(), b.numel() != n},
+                         out.raw(), n);
+    return out;
+  }
+  detail::dispatch_dtype(a.dtype(), [&](auto tag) {
     using S = decltype(tag);
     if constexpr (!binary_supported<kOp, S>()) {
       fail(std::string("binary op ") + binary_name(kOp) + " does not accept " +
@@ -179,48 +227,35 @@ Tensor run_binary(const Tensor &a, const Tensor &b) {
         else
           return Cx::store(v);
       };
-      Tensor out = Tensor::empty(kIsComparison<kOp> ? DType::Bool : a.dtype(), shape);
       const S *pa = a.data<S>();
       const S *pb = b.data<S>();
       R *o = out.data<R>();
-      const int64_t n = out.numel();
-      if (a.numel() == n && b.numel() == n) {  // same shape up to leading 1s: contiguous
-        for (int64_t i = 0; i < n; ++i)
-          o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), Cx::load(pb[i])));
-      } else if (a.numel() == 1 && b.numel() == n) {
-        const auto sa = Cx::load(pa[0]);
-        for (int64_t i = 0; i < n; ++i) o[i] = store(apply_binary<kOp>(sa, Cx::load(pb[i])));
-      } else if (b.numel() == 1 && a.numel() == n) {
-        const auto sb = Cx::load(pb[0]);
-        for (int64_t i = 0; i < n; ++i) o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), sb));
-      } else {
-        std::array<std::vector<int64_t>, 3> strides = {detail::row_major_strides(shape),
-                                                       detail::broadcast_strides(a.shape(), shape),
-                                                       detail::broadcast_strides(b.shape(), shape)};
-        detail::for_each_broadcast_row<3>(
-            shape, strides, [&](const auto &off, int64_t count, const auto &inner) {
-              R *po = o + off[0];
-              const S *xa = pa + off[1];
-              const S *xb = pb + off[2];
-              const int64_t ia = inner[1], ib = inner[2];
-              if (ia == 1 && ib == 0) {
-                const auto sb = Cx::load(xb[0]);
-                for (int64_t i = 0; i < count; ++i)
-                  po[i] = store(apply_binary<kOp>(Cx::load(xa[i]), sb));
-              } else if (ia == 0 && ib == 1) {
-                const auto sa = Cx::load(xa[0]);
-                for (int64_t i = 0; i < count; ++i)
-                  po[i] = store(apply_binary<kOp>(sa, Cx::load(xb[i])));
-              } else {
-                for (int64_t i = 0; i < count; ++i) {
-                  po[i] = store(apply_binary<kOp>(Cx::load(xa[i * ia]), Cx::load(xb[i * ib])));
-                }
+      std::array<std::vector<int64_t>, 3> strides = {detail::row_major_strides(shape),
+                                                     detail::broadcast_strides(a.shape(), shape),
+                                                     detail::broadcast_strides(b.shape(), shape)};
+      detail::for_each_broadcast_row<3>(
+          shape, strides, [&](const auto &off, int64_t count, const auto &inner) {
+            R *po = o + off[0];
+            const S *xa = pa + off[1];
+            const S *xb = pb + off[2];
+            const int64_t ia = inner[1], ib = inner[2];
+            if (ia == 1 && ib == 0) {
+              const auto sb = Cx::load(xb[0]);
+              for (int64_t i = 0; i < count; ++i)
+                po[i] = store(apply_binary<kOp>(Cx::load(xa[i]), sb));
+            } else if (ia == 0 && ib == 1) {
+              const auto sa = Cx::load(xa[0]);
+              for (int64_t i = 0; i < count; ++i)
+                po[i] = store(apply_binary<kOp>(sa, Cx::load(xb[i])));
+            } else {
+              for (int64_t i = 0; i < count; ++i) {
+                po[i] = store(apply_binary<kOp>(Cx::load(xa[i * ia]), Cx::load(xb[i * ib])));
               }
-            });
-      }
-      return out;
+            }
+          });
     }
   });
+  return out;
 }
 
 // ---- cast -----------------------------------------------------------------------
@@ -272,11 +307,11 @@ std::vector<int64_t> broadcast_strides(const Shape &in, const Shape &out) {
 }
 }  // namespace detail
 
-Tensor unary(UnaryOp op, const Tensor &x) {
+void unary_span(UnaryOp op, DType dtype, SpanArg x, void *out, int64_t n) {
   switch (op) {
 #define SPMDRT_UNARY_CASE(name) \
   case UnaryOp::name:           \
-    return run_unary<UnaryOp::name>(x);
+    return run_unary_span<UnaryOp::name>(dtype, x, out, n);
     SPMDRT_UNARY_CASE(Neg)
     SPMDRT_UNARY_CASE(Exp)
     SPMDRT_UNARY_CASE(Log)
@@ -294,11 +329,42 @@ Tensor unary(UnaryOp op, const Tensor &x) {
   fail("unknown unary op");
 }
 
+Tensor unary(UnaryOp op, const Tensor &x) {
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  unary_span(op, x.dtype(), {x.raw(), false}, out.raw(), x.numel());
+  return out;
+}
+
 Tensor binary(BinaryOp op, const Tensor &a, const Tensor &b) {
   switch (op) {
 #define SPMDRT_BINARY_CASE(name) \
   case BinaryOp::name:           \
     return run_binary<BinaryOp::name>(a, b);
+    SPMDRT_BINARY_CASE(Add)
+    SPMDRT_BINARY_CASE(Sub)
+    SPMDRT_BINARY_CASE(Mul)
+    SPMDRT_BINARY_CASE(Div)
+    SPMDRT_BINARY_CASE(Pow)
+    SPMDRT_BINARY_CASE(Max)
+    SPMDRT_BINARY_CASE(Min)
+    SPMDRT_BINARY_CASE(Lt)
+    SPMDRT_BINARY_CASE(Le)
+    SPMDRT_BINARY_CASE(Gt)
+    SPMDRT_BINARY_CASE(Ge)
+    SPMDRT_BINARY_CASE(Eq)
+    SPMDRT_BINARY_CASE(Ne)
+    SPMDRT_BINARY_CASE(And)
+    SPMDRT_BINARY_CASE(Or)
+#undef SPMDRT_BINARY_CASE
+  }
+  fail("unknown binary op");
+}
+
+void binary_span(BinaryOp op, DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
+  switch (op) {
+#define SPMDRT_BINARY_CASE(name) \
+  case BinaryOp::name:           \
+    return run_binary_span<BinaryOp::name>(dtype, a, b, out, n);
     SPMDRT_BINARY_CASE(Add)
     SPMDRT_BINARY_CASE(Sub)
     SPMDRT_BINARY_CASE(Mul)
@@ -352,19 +418,38 @@ Tensor select(const Tensor &cond, const Tensor &a, const Tensor &b) {
   return out;
 }
 
-Tensor cast(const Tensor &x, DType to) {
-  if (x.dtype() == to) return x.clone();
-  Tensor out = Tensor::empty(to, x.shape());
-  detail::dispatch_dtype(x.dtype(), [&](auto from_tag) {
+void select_span(SpanArg cond, DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
+  detail::dispatch_dtype(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    const auto *pc = static_cast<const uint8_t *>(cond.data);
+    const S *pa = static_cast<const S *>(a.data);
+    const S *pb = static_cast<const S *>(b.data);
+    S *o = static_cast<S *>(out);
+    const int64_t ic = cond.scalar ? 0 : 1, ia = a.scalar ? 0 : 1, ib = b.scalar ? 0 : 1;
+    for (int64_t i = 0; i < n; ++i) o[i] = pc[i * ic] ? pa[i * ia] : pb[i * ib];
+  });
+}
+
+void cast_span(DType from, DType to, SpanArg x, void *out, int64_t n) {
+  detail::dispatch_dtype(from, [&](auto from_tag) {
     using S = decltype(from_tag);
     detail::dispatch_dtype(to, [&](auto to_tag) {
       using D = decltype(to_tag);
-      const S *in = x.data<S>();
-      D *o = out.data<D>();
-      const int64_t n = x.numel();
-      for (int64_t i = 0; i < n; ++i) o[i] = convert<D>(Compute<S>::load(in[i]));
+      const S *in = static_cast<const S *>(x.data);
+      D *o = static_cast<D *>(out);
+      if (x.scalar) {
+        if (n > 0) std::fill(o, o + n, convert<D>(Compute<S>::load(in[0])));
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = convert<D>(Compute<S>::load(in[i]));
+      }
     });
   });
+}
+
+Tensor cast(const Tensor &x, DType to) {
+  if (x.dtype() == to) return x.clone();
+  Tensor out = Tensor::empty(to, x.shape());
+  cast_span(x.dtype(), to, {x.raw(), false}, out.raw(), x.numel());
   return out;
 }
 

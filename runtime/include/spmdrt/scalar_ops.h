@@ -152,8 +152,8 @@ template <typename C>
 SPMDRT_HD inline C pow(C a, C b) {
   if constexpr (std::is_same_v<C, int32_t>)
     return int_pow(a, b);
-  else
-    return static_cast<C>(std::pow(a, b));
+  else  // x ** 2 is the (correctly rounded) square; a literal 2 folds this choice away
+    return b == C(2) ? a * a : static_cast<C>(std::pow(a, b));
 }
 template <typename C> SPMDRT_HD inline C max(C a, C b) { return (a > b || a != a) ? a : b; }  // NaN wins
 template <typename C> SPMDRT_HD inline C min(C a, C b) { return (a < b || a != a) ? a : b; }
