@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "ops/variance_rules.h"
 #include "spmdrt/kernels.h"
 
 namespace spmd::interp::detail {
@@ -22,6 +23,12 @@ using rt::Tensor;
 
 Tensor red(rt::ReduceOp op, const std::vector<Tensor> &x, const ir::Instr &in) {
   return rt::reduce(op, x[0], in.attrs.dims);
+}
+
+/// The reduction of an all-reduce op.
+rt::ReduceOp reduce_op(OpCode op) {
+  return op == OpCode::Pmax ? rt::ReduceOp::Max
+                            : (op == OpCode::Pmin ? rt::ReduceOp::Min : rt::ReduceOp::Sum);
 }
 
 /// The i32 scalar operand of dynamic_slice / dynamic_update_slice.
@@ -137,11 +144,9 @@ Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext 
     }
     // Collectives.
     case OpCode::Psum:
-      return ctx.all_reduce(x[0], a.axes, rt::ReduceOp::Sum);
     case OpCode::Pmax:
-      return ctx.all_reduce(x[0], a.axes, rt::ReduceOp::Max);
     case OpCode::Pmin:
-      return ctx.all_reduce(x[0], a.axes, rt::ReduceOp::Min);
+      return ctx.all_reduce(x[0], a.axes, reduce_op(in.op));
     case OpCode::Pbroadcast:
       return x[0];  // Invariant -> Varying: no data moves
     case OpCode::AllGather:
@@ -237,6 +242,8 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
 std::vector<rt::Tensor> eval_op(const ir::Instr &instr, const std::vector<rt::Tensor> &operands,
                                 rt::DeviceContext &ctx, const CallFn &call) {
   if (instr.op == OpCode::Call) return call(instr.attrs.callee, operands);
+  if (operands.size() != 1 && is_combinable_reduce(instr.op))  // psum((a, b), axes)
+    return ctx.all_reduce(operands, instr.attrs.axes, reduce_op(instr.op));
   return {one(instr, operands, ctx)};
 }
 

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -313,6 +314,44 @@ Tensor DeviceContext::all_reduce(const Tensor &x, const std::vector<int> &axes, 
   reduce_into(op, rv->inputs, begin, end - begin, rv->shared_result, begin);
   fabric_->depart(*rv, device_);
   return rv->shared_result.clone();
+}
+
+std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
+                                              const std::vector<int> &axes, ReduceOp op) {
+  std::vector<Tensor> out(xs.size());
+  std::vector<bool> done(xs.size(), false);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (done[i]) continue;
+    std::vector<size_t> same;  // the tensors of xs[i]'s dtype, in order
+    int64_t total = 0;
+    for (size_t j = i; j < xs.size(); ++j) {
+      if (done[j] || xs[j].dtype() != xs[i].dtype()) continue;
+      same.push_back(j);
+      done[j] = true;
+      total += xs[j].numel();
+    }
+    if (same.size() == 1) {
+      out[i] = all_reduce(xs[i], axes, op);
+      continue;
+    }
+    const size_t esize = dtype_size(xs[i].dtype());
+    Tensor packed = Tensor::empty(xs[i].dtype(), {total});
+    size_t offset = 0;
+    for (size_t j : same) {
+      const size_t bytes = static_cast<size_t>(xs[j].numel()) * esize;
+      if (bytes) std::memcpy(packed.raw() + offset, xs[j].raw(), bytes);
+      offset += bytes;
+    }
+    const Tensor reduced = all_reduce(packed, axes, op);
+    offset = 0;
+    for (size_t j : same) {
+      out[j] = Tensor::empty(xs[j].dtype(), xs[j].shape());
+      const size_t bytes = static_cast<size_t>(xs[j].numel()) * esize;
+      if (bytes) std::memcpy(out[j].raw(), reduced.raw() + offset, bytes);
+      offset += bytes;
+    }
+  }
+  return out;
 }
 
 Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim,
