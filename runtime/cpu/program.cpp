@@ -5,7 +5,7 @@
 // by in_specs, running through an Executor, unsharding by out_specs, printing
 // and atomic output writing. The CPU executor runs the emitted per-device body
 // on one thread per mesh position; timed iterations are separated by mesh
-// barriers and measured on device 0.
+// barriers and measured across all devices (StepClock).
 #include "spmdrt/program.h"
 
 #include <algorithm>
@@ -258,6 +258,13 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
   return 0;
 }
 
+double StepClock::step_seconds() const {
+  if (start_.empty()) return 0.0;
+  const auto first = *std::min_element(start_.begin(), start_.end());
+  const auto last = *std::max_element(finish_.begin(), finish_.end());
+  return std::chrono::duration<double>(last - first).count();
+}
+
 Executor cpu_executor(const std::vector<ProgramFunction> &functions,
                       const std::vector<CpuBody> &bodies) {
   return [&functions, &bodies](size_t fn, const std::vector<std::vector<Tensor>> &locals,
@@ -267,18 +274,20 @@ Executor cpu_executor(const std::vector<ProgramFunction> &functions,
     std::vector<std::vector<Tensor>> out(locals.size());
     const int total = 1 + request.warmup + request.iters;
     std::vector<double> times;
+    StepClock clock(locals.size());
     run_on_mesh(f.mesh, [&](DeviceContext &ctx) {
       const auto d = static_cast<size_t>(ctx.device());
       for (int it = 0; it < total; ++it) {
         const bool timed = it > request.warmup;
-        if (timed) ctx.barrier();
-        const auto t0 = std::chrono::steady_clock::now();
-        std::vector<Tensor> r = body(ctx, locals[d]);
         if (timed) {
           ctx.barrier();
-          if (d == 0)
-            times.push_back(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          clock.start(d);
+        }
+        std::vector<Tensor> r = body(ctx, locals[d]);
+        if (timed) {
+          clock.finish(d);
+          ctx.barrier();
+          if (d == 0) times.push_back(clock.step_seconds());
         }
         if (it == 0) out[d] = std::move(r);
       }

@@ -628,6 +628,7 @@ rt::Executor cuda_executor(const std::vector<rt::ProgramFunction> &functions,
     std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
     std::barrier sync(static_cast<std::ptrdiff_t>(n));
     std::vector<double> times;
+    rt::StepClock clock(static_cast<size_t>(n));
     std::vector<std::thread> threads;
     const int total = 1 + request.warmup + request.iters;
     for (int64_t d = 0; d < n; ++d)
@@ -641,12 +642,12 @@ rt::Executor cuda_executor(const std::vector<rt::ProgramFunction> &functions,
           for (int it = 0; it < total; ++it) {
             const bool timed = it > request.warmup;
             sync.arrive_and_wait();
-            const auto t0 = std::chrono::steady_clock::now();
+            clock.start(static_cast<size_t>(d));
             std::vector<Tensor> r = bodies.at(fn)(ctx, args);
             check_cuda(cudaStreamSynchronize(tl_stream), "kernel execution");
+            clock.finish(static_cast<size_t>(d));
             sync.arrive_and_wait();
-            if (timed && d == 0)
-              times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            if (timed && d == 0) times.push_back(clock.step_seconds());
             if (it == 0)
               for (const Tensor &t : r) out[d].push_back(t.to_host());
           }

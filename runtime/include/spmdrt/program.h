@@ -16,13 +16,15 @@
 // outputs by the out_specs (rt::unshard), prints them exactly as `spmdc run`
 // does and writes the .npy files atomically (all or none). With --iters N the
 // body runs N more times after --warmup runs and the median, min and max
-// per-iteration times are printed on stderr.
+// per-iteration times are printed on stderr; an iteration is timed across the
+// whole mesh, from the first device's start to the last device's finish.
 //
 // Exit status: 0 ok, 1 user error (bad usage, inputs, or a runtime error such
 // as integer division by zero), 3 setup error (e.g. not enough GPUs),
 // 77 is never used here (tests use it for "skipped").
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -53,9 +55,27 @@ struct RunRequest {
   int iters = 0;  // timed iterations after the first (result-producing) run
 };
 
+/// Times steps of the whole mesh for --iters: a step lasts from the moment the
+/// first device starts it to the moment the last device finishes it (its
+/// stream drained, on a GPU). Measuring on one device instead reads low when
+/// devices outnumber cores: a device that starts late finishes early on its
+/// own clock. Each device records into its own slot; after a barrier that
+/// follows every finish(), any one device reads step_seconds().
+class StepClock {
+ public:
+  explicit StepClock(size_t devices) : start_(devices), finish_(devices) {}
+  void start(size_t device) { start_.at(device) = std::chrono::steady_clock::now(); }
+  void finish(size_t device) { finish_.at(device) = std::chrono::steady_clock::now(); }
+  /// max(finish) - min(start) over all devices, in seconds.
+  double step_seconds() const;
+
+ private:
+  std::vector<std::chrono::steady_clock::time_point> start_, finish_;
+};
+
 /// Runs function `fn` on every device: `locals[d][k]` is parameter k's block on
 /// device d; returns `[d][k]` result blocks. Fills `seconds` with one wall time
-/// per timed iteration (request.iters of them).
+/// per timed iteration (request.iters of them), measured with a StepClock.
 using Executor = std::function<std::vector<std::vector<Tensor>>(
     size_t fn, const std::vector<std::vector<Tensor>> &locals, const RunRequest &request,
     std::vector<double> &seconds)>;
