@@ -159,7 +159,7 @@ Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext 
     case OpCode::AllToAll:
       return ctx.all_to_all(x[0], a.axes, a.dim, a.dim2);
     case OpCode::Ppermute:
-      return ctx.ppermute(x[0], a.axes.at(0), a.perm);
+      return ctx.ppermute(x[0], a.axes, a.perm);
     case OpCode::AxisIndex:
       return Tensor::scalar(DType::I32, static_cast<double>(ctx.axis_index(a.axes)));
     case OpCode::For:  // loops are unrolled before execution (transforms/unroll_loops.h)
@@ -177,35 +177,64 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
   auto un = [](rt::UnaryOp u) { return ElementwiseKernel{K::Unary, u, rt::BinaryOp::Add}; };
   auto bin = [](rt::BinaryOp b) { return ElementwiseKernel{K::Binary, rt::UnaryOp::Neg, b}; };
   switch (op) {
-    case OpCode::Neg: return un(rt::UnaryOp::Neg);
-    case OpCode::Exp: return un(rt::UnaryOp::Exp);
-    case OpCode::Log: return un(rt::UnaryOp::Log);
-    case OpCode::Sin: return un(rt::UnaryOp::Sin);
-    case OpCode::Cos: return un(rt::UnaryOp::Cos);
-    case OpCode::Tanh: return un(rt::UnaryOp::Tanh);
-    case OpCode::Sqrt: return un(rt::UnaryOp::Sqrt);
-    case OpCode::Rsqrt: return un(rt::UnaryOp::Rsqrt);
-    case OpCode::Abs: return un(rt::UnaryOp::Abs);
-    case OpCode::Sign: return un(rt::UnaryOp::Sign);
-    case OpCode::Logistic: return un(rt::UnaryOp::Logistic);
-    case OpCode::Not: return un(rt::UnaryOp::Not);
-    case OpCode::Cast: return {K::Cast};
-    case OpCode::Add: return bin(rt::BinaryOp::Add);
-    case OpCode::Sub: return bin(rt::BinaryOp::Sub);
-    case OpCode::Mul: return bin(rt::BinaryOp::Mul);
-    case OpCode::Div: return bin(rt::BinaryOp::Div);
-    case OpCode::Pow: return bin(rt::BinaryOp::Pow);
-    case OpCode::Max: return bin(rt::BinaryOp::Max);
-    case OpCode::Min: return bin(rt::BinaryOp::Min);
-    case OpCode::Lt: return bin(rt::BinaryOp::Lt);
-    case OpCode::Le: return bin(rt::BinaryOp::Le);
-    case OpCode::Gt: return bin(rt::BinaryOp::Gt);
-    case OpCode::Ge: return bin(rt::BinaryOp::Ge);
-    case OpCode::Eq: return bin(rt::BinaryOp::Eq);
-    case OpCode::Ne: return bin(rt::BinaryOp::Ne);
-    case OpCode::And: return bin(rt::BinaryOp::And);
-    case OpCode::Or: return bin(rt::BinaryOp::Or);
-    case OpCode::Select: return {K::Select};
+    case OpCode::Neg:
+      return un(rt::UnaryOp::Neg);
+    case OpCode::Exp:
+      return un(rt::UnaryOp::Exp);
+    case OpCode::Log:
+      return un(rt::UnaryOp::Log);
+    case OpCode::Sin:
+      return un(rt::UnaryOp::Sin);
+    case OpCode::Cos:
+      return un(rt::UnaryOp::Cos);
+    case OpCode::Tanh:
+      return un(rt::UnaryOp::Tanh);
+    case OpCode::Sqrt:
+      return un(rt::UnaryOp::Sqrt);
+    case OpCode::Rsqrt:
+      return un(rt::UnaryOp::Rsqrt);
+    case OpCode::Abs:
+      return un(rt::UnaryOp::Abs);
+    case OpCode::Sign:
+      return un(rt::UnaryOp::Sign);
+    case OpCode::Logistic:
+      return un(rt::UnaryOp::Logistic);
+    case OpCode::Not:
+      return un(rt::UnaryOp::Not);
+    case OpCode::Cast:
+      return {K::Cast};
+    case OpCode::Add:
+      return bin(rt::BinaryOp::Add);
+    case OpCode::Sub:
+      return bin(rt::BinaryOp::Sub);
+    case OpCode::Mul:
+      return bin(rt::BinaryOp::Mul);
+    case OpCode::Div:
+      return bin(rt::BinaryOp::Div);
+    case OpCode::Pow:
+      return bin(rt::BinaryOp::Pow);
+    case OpCode::Max:
+      return bin(rt::BinaryOp::Max);
+    case OpCode::Min:
+      return bin(rt::BinaryOp::Min);
+    case OpCode::Lt:
+      return bin(rt::BinaryOp::Lt);
+    case OpCode::Le:
+      return bin(rt::BinaryOp::Le);
+    case OpCode::Gt:
+      return bin(rt::BinaryOp::Gt);
+    case OpCode::Ge:
+      return bin(rt::BinaryOp::Ge);
+    case OpCode::Eq:
+      return bin(rt::BinaryOp::Eq);
+    case OpCode::Ne:
+      return bin(rt::BinaryOp::Ne);
+    case OpCode::And:
+      return bin(rt::BinaryOp::And);
+    case OpCode::Or:
+      return bin(rt::BinaryOp::Or);
+    case OpCode::Select:
+      return {K::Select};
     case OpCode::Constant:
     case OpCode::Full:
     case OpCode::Iota:

@@ -213,24 +213,24 @@ class VarianceInference {
         AxisRequirement req = operand_requirement(in.op);
         std::string op(op_spelling(in.op));
         if (req == AxisRequirement::Varying) {
-         for (ir::ValueId &operand : in.operands) {  // several for psum((a, b), axes)
-          ir::ValueId x = operand;
-          AxisSet missing = axes - f.type(x).variance;
-          if (!missing.empty()) {
-            if (st.auto_pb) {
-              operand = lift(st, body, x, f.type(x).variance | missing, in.span);
-            } else {
-              diags_
-                  ->error("invariant-operand", in.span,
-                          "`" + op + "` needs an operand that varies along " +
-                              axes_names(missing, mesh) + ", but " + name_of(st, x) +
-                              " is the same on every device along " +
-                              (missing.size() == 1 ? "it" : "them"))
-                  .fix = "write `" + op + "(" + pbroadcast_text(f.values[x].name, missing, mesh) +
-                         ", ...)`, or enable automatic pbroadcast insertion";
+          for (ir::ValueId &operand : in.operands) {  // several for psum((a, b), axes)
+            ir::ValueId x = operand;
+            AxisSet missing = axes - f.type(x).variance;
+            if (!missing.empty()) {
+              if (st.auto_pb) {
+                operand = lift(st, body, x, f.type(x).variance | missing, in.span);
+              } else {
+                diags_
+                    ->error("invariant-operand", in.span,
+                            "`" + op + "` needs an operand that varies along " +
+                                axes_names(missing, mesh) + ", but " + name_of(st, x) +
+                                " is the same on every device along " +
+                                (missing.size() == 1 ? "it" : "them"))
+                    .fix = "write `" + op + "(" + pbroadcast_text(f.values[x].name, missing, mesh) +
+                           ", ...)`, or enable automatic pbroadcast insertion";
+              }
             }
           }
-         }
         } else if (req == AxisRequirement::Invariant) {
           ir::ValueId x = in.operands[0];
           AxisSet extra = axes & f.type(x).variance;

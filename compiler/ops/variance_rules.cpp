@@ -77,6 +77,26 @@ std::vector<AxisSet> result_variances(OpCode op, const std::vector<AxisSet> &ope
   return std::vector<AxisSet>(num_results, result_variance(op, uni, attrs));
 }
 
+bool constant_operand_adapts(OpCode op) {
+  switch (op_kind(op)) {
+    case OpKind::Collective:
+    case OpKind::Call:
+    case OpKind::Control:
+    case OpKind::Creation:
+      return false;
+    case OpKind::Unary:
+    case OpKind::Binary:
+    case OpKind::Compare:
+    case OpKind::Logical:
+    case OpKind::Select:
+    case OpKind::Reduce:
+    case OpKind::Contraction:
+    case OpKind::Layout:
+      return true;
+  }
+  return false;
+}
+
 const char *variance_signature(OpCode op) {
   switch (operand_requirement(op)) {
     case AxisRequirement::Varying: {

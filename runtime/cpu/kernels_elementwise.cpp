@@ -209,8 +209,8 @@ Tensor run_binary(const Tensor &a, const Tensor &b) {
   const int64_t n = out.numel();
   if ((a.numel() == n || a.numel() == 1) && (b.numel() == n || b.numel() == 1)) {
     // Same shape up to leading 1s (contiguous), or a scalar operand.
-    run_binary_span<kOp>(a.dtype(), {a.raw(), a.numel() != n}, {b.raw(), b.numel() != n},
-                         out.raw(), n);
+    run_binary_span<kOp>(a.dtype(), {a.raw(), a.numel() != n}, {b.raw(), b.numel() != n}, out.raw(),
+                         n);
     return out;
   }
   detail::dispatch_dtype(a.dtype(), [&](auto tag) {

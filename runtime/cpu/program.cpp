@@ -276,9 +276,8 @@ void run_steps(DeviceContext &ctx, const RunRequest &request, StepClock &clock,
   }
 }
 
-std::string timing_report(const std::string &who, const std::string &fn,
-                          const std::string &target, int64_t devices, std::vector<double> s,
-                          int warmup) {
+std::string timing_report(const std::string &who, const std::string &fn, const std::string &target,
+                          int64_t devices, std::vector<double> s, int warmup) {
   if (s.empty()) return {};
   std::sort(s.begin(), s.end());
   const double median =

@@ -83,9 +83,8 @@ void run_steps(DeviceContext &ctx, const RunRequest &request, StepClock &clock,
 
 /// The --iters report printed on stderr: "<who>: <fn> on <target>, <devices>
 /// devices: N iterations (after W warmup): median .. ms, min .. ms, max .. ms".
-std::string timing_report(const std::string &who, const std::string &fn,
-                          const std::string &target, int64_t devices, std::vector<double> seconds,
-                          int warmup);
+std::string timing_report(const std::string &who, const std::string &fn, const std::string &target,
+                          int64_t devices, std::vector<double> seconds, int warmup);
 
 /// Runs function `fn` on every device: `locals[d][k]` is parameter k's block on
 /// device d; returns `[d][k]` result blocks. Fills `seconds` with one wall time

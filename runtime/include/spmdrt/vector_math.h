@@ -90,9 +90,9 @@ inline float log_f32(float x) {
   y = y - 0.5f * z;
   y = m + y;
   y = y + fe * 0.693359375f;
-  y = x == 0.0f ? bits_float(0xff800000u) : y;                  // -inf
-  y = x < 0.0f ? bits_float(0x7fc00000u) : y;                   // NaN
-  y = x == bits_float(0x7f800000u) ? x : y;                     // +inf
+  y = x == 0.0f ? bits_float(0xff800000u) : y;  // -inf
+  y = x < 0.0f ? bits_float(0x7fc00000u) : y;   // NaN
+  y = x == bits_float(0x7f800000u) ? x : y;     // +inf
   return x != x ? x : y;
 }
 

@@ -28,7 +28,8 @@ double ulp_error(float y, double ref) {
   return std::abs(static_cast<double>(y) - ref) / ulp;
 }
 
-double max_ulp_error(const std::function<float(float)> &f, const std::function<double(double)> &ref) {
+double max_ulp_error(const std::function<float(float)> &f,
+                     const std::function<double(double)> &ref) {
   double worst = 0;
   for (uint64_t bits = 0; bits <= 0xffffffffull; bits += 257) {
     const float x = vm::bits_float(static_cast<uint32_t>(bits));
@@ -40,7 +41,8 @@ double max_ulp_error(const std::function<float(float)> &f, const std::function<d
 
 }  // namespace
 
-TEST_CASE("vector_math: exp, log, tanh, logistic within their ulp bounds", "[runtime][vector_math]") {
+TEST_CASE("vector_math: exp, log, tanh, logistic within their ulp bounds",
+          "[runtime][vector_math]") {
   CHECK(max_ulp_error(vm::exp_f32, [](double x) { return std::exp(x); }) <= 1.0);
   CHECK(max_ulp_error(vm::log_f32, [](double x) { return std::log(x); }) <= 1.0);
   CHECK(max_ulp_error(vm::tanh_f32, [](double x) { return std::tanh(x); }) <= 1.5);
@@ -74,7 +76,8 @@ TEST_CASE("vector_math: special values", "[runtime][vector_math]") {
   CHECK(vm::logistic_f32(0.0f) == 0.5f);
 }
 
-TEST_CASE("vector_math: tensor kernels compute the scalar functions' bits", "[runtime][vector_math]") {
+TEST_CASE("vector_math: tensor kernels compute the scalar functions' bits",
+          "[runtime][vector_math]") {
   // 10007 values (not a multiple of any vector width) spanning the interesting ranges.
   Tensor x = Tensor::empty(DType::F32, {10007});
   float *p = x.data<float>();
@@ -90,7 +93,9 @@ TEST_CASE("vector_math: tensor kernels compute the scalar functions' bits", "[ru
     int64_t mismatches = 0;
     for (int64_t i = 0; i < x.numel(); ++i) {
       const bool same = vm::float_bits(y.data<float>()[i]) == vm::float_bits(fn(p[i]));
-      if (!same) INFO("op " << int(op) << " x = " << p[i] << ": " << y.data<float>()[i] << " vs " << fn(p[i]));
+      if (!same)
+        INFO("op " << int(op) << " x = " << p[i] << ": " << y.data<float>()[i] << " vs "
+                   << fn(p[i]));
       if (!same) CHECK(same);
       mismatches += !same;
     }

@@ -262,7 +262,7 @@ TEST_CASE("tp_mlp: one psum forward, one backward (Megatron f/g)", "[samples]") 
   CHECK(cost(*c).einsum_flops == 2 * (2 * 8 * 16 * 16));
   auto g = backward_of(*c);
   CHECK(count_values(*g, "psum") == 2);  // forward + x's gradient,
-  CHECK(count_op(*g, "psum") == 1);     // combined
+  CHECK(count_op(*g, "psum") == 1);      // combined
   // W.r.t. the parameters only, the backward pass communicates nothing: the
   // sharded weights' gradients stay sharded, and the output's cotangent is
   // invariant (out_spec P()), so b2's gradient needs no sum either.
@@ -325,7 +325,7 @@ TEST_CASE("dp_tp: TP psum over model, DP psums over data", "[samples]") {
   CHECK(count_op(*c, "psum") == 2);  // activations over model, loss over data
   auto g = backward_of(*c, {"w1", "b1", "w2", "b2"});
   CHECK(count_values(*g, "psum") == 2 + 4);  // + one psum over data per parameter
-  CHECK(count_op(*g, "psum") == 2);         // combined: one over model, one over data
+  CHECK(count_op(*g, "psum") == 2);          // combined: one over model, one over data
   CHECK(communicating(*g) == 2);
 }
 

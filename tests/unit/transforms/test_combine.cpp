@@ -26,7 +26,8 @@ std::string sample(const std::string &name) {
 
 bool same_bits(const rt::Tensor &a, const rt::Tensor &b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.numel()) * rt::dtype_size(a.dtype())) == 0;
+         std::memcmp(a.raw(), b.raw(),
+                     static_cast<size_t>(a.numel()) * rt::dtype_size(a.dtype())) == 0;
 }
 
 /// The derived program as printed and re-checked, with the given combine threshold.
@@ -130,7 +131,7 @@ TEST_CASE("combine_collectives: dependent, other-axis and huge psums stay apart"
       "  return s + w, t, u, v\n}\n");
   ir::Function f = shmap_of(*c);
   CombineOptions options;
-  options.threshold_bytes = 1024;  // u (4 KiB) is too big to combine
+  options.threshold_bytes = 1024;               // u (4 KiB) is too big to combine
   CHECK(combine_collectives(f, options) == 1);  // t and w
   ir::Module m = *c->module;
   m.functions[static_cast<size_t>(only_shmap(*c))] = f;
