@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "internal.h"
 #include "spmdrt/kernels.h"
@@ -335,11 +336,13 @@ Tensor unary(UnaryOp op, const Tensor &x) {
   return out;
 }
 
-Tensor binary(BinaryOp op, const Tensor &a, const Tensor &b) {
+/// Calls fn(std::integral_constant<BinaryOp, op>{}): the op as a compile-time constant.
+template <typename Fn>
+decltype(auto) with_binary_op(BinaryOp op, Fn &&fn) {
   switch (op) {
 #define SPMDRT_BINARY_CASE(name) \
   case BinaryOp::name:           \
-    return run_binary<BinaryOp::name>(a, b);
+    return fn(std::integral_constant<BinaryOp, BinaryOp::name>{});
     SPMDRT_BINARY_CASE(Add)
     SPMDRT_BINARY_CASE(Sub)
     SPMDRT_BINARY_CASE(Mul)
@@ -360,29 +363,12 @@ Tensor binary(BinaryOp op, const Tensor &a, const Tensor &b) {
   fail("unknown binary op");
 }
 
+Tensor binary(BinaryOp op, const Tensor &a, const Tensor &b) {
+  return with_binary_op(op, [&](auto k) { return run_binary<decltype(k)::value>(a, b); });
+}
+
 void binary_span(BinaryOp op, DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
-  switch (op) {
-#define SPMDRT_BINARY_CASE(name) \
-  case BinaryOp::name:           \
-    return run_binary_span<BinaryOp::name>(dtype, a, b, out, n);
-    SPMDRT_BINARY_CASE(Add)
-    SPMDRT_BINARY_CASE(Sub)
-    SPMDRT_BINARY_CASE(Mul)
-    SPMDRT_BINARY_CASE(Div)
-    SPMDRT_BINARY_CASE(Pow)
-    SPMDRT_BINARY_CASE(Max)
-    SPMDRT_BINARY_CASE(Min)
-    SPMDRT_BINARY_CASE(Lt)
-    SPMDRT_BINARY_CASE(Le)
-    SPMDRT_BINARY_CASE(Gt)
-    SPMDRT_BINARY_CASE(Ge)
-    SPMDRT_BINARY_CASE(Eq)
-    SPMDRT_BINARY_CASE(Ne)
-    SPMDRT_BINARY_CASE(And)
-    SPMDRT_BINARY_CASE(Or)
-#undef SPMDRT_BINARY_CASE
-  }
-  fail("unknown binary op");
+  with_binary_op(op, [&](auto k) { run_binary_span<decltype(k)::value>(dtype, a, b, out, n); });
 }
 
 Tensor select(const Tensor &cond, const Tensor &a, const Tensor &b) {
