@@ -162,6 +162,17 @@ const char *binary_name(BinaryOp op) {
   return names[static_cast<int>(op)];
 }
 
+/// The storage of a binary op's result: bool for comparisons, else the operands'.
+template <BinaryOp kOp, typename S>
+using BinaryResult = std::conditional_t<kIsComparison<kOp>, bool, S>;
+template <BinaryOp kOp, typename S, typename V>
+BinaryResult<kOp, S> store_binary(V v) {
+  if constexpr (kIsComparison<kOp>)
+    return v;
+  else
+    return Compute<S>::store(v);
+}
+
 /// out[0, n) = op(a, b): each operand contiguous or one element repeated.
 template <BinaryOp kOp>
 void run_binary_span(DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
@@ -172,13 +183,8 @@ void run_binary_span(DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
            " operands");
     } else {
       using Cx = Compute<S>;
-      using R = std::conditional_t<kIsComparison<kOp>, bool, S>;
-      auto store = [](auto v) -> R {
-        if constexpr (kIsComparison<kOp>)
-          return v;
-        else
-          return Cx::store(v);
-      };
+      using R = BinaryResult<kOp, S>;
+      auto store = [](auto v) { return store_binary<kOp, S>(v); };
       const S *pa = static_cast<const S *>(a.data);
       const S *pb = static_cast<const S *>(b.data);
       R *o = static_cast<R *>(out);
@@ -221,13 +227,8 @@ Tensor run_binary(const Tensor &a, const Tensor &b) {
            dtype_name(a.dtype()) + " operands");
     } else {
       using Cx = Compute<S>;
-      using R = std::conditional_t<kIsComparison<kOp>, bool, S>;
-      auto store = [](auto v) -> R {
-        if constexpr (kIsComparison<kOp>)
-          return v;
-        else
-          return Cx::store(v);
-      };
+      using R = BinaryResult<kOp, S>;
+      auto store = [](auto v) { return store_binary<kOp, S>(v); };
       const S *pa = a.data<S>();
       const S *pb = b.data<S>();
       R *o = out.data<R>();
