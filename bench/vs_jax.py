@@ -23,7 +23,9 @@ the executable's environment unless --keep-blas-env is given, so OpenBLAS choose
 for the machine (AVX-512 where there is), as XLA does for JAX. Not a test: figures depend on
 the machine. Usage:
 
-  bench/vs_jax.py --spmdc build/compiler/spmdc [--rounds 5] [--iters 20] [FILE.spmd[:FN]] ...
+  bench/vs_jax.py --spmdc build/compiler/spmdc [--rounds 5] [--iters 20] [[grad:]FILE.spmd[:FN]] ...
+
+(`grad:FILE.spmd:FN` times the gradient of shmap FN, as `spmdc grad` derives it.)
 """
 import argparse
 import glob
@@ -410,15 +412,19 @@ def bench_one(args, jax, np, path, fn, work):
 def programs(args):
     if args.files:
         for item in args.files:
-            path, _, fn = item.partition(':')
-            yield path, fn or None
+            grad = item.startswith('grad:')
+            path, _, fn = item.removeprefix('grad:').partition(':')
+            if grad:  # grad:FILE:FN, the gradient of shmap FN (`spmdc grad`)
+                yield 'grad:' + path + ':' + fn, fn + '_grad'
+            else:
+                yield path, fn or None
         return
     files = sorted(glob.glob(os.path.join(ROOT, 'samples', '*.spmd')))
     files += sorted(glob.glob(os.path.join(ROOT, 'samples', 'seed', '*.spmd')))
     files += sorted(glob.glob(os.path.join(ROOT, 'bench', 'jax', '*.spmd')))
     for f in files:
         yield f, None
-    yield 'grad:' + os.path.join(ROOT, 'bench', 'jax', 'dp_loss.spmd'), 'loss_grad'
+    yield 'grad:' + os.path.join(ROOT, 'bench', 'jax', 'dp_loss.spmd') + ':loss', 'loss_grad'
 
 
 def main():
@@ -428,14 +434,15 @@ def main():
     ap.add_argument('--iters', type=int, default=20, help='timed iterations per round')
     ap.add_argument('--keep-blas-env', action='store_true',
                     help='keep OPENBLAS_CORETYPE in the executable\'s environment')
-    ap.add_argument('files', nargs='*', help='FILE.spmd or FILE.spmd:FN (default: see above)')
+    ap.add_argument('files', nargs='*',
+                    help='FILE.spmd, FILE.spmd:FN or grad:FILE.spmd:FN (default: see above)')
     args = ap.parse_args()
     if not args.keep_blas_env:
         EXE_ENV.pop('OPENBLAS_CORETYPE', None)
     todo = list(programs(args))
     largest = 1
     for path, _ in todo:
-        printed = run([args.spmdc, 'print', path.removeprefix('grad:')]).stdout
+        printed = run([args.spmdc, 'print', path.removeprefix('grad:').split(':')[0]]).stdout
         for sizes in re.findall(r'\bmesh\s+\w+\s*=\s*\(([^)]*)\)', printed):
             n = 1
             for size in re.findall(r':\s*(\d+)', sizes):
@@ -459,9 +466,9 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for path, fn in todo:
             if path.startswith('grad:'):
-                src = path[5:]
+                src, _, of = path[5:].partition(':')
                 path = os.path.join(work, 'grad.spmd')
-                g = run([args.spmdc, 'grad', src, '--fn', 'loss', '-o', path])
+                g = run([args.spmdc, 'grad', src, '--fn', of, '-o', path])
                 if g.returncode:
                     print(f'grad of {src}: {g.stderr}')
                     continue
