@@ -20,17 +20,23 @@ namespace spmd::backend {
 namespace {
 
 const std::set<std::string> kReserved = {
-    "ctx", "args", "rt", "sc", "cu", "std", "main", "int", "float", "double", "bool", "char",
-    "long", "short", "auto", "const", "return", "if", "else", "for", "while", "do", "new",
-    "delete", "class", "struct", "union", "enum", "namespace", "template", "typename", "this",
-    "true", "false", "and", "or", "not", "xor", "default", "case", "switch", "break", "continue",
-    "register", "static", "extern", "volatile", "signed", "unsigned", "void", "operator",
-    "private", "public", "protected", "friend", "virtual", "inline", "goto", "sizeof", "try",
-    "catch", "throw", "using", "export", "module", "import", "concept", "requires", "Tensor",
-    "DType", "Shape", "I64s", "Axes", "n", "idx", "stride", "i0", "i1", "i2", "i3", "i4", "i5",
-    "i6", "i7", "i8", "i9", "max", "min", "abs", "exp", "log", "sin", "cos", "tanh", "sqrt",
-    "pow", "select", "assert", "errno", "stdin", "stdout", "stderr", "NULL", "nullptr",
-    "blockIdx", "threadIdx", "blockDim", "gridDim", "dim3", "flat", "rank", "stream", "status"};
+    "ctx",       "args",     "rt",       "sc",      "cu",        "std",     "main",
+    "int",       "float",    "double",   "bool",    "char",      "long",    "short",
+    "auto",      "const",    "return",   "if",      "else",      "for",     "while",
+    "do",        "new",      "delete",   "class",   "struct",    "union",   "enum",
+    "namespace", "template", "typename", "this",    "true",      "false",   "and",
+    "or",        "not",      "xor",      "default", "case",      "switch",  "break",
+    "continue",  "register", "static",   "extern",  "volatile",  "signed",  "unsigned",
+    "void",      "operator", "private",  "public",  "protected", "friend",  "virtual",
+    "inline",    "goto",     "sizeof",   "try",     "catch",     "throw",   "using",
+    "export",    "module",   "import",   "concept", "requires",  "Tensor",  "DType",
+    "Shape",     "I64s",     "Axes",     "n",       "idx",       "stride",  "i0",
+    "i1",        "i2",       "i3",       "i4",      "i5",        "i6",      "i7",
+    "i8",        "i9",       "max",      "min",     "abs",       "exp",     "log",
+    "sin",       "cos",      "tanh",     "sqrt",    "pow",       "select",  "assert",
+    "errno",     "stdin",    "stdout",   "stderr",  "NULL",      "nullptr", "blockIdx",
+    "threadIdx", "blockDim", "gridDim",  "dim3",    "flat",      "rank",    "stream",
+    "status"};
 
 std::string hexfloat(double v) {
   char buf[64];
@@ -71,11 +77,16 @@ std::string Names::fresh(const std::string &hint) {
 
 const char *storage_type(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-    case DType::BF16: return "uint16_t";
-    case DType::I32: return "int32_t";
-    case DType::Bool: return "bool";
+    case DType::F32:
+      return "float";
+    case DType::F64:
+      return "double";
+    case DType::BF16:
+      return "uint16_t";
+    case DType::I32:
+      return "int32_t";
+    case DType::Bool:
+      return "bool";
   }
   return "void";
 }
@@ -86,11 +97,16 @@ const char *compute_type(DType dtype) {
 
 std::string dtype_enum(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "rt::DType::F32";
-    case DType::F64: return "rt::DType::F64";
-    case DType::BF16: return "rt::DType::BF16";
-    case DType::I32: return "rt::DType::I32";
-    case DType::Bool: return "rt::DType::Bool";
+    case DType::F32:
+      return "rt::DType::F32";
+    case DType::F64:
+      return "rt::DType::F64";
+    case DType::BF16:
+      return "rt::DType::BF16";
+    case DType::I32:
+      return "rt::DType::I32";
+    case DType::Bool:
+      return "rt::DType::Bool";
   }
   return "?";
 }
@@ -135,8 +151,9 @@ std::string compute_literal(DType dtype, double value) {
 
 std::string double_literal(double value) {
   if (std::isnan(value)) return "std::numeric_limits<double>::quiet_NaN()";
-  if (std::isinf(value)) return value < 0 ? "-std::numeric_limits<double>::infinity()"
-                                          : "std::numeric_limits<double>::infinity()";
+  if (std::isinf(value))
+    return value < 0 ? "-std::numeric_limits<double>::infinity()"
+                     : "std::numeric_limits<double>::infinity()";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", value);
   return hexfloat(value) + " /* " + buf + " */";
@@ -186,6 +203,14 @@ std::string cpp_string_literal(std::string_view text) {
   return out + "\"";
 }
 
+std::string pair_list(const std::vector<std::pair<int64_t, int64_t>> &pairs) {
+  std::string s = "{";
+  for (size_t k = 0; k < pairs.size(); ++k)
+    s += (k ? ", {" : "{") + std::to_string(pairs[k].first) + ", " +
+         std::to_string(pairs[k].second) + "}";
+  return s + "}";
+}
+
 std::string source_line(const SourceManager *sources, SourceSpan span) {
   if (!sources || !span.valid()) return "";
   SourceLocation loc = sources->location(span);
@@ -233,18 +258,42 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusedGr
     bool rounds = rd == DType::BF16;  // arithmetic producing bf16 rounds once per op
     std::string expr;
     switch (in.op) {
-      case OpCode::Neg: fn = "sc::neg"; break;
-      case OpCode::Exp: fn = "sc::exp"; break;
-      case OpCode::Log: fn = "sc::log"; break;
-      case OpCode::Sin: fn = "sc::sin"; break;
-      case OpCode::Cos: fn = "sc::cos"; break;
-      case OpCode::Tanh: fn = "sc::tanh"; break;
-      case OpCode::Sqrt: fn = "sc::sqrt"; break;
-      case OpCode::Rsqrt: fn = "sc::rsqrt"; break;
-      case OpCode::Abs: fn = "sc::abs"; break;
-      case OpCode::Sign: fn = "sc::sign"; break;
-      case OpCode::Logistic: fn = "sc::logistic"; break;
-      case OpCode::Not: fn = "sc::logical_not"; break;
+      case OpCode::Neg:
+        fn = "sc::neg";
+        break;
+      case OpCode::Exp:
+        fn = "sc::exp";
+        break;
+      case OpCode::Log:
+        fn = "sc::log";
+        break;
+      case OpCode::Sin:
+        fn = "sc::sin";
+        break;
+      case OpCode::Cos:
+        fn = "sc::cos";
+        break;
+      case OpCode::Tanh:
+        fn = "sc::tanh";
+        break;
+      case OpCode::Sqrt:
+        fn = "sc::sqrt";
+        break;
+      case OpCode::Rsqrt:
+        fn = "sc::rsqrt";
+        break;
+      case OpCode::Abs:
+        fn = "sc::abs";
+        break;
+      case OpCode::Sign:
+        fn = "sc::sign";
+        break;
+      case OpCode::Logistic:
+        fn = "sc::logistic";
+        break;
+      case OpCode::Not:
+        fn = "sc::logical_not";
+        break;
       case OpCode::Cast: {
         const DType from = f.type(in.operands[0]).dtype;
         if (from == rd)
@@ -256,21 +305,51 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusedGr
         rounds = false;
         break;
       }
-      case OpCode::Add: fn = "sc::add"; break;
-      case OpCode::Sub: fn = "sc::sub"; break;
-      case OpCode::Mul: fn = "sc::mul"; break;
-      case OpCode::Div: fn = "sc::div"; break;
-      case OpCode::Pow: fn = "sc::pow"; break;
-      case OpCode::Max: fn = "sc::max"; break;
-      case OpCode::Min: fn = "sc::min"; break;
-      case OpCode::Lt: fn = "sc::lt"; break;
-      case OpCode::Le: fn = "sc::le"; break;
-      case OpCode::Gt: fn = "sc::gt"; break;
-      case OpCode::Ge: fn = "sc::ge"; break;
-      case OpCode::Eq: fn = "sc::eq"; break;
-      case OpCode::Ne: fn = "sc::ne"; break;
-      case OpCode::And: fn = "sc::logical_and"; break;
-      case OpCode::Or: fn = "sc::logical_or"; break;
+      case OpCode::Add:
+        fn = "sc::add";
+        break;
+      case OpCode::Sub:
+        fn = "sc::sub";
+        break;
+      case OpCode::Mul:
+        fn = "sc::mul";
+        break;
+      case OpCode::Div:
+        fn = "sc::div";
+        break;
+      case OpCode::Pow:
+        fn = "sc::pow";
+        break;
+      case OpCode::Max:
+        fn = "sc::max";
+        break;
+      case OpCode::Min:
+        fn = "sc::min";
+        break;
+      case OpCode::Lt:
+        fn = "sc::lt";
+        break;
+      case OpCode::Le:
+        fn = "sc::le";
+        break;
+      case OpCode::Gt:
+        fn = "sc::gt";
+        break;
+      case OpCode::Ge:
+        fn = "sc::ge";
+        break;
+      case OpCode::Eq:
+        fn = "sc::eq";
+        break;
+      case OpCode::Ne:
+        fn = "sc::ne";
+        break;
+      case OpCode::And:
+        fn = "sc::logical_and";
+        break;
+      case OpCode::Or:
+        fn = "sc::logical_or";
+        break;
       case OpCode::Select:
         fn = "sc::select";
         rounds = false;  // picks one of two bf16 values: nothing to round
@@ -365,6 +444,22 @@ std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<
   return s.empty() ? "0" : s;
 }
 
+std::string all_reduce_expr(const ir::Function &f, const ir::Instr &in, Names &names,
+                            std::string &pre) {
+  const char *op = in.op == OpCode::Pmax ? "Max" : in.op == OpCode::Pmin ? "Min" : "Sum";
+  const std::string tail = ", Axes" + int_list(in.attrs.axes) + ", rt::ReduceOp::" + op + ")";
+  if (in.operands.size() == 1) return "ctx.all_reduce(" + names[in.operands[0]] + tail;
+  const std::string all = names.fresh("combined");
+  pre += "  const std::vector<Tensor> " + all + " = ctx.all_reduce(std::vector<Tensor>{";
+  for (size_t k = 0; k < in.operands.size(); ++k) pre += (k ? ", " : "") + names[in.operands[k]];
+  pre += "}" + tail + ";  // one combined " + std::string(op_spelling(in.op)) + "\n";
+  for (size_t k = 1; k < in.results.size(); ++k)
+    pre += "  const Tensor " + names[in.results[k]] + " = " + all + "[" + std::to_string(k) +
+           "];  // " + shape_type_str(f.type(in.results[k]).dtype, f.type(in.results[k]).shape) +
+           "\n";
+  return all + "[0]";
+}
+
 std::string group_title(const ir::Function &f, const FusedGroup &group) {
   std::vector<std::string> ops;
   for (size_t i : group.members) {
@@ -388,16 +483,16 @@ std::string spec_init(const rt::PartitionSpec &spec) {
 std::string program_function_init(const ir::Module &module, const ir::Function &f,
                                   const std::string &source_path, const SourceManager *sources) {
   const rt::Mesh &mesh = module.mesh_of(f);
-  std::string s = "rt::ProgramFunction{\n      " + cpp_string_literal(f.name) + ", " + cpp_string_literal(source_path) +
-                  ",\n      rt::Mesh({";
+  std::string s = "rt::ProgramFunction{\n      " + cpp_string_literal(f.name) + ", " +
+                  cpp_string_literal(source_path) + ",\n      rt::Mesh({";
   for (size_t a = 0; a < mesh.axes().size(); ++a)
     s += (a ? ", " : "") + std::string("{") + cpp_string_literal(mesh.axes()[a].name) + ", " +
          std::to_string(mesh.axes()[a].size) + "}";
   s += "}),\n      {";
   for (size_t k = 0; k < f.params.size(); ++k) {
     const ir::Param &p = f.params[k];
-    std::string name = f.values[p.value].name.empty() ? "arg" + std::to_string(k)
-                                                       : f.values[p.value].name;
+    std::string name =
+        f.values[p.value].name.empty() ? "arg" + std::to_string(k) : f.values[p.value].name;
     s += std::string(k ? ",\n       " : "") + "{" + cpp_string_literal(name) + ", " +
          dtype_enum(f.type(p.value).dtype) + ", " + shape_init(p.global_shape) + ", " +
          spec_init(p.spec) + "}";
@@ -405,8 +500,8 @@ std::string program_function_init(const ir::Module &module, const ir::Function &
   s += "},\n      {";
   for (size_t k = 0; k < f.results.size(); ++k) {
     const ir::Result &r = f.results[k];
-    s += std::string(k ? ",\n       " : "") + "{" + cpp_string_literal(ir::result_name(f, k)) + ", " +
-         dtype_enum(f.type(f.returns[k]).dtype) + ", " + shape_init(r.global_shape) + ", " +
+    s += std::string(k ? ",\n       " : "") + "{" + cpp_string_literal(ir::result_name(f, k)) +
+         ", " + dtype_enum(f.type(f.returns[k]).dtype) + ", " + shape_init(r.global_shape) + ", " +
          spec_init(r.spec) + "}";
   }
   const rt::MemoryEstimate memory = interp::estimate_memory(module, f, sources);

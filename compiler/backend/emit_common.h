@@ -39,16 +39,17 @@ class Names {
 /// Makes `text` a valid identifier fragment (letters, digits, '_').
 std::string sanitize(const std::string &text);
 
-const char *storage_type(DType dtype);   // float, double, uint16_t (bf16), int32_t, bool
-const char *compute_type(DType dtype);   // float for bf16, else the storage type
-std::string dtype_enum(DType dtype);     // "rt::DType::F32"
+const char *storage_type(DType dtype);  // float, double, uint16_t (bf16), int32_t, bool
+const char *compute_type(DType dtype);  // float for bf16, else the storage type
+std::string dtype_enum(DType dtype);    // "rt::DType::F32"
 /// An exact literal of `value` converted to dtype, in its compute type.
 std::string compute_literal(DType dtype, double value);
 /// An exact double literal (hex float, with the decimal value in a comment).
 std::string double_literal(double value);
-std::string shape_init(const Shape &shape);               // "{8, 4}"
-std::string int_list(const std::vector<int64_t> &list);   // "{1, 2}"
+std::string shape_init(const Shape &shape);              // "{8, 4}"
+std::string int_list(const std::vector<int64_t> &list);  // "{1, 2}"
 std::string int_list(const std::vector<int> &list);
+std::string pair_list(const std::vector<std::pair<int64_t, int64_t>> &pairs);  // "{{0, 1}, {1, 0}}"
 
 /// `text` as one line of C++ comment, "// text\n" after `indent`: control
 /// characters (newlines included) become '?', and a line that would end in a
@@ -78,14 +79,21 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusedGr
 
 /// A compile-time loop nest over a group's iteration space.
 struct LoopNest {
-  std::vector<int64_t> extent;                 // merged dimensions, outermost first
-  std::vector<std::vector<int64_t>> strides;   // per operand (output first), per dimension
+  std::vector<int64_t> extent;                // merged dimensions, outermost first
+  std::vector<std::vector<int64_t>> strides;  // per operand (output first), per dimension
   int64_t numel = 1;
 };
 /// Operand 0 is the (contiguous) output; then each input with its shape.
 LoopNest make_loop_nest(const Shape &shape, const std::vector<Shape> &input_shapes);
 /// Element offset of operand k given index variables idx[d]: "i0 * 4 + i1".
 std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<std::string> &idx);
+
+/// `ctx.all_reduce(x, Axes{..}, rt::ReduceOp::Sum)` for psum/pmax/pmin (the same
+/// call on both targets). A combined one, psum((a, b), axes), is one call on a
+/// vector of tensors: `pre` receives its declaration and results 1.., and the
+/// returned expression is result 0.
+std::string all_reduce_expr(const ir::Function &f, const ir::Instr &in, Names &names,
+                            std::string &pre);
 
 /// A short name for a fused group: "sub_pow_sum" from its members' ops.
 std::string group_title(const ir::Function &f, const FusedGroup &group);

@@ -27,10 +27,11 @@ struct RunOptions {
   std::vector<std::string> outputs;  // NAME=PATH
   std::string out_dir;
   std::optional<std::string> random_seed;  // parsed by rt::parse_seed
-  std::string max_memory;   // parsed by rt::parse_byte_size
+  std::string max_memory;                  // parsed by rt::parse_byte_size
   bool check_replication = false;
   int64_t print_limit = 1000;
   bool quiet = false;
+  int iters = 0, warmup = 0;
 };
 
 /// A user error: printed as `spmdc: error: ...`, exit 1.
@@ -95,16 +96,18 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
     const ir::Function &f = module.functions[static_cast<size_t>(index)];
     auto paths = output_paths(f, options);
     // Before anything is read or allocated: is there room to run it?
-    rt::check_resources(f.name, module.mesh_of(f).num_devices(),
-                        interp::estimate_memory(module, f, &c.sources),
-                        interp::host_io_bytes(f),
-                        options.max_memory.empty()
-                            ? -1
-                            : rt::parse_byte_size(options.max_memory, "--max-memory"));
+    rt::check_resources(
+        f.name, module.mesh_of(f).num_devices(), interp::estimate_memory(module, f, &c.sources),
+        interp::host_io_bytes(f),
+        options.max_memory.empty() ? -1 : rt::parse_byte_size(options.max_memory, "--max-memory"));
     std::vector<rt::Tensor> inputs = gather_inputs(module, f, options);
 
     interp::InterpOptions io;
     io.check_replication = options.check_replication;
+    io.timing.iters = options.iters;
+    io.timing.warmup = options.warmup;
+    std::vector<double> seconds;
+    io.seconds = &seconds;
     std::vector<rt::Tensor> results;
     try {
       results = interp::run_shmap(module, index, inputs, io);
@@ -127,6 +130,11 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
         std::cout << ir::result_name(f, k) << ": "
                   << shape_type_str(results[k].dtype(), results[k].shape()) << " (global) =\n"
                   << rt::format_tensor(results[k], options.print_limit) << "\n";
+    }
+    if (!seconds.empty()) {
+      std::cout.flush();
+      std::cerr << rt::timing_report("spmdc run", f.name, "the interpreter",
+                                     module.mesh_of(f).num_devices(), seconds, options.warmup);
     }
     rt::write_outputs(results, paths, options.inputs);
   } catch (const UsageError &e) {
@@ -160,6 +168,12 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
   run->add_option("--print-limit", options.print_limit,
                   "Print arrays with more elements than this abbreviated (default 1000)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  run->add_option("--iters", options.iters,
+                  "Time N more runs of the body (after --warmup runs) across the whole mesh; "
+                  "prints median/min/max on stderr, as built executables do")
+      ->check(CLI::Range(0, 1000000));
+  run->add_option("--warmup", options.warmup, "Untimed runs before the --iters timed ones")
+      ->check(CLI::Range(0, 1000000));
   run->add_flag("-q,--quiet", options.quiet, "Do not print the outputs");
   out.push_back({run, [&common] { return run_run(common, options); }});
 }

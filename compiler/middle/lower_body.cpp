@@ -112,15 +112,20 @@ DiagnosticEngine &BodyLowerer::diags() { return program_.diags; }
 
 ir::ValueId BodyLowerer::emit(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
                               SourceSpan span, ir::Origin origin) {
+  std::vector<ir::ValueId> results =
+      emit_all(op, std::move(operands), std::move(attrs), span, origin);
+  return results.empty() ? ir::kNoValue : results[0];
+}
+
+std::vector<ir::ValueId> BodyLowerer::emit_all(OpCode op, std::vector<ir::ValueId> operands,
+                                               Attrs attrs, SourceSpan span, ir::Origin origin) {
   for (ir::ValueId v : operands)
-    if (v == ir::kNoValue) return ir::kNoValue;
+    if (v == ir::kNoValue) return {};
   ir::BuildError error;
   auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error, origin);
-  if (results.empty()) {
+  if (results.empty())
     diags().error(error.code, span, "`" + std::string(op_display_name(op)) + "`: " + error.message);
-    return ir::kNoValue;
-  }
-  return results[0];
+  return results;
 }
 
 void BodyLowerer::lower_block(const ast::Block &block) {
@@ -345,10 +350,13 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   // Unrolled, the loop (and the loops around it) makes this many instructions.
   if (diags().num_errors() == errors_before)
     program_.check_unrolled_size(
-        rt::saturating_mul(outer_iterations,
-                           rt::saturating_mul(iterations,
-                                              rt::saturating_add(1, program_.unrolled_size(region.body)))),
-        span, outer_iterations > 1 ? "unrolling this loop and the loops around it" : "unrolling this loop");
+        rt::saturating_mul(
+            outer_iterations,
+            rt::saturating_mul(iterations,
+                               rt::saturating_add(1, program_.unrolled_size(region.body)))),
+        span,
+        outer_iterations > 1 ? "unrolling this loop and the loops around it"
+                             : "unrolling this loop");
   if (returned && !returned_before) {
     diags().error("unsupported", span, "`return` inside a loop is not supported");
     returned = returned_before;
@@ -652,8 +660,8 @@ LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
   if (callee < 0) return {};
   if (enclosing_iterations > 1 &&
       !program_.check_unrolled_size(
-          rt::saturating_mul(enclosing_iterations, program_.function_size(callee)),
-          span, "inlining `" + name + "` in the loops around this call"))
+          rt::saturating_mul(enclosing_iterations, program_.function_size(callee)), span,
+          "inlining `" + name + "` in the loops around this call"))
     return {};
   const ir::Function &f = program_.module.functions[static_cast<size_t>(callee)];
   std::vector<Type> result_types;
