@@ -301,8 +301,10 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   if (!start || !stop) return;
   const int64_t iterations = rt::range_length(*start, *stop, 1);
   if (iterations > kMaxLoopIterations) {
+    // The exact count, which may pass INT64_MAX (range(-2^63 + 1, 2^63 - 1)).
+    const uint64_t exact = static_cast<uint64_t>(*stop) - static_cast<uint64_t>(*start);
     diags().error("loop-too-long", span,
-                  "this loop runs " + std::to_string(iterations) +
+                  "this loop runs " + std::to_string(exact) +
                       " times; static loops are unrolled, so at most " +
                       std::to_string(kMaxLoopIterations) + " iterations are allowed");
     return;
