@@ -8,28 +8,37 @@
 // A missing case is an error for this file whatever the build flags.
 #pragma GCC diagnostic error "-Wswitch"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
+#include "ir/loops.h"
+#include "ir/parallel_copy.h"
 #include "spmdrt/tensor.h"
 
 namespace spmd::backend {
 namespace {
 
 const std::set<std::string> kReserved = {
-    "ctx", "args", "rt", "sc", "cu", "std", "main", "int", "float", "double", "bool", "char",
-    "long", "short", "auto", "const", "return", "if", "else", "for", "while", "do", "new",
-    "delete", "class", "struct", "union", "enum", "namespace", "template", "typename", "this",
-    "true", "false", "and", "or", "not", "xor", "default", "case", "switch", "break", "continue",
-    "register", "static", "extern", "volatile", "signed", "unsigned", "void", "operator",
-    "private", "public", "protected", "friend", "virtual", "inline", "goto", "sizeof", "try",
-    "catch", "throw", "using", "export", "module", "import", "concept", "requires", "Tensor",
-    "DType", "Shape", "I64s", "Axes", "n", "idx", "stride", "i0", "i1", "i2", "i3", "i4", "i5",
-    "i6", "i7", "i8", "i9", "max", "min", "abs", "exp", "log", "sin", "cos", "tanh", "sqrt",
-    "pow", "select", "assert", "errno", "stdin", "stdout", "stderr", "NULL", "nullptr",
-    "blockIdx", "threadIdx", "blockDim", "gridDim", "dim3", "flat", "rank", "stream", "status"};
+    "ctx",       "args",     "rt",       "sc",      "cu",        "std",     "main",
+    "int",       "float",    "double",   "bool",    "char",      "long",    "short",
+    "auto",      "const",    "return",   "if",      "else",      "for",     "while",
+    "do",        "new",      "delete",   "class",   "struct",    "union",   "enum",
+    "namespace", "template", "typename", "this",    "true",      "false",   "and",
+    "or",        "not",      "xor",      "default", "case",      "switch",  "break",
+    "continue",  "register", "static",   "extern",  "volatile",  "signed",  "unsigned",
+    "void",      "operator", "private",  "public",  "protected", "friend",  "virtual",
+    "inline",    "goto",     "sizeof",   "try",     "catch",     "throw",   "using",
+    "export",    "module",   "import",   "concept", "requires",  "Tensor",  "DType",
+    "Shape",     "I64s",     "Axes",     "n",       "idx",       "stride",  "i0",
+    "i1",        "i2",       "i3",       "i4",      "i5",        "i6",      "i7",
+    "i8",        "i9",       "max",      "min",     "abs",       "exp",     "log",
+    "sin",       "cos",      "tanh",     "sqrt",    "pow",       "select",  "assert",
+    "errno",     "stdin",    "stdout",   "stderr",  "NULL",      "nullptr", "blockIdx",
+    "threadIdx", "blockDim", "gridDim",  "dim3",    "flat",      "rank",    "stream",
+    "status"};
 
 std::string hexfloat(double v) {
   char buf[64];
@@ -70,11 +79,16 @@ std::string Names::fresh(const std::string &hint) {
 
 const char *storage_type(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-    case DType::BF16: return "uint16_t";
-    case DType::I32: return "int32_t";
-    case DType::Bool: return "bool";
+    case DType::F32:
+      return "float";
+    case DType::F64:
+      return "double";
+    case DType::BF16:
+      return "uint16_t";
+    case DType::I32:
+      return "int32_t";
+    case DType::Bool:
+      return "bool";
   }
   return "void";
 }
@@ -85,11 +99,16 @@ const char *compute_type(DType dtype) {
 
 std::string dtype_enum(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "rt::DType::F32";
-    case DType::F64: return "rt::DType::F64";
-    case DType::BF16: return "rt::DType::BF16";
-    case DType::I32: return "rt::DType::I32";
-    case DType::Bool: return "rt::DType::Bool";
+    case DType::F32:
+      return "rt::DType::F32";
+    case DType::F64:
+      return "rt::DType::F64";
+    case DType::BF16:
+      return "rt::DType::BF16";
+    case DType::I32:
+      return "rt::DType::I32";
+    case DType::Bool:
+      return "rt::DType::Bool";
   }
   return "?";
 }
@@ -134,8 +153,9 @@ std::string compute_literal(DType dtype, double value) {
 
 std::string double_literal(double value) {
   if (std::isnan(value)) return "std::numeric_limits<double>::quiet_NaN()";
-  if (std::isinf(value)) return value < 0 ? "-std::numeric_limits<double>::infinity()"
-                                          : "std::numeric_limits<double>::infinity()";
+  if (std::isinf(value))
+    return value < 0 ? "-std::numeric_limits<double>::infinity()"
+                     : "std::numeric_limits<double>::infinity()";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", value);
   return hexfloat(value) + " /* " + buf + " */";
@@ -176,12 +196,13 @@ std::string store_expr(DType dtype, const std::string &value) {
   return value;
 }
 
-std::vector<std::string> element_statements(const ir::Function &f, const FusedGroup &group,
-                                            const Names &names,
+std::vector<std::string> element_statements(const ir::Function &f, const FusionPlan &plan,
+                                            const FusedGroup &group, const Names &names,
                                             const std::map<ir::ValueId, std::string> &input_expr,
                                             const std::string &elem_suffix) {
+  const std::vector<ir::Instr> &body = *plan.body;
   std::map<ir::ValueId, const ir::Instr *> constants;
-  for (const ir::Instr &in : f.body)
+  for (const ir::Instr &in : body)
     if (in.op == OpCode::Constant) constants[in.results[0]] = &in;
   auto operand = [&](ir::ValueId v) -> std::string {
     if (auto it = input_expr.find(v); it != input_expr.end()) return it->second;
@@ -191,7 +212,7 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusedGr
   };
   std::vector<std::string> out;
   for (size_t i : group.members) {
-    const ir::Instr &in = f.body[i];
+    const ir::Instr &in = body[i];
     const ir::ValueId r = in.results[0];
     const DType rd = f.type(r).dtype;
     std::vector<std::string> x;
@@ -200,18 +221,42 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusedGr
     bool rounds = rd == DType::BF16;  // arithmetic producing bf16 rounds once per op
     std::string expr;
     switch (in.op) {
-      case OpCode::Neg: fn = "sc::neg"; break;
-      case OpCode::Exp: fn = "sc::exp"; break;
-      case OpCode::Log: fn = "sc::log"; break;
-      case OpCode::Sin: fn = "sc::sin"; break;
-      case OpCode::Cos: fn = "sc::cos"; break;
-      case OpCode::Tanh: fn = "sc::tanh"; break;
-      case OpCode::Sqrt: fn = "sc::sqrt"; break;
-      case OpCode::Rsqrt: fn = "sc::rsqrt"; break;
-      case OpCode::Abs: fn = "sc::abs"; break;
-      case OpCode::Sign: fn = "sc::sign"; break;
-      case OpCode::Logistic: fn = "sc::logistic"; break;
-      case OpCode::Not: fn = "sc::logical_not"; break;
+      case OpCode::Neg:
+        fn = "sc::neg";
+        break;
+      case OpCode::Exp:
+        fn = "sc::exp";
+        break;
+      case OpCode::Log:
+        fn = "sc::log";
+        break;
+      case OpCode::Sin:
+        fn = "sc::sin";
+        break;
+      case OpCode::Cos:
+        fn = "sc::cos";
+        break;
+      case OpCode::Tanh:
+        fn = "sc::tanh";
+        break;
+      case OpCode::Sqrt:
+        fn = "sc::sqrt";
+        break;
+      case OpCode::Rsqrt:
+        fn = "sc::rsqrt";
+        break;
+      case OpCode::Abs:
+        fn = "sc::abs";
+        break;
+      case OpCode::Sign:
+        fn = "sc::sign";
+        break;
+      case OpCode::Logistic:
+        fn = "sc::logistic";
+        break;
+      case OpCode::Not:
+        fn = "sc::logical_not";
+        break;
       case OpCode::Cast: {
         const DType from = f.type(in.operands[0]).dtype;
         if (from == rd)
@@ -223,21 +268,51 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusedGr
         rounds = false;
         break;
       }
-      case OpCode::Add: fn = "sc::add"; break;
-      case OpCode::Sub: fn = "sc::sub"; break;
-      case OpCode::Mul: fn = "sc::mul"; break;
-      case OpCode::Div: fn = "sc::div"; break;
-      case OpCode::Pow: fn = "sc::pow"; break;
-      case OpCode::Max: fn = "sc::max"; break;
-      case OpCode::Min: fn = "sc::min"; break;
-      case OpCode::Lt: fn = "sc::lt"; break;
-      case OpCode::Le: fn = "sc::le"; break;
-      case OpCode::Gt: fn = "sc::gt"; break;
-      case OpCode::Ge: fn = "sc::ge"; break;
-      case OpCode::Eq: fn = "sc::eq"; break;
-      case OpCode::Ne: fn = "sc::ne"; break;
-      case OpCode::And: fn = "sc::logical_and"; break;
-      case OpCode::Or: fn = "sc::logical_or"; break;
+      case OpCode::Add:
+        fn = "sc::add";
+        break;
+      case OpCode::Sub:
+        fn = "sc::sub";
+        break;
+      case OpCode::Mul:
+        fn = "sc::mul";
+        break;
+      case OpCode::Div:
+        fn = "sc::div";
+        break;
+      case OpCode::Pow:
+        fn = "sc::pow";
+        break;
+      case OpCode::Max:
+        fn = "sc::max";
+        break;
+      case OpCode::Min:
+        fn = "sc::min";
+        break;
+      case OpCode::Lt:
+        fn = "sc::lt";
+        break;
+      case OpCode::Le:
+        fn = "sc::le";
+        break;
+      case OpCode::Gt:
+        fn = "sc::gt";
+        break;
+      case OpCode::Ge:
+        fn = "sc::ge";
+        break;
+      case OpCode::Eq:
+        fn = "sc::eq";
+        break;
+      case OpCode::Ne:
+        fn = "sc::ne";
+        break;
+      case OpCode::And:
+        fn = "sc::logical_and";
+        break;
+      case OpCode::Or:
+        fn = "sc::logical_or";
+        break;
       case OpCode::Select:
         fn = "sc::select";
         rounds = false;  // picks one of two bf16 values: nothing to round
@@ -332,16 +407,79 @@ std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<
   return s.empty() ? "0" : s;
 }
 
-std::string group_title(const ir::Function &f, const FusedGroup &group) {
+std::string group_title(const FusionPlan &plan, const FusedGroup &group) {
   std::vector<std::string> ops;
   for (size_t i : group.members) {
-    std::string op(op_spelling(f.body[i].op));
+    std::string op(op_spelling((*plan.body)[i].op));
     if (ops.empty() || ops.back() != op) ops.push_back(op);
   }
   std::string s;
   for (size_t k = 0; k < ops.size() && k < 4; ++k) s += (k ? "_" : "") + sanitize(ops[k]);
   if (ops.size() > 4) s += "_etc";
   return s;
+}
+
+LoopCode loop_code(const ir::Function &f, const ir::Instr &loop, Names &names,
+                   const std::string &index_tensor, const std::string &indent) {
+  const ir::Region &r = loop.regions.at(0);
+  LoopCode code;
+  // The carried variables, named after the results; the parameters alias them.
+  for (size_t k = 0; k < loop.results.size(); ++k) {
+    names.alias(r.params[k + 1], loop.results[k]);
+    code.before += indent + "Tensor " + names[loop.results[k]] + " = " + names[loop.operands[k]] +
+                   ";  // carried\n";
+  }
+  const std::string counter = names.fresh(names[r.params[0]] + "_i");
+  const Attrs &a = loop.attrs;
+  code.before += indent + "for (int64_t " + counter + " = " + std::to_string(a.dim) + "; " +
+                 counter + (a.step > 0 ? " < " : " > ") + std::to_string(a.dim2) + "; " + counter +
+                 " += " + std::to_string(a.step) + ") {  // " + std::to_string(ir::trip_count(a)) +
+                 (ir::trip_count(a) == 1 ? " iteration\n" : " iterations\n");
+  const std::vector<ir::ValueId> reads = ir::captured_values(r.body, {}, r.yields);
+  const bool index_used = std::find(reads.begin(), reads.end(), r.params[0]) != reads.end();
+  if (index_used) {
+    std::string expr = index_tensor;
+    expr.replace(expr.find("%s"), 2, counter);
+    code.index = indent + "  const Tensor " + names[r.params[0]] + " = " + expr + ";\n";
+  }
+  // The next values: a parallel copy into the carried variables.
+  std::unordered_map<ir::ValueId, ir::ValueId> carried_of;  // parameter -> result
+  for (size_t k = 0; k < loop.results.size(); ++k) carried_of[r.params[k + 1]] = loop.results[k];
+  std::vector<ir::Copy<ir::ValueId>> copies;
+  for (size_t k = 0; k < r.yields.size(); ++k) {
+    auto c = carried_of.find(r.yields[k]);
+    copies.push_back({loop.results[k], c == carried_of.end() ? r.yields[k] : c->second});
+  }
+  ir::ValueId next_temporary = ir::kNoValue;
+  std::unordered_map<ir::ValueId, std::string> temporaries;
+  auto name = [&](ir::ValueId v) -> std::string {
+    if (v >= 0) return names[v];
+    auto t = temporaries.find(v);
+    if (t == temporaries.end()) t = temporaries.emplace(v, names.fresh("swap")).first;
+    return t->second;
+  };
+  for (const auto &c :
+       ir::sequentialize_parallel_copy<ir::ValueId>(copies, [&] { return --next_temporary; })) {
+    const bool declare = c.destination < 0;
+    code.next += indent + "  " + (declare ? "const Tensor " : "") + name(c.destination) + " = " +
+                 name(c.source) + ";\n";
+  }
+  code.after = indent + "}\n";
+  return code;
+}
+
+std::string indent_lines(const std::string &text, const std::string &indent) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out += indent;
+    out.append(text, start, end - start);
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
 }
 
 namespace {
@@ -368,8 +506,8 @@ std::string program_function_init(const ir::Module &module, const ir::Function &
   s += "}),\n      {";
   for (size_t k = 0; k < f.params.size(); ++k) {
     const ir::Param &p = f.params[k];
-    std::string name = f.values[p.value].name.empty() ? "arg" + std::to_string(k)
-                                                       : f.values[p.value].name;
+    std::string name =
+        f.values[p.value].name.empty() ? "arg" + std::to_string(k) : f.values[p.value].name;
     s += std::string(k ? ",\n       " : "") + "{" + quote(name) + ", " +
          dtype_enum(f.type(p.value).dtype) + ", " + shape_init(p.global_shape) + ", " +
          spec_init(p.spec) + "}";

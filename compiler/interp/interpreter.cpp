@@ -14,6 +14,7 @@
 
 #include "interp/eval_op.h"
 #include "interp/replication.h"
+#include "ir/loops.h"
 #include "spmdrt/collectives.h"
 
 namespace spmd::interp {
@@ -21,32 +22,45 @@ namespace {
 
 using rt::Tensor;
 
-/// When each value of a function can be dropped.
-struct FunctionPlan {
-  std::vector<ir::ValueId> dead_params;              // unused parameters, dropped at entry
+/// When each value of a block (a function body or a loop body) can be
+/// dropped, and which operands each instruction may take over.
+struct BlockPlan {
+  std::vector<ir::ValueId> dead_params;              // block parameters never read
   std::vector<std::vector<ir::ValueId>> free_after;  // per instruction
+  std::vector<std::vector<bool>> takes_over;         // per instruction, per operand
+  std::map<size_t, BlockPlan> loops;  // the plan of the loop at each instruction index
 };
 
-/// Last-use analysis of every function of the module, computed once per run
-/// and shared read-only by all devices.
-std::vector<FunctionPlan> plan_module(const ir::Module &module) {
-  std::vector<FunctionPlan> plans(module.functions.size());
-  for (size_t fi = 0; fi < module.functions.size(); ++fi) {
-    const ir::Function &f = module.functions[fi];
-    const int n = static_cast<int>(f.body.size());
-    constexpr int kNever = -2;  // returned: kept to the end
-    std::vector<int> last(f.values.size(), -1);
-    for (int i = 0; i < n; ++i) {
-      for (ir::ValueId r : f.body[i].results) last[r] = i;
-      for (ir::ValueId v : f.body[i].operands) last[v] = i;
-    }
-    for (ir::ValueId v : f.returns) last[v] = kNever;
-    FunctionPlan &p = plans[fi];
-    p.free_after.resize(f.body.size());
-    for (const ir::Param &param : f.params)
-      if (last[param.value] == -1) p.dead_params.push_back(param.value);
-    for (size_t v = 0; v < last.size(); ++v)
-      if (last[v] >= 0) p.free_after[last[v]].push_back(static_cast<ir::ValueId>(v));
+/// Lifetimes in `body`, whose parameters are `params` and whose results
+/// (`returns` or a loop's next values) are `kept` to its end. A value defined
+/// outside the block is read by the whole loop that holds it: the enclosing
+/// block frees it after that loop.
+BlockPlan plan_block(const std::vector<ir::Instr> &body, const std::vector<ir::ValueId> &params,
+                     const std::vector<ir::ValueId> &kept) {
+  BlockPlan p;
+  ir::BlockUses uses = ir::block_uses(body, params, kept);
+  p.free_after.resize(body.size());
+  for (ir::ValueId v : params)
+    if (uses.last.at(v) == ir::BlockUses::kUnused) p.dead_params.push_back(v);
+  for (const auto &[v, i] : uses.last)
+    if (i >= 0) p.free_after[static_cast<size_t>(i)].push_back(v);
+  p.takes_over = std::move(uses.takes_over);
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i].op != OpCode::For) continue;
+    const ir::Region &r = body[i].regions.at(0);
+    p.loops[i] = plan_block(r.body, r.params, r.yields);
+  }
+  return p;
+}
+
+/// The plan of every function of the module, computed once per run and
+/// shared read-only by all devices.
+std::vector<BlockPlan> plan_module(const ir::Module &module) {
+  std::vector<BlockPlan> plans;
+  for (const ir::Function &f : module.functions) {
+    std::vector<ir::ValueId> params;
+    for (const ir::Param &p : f.params) params.push_back(p.value);
+    plans.push_back(plan_block(f.body, params, f.returns));
   }
   return plans;
 }
@@ -54,39 +68,19 @@ std::vector<FunctionPlan> plan_module(const ir::Module &module) {
 /// Evaluates functions on one device.
 class DeviceEvaluator {
  public:
-  DeviceEvaluator(const ir::Module &module, const std::vector<FunctionPlan> &plans,
+  DeviceEvaluator(const ir::Module &module, const std::vector<BlockPlan> &plans,
                   rt::DeviceContext &ctx, std::vector<detail::Record> *records)
       : module_(module), plans_(plans), ctx_(ctx), records_(records) {}
 
   std::vector<Tensor> call(int index, std::vector<Tensor> args) {
     const ir::Function &f = module_.functions.at(static_cast<size_t>(index));
-    const FunctionPlan &plan = plans_[static_cast<size_t>(index)];
+    const BlockPlan &plan = plans_[static_cast<size_t>(index)];
     if (args.size() != f.params.size())
       throw std::logic_error("interpreter: `" + f.name + "` called with the wrong arity");
     std::vector<Tensor> env(f.values.size());
     for (size_t k = 0; k < args.size(); ++k) env[f.params[k].value] = std::move(args[k]);
     for (ir::ValueId v : plan.dead_params) env[v] = Tensor();
-
-    const detail::CallFn call_fn = [this](int callee, std::vector<Tensor> a) {
-      return call(callee, std::move(a));
-    };
-    std::vector<Tensor> operands;
-    for (size_t i = 0; i < f.body.size(); ++i) {
-      const ir::Instr &instr = f.body[i];
-      operands.clear();
-      for (ir::ValueId v : instr.operands) operands.push_back(env[v]);
-      std::vector<Tensor> out = detail::eval_op(instr, operands, ctx_, call_fn);
-      operands.clear();
-      if (out.size() != instr.results.size())
-        throw std::logic_error("interpreter: `" + std::string(op_spelling(instr.op)) +
-                               "` produced the wrong number of results");
-      for (size_t k = 0; k < out.size(); ++k) {
-        if (records_)
-          records_->push_back({&f, instr.results[k], &instr, detail::hash_tensor(out[k])});
-        env[instr.results[k]] = std::move(out[k]);
-      }
-      for (ir::ValueId v : plan.free_after[i]) env[v] = Tensor();
-    }
+    run_block(f, f.body, plan, env);
     std::vector<Tensor> results;
     results.reserve(f.returns.size());
     for (ir::ValueId v : f.returns) results.push_back(env[v]);
@@ -94,8 +88,64 @@ class DeviceEvaluator {
   }
 
  private:
+  void run_block(const ir::Function &f, const std::vector<ir::Instr> &body, const BlockPlan &plan,
+                 std::vector<Tensor> &env) {
+    const detail::CallFn call_fn = [this](int callee, std::vector<Tensor> a) {
+      return call(callee, std::move(a));
+    };
+    std::vector<Tensor> operands;
+    for (size_t i = 0; i < body.size(); ++i) {
+      const ir::Instr &instr = body[i];
+      if (instr.op == OpCode::For) {
+        run_loop(f, instr, plan.loops.at(i), plan.takes_over[i], env);
+      } else {
+        operands.clear();
+        for (size_t k = 0; k < instr.operands.size(); ++k) {
+          Tensor &slot = env[instr.operands[k]];
+          operands.push_back(plan.takes_over[i][k] ? std::move(slot) : slot);
+        }
+        std::vector<Tensor> out = detail::eval_op(instr, operands, ctx_, call_fn);
+        operands.clear();
+        if (out.size() != instr.results.size())
+          throw std::logic_error("interpreter: `" + std::string(op_spelling(instr.op)) +
+                                 "` produced the wrong number of results");
+        for (size_t k = 0; k < out.size(); ++k) env[instr.results[k]] = std::move(out[k]);
+      }
+      if (records_)
+        for (ir::ValueId r : instr.results)
+          records_->push_back({&f, r, &instr, detail::hash_tensor(env[r])});
+      for (ir::ValueId v : plan.free_after[i]) env[v] = Tensor();
+    }
+  }
+
+  /// `for k in range(...)`: the body once per iteration; the carried values
+  /// move from the next values into the parameters, so a carried array the
+  /// body updates in place is never shared.
+  void run_loop(const ir::Function &f, const ir::Instr &loop, const BlockPlan &plan,
+                const std::vector<bool> &takes_over, std::vector<Tensor> &env) {
+    const ir::Region &r = loop.regions.at(0);
+    std::vector<Tensor> carried;
+    carried.reserve(loop.operands.size());
+    for (size_t k = 0; k < loop.operands.size(); ++k) {
+      Tensor &slot = env[loop.operands[k]];
+      carried.push_back(takes_over[k] ? std::move(slot) : slot);
+    }
+    const int64_t trips = ir::trip_count(loop.attrs);
+    for (int64_t n = 0; n < trips; ++n) {
+      env[r.params[0]] =
+          Tensor::scalar(DType::I32, static_cast<double>(ir::loop_index_at(loop.attrs, n)));
+      for (size_t k = 0; k < carried.size(); ++k) env[r.params[k + 1]] = std::move(carried[k]);
+      for (ir::ValueId v : plan.dead_params) env[v] = Tensor();
+      run_block(f, r.body, plan, env);
+      for (size_t k = 0; k < carried.size(); ++k) carried[k] = env[r.yields[k]];
+      for (ir::ValueId v : r.yields) env[v] = Tensor();
+      for (ir::ValueId v : r.params) env[v] = Tensor();
+    }
+    for (size_t k = 0; k < carried.size(); ++k) env[loop.results[k]] = std::move(carried[k]);
+  }
+
   const ir::Module &module_;
-  const std::vector<FunctionPlan> &plans_;
+  const std::vector<BlockPlan> &plans_;
   rt::DeviceContext &ctx_;
   std::vector<detail::Record> *records_;
 };
@@ -157,7 +207,7 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
 
   const rt::Mesh &mesh = module.mesh_of(f);
   const auto devices = static_cast<size_t>(mesh.num_devices());
-  const std::vector<FunctionPlan> plans = plan_module(module);
+  const std::vector<BlockPlan> plans = plan_module(module);
   std::vector<std::vector<Tensor>> locals(f.results.size(), std::vector<Tensor>(devices));
   std::vector<std::vector<detail::Record>> records(options.check_replication ? devices : 0);
 

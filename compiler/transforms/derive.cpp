@@ -1,12 +1,14 @@
 // transforms/derive.cpp — see derive.h.
 #include "transforms/derive.h"
 
+#include "ir/loops.h"
 #include "ir/verifier.h"
 #include "transforms/explicit_pbroadcast.h"
 #include "transforms/inline_calls.h"
 #include "transforms/jvp.h"
 #include "transforms/simplify.h"
 #include "transforms/transpose.h"
+#include "transforms/unroll_loops.h"
 
 namespace spmd {
 namespace {
@@ -121,6 +123,16 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
   ir::Module out;
   out.meshes = module.meshes;
   ir::Function flat = simplify(module, inline_calls(module, original));
+  // TEMPORARY (stage 1 of loops staying loops): the transforms still work on
+  // straight-line code.
+  UnrollPolicy all;
+  all.max_trip_count = ir::kMaxUnrolledIterations;
+  unroll_loops(flat, all);
+  if (ir::has_loop(flat.body))
+    throw TransformError("unsupported", flat.span,
+                         "differentiating a loop of more than " +
+                             std::to_string(ir::kMaxUnrolledIterations) +
+                             " iterations is not supported yet");
   std::vector<bool> wrt = select_params(flat, request.wrt);
   ir::Function result;
   std::string what;
