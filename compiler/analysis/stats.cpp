@@ -37,8 +37,8 @@ void accumulate(const ir::Module &m, const ir::Function &f, const std::vector<ir
     switch (in.op) {
       case OpCode::Psum:
       case OpCode::Pmax:
-      case OpCode::Pmin:
-        size = bytes_of(f.type(in.operands[0]));
+      case OpCode::Pmin:  // a combined psum((a, b), axes) is one collective of all its bytes
+        for (ir::ValueId v : in.operands) size += bytes_of(f.type(v));
         moved = 2 * (n - 1) / n * size;
         break;
       case OpCode::AllGather:
@@ -62,7 +62,13 @@ void accumulate(const ir::Module &m, const ir::Function &f, const std::vector<ir
         break;
     }
     CollectiveStat &s = stats.by_op[std::string(op_spelling(in.op))];
-    s.count = s.count > INT64_MAX - times ? INT64_MAX : s.count + times;
+    const int64_t values = in.operands.empty() ? 1 : static_cast<int64_t>(in.operands.size());
+    auto add = [](int64_t acc, int64_t a, int64_t b) {  // acc + a * b, saturating
+      const __int128 r = static_cast<__int128>(acc) + static_cast<__int128>(a) * b;
+      return r > INT64_MAX ? INT64_MAX : static_cast<int64_t>(r);
+    };
+    s.count = add(s.count, times, 1);
+    s.values = add(s.values, times, values);
     s.size_bytes += static_cast<double>(times) * size;
     s.moved_bytes += static_cast<double>(times) * moved;
   }

@@ -20,7 +20,8 @@
 namespace spmd {
 
 struct CollectiveStat {
-  int64_t count = 0;
+  int64_t count = 0;   // collectives run (a combined psum((a, b), axes) is one)
+  int64_t values = 0;  // tensors they carry (psum((a, b), axes) carries two)
   double size_bytes = 0;   // summed over occurrences
   double moved_bytes = 0;  // summed over occurrences
 };

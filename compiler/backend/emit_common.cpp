@@ -173,6 +173,14 @@ std::string int_list(const std::vector<int> &list) {
   return int_list(std::vector<int64_t>(list.begin(), list.end()));
 }
 
+std::string pair_list(const std::vector<std::pair<int64_t, int64_t>> &pairs) {
+  std::string s = "{";
+  for (size_t k = 0; k < pairs.size(); ++k)
+    s += (k ? ", {" : "{") + std::to_string(pairs[k].first) + ", " +
+         std::to_string(pairs[k].second) + "}";
+  return s + "}";
+}
+
 std::string source_line(const SourceManager *sources, SourceSpan span) {
   if (!sources || !span.valid()) return "";
   SourceLocation loc = sources->location(span);
@@ -405,6 +413,22 @@ std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<
     s += st == 1 ? idx[d] : idx[d] + " * " + std::to_string(st);
   }
   return s.empty() ? "0" : s;
+}
+
+std::string all_reduce_expr(const ir::Function &f, const ir::Instr &in, Names &names,
+                            std::string &pre) {
+  const char *op = in.op == OpCode::Pmax ? "Max" : in.op == OpCode::Pmin ? "Min" : "Sum";
+  const std::string tail = ", Axes" + int_list(in.attrs.axes) + ", rt::ReduceOp::" + op + ")";
+  if (in.operands.size() == 1) return "ctx.all_reduce(" + names[in.operands[0]] + tail;
+  const std::string all = names.fresh("combined");
+  pre += "  const std::vector<Tensor> " + all + " = ctx.all_reduce(std::vector<Tensor>{";
+  for (size_t k = 0; k < in.operands.size(); ++k) pre += (k ? ", " : "") + names[in.operands[k]];
+  pre += "}" + tail + ";  // one combined " + std::string(op_spelling(in.op)) + "\n";
+  for (size_t k = 1; k < in.results.size(); ++k)
+    pre += "  const Tensor " + names[in.results[k]] + " = " + all + "[" + std::to_string(k) +
+           "];  // " + shape_type_str(f.type(in.results[k]).dtype, f.type(in.results[k]).shape) +
+           "\n";
+  return all + "[0]";
 }
 
 std::string group_title(const FusionPlan &plan, const FusedGroup &group) {

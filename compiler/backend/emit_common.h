@@ -50,6 +50,7 @@ std::string double_literal(double value);
 std::string shape_init(const Shape &shape);              // "{8, 4}"
 std::string int_list(const std::vector<int64_t> &list);  // "{1, 2}"
 std::string int_list(const std::vector<int> &list);
+std::string pair_list(const std::vector<std::pair<int64_t, int64_t>> &pairs);  // "{{0, 1}, {1, 0}}"
 
 /// "line 17: local_loss = mean(...)" for an instruction's span, or "" when unknown.
 std::string source_line(const SourceManager *sources, SourceSpan span);
@@ -77,6 +78,13 @@ struct LoopNest {
 LoopNest make_loop_nest(const Shape &shape, const std::vector<Shape> &input_shapes);
 /// Element offset of operand k given index variables idx[d]: "i0 * 4 + i1".
 std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<std::string> &idx);
+
+/// `ctx.all_reduce(x, Axes{..}, rt::ReduceOp::Sum)` for psum/pmax/pmin (the same
+/// call on both targets). A combined one, psum((a, b), axes), is one call on a
+/// vector of tensors: `pre` receives its declaration and results 1.., and the
+/// returned expression is result 0.
+std::string all_reduce_expr(const ir::Function &f, const ir::Instr &in, Names &names,
+                            std::string &pre);
 
 /// A short name for a fused group: "sub_pow_sum" from its members' ops.
 std::string group_title(const FusionPlan &plan, const FusedGroup &group);

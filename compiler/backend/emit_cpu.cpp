@@ -305,13 +305,9 @@ class CpuFunctionEmitter {
         break;
       }
       case OpCode::Psum:
-        expr = "ctx.all_reduce(" + x(0) + ", " + axes + ", rt::ReduceOp::Sum)";
-        break;
       case OpCode::Pmax:
-        expr = "ctx.all_reduce(" + x(0) + ", " + axes + ", rt::ReduceOp::Max)";
-        break;
       case OpCode::Pmin:
-        expr = "ctx.all_reduce(" + x(0) + ", " + axes + ", rt::ReduceOp::Min)";
+        expr = all_reduce_expr(f_, in, names_, pre);
         break;
       case OpCode::Pbroadcast:
         expr = x(0) + "  /* pbroadcast: invariant -> varying, no data moves */";
@@ -347,14 +343,9 @@ class CpuFunctionEmitter {
         expr = "ctx.all_to_all(" + x(0) + ", " + axes + ", " + std::to_string(a.dim) + ", " +
                std::to_string(a.dim2) + ")";
         break;
-      case OpCode::Ppermute: {
-        expr = "ctx.ppermute(" + x(0) + ", " + std::to_string(a.axes.at(0)) + ", {";
-        for (size_t k = 0; k < a.perm.size(); ++k)
-          expr += (k ? ", " : "") + std::string("{") + std::to_string(a.perm[k].first) + ", " +
-                  std::to_string(a.perm[k].second) + "}";
-        expr += "})";
+      case OpCode::Ppermute:
+        expr = "ctx.ppermute(" + x(0) + ", " + axes + ", " + pair_list(a.perm) + ")";
         break;
-      }
       case OpCode::AxisIndex:
         expr = "Tensor::scalar(rt::DType::I32, static_cast<double>(ctx.axis_index(" + axes + ")))";
         break;

@@ -37,6 +37,19 @@ bool is_fusable(OpCode op) {
 
 FusionPlan plan_fusion(const ir::Function &f) { return plan_fusion(f, f.body, f.returns); }
 
+std::vector<int> step_positions(const FusionPlan &plan) {
+  std::vector<int> at(plan.group_of_instr.size(), 0);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step &step = plan.steps[s];
+    if (step.is_group) {
+      for (size_t i : plan.groups[step.index].members) at[i] = static_cast<int>(s);
+    } else {
+      at[step.index] = static_cast<int>(s);
+    }
+  }
+  return at;
+}
+
 FusionPlan plan_fusion(const ir::Function &f, const std::vector<ir::Instr> &body,
                        const std::vector<ir::ValueId> &live_out) {
   const size_t n = body.size();

@@ -48,6 +48,10 @@ struct FusionPlan {
   std::vector<int> group_of_instr;    // per instruction: its group or -1
 };
 
+/// The step at which each instruction of the planned block runs (a group's
+/// members all run at the group's step).
+std::vector<int> step_positions(const FusionPlan &plan);
+
 /// The plan of a function's body.
 FusionPlan plan_fusion(const ir::Function &function);
 /// The plan of one block of `function` (its body or a loop body) whose

@@ -3,7 +3,10 @@
 // run_shmap validates the inputs, then starts the mesh (rt::run_on_mesh). Each
 // device shards the global inputs by the in_specs, evaluates the body with a
 // DeviceEvaluator (values in a vector indexed by ValueId, each freed after its
-// last use, calls of def instances evaluated recursively) and leaves its local
+// last use, calls of def instances evaluated recursively, loops run as loops
+// with their bodies planned like blocks; chains of elementwise ops grouped by
+// the backend's fusion plan and run a tile at a time, interp/fused_group.h)
+// and leaves its local
 // results in a per-device slot. The global results are assembled with
 // rt::unshard by the out_specs. With check_replication, every value's hash is
 // recorded and compared across devices afterwards (interp/replication.h).
@@ -12,7 +15,9 @@
 #include <map>
 #include <mutex>
 
+#include "backend/fusion.h"
 #include "interp/eval_op.h"
+#include "interp/fused_group.h"
 #include "interp/replication.h"
 #include "ir/loops.h"
 #include "spmdrt/collectives.h"
@@ -22,45 +27,72 @@ namespace {
 
 using rt::Tensor;
 
-/// When each value of a block (a function body or a loop body) can be
-/// dropped, and which operands each instruction may take over.
+/// How one block (a function body or a loop body) runs: the backend's fusion
+/// plan of the block (elementwise chains run as tiled groups,
+/// interp/fused_group.h), when each value can be dropped, which operands
+/// each instruction may take over, and the plan of every loop in it.
 struct BlockPlan {
+  backend::FusionPlan fusion;
   std::vector<ir::ValueId> dead_params;              // block parameters never read
-  std::vector<std::vector<ir::ValueId>> free_after;  // per instruction
+  std::vector<std::vector<ir::ValueId>> free_after;  // per step of fusion.steps
   std::vector<std::vector<bool>> takes_over;         // per instruction, per operand
-  std::map<size_t, BlockPlan> loops;  // the plan of the loop at each instruction index
+  std::map<size_t, BlockPlan> loops;                 // by the loop's instruction index
 };
 
-/// Lifetimes in `body`, whose parameters are `params` and whose results
+/// Every instruction its own step (no fusion).
+backend::FusionPlan unfused_plan(const std::vector<ir::Instr> &body) {
+  backend::FusionPlan plan;
+  plan.body = &body;
+  plan.group_of_instr.assign(body.size(), -1);
+  plan.folded_constant.assign(body.size(), false);
+  for (size_t i = 0; i < body.size(); ++i) plan.steps.push_back({false, i});
+  return plan;
+}
+
+/// The plan of `body`, whose parameters are `params` and whose results
 /// (`returns` or a loop's next values) are `kept` to its end. A value defined
 /// outside the block is read by the whole loop that holds it: the enclosing
-/// block frees it after that loop.
-BlockPlan plan_block(const std::vector<ir::Instr> &body, const std::vector<ir::ValueId> &params,
-                     const std::vector<ir::ValueId> &kept) {
+/// block frees it after that loop. Without `fuse` every value is computed
+/// (the replication check hashes each one).
+BlockPlan plan_block(const ir::Function &f, const std::vector<ir::Instr> &body,
+                     const std::vector<ir::ValueId> &params, const std::vector<ir::ValueId> &kept,
+                     bool fuse) {
   BlockPlan p;
-  ir::BlockUses uses = ir::block_uses(body, params, kept);
-  p.free_after.resize(body.size());
+  p.fusion = fuse ? backend::plan_fusion(f, body, kept) : unfused_plan(body);
+  // A one-op group runs its tensor kernel directly.
+  for (backend::Step &s : p.fusion.steps)
+    if (s.is_group && p.fusion.groups[s.index].members.size() == 1)
+      s = {false, p.fusion.groups[s.index].members[0]};
+  const std::vector<int> at = backend::step_positions(p.fusion);
+  ir::BlockUses uses = ir::block_uses(body, params, kept, at);
+  p.free_after.resize(p.fusion.steps.size());
   for (ir::ValueId v : params)
     if (uses.last.at(v) == ir::BlockUses::kUnused) p.dead_params.push_back(v);
-  for (const auto &[v, i] : uses.last)
-    if (i >= 0) p.free_after[static_cast<size_t>(i)].push_back(v);
+  for (size_t i = 0; i < body.size(); ++i)
+    for (ir::ValueId r : body[i].results) {
+      const int last = uses.last.at(r);
+      if (last != ir::BlockUses::kKept)  // unused results go right after their step
+        p.free_after[static_cast<size_t>(last >= 0 ? last : at[i])].push_back(r);
+    }
+  for (ir::ValueId v : params)
+    if (uses.last.at(v) >= 0) p.free_after[static_cast<size_t>(uses.last.at(v))].push_back(v);
   p.takes_over = std::move(uses.takes_over);
   for (size_t i = 0; i < body.size(); ++i) {
     if (body[i].op != OpCode::For) continue;
     const ir::Region &r = body[i].regions.at(0);
-    p.loops[i] = plan_block(r.body, r.params, r.yields);
+    p.loops[i] = plan_block(f, r.body, r.params, r.yields, fuse);
   }
   return p;
 }
 
-/// The plan of every function of the module, computed once per run and
+/// The plans of every function of the module, computed once per run and
 /// shared read-only by all devices.
-std::vector<BlockPlan> plan_module(const ir::Module &module) {
+std::vector<BlockPlan> plan_module(const ir::Module &module, bool fuse) {
   std::vector<BlockPlan> plans;
   for (const ir::Function &f : module.functions) {
     std::vector<ir::ValueId> params;
     for (const ir::Param &p : f.params) params.push_back(p.value);
-    plans.push_back(plan_block(f.body, params, f.returns));
+    plans.push_back(plan_block(f, f.body, params, f.returns, fuse));
   }
   return plans;
 }
@@ -94,27 +126,35 @@ class DeviceEvaluator {
       return call(callee, std::move(a));
     };
     std::vector<Tensor> operands;
-    for (size_t i = 0; i < body.size(); ++i) {
-      const ir::Instr &instr = body[i];
-      if (instr.op == OpCode::For) {
-        run_loop(f, instr, plan.loops.at(i), plan.takes_over[i], env);
+    for (size_t s = 0; s < plan.fusion.steps.size(); ++s) {
+      const backend::Step &step = plan.fusion.steps[s];
+      if (step.is_group) {
+        const backend::FusedGroup &group = plan.fusion.groups[step.index];
+        std::vector<Tensor> out = detail::eval_fused_group(f, body, group, env);
+        for (size_t k = 0; k < out.size(); ++k) env[group.outputs[k]] = std::move(out[k]);
+      } else if (body[step.index].op == OpCode::For) {
+        run_loop(f, body[step.index], plan.loops.at(step.index), plan.takes_over[step.index],
+                 env);
       } else {
+        const ir::Instr &instr = body[step.index];
+        const std::vector<bool> &takes_over = plan.takes_over[step.index];
         operands.clear();
         for (size_t k = 0; k < instr.operands.size(); ++k) {
           Tensor &slot = env[instr.operands[k]];
-          operands.push_back(plan.takes_over[i][k] ? std::move(slot) : slot);
+          operands.push_back(takes_over[k] ? std::move(slot) : slot);
         }
         std::vector<Tensor> out = detail::eval_op(instr, operands, ctx_, call_fn);
         operands.clear();
         if (out.size() != instr.results.size())
           throw std::logic_error("interpreter: `" + std::string(op_spelling(instr.op)) +
                                  "` produced the wrong number of results");
-        for (size_t k = 0; k < out.size(); ++k) env[instr.results[k]] = std::move(out[k]);
+        for (size_t k = 0; k < out.size(); ++k) {
+          if (records_)
+            records_->push_back({&f, instr.results[k], &instr, detail::hash_tensor(out[k])});
+          env[instr.results[k]] = std::move(out[k]);
+        }
       }
-      if (records_)
-        for (ir::ValueId r : instr.results)
-          records_->push_back({&f, r, &instr, detail::hash_tensor(env[r])});
-      for (ir::ValueId v : plan.free_after[i]) env[v] = Tensor();
+      for (ir::ValueId v : plan.free_after[s]) env[v] = Tensor();
     }
   }
 
@@ -141,7 +181,11 @@ class DeviceEvaluator {
       for (ir::ValueId v : r.yields) env[v] = Tensor();
       for (ir::ValueId v : r.params) env[v] = Tensor();
     }
-    for (size_t k = 0; k < carried.size(); ++k) env[loop.results[k]] = std::move(carried[k]);
+    for (size_t k = 0; k < carried.size(); ++k) {
+      if (records_)
+        records_->push_back({&f, loop.results[k], &loop, detail::hash_tensor(carried[k])});
+      env[loop.results[k]] = std::move(carried[k]);
+    }
   }
 
   const ir::Module &module_;
@@ -207,10 +251,12 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
 
   const rt::Mesh &mesh = module.mesh_of(f);
   const auto devices = static_cast<size_t>(mesh.num_devices());
-  const std::vector<BlockPlan> plans = plan_module(module);
+  const std::vector<BlockPlan> plans = plan_module(module, !options.check_replication);
   std::vector<std::vector<Tensor>> locals(f.results.size(), std::vector<Tensor>(devices));
   std::vector<std::vector<detail::Record>> records(options.check_replication ? devices : 0);
 
+  std::vector<double> times;
+  rt::StepClock clock(devices);
   rt::run_on_mesh(mesh, [&](rt::DeviceContext &ctx) {
     const auto d = static_cast<size_t>(ctx.device());
     std::vector<detail::Record> *rec = options.check_replication ? &records[d] : nullptr;
@@ -220,10 +266,14 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
       args.push_back(rt::shard(mesh, inputs[k], f.params[k].spec, ctx.device()));
       if (rec) rec->push_back({&f, f.params[k].value, nullptr, detail::hash_tensor(args.back())});
     }
-    DeviceEvaluator eval(module, plans, ctx, rec);
-    std::vector<Tensor> out = eval.call(function_index, std::move(args));
-    for (size_t k = 0; k < out.size(); ++k) locals[k][d] = std::move(out[k]);
+    rt::run_steps(ctx, options.timing, clock, times, [&](int it) {
+      DeviceEvaluator eval(module, plans, ctx, it == 0 ? rec : nullptr);
+      std::vector<Tensor> out = eval.call(function_index, args);
+      if (it == 0)
+        for (size_t k = 0; k < out.size(); ++k) locals[k][d] = std::move(out[k]);
+    });
   });
+  if (options.seconds) *options.seconds = std::move(times);
 
   if (options.check_replication) detail::check_replication(mesh, records);
   std::vector<Tensor> results;

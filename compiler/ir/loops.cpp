@@ -49,21 +49,30 @@ std::vector<ValueId> captured_values(const std::vector<Instr> &body,
 }
 
 BlockUses block_uses(const std::vector<Instr> &body, const std::vector<ValueId> &params,
-                     const std::vector<ValueId> &kept) {
+                     const std::vector<ValueId> &kept, const std::vector<int> &position) {
   BlockUses u;
   const int n = static_cast<int>(body.size());
+  auto at = [&](int i) { return position.empty() ? i : position[static_cast<size_t>(i)]; };
   for (ValueId v : params) u.last[v] = BlockUses::kUnused;
-  std::vector<std::vector<ValueId>> captured(body.size());
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < n; ++i)
     for (ValueId r : body[i].results) u.last[r] = BlockUses::kUnused;
-    auto read = [&](ValueId v) {
-      auto it = u.last.find(v);
-      if (it != u.last.end()) it->second = i;  // defined in this block
-    };
-    for (ValueId v : body[i].operands) read(v);
+  std::vector<std::vector<ValueId>> captured(body.size());
+  std::unordered_map<ValueId, int> readers_at_last;  // reads at the last position
+  auto read = [&](ValueId v, int p) {
+    auto it = u.last.find(v);
+    if (it == u.last.end()) return;  // defined outside the block
+    if (p > it->second) {
+      it->second = p;
+      readers_at_last[v] = 1;
+    } else if (p == it->second) {
+      ++readers_at_last[v];
+    }
+  };
+  for (int i = 0; i < n; ++i) {
+    for (ValueId v : body[i].operands) read(v, at(i));
     for (const Region &r : body[i].regions) {
       for (ValueId v : captured_values(r)) captured[i].push_back(v);
-      for (ValueId v : captured[i]) read(v);
+      for (ValueId v : captured[i]) read(v, at(i));
     }
   }
   for (ValueId v : kept)
@@ -74,11 +83,10 @@ BlockUses block_uses(const std::vector<Instr> &body, const std::vector<ValueId> 
     u.takes_over[i].assign(ops.size(), false);
     for (size_t k = 0; k < ops.size(); ++k) {
       auto it = u.last.find(ops[k]);
-      const bool again =
-          std::find(ops.begin() + static_cast<long>(k) + 1, ops.end(), ops[k]) != ops.end();
       const bool in_region =
           std::find(captured[i].begin(), captured[i].end(), ops[k]) != captured[i].end();
-      u.takes_over[i][k] = it != u.last.end() && it->second == i && !again && !in_region;
+      u.takes_over[i][k] = it != u.last.end() && it->second == at(i) &&
+                           readers_at_last[ops[k]] == 1 && !in_region;
     }
   }
   return u;

@@ -35,23 +35,25 @@ inline std::vector<ValueId> captured_values(const Region &region) {
 }
 
 /// The last uses within one block (a function body or a loop body), for the
-/// interpreter's and the backends' lifetime decisions.
+/// interpreter's and the backends' lifetime decisions. Instructions run at
+/// positions (`position[i]`, default i); several may share one (a fused group
+/// runs its members together, at the group's place).
 struct BlockUses {
   static constexpr int kUnused = -1;  // defined, never read
   static constexpr int kKept = -2;    // a kept value of the block: never dies inside it
   /// For each value the block defines (its parameters, its instructions'
-  /// results): the index of the last instruction reading it, where reads
-  /// inside a nested loop count as reads by that loop. Values defined outside
-  /// the block are not listed: the block that defines them decides.
+  /// results): the last position reading it, where reads inside a nested
+  /// loop count as reads by that loop. Values defined outside the block are
+  /// not listed: the block that defines them decides.
   std::unordered_map<ValueId, int> last;
   /// Per instruction, per operand: the value's last read in the block, the
-  /// only one by this instruction, and not read by the instruction's regions
-  /// — the instruction may take the value over (update it in place).
+  /// only one at this position, and not read by the instruction's regions —
+  /// the instruction may take the value over (update it in place).
   std::vector<std::vector<bool>> takes_over;
 };
 /// `kept` are the block's results: a function's returns or a loop's next values.
 BlockUses block_uses(const std::vector<Instr> &body, const std::vector<ValueId> &params,
-                     const std::vector<ValueId> &kept);
+                     const std::vector<ValueId> &kept, const std::vector<int> &position = {});
 
 /// Replaces every use of `from` by `to` in `body` (nested regions included)
 /// and in `yields`.

@@ -135,12 +135,18 @@ class FunctionVerifier {
         if (t.variance != uni) error(name + ": operands differ in variance");
     AxisSet axes = AxisSet::of_all(in.attrs.axes);
     AxisRequirement req = operand_requirement(in.op);
-    if (req == AxisRequirement::Varying && !ops[0].variance.contains_all(axes))
-      error(name + ": operand must vary along " + axis_set_str(axes, mesh_));
-    if (req == AxisRequirement::Invariant && !(ops[0].variance & axes).empty())
-      error(name + ": operand must be invariant along " + axis_set_str(axes, mesh_));
-    AxisSet rv = result_variance(in.op, uni, in.attrs);
+    for (const Type &t : ops) {
+      if (req == AxisRequirement::Varying && !t.variance.contains_all(axes))
+        error(name + ": operand must vary along " + axis_set_str(axes, mesh_));
+      if (req == AxisRequirement::Invariant && !(t.variance & axes).empty())
+        error(name + ": operand must be invariant along " + axis_set_str(axes, mesh_));
+    }
+    std::vector<AxisSet> operand_vars;
+    for (const Type &t : ops) operand_vars.push_back(t.variance);
+    const std::vector<AxisSet> rvs =
+        result_variances(in.op, operand_vars, in.results.size(), in.attrs);
     for (size_t k = 0; k < in.results.size(); ++k) {
+      const AxisSet rv = rvs[k];
       const Type &t = f_.type(in.results[k]);
       if (t.dtype != shapes.results[k].dtype || t.shape != shapes.results[k].shape)
         error(name + ": result type " + type_str(t, mesh_) + " differs from the shape rule's " +

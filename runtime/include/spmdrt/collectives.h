@@ -39,6 +39,12 @@ class DeviceContext {
 
   /// psum / pmax / pmin: every member gets the reduction of all members' x.
   Tensor all_reduce(const Tensor &x, const std::vector<int> &axes, ReduceOp op);
+  /// A combined psum/pmax/pmin of several tensors (`psum((a, b), axes)`): the
+  /// tensors of one dtype are packed into one buffer and reduced by a single
+  /// collective (one per dtype present), then unpacked. Each element is reduced
+  /// exactly as by all_reduce(x), so the results are the same bits.
+  std::vector<Tensor> all_reduce(const std::vector<Tensor> &xs, const std::vector<int> &axes,
+                                 ReduceOp op);
   /// all_gather: concatenation of all members' x along `dim` in rank order
   /// (tiled); untiled stacks them in a new leading dimension at `dim`.
   Tensor all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
@@ -50,9 +56,11 @@ class DeviceContext {
   /// concatenate the received blocks along concat_dim in sender-rank order.
   Tensor all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
                     int64_t concat_dim);
-  /// ppermute along one axis: for each (src, dst) pair the member of rank dst
-  /// receives x from rank src; members that receive nothing get zeros.
-  Tensor ppermute(const Tensor &x, int axis, const std::vector<std::pair<int64_t, int64_t>> &perm);
+  /// ppermute over `axes`: for each (src, dst) pair the member of rank dst
+  /// receives x from rank src (ranks in the group, first axis major); members
+  /// that receive nothing get zeros.
+  Tensor ppermute(const Tensor &x, const std::vector<int> &axes,
+                  const std::vector<std::pair<int64_t, int64_t>> &perm);
   /// Waits for every device of the mesh.
   void barrier();
 

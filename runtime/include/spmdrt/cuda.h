@@ -124,13 +124,19 @@ class DeviceContext {
   void at(const char *where) { where_ = where; }
 
   Tensor all_reduce(const Tensor &x, const std::vector<int> &axes, ReduceOp op);
+  /// A combined psum/pmax/pmin: one ncclAllReduce per tensor inside one
+  /// ncclGroupStart/End, so NCCL launches them together.
+  std::vector<Tensor> all_reduce(const std::vector<Tensor> &xs, const std::vector<int> &axes,
+                                 ReduceOp op);
   /// Gathers into a [n, ...] buffer (ncclAllGather) and unpacks when dim != 0.
   Tensor all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
   /// Packs blocks of `dim` to the front when dim != 0, then ncclReduceScatter.
   Tensor reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
   Tensor all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
                     int64_t concat_dim);
-  Tensor ppermute(const Tensor &x, int axis, const std::vector<std::pair<int64_t, int64_t>> &perm);
+  /// Ranks are in the group over `axes` (first axis major), as on the CPU.
+  Tensor ppermute(const Tensor &x, const std::vector<int> &axes,
+                  const std::vector<std::pair<int64_t, int64_t>> &perm);
 
  private:
   Fabric *fabric_;
