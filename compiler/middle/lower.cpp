@@ -7,6 +7,7 @@
 #include <set>
 
 #include "frontend/format.h"
+#include "ir/loops.h"
 #include "middle/lower_internal.h"
 #include "ops/shape_rules.h"
 #include "spmdrt/checked.h"
@@ -182,9 +183,9 @@ std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type,
   // (-1 stands for a dimension the caller binds later.)
   const bool complete = std::none_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
   if (complete && !rt::shape_fits(shape, static_cast<int64_t>(rt::dtype_size(*dtype)))) {
-    diags.error("shape-too-large", type.span,
-                shape_type_str(*dtype, shape) +
-                    " is too large: an array may hold at most 2^60 bytes");
+    diags.error(
+        "shape-too-large", type.span,
+        shape_type_str(*dtype, shape) + " is too large: an array may hold at most 2^60 bytes");
     return std::nullopt;
   }
   return Type{*dtype, shape, {}};
@@ -340,10 +341,11 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     const size_t j = it->second;
     const bool both_written = !f.results[j].name.empty() && !f.results[k].name.empty();
     diags
-        .error("duplicate-definition", f.results[k].span,
-               "results " + std::to_string(j + 1) + " and " + std::to_string(k + 1) + " of `" +
-                   f.name + "` are both called `" + label + "`" +
-                   (both_written ? "" : " (a result without a name is called `out` and its position)"))
+        .error(
+            "duplicate-definition", f.results[k].span,
+            "results " + std::to_string(j + 1) + " and " + std::to_string(k + 1) + " of `" +
+                f.name + "` are both called `" + label + "`" +
+                (both_written ? "" : " (a result without a name is called `out` and its position)"))
         .notes.push_back({f.results[j].span, "result " + std::to_string(j + 1) + " is here"});
     ok = false;
   }
@@ -387,7 +389,9 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     }
   }
   const int64_t size = unrolled_size(f.body);
-  if (!check_unrolled_size(size, f.span, "`" + f.name + "`, with its loops unrolled and its calls inlined,"))
+  if (!check_unrolled_size(
+          size, f.span,
+          "`" + f.name + "`, with its [[unroll]] loops unrolled and its calls inlined,"))
     return;
   module.functions.push_back(std::move(f));
   function_sizes_.resize(module.functions.size(), 0);
@@ -395,29 +399,15 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
 }
 
 int64_t ProgramLowerer::unrolled_size(const std::vector<ir::Instr> &body) const {
-  int64_t size = 0;
-  for (const ir::Instr &in : body) {
-    int64_t n = 1;
-    if (in.op == OpCode::For) {
-      const int64_t iterations = rt::range_length(in.attrs.dim, in.attrs.dim2, 1);
-      // Each iteration is a counter constant plus the body.
-      n = rt::saturating_mul(iterations, rt::saturating_add(1, unrolled_size(in.regions.at(0).body)));
-    } else if (in.op == OpCode::Call) {
-      n = function_sizes_.at(static_cast<size_t>(in.attrs.callee));
-    }
-    size = rt::saturating_add(size, n);
-  }
-  return size;
+  return ir::unrolled_size(
+      body, [](const ir::Instr &loop) { return loop.attrs.unroll; },
+      [this](int callee) { return function_size(callee); });
 }
 
 bool ProgramLowerer::check_unrolled_size(int64_t size, SourceSpan span, const std::string &what) {
   if (size <= kMaxUnrolledInstructions) return true;
-  Diagnostic &d = diags.error(
-      "program-too-large", span,
-      what + " would make " +
-          (size == INT64_MAX ? std::string("more than 2^63") : std::to_string(size)) +
-          " instructions; at most " + std::to_string(kMaxUnrolledInstructions) + " are allowed");
-  d.fix = "static loops are unrolled and calls inlined: make the loops shorter or fewer";
+  Diagnostic &d = diags.error("program-too-large", span, what + " " + too_many_instructions(size));
+  d.fix = "loops marked [[unroll]] are unrolled and calls inlined: unroll fewer or shorter loops";
   return false;
 }
 
@@ -575,12 +565,14 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
       if (diags.at(k).code != "call-too-deep" &&  // which names its chain itself
           diags.at(k).notes.size() < kMaxCallNotes)
         diags.at(k).notes.push_back(
-          {call_span, "in `" + decl.name.name + "` called here with (" + sig + ")"});
+            {call_span, "in `" + decl.name.name + "` called here with (" + sig + ")"});
     instances_[key] = -1;
     return -1;
   }
   const int64_t size = unrolled_size(f.body);
-  if (!check_unrolled_size(size, f.span, "`" + f.name + "`, with its loops unrolled and its calls inlined,")) {
+  if (!check_unrolled_size(
+          size, f.span,
+          "`" + f.name + "`, with its [[unroll]] loops unrolled and its calls inlined,")) {
     instances_[key] = -1;
     return -1;
   }

@@ -9,6 +9,7 @@
 #include "ir/verifier.h"
 #include "middle/infer_variance.h"
 #include "middle/lower.h"
+#include "support/limits.h"
 #include "transforms/explicit_pbroadcast.h"
 #include "transforms/unroll_loops.h"
 
@@ -45,10 +46,24 @@ void run_phases(Compilation &c, const CompileOptions &options) {
   // program could not re-derive their variance.
   timed("explicit_pbroadcast",
         [&] { make_pbroadcasts_explicit(*c.module, ir::Origin::AutoPbroadcast); });
-  if (has_loops(*c.module)) {
+  // Loops stay loops; those marked [[unroll]] (or short enough for
+  // --unroll) are unrolled here, an optimisation.
+  UnrollPolicy unroll;
+  unroll.max_trip_count = options.unroll_max_trip_count;
+  if (unrolls_any(*c.module, unroll)) {
+    // [[unroll]] loops were bounded when lowered; --unroll N can multiply.
+    for (const ir::Function &f : c.module->functions)
+      if (const int64_t size = unrolled_size(f, unroll); size > kMaxUnrolledInstructions)
+        c.diags
+            .error("program-too-large", f.span,
+                   "`" + f.name + "`, with its loops of at most " +
+                       std::to_string(unroll.max_trip_count) + " iterations unrolled, " +
+                       too_many_instructions(size))
+            .fix = "use a smaller --unroll";
+    if (!c.ok()) return;
     c.structured = *c.module;
     timed("unroll_loops", [&] {
-      unroll_loops(*c.module);
+      unroll_loops(*c.module, unroll);
       make_pbroadcasts_explicit(*c.module, ir::Origin::AutoPbroadcast);
     });
   }

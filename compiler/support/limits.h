@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace spmd {
 
@@ -22,12 +23,19 @@ inline constexpr int64_t kMaxMeshDevices = 65536;
 /// Calls of `def` functions nest at most this deep (`call-too-deep`).
 inline constexpr int kMaxCallDepth = 100;
 
-/// A static `for` loop runs at most this many iterations (`loop-too-long`).
-inline constexpr int64_t kMaxLoopIterations = 4096;
-
-/// A shmap or def, with its loops unrolled and its calls inlined, has at
-/// most this many instructions (`program-too-large`): the work the unrolled
-/// passes, the derived programs and the emitted C++ can handle.
+/// A shmap or def, with the loops that are unrolled unrolled (`[[unroll]]`,
+/// `--unroll N`, and for now every loop of a derived program) and its calls
+/// inlined, has at most this many instructions (`program-too-large`): the work
+/// the unrolled passes, the derived programs and the emitted C++ can handle.
+/// A loop marked [[unroll]] also has at most ir::kMaxUnrolledIterations.
 inline constexpr int64_t kMaxUnrolledInstructions = int64_t{1} << 18;
+
+/// "would make SIZE instructions; at most LIMIT are allowed", for the
+/// `program-too-large` messages (`size` saturates at INT64_MAX).
+inline std::string too_many_instructions(int64_t size) {
+  return "would make " +
+         (size == INT64_MAX ? std::string("more than 2^63") : std::to_string(size)) +
+         " instructions; at most " + std::to_string(kMaxUnrolledInstructions) + " are allowed";
+}
 
 }  // namespace spmd
