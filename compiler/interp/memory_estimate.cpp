@@ -1,14 +1,20 @@
 // interp/memory_estimate.cpp — see memory_estimate.h.
 //
-// 1. Per function, find each value's last use (the returns live to the end).
-// 2. Walk the body: add each result's bytes, take the peak (a call adds what
-//    its callee needs beyond its arguments, computed once per callee), then
-//    subtract the values whose last use this was.
+// 1. Per block (a function body, a loop body), find each value's last use
+//    (the returns or next values live to the end; a value a loop body reads
+//    lives until the loop ends).
+// 2. Walk the block: add each result's bytes, take the peak (a call adds what
+//    its callee needs beyond its arguments, computed once per callee; a loop
+//    adds the peak of its body), then subtract the values whose last use this
+//    was.
 // 3. Remember the largest value met on the way.
 #include "interp/memory_estimate.h"
 
 #include <optional>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "ir/loops.h"
 #include "spmdrt/checked.h"
 
 namespace spmd::interp {
@@ -26,34 +32,49 @@ class Estimator {
 
   /// Peak bytes while `f` runs, its parameters included.
   int64_t peak(const ir::Function &f) {
-    const size_t n = f.body.size();
-    std::vector<size_t> last(f.values.size(), SIZE_MAX);  // SIZE_MAX: never used
-    for (size_t i = 0; i < n; ++i)
-      for (ir::ValueId v : f.body[i].operands) last[static_cast<size_t>(v)] = i;
-    for (ir::ValueId v : f.returns) last[static_cast<size_t>(v)] = n;  // kept to the end
-    int64_t live = 0;
-    for (const ir::Param &p : f.params) {
-      live = rt::saturating_add(live, bytes_of(f.type(p.value)));
-      note(f, p.value);
-    }
-    int64_t top = live;
-    std::vector<bool> freed(f.values.size(), false);
+    std::vector<ir::ValueId> params;
+    for (const ir::Param &p : f.params) params.push_back(p.value);
+    return block_peak(f, params, f.body, f.returns);
+  }
+
+  /// Peak bytes while a block of `f` runs: its parameters, then each
+  /// instruction's results, freed after their last use; `kept` live to the
+  /// end. An instruction with regions (a loop) adds the peak of its largest
+  /// region, and what the region reads from outside lives until it ends.
+  int64_t block_peak(const ir::Function &f, const std::vector<ir::ValueId> &params,
+                     const std::vector<ir::Instr> &body, const std::vector<ir::ValueId> &kept) {
+    const size_t n = body.size();
+    std::unordered_map<ir::ValueId, size_t> last;  // absent: never read in this block
     for (size_t i = 0; i < n; ++i) {
-      const ir::Instr &in = f.body[i];
-      int64_t inner = 0;  // what a callee needs beyond its arguments
+      for (ir::ValueId v : body[i].operands) last[v] = i;
+      for (const ir::Region &r : body[i].regions)
+        for (ir::ValueId v : ir::captured_values(r)) last[v] = i;
+    }
+    for (ir::ValueId v : kept) last[v] = n;  // kept to the end
+    std::vector<std::vector<ir::ValueId>> dies(n + 1);
+    for (const auto &[v, at] : last) dies[at].push_back(v);
+    int64_t live = 0;
+    std::unordered_set<ir::ValueId> owned;  // defined in this block and alive
+    auto add_value = [&](ir::ValueId v) {
+      if (owned.insert(v).second) live = rt::saturating_add(live, bytes_of(f.type(v)));
+      note(f, v);
+    };
+    auto free_value = [&](ir::ValueId v) {  // values from outside stay
+      if (owned.erase(v)) live -= std::min(live, bytes_of(f.type(v)));
+    };
+    for (ir::ValueId v : params) add_value(v);
+    int64_t top = live;
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Instr &in = body[i];
+      int64_t inner = 0;  // what a callee or a region needs beyond what is live here
       if (in.op == OpCode::Call) inner = above_args(static_cast<size_t>(in.attrs.callee));
-      for (ir::ValueId r : in.results) {
-        live = rt::saturating_add(live, bytes_of(f.type(r)));
-        note(f, r);
-      }
+      for (const ir::Region &r : in.regions)
+        inner = std::max(inner, block_peak(f, r.params, r.body, r.yields));
+      for (ir::ValueId r : in.results) add_value(r);
       top = std::max(top, rt::saturating_add(live, inner));
-      for (ir::ValueId v : in.operands)
-        if (last[static_cast<size_t>(v)] == i && !freed[static_cast<size_t>(v)]) {
-          freed[static_cast<size_t>(v)] = true;
-          live -= std::min(live, bytes_of(f.type(v)));
-        }
+      for (ir::ValueId v : dies[i]) free_value(v);
       for (ir::ValueId r : in.results)  // results nothing reads
-        if (last[static_cast<size_t>(r)] == SIZE_MAX) live -= std::min(live, bytes_of(f.type(r)));
+        if (!last.count(r)) free_value(r);
     }
     return top;
   }
@@ -80,7 +101,8 @@ class Estimator {
     if (!above_args_[fi]) {
       const ir::Function &f = module_.functions[fi];
       int64_t args = 0;
-      for (const ir::Param &p : f.params) args = rt::saturating_add(args, bytes_of(f.type(p.value)));
+      for (const ir::Param &p : f.params)
+        args = rt::saturating_add(args, bytes_of(f.type(p.value)));
       const int64_t p = peak(f);
       above_args_[fi] = p == INT64_MAX ? INT64_MAX : p - std::min(p, args);
     }
@@ -116,10 +138,12 @@ rt::MemoryEstimate estimate_memory(const ir::Module &module, const ir::Function 
 int64_t host_io_bytes(const ir::Function &function) {
   int64_t total = 0;
   for (const ir::Param &p : function.params)
-    total = rt::saturating_add(total, bytes_of(Type{function.type(p.value).dtype, p.global_shape, {}}));
+    total =
+        rt::saturating_add(total, bytes_of(Type{function.type(p.value).dtype, p.global_shape, {}}));
   for (size_t k = 0; k < function.results.size() && k < function.returns.size(); ++k)
-    total = rt::saturating_add(
-        total, bytes_of(Type{function.type(function.returns[k]).dtype, function.results[k].global_shape, {}}));
+    total = rt::saturating_add(total, bytes_of(Type{function.type(function.returns[k]).dtype,
+                                                    function.results[k].global_shape,
+                                                    {}}));
   return total;
 }
 

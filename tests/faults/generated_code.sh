@@ -20,6 +20,9 @@ cat > "$P" <<'SPMD'
 mesh M = (i: 2)  # "quotes" and 'quotes' and */ and ??/ and \
 shmap f(x: f32[4] @ P(i)) -> f32[] @ P() on M {  # trailing \   
   y = x * 2.0  # C:\dir\ 
+  for k in range(2) {  # a loop stays a C++ loop \
+    y = y + 1.0  # inside it \
+  }
   z = y + 1.0  # é ü \x00 \
   return psum(sum(z), i)  # end \\
 }

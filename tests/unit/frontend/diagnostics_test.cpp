@@ -162,6 +162,20 @@ TEST_CASE("syntax errors: non-ASCII, NUL and invalid UTF-8 input", "[frontend][d
   CHECK_FALSE(parse_text("# ∑ λ\ndef f() -> f32[] { x = \"∑\" }  # ünïcödé").diags.has_errors());
 }
 
+TEST_CASE("diagnostics: excerpts never echo raw bytes to the terminal", "[frontend][diagnostics]") {
+  // ESC (a terminal escape), C1 controls (U+0085, U+009B: CSI) and bytes
+  // that are not UTF-8 become '?'; valid UTF-8 text stays.
+  Parsed p = parse_text("mesh M = (i: 2)\n\x01\x1b[31m \xc2\x9b \xff\xfe \xc2\x85 λ\n");
+  const std::string out = p.rendered();
+  INFO(out);
+  REQUIRE(p.diags.has_errors());
+  CHECK(out.find("\x1b") == std::string::npos);
+  CHECK(out.find("\xc2\x9b") == std::string::npos);
+  CHECK(out.find("\xc2\x85") == std::string::npos);
+  CHECK(out.find("\xff") == std::string::npos);
+  CHECK(out.find("  2 | ??[31m ?? ?? ?? λ\n") != std::string::npos);
+}
+
 TEST_CASE("syntax errors: at most 20 per file", "[frontend][diagnostics]") {
   std::string text;
   for (int i = 0; i < 200; ++i) text += "$ def ) ";
