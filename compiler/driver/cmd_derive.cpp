@@ -10,18 +10,8 @@
 #include "transforms/derive.h"
 
 namespace spmd::driver {
-namespace {
 
-struct DeriveOptions {
-  std::string function;
-  std::vector<std::string> wrt;
-  std::vector<std::string> of;
-  std::string output;
-  bool types = false;
-  int64_t combine_threshold = CombineOptions{}.threshold_bytes;
-};
-
-int write_output(const std::string &path, const std::string &text) {
+int write_text_output(const std::string &path, const std::string &text) {
   if (path.empty()) {
     std::cout << text;
     return kExitOk;
@@ -34,6 +24,17 @@ int write_output(const std::string &path, const std::string &text) {
   }
   return kExitOk;
 }
+
+namespace {
+
+struct DeriveOptions {
+  std::string function;
+  std::vector<std::string> wrt;
+  std::vector<std::string> of;
+  std::string output;
+  bool types = false;
+  int64_t combine_threshold = CombineOptions{}.threshold_bytes;
+};
 
 int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind kind) {
   Compilation c;
@@ -50,7 +51,7 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
     ir::Module derived = derive(*c.module, request);
     ir::PrintOptions po;
     po.types = o.types;
-    return write_output(o.output, ir::print_module(derived, po));
+    return write_text_output(o.output, ir::print_module(derived, po));
   } catch (const TransformError &e) {
     DiagnosticEngine diags;
     diags.error(e.code, e.span, e.what());

@@ -41,13 +41,7 @@ int run_show(const CommonOptions &common, const ShowOptions &o) {
     return kExitUserError;
   }
   std::string text = o.format == "svg" ? picture_svg(shown) : picture_text(shown);
-  if (o.output.empty() || o.output == "-") {
-    std::cout << text;
-  } else if (!write_file_atomically(o.output, text)) {
-    std::cerr << "spmdc: error: cannot write `" << o.output << "`\n";
-    return kExitUserError;
-  }
-  return kExitOk;
+  return write_text_output(o.output, text);
 }
 
 }  // namespace

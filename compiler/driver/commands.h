@@ -32,6 +32,11 @@ struct CommonOptions {
 
 /// Compiles, prints diagnostics to stderr, and returns the exit status the
 /// diagnostics call for (0 when there were none or only warnings).
+/// Writes `text` to `path` through rt::OutputFiles (docs/files.md), or to
+/// stdout when `path` is empty; prints the error and returns kExitUserError
+/// when it cannot.
+int write_text_output(const std::string &path, const std::string &text);
+
 int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after);
 
 /// A subcommand: its CLI11 node and what runs when it is chosen.
