@@ -97,7 +97,7 @@ struct CallExpr {
 /// One subscript: either a single index or a slice `start:stop:step` (each optional).
 struct Subscript {
   bool is_slice = false;
-  ExprPtr index;  // when !is_slice
+  ExprPtr index;              // when !is_slice
   ExprPtr start, stop, step;  // when is_slice; null = omitted
   SourceSpan span;
 };
@@ -196,6 +196,11 @@ struct Result {
   std::optional<SpecExpr> spec;  // shmap results only
   SourceSpan span;
 };
+
+/// What an unnamed result of a function with several results is called
+/// (`spmdc run --out out1=...`, diagnostics): `out0`, `out1`, ... (0-based,
+/// like `--of 0`).
+inline std::string unnamed_result_name(size_t k) { return "out" + std::to_string(k); }
 
 enum class FuncKind { Def, Shmap };
 
