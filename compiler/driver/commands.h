@@ -26,6 +26,7 @@ struct CommonOptions {
   int max_errors = 50;
   bool color = false;
   DiagnosticsFormat diagnostics_format = DiagnosticsFormat::Text;
+  int64_t unroll = 0;  // --unroll N
 
   CompileOptions compile_options() const;
 };
