@@ -39,11 +39,6 @@ struct BuildOptions {
   bool show_command = false;
 };
 
-int fail(const std::string &message) {
-  std::cerr << "spmdc: error: " << message << "\n";
-  return kExitUserError;
-}
-
 std::string default_output(const std::string &input) {
   std::string base = input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
   if (base.size() > 5 && base.substr(base.size() - 5) == ".spmd") base.resize(base.size() - 5);
@@ -98,6 +93,9 @@ class BuildDirectory {
 };
 
 int run_build(const CommonOptions &common, const BuildOptions &o) {
+  auto fail_build = [&](const std::string &message) {
+    return report_error(common, "build-error", message);
+  };
   backend::Target target =
       backend::cuda_configured() ? backend::Target::Cuda : backend::Target::Cpu;
   if (o.target == "cpu") {
@@ -105,7 +103,7 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   } else if (o.target == "cuda") {
     target = backend::Target::Cuda;
   } else if (!o.target.empty()) {
-    return fail("unknown --target `" + o.target + "` (expected `cpu` or `cuda`)");
+    return fail_build("unknown --target `" + o.target + "` (expected `cpu` or `cuda`)");
   }
   const bool build_exe = !o.output.empty() || o.emit_source.empty();
   // A default name is derived from the input's and may never replace it
@@ -118,12 +116,12 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
     if (!o.emit_source.empty()) rt::check_output_path(o.emit_source);
     cxxflags = backend::host_compiler_flags(o.cxxflags);
   } catch (const rt::OutputError &e) {
-    return fail(e.what());
+    return fail_build(e.what());
   } catch (const backend::FlagsError &e) {
-    return fail(e.what());
+    return fail_build(e.what());
   }
   if (build_exe && target == backend::Target::Cuda && !backend::cuda_configured())
-    return fail(
+    return fail_build(
         "--target cuda needs the CUDA toolkit (nvcc) and NCCL, which were not found when spmdc "
         "was configured (or it was configured with -DSPMDC_ENABLE_CUDA=OFF); use --target cpu, "
         "or --emit-source FILE.cu to only write the CUDA source");
@@ -136,7 +134,7 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   try {
     index = find_shmap(module, o.fn);
   } catch (const TransformError &e) {
-    return fail(e.what());
+    return fail_build(e.what());
   }
   backend::EmitOptions eo;
   eo.target = target;
@@ -154,24 +152,24 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
       return kExitOk;
     }
   } catch (const rt::OutputError &e) {
-    return fail(e.what());
+    return fail_build(e.what());
   }
 
   std::string error;
   auto tc = backend::find_toolchain(error);
-  if (!tc) return fail(error);
+  if (!tc) return fail_build(error);
   // The compiler reads a private copy (nvcc needs a .cu name; the C++
   // compiler is told the language with -x c++) and writes a temporary beside
   // the executable, which commit() moves into place.
   BuildDirectory dir;
   const std::string src_path =
       dir.create(target == backend::Target::Cuda ? "program.cu" : "program.cpp", source, error);
-  if (src_path.empty()) return fail(error);
+  if (src_path.empty()) return fail_build(error);
   std::string exe_temp;
   try {
     exe_temp = outputs.add_external(output, naming);
   } catch (const rt::OutputError &e) {
-    return fail(e.what());
+    return fail_build(e.what());
   }
   std::vector<std::string> cmd =
       backend::compile_command(*tc, target, src_path, exe_temp, cxxflags);
@@ -191,13 +189,13 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
       dir.keep();
       msg += " (kept for inspection)";
     }
-    std::cerr << "spmdc: error: " << msg << "\n";
+    report_error(common, "build-error", msg);
     return rc > 0 ? kExitInternalError : kExitUserError;
   }
   try {
     outputs.commit();
   } catch (const rt::OutputError &e) {
-    return fail(e.what());
+    return fail_build(e.what());
   }
   if (o.keep_source) {
     dir.keep();

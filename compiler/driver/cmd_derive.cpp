@@ -11,7 +11,8 @@
 
 namespace spmd::driver {
 
-int write_text_output(const std::string &path, const std::string &text) {
+int write_text_output(const CommonOptions &common, const std::string &path,
+                      const std::string &text) {
   if (path.empty()) {
     std::cout << text;
     return kExitOk;
@@ -19,8 +20,7 @@ int write_text_output(const std::string &path, const std::string &text) {
   try {
     rt::write_output_file(path, {text});
   } catch (const rt::OutputError &e) {
-    std::cerr << "spmdc: error: " << e.what() << "\n";
-    return kExitUserError;
+    return report_error(common, "io-error", e.what());
   }
   return kExitOk;
 }
@@ -51,11 +51,11 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
     ir::Module derived = derive(*c.module, request);
     ir::PrintOptions po;
     po.types = o.types;
-    return write_text_output(o.output, ir::print_module(derived, po));
+    return write_text_output(common, o.output, ir::print_module(derived, po));
   } catch (const TransformError &e) {
     DiagnosticEngine diags;
     diags.error(e.code, e.span, e.what());
-    std::cerr << render_diagnostics(diags, c.sources, common.color);
+    print_diagnostics(diags, c.sources, common);
     return kExitUserError;
   }
 }

@@ -41,7 +41,7 @@ int run_show(const CommonOptions &common, const ShowOptions &o) {
     return kExitUserError;
   }
   std::string text = o.format == "svg" ? picture_svg(shown) : picture_text(shown);
-  return write_text_output(o.output, text);
+  return write_text_output(common, o.output, text);
 }
 
 }  // namespace
