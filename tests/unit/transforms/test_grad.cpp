@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "ir/loops.h"
+#include "random_loops.h"
 #include "transform_test_util.h"
 
 namespace spmd::test {
@@ -351,6 +352,15 @@ TEST_CASE("derivatives through loops: permuting carries, steps, nesting, collect
         "  for k in range(1, 7, 2) { s = s * xs[k] + xs[k - 1] }\n"
         "  return psum(sum(s), i)\n"
         "}\n");
+  }
+}
+
+TEST_CASE("random loop programs: derivatives match finite differences", "[grad][loops][random]") {
+  // SPMDC_LOOP_SEED / SPMDC_LOOP_COUNT choose the programs (a sweep: a larger count).
+  const uint64_t first = env_or("SPMDC_LOOP_SEED", 1), count = env_or("SPMDC_LOOP_COUNT", 40);
+  for (uint64_t seed = first; seed < first + count; ++seed) {
+    INFO("SPMDC_LOOP_SEED=" << seed);
+    check_derivatives(LoopProgramGenerator(seed, false).program(), {}, seed, seed % 2 == 1);
   }
 }
 

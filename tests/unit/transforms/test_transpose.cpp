@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ir/loops.h"
+#include "random_loops.h"
 #include "transform_test_util.h"
 
 namespace spmd::test {
@@ -299,6 +300,17 @@ TEST_CASE("transpose: loops run backwards and satisfy the dot-product identity",
         "  return y, x\n"
         "}\n",
         {"x"});
+  }
+}
+
+TEST_CASE("transpose: random linear loop programs satisfy the dot-product identity",
+          "[transpose][loops][random]") {
+  // SPMDC_LOOP_SEED / SPMDC_LOOP_COUNT choose the programs (a sweep: a larger count).
+  const uint64_t first = env_or("SPMDC_LOOP_SEED", 1), count = env_or("SPMDC_LOOP_COUNT", 40);
+  for (uint64_t seed = first; seed < first + count; ++seed) {
+    INFO("SPMDC_LOOP_SEED=" << seed);
+    check_dot_product(LoopProgramGenerator(seed, true).program(), {"xs", "a", "b"}, seed,
+                      seed % 2 == 1);
   }
 }
 
