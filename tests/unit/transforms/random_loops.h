@@ -100,6 +100,7 @@ class LoopProgramGenerator {
           return "a = where(w[1:2] > 0.0, a, b)";
       }
     }
+    // Bounded steps (tanh, sigmoid, contractions), so long chains stay finite.
     switch (below(8)) {
       case 0:
         return "a = tanh(a * b + xs[" + k + "])";
@@ -108,13 +109,13 @@ class LoopProgramGenerator {
       case 2:
         return "t = a\n    a = b\n    b = t";
       case 3:
-        return "c = c * 0.5 + psum(a[0:2] * b[2:4], i)";
+        return "c = c * 0.5 + 0.1 * psum(tanh(a[0:2] * b[2:4]), i)";
       case 4:
-        return "a = a + psum_scatter(all_gather(b * b, i), i) * 0.1";
+        return "a = 0.5 * a + psum_scatter(all_gather(tanh(b), i), i) * 0.1";
       case 5:
-        return "b = sigmoid(b * w[0:1]) + a * cast(" + k + ", f64)";
+        return "b = sigmoid(b * w[0:1]) + 0.1 * a * cast(" + k + ", f64)";
       case 6:
-        return "a = a * c[0:1] + exp(-b * b)";
+        return "a = a * tanh(c[0:1]) + exp(-b * b)";
       default:
         return "b = b + sum(xs[" + k + "] * a) * 0.01";
     }
