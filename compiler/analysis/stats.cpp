@@ -23,42 +23,49 @@ void accumulate(const ir::Module &m, const ir::Function &f, FunctionStats &stats
     }
     if (op_kind(in.op) != OpKind::Collective) continue;
     double n = static_cast<double>(axes_size(mesh, in.attrs.axes));
-    double size = 0, moved = 0;
-    switch (in.op) {
-      case OpCode::Psum:
-      case OpCode::Pmax:
-      case OpCode::Pmin:
-        size = bytes_of(f.type(in.operands[0]));
-        moved = 2 * (n - 1) / n * size;
-        break;
-      case OpCode::AllGather:
-      case OpCode::AllGatherInvariant:
-        size = bytes_of(f.type(in.results[0]));
-        moved = (n - 1) / n * size;
-        break;
-      case OpCode::PsumScatter:
-      case OpCode::AllToAll:
-        size = bytes_of(f.type(in.operands[0]));
-        moved = (n - 1) / n * size;
-        break;
-      case OpCode::Ppermute: {
-        size = bytes_of(f.type(in.operands[0]));
-        bool moves = false;
-        for (auto &p : in.attrs.perm) moves |= p.first != p.second;
-        moved = moves ? size : 0;
-        break;
-      }
-      default:  // pbroadcast, pscatter, axis_index: no communication
-        break;
-    }
+    bool permutes = false;
+    for (auto &p : in.attrs.perm) permutes |= p.first != p.second;
+    CollectiveTraffic t = collective_traffic(
+        in.op, n, in.operands.empty() ? 0 : bytes_of(f.type(in.operands[0])),
+        bytes_of(f.type(in.results[0])), permutes);
     CollectiveStat &s = stats.by_op[std::string(op_spelling(in.op))];
     s.count++;
-    s.size_bytes += size;
-    s.moved_bytes += moved;
+    s.size_bytes += t.size_bytes;
+    s.moved_bytes += t.moved_bytes;
   }
 }
 
 }  // namespace
+
+CollectiveTraffic collective_traffic(OpCode op, double n, double operand_bytes,
+                                     double result_bytes, bool permutes) {
+  CollectiveTraffic t;
+  switch (op) {
+    case OpCode::Psum:
+    case OpCode::Pmax:
+    case OpCode::Pmin:
+      t.size_bytes = operand_bytes;
+      t.moved_bytes = 2 * (n - 1) / n * t.size_bytes;
+      break;
+    case OpCode::AllGather:
+    case OpCode::AllGatherInvariant:
+      t.size_bytes = result_bytes;
+      t.moved_bytes = (n - 1) / n * t.size_bytes;
+      break;
+    case OpCode::PsumScatter:
+    case OpCode::AllToAll:
+      t.size_bytes = operand_bytes;
+      t.moved_bytes = (n - 1) / n * t.size_bytes;
+      break;
+    case OpCode::Ppermute:
+      t.size_bytes = operand_bytes;
+      t.moved_bytes = permutes ? t.size_bytes : 0;
+      break;
+    default:  // pbroadcast, pscatter, axis_index: no communication
+      break;
+  }
+  return t;
+}
 
 double FunctionStats::total_moved_bytes() const {
   double t = 0;

@@ -29,6 +29,9 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
         errors.push_back(f.name + ": parameter `" + f.values[p.value].name +
                          "` local shape differs from its in_spec");
     }
+    if (f.kind == FunctionKind::Sharded && f.type(p.value).shape != p.global_shape)
+      errors.push_back(f.name + ": parameter `" + f.values[p.value].name +
+                       "` of a sharded function does not have its global shape");
   }
   for (size_t i = 0; i < f.body.size(); ++i) {
     const Instr &in = f.body[i];
@@ -53,6 +56,10 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
     }
     if (!ok) continue;
     std::string name(op_spelling(in.op));
+    if (f.kind == FunctionKind::Sharded && op_kind(in.op) == OpKind::Collective)
+      err(i, name + ": a collective in a sharded function");
+    if (f.kind == FunctionKind::Shmap && in.op == OpCode::Constrain)
+      err(i, "constrain in a shmap");
     if (in.op == OpCode::Call) {
       if (in.attrs.callee < 0 || static_cast<size_t>(in.attrs.callee) >= m.functions.size()) {
         err(i, "call of an unknown function");
@@ -113,6 +120,9 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
       errors.push_back(f.name + ": returned value is not defined");
       continue;
     }
+    if (f.kind == FunctionKind::Sharded && f.type(v).shape != f.results[k].global_shape)
+      errors.push_back(f.name + ": result " + std::to_string(k + 1) +
+                       " of a sharded function does not have its global shape");
     if (f.kind != FunctionKind::Shmap) continue;
     const Result &r = f.results[k];
     AxisSet want;

@@ -69,6 +69,7 @@ struct Attrs {
   DType dtype = DType::F32;                       // constant / full / iota / cast
   double value = 0;                               // constant / full
   int callee = -1;                                // call: index into Module::functions
+  rt::PartitionSpec sharding;                     // constrain: the global spec
 
   bool operator==(const Attrs &) const = default;
 };

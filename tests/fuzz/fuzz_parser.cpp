@@ -142,6 +142,16 @@ shmap step(p: f32[4, 4] @ P(), x: f32[16] @ P(i)) -> f32[] @ P() on M {
 }
 )",
     "def f(x: f32[]) -> f32[] { return -x**2 + (x - -x) / x != x }\n",
+    R"(mesh M = (data: 2, model: 2)
+import std.nn
+# a global-view function: global shapes, `auto` specs, sharding constraints
+sharded mlp(x: f32[8, 4] @ P(data), w1: f32[4, 8] @ auto, w2: f32[8, 4] @ P(model, None))
+    -> (y: f32[8, 4] @ auto, s: f32[] @ P()) on M {
+  h = constrain(relu(x @ w1), P(data, model))
+  y = constrain(h @ w2, P((data, model), None))
+  return y, mean(y)
+}
+)",
 };
 
 std::vector<std::string> load_seeds() {
@@ -188,6 +198,7 @@ const std::string kTokens[] = {
     "\"",     "\"\\", "#",      "\n",    ";",        ".",
     "..",     "not",  "and",    "def",   "shmap",    "mesh",
     "import", "on",   "return", "for",   "in",       "range",
+    "sharded", "auto", "constrain(", "@ auto", "P(None, (i, j))", "None,",
     "if",     "else", "true",   "0",     "1.",       ".5",
     "[[",     "]]",   "x",      "f32[]", "@ P(i)",   "\\",
     "$",      "\t",   "\r",     "\xff",  "\xc3\xa9", std::string(1, '\0')};
