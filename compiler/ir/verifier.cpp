@@ -33,6 +33,13 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
       errors.push_back(f.name + ": parameter `" + f.values[p.value].name +
                        "` of a sharded function does not have its global shape");
   }
+  // Constants typed varying; the printed program types them by their context.
+  std::vector<bool> varying_constant(f.values.size(), false);
+  auto check_constant_use = [&](size_t i, ValueId v, const char *where) {
+    if (varying_constant[static_cast<size_t>(v)])
+      err(i, "constant %" + std::to_string(v) + " typed " + axis_set_str(f.type(v).variance, mesh) +
+                 " is used " + where + ", where the printed program would type it invariant");
+  };
   for (size_t i = 0; i < f.body.size(); ++i) {
     const Instr &in = f.body[i];
     std::vector<Type> ops;
@@ -55,6 +62,14 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
       defined[r] = true;
     }
     if (!ok) continue;
+    if (op_kind(in.op) == OpKind::Creation)
+      for (ValueId r : in.results) varying_constant[r] = !f.type(r).variance.empty();
+    bool all_constant = !in.operands.empty();
+    for (ValueId o : in.operands) all_constant = all_constant && varying_constant[o];
+    if (!constant_operand_adapts(in.op))
+      for (ValueId o : in.operands) check_constant_use(i, o, "by a collective or call");
+    else if (all_constant)
+      check_constant_use(i, in.operands[0], "by an op whose operands are all constants");
     std::string name(op_spelling(in.op));
     if (f.kind == FunctionKind::Sharded && op_kind(in.op) == OpKind::Collective)
       err(i, name + ": a collective in a sharded function");
@@ -123,7 +138,13 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
     if (f.kind == FunctionKind::Sharded && f.type(v).shape != f.results[k].global_shape)
       errors.push_back(f.name + ": result " + std::to_string(k + 1) +
                        " of a sharded function does not have its global shape");
-    if (f.kind != FunctionKind::Shmap) continue;
+    if (f.kind != FunctionKind::Shmap) {
+      if (varying_constant[static_cast<size_t>(v)])
+        errors.push_back(f.name + ": returns a constant typed " +
+                         axis_set_str(f.type(v).variance, mesh) +
+                         ", which the printed def would return invariant");
+      continue;
+    }
     const Result &r = f.results[k];
     AxisSet want;
     for (const auto &d : r.spec) want = want | AxisSet::of_all(d);

@@ -392,9 +392,8 @@ Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, 
   return out;
 }
 
-Tensor DeviceContext::ppermute(const Tensor &x, int axis,
+Tensor DeviceContext::ppermute(const Tensor &x, const std::vector<int> &axes,
                                const std::vector<std::pair<int64_t, int64_t>> &perm) {
-  const std::vector<int> axes{axis};
   const int64_t n = mesh().group_size(axes);
   std::vector<int64_t> source_of(static_cast<size_t>(n), -1);
   std::vector<bool> sends(static_cast<size_t>(n), false);
@@ -402,8 +401,8 @@ Tensor DeviceContext::ppermute(const Tensor &x, int axis,
   for (auto [src, dst] : perm) {
     if (src < 0 || src >= n || dst < 0 || dst >= n) {
       fail("ppermute: pair (" + std::to_string(src) + ", " + std::to_string(dst) +
-           ") out of range for axis '" + mesh().axes()[axis].name + "' of size " +
-           std::to_string(n));
+           ") out of range for a group of " + std::to_string(n) + " over " +
+           axes_str(mesh(), axes));
     }
     if (sends[src] || source_of[dst] >= 0) {
       fail("ppermute: permutation is not one-to-one (rank " +

@@ -50,9 +50,11 @@ class DeviceContext {
   /// concatenate the received blocks along concat_dim in sender-rank order.
   Tensor all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
                     int64_t concat_dim);
-  /// ppermute along one axis: for each (src, dst) pair the member of rank dst
-  /// receives x from rank src; members that receive nothing get zeros.
-  Tensor ppermute(const Tensor &x, int axis, const std::vector<std::pair<int64_t, int64_t>> &perm);
+  /// ppermute over `axes`: for each (src, dst) pair the member of rank dst
+  /// receives x from rank src (ranks in the group, first axis major); members
+  /// that receive nothing get zeros.
+  Tensor ppermute(const Tensor &x, const std::vector<int> &axes,
+                  const std::vector<std::pair<int64_t, int64_t>> &perm);
   /// Waits for every device of the mesh.
   void barrier();
 

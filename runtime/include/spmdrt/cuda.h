@@ -66,7 +66,10 @@ class Tensor {
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * rt::dtype_size(dtype_); }
   bool defined() const { return buffer_ != nullptr; }
-  template <typename T> T *data() const { return reinterpret_cast<T *>(buffer_.get()); }
+  template <typename T>
+  T *data() const {
+    return reinterpret_cast<T *>(buffer_.get());
+  }
   /// Same buffer, new shape (same element count).
   Tensor reshaped(Shape shape) const;
 
@@ -97,7 +100,8 @@ Tensor pad_into(const Tensor &x, const Shape &shape, const std::vector<int64_t> 
 Tensor concat(const std::vector<Tensor> &parts, int64_t dim);
 /// Block `index` (an i32 scalar tensor) of `size` along `dim`, clamped like XLA.
 Tensor dynamic_slice(const Tensor &x, const Tensor &index, int64_t dim, int64_t size);
-Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, const Tensor &index, int64_t dim);
+Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, const Tensor &index,
+                            int64_t dim);
 /// Layout kernels around collectives: pack_blocks splits `dim` into n blocks and
 /// makes the block index the leading dimension ([.., n*b, ..] -> [n, .., b, ..]);
 /// unpack_blocks is its inverse.
@@ -122,7 +126,9 @@ class DeviceContext {
   Tensor reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
   Tensor all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
                     int64_t concat_dim);
-  Tensor ppermute(const Tensor &x, int axis, const std::vector<std::pair<int64_t, int64_t>> &perm);
+  /// Ranks are in the group over `axes` (first axis major), as on the CPU.
+  Tensor ppermute(const Tensor &x, const std::vector<int> &axes,
+                  const std::vector<std::pair<int64_t, int64_t>> &perm);
 
  private:
   Fabric *fabric_;
