@@ -25,11 +25,14 @@ void accumulate(const ir::Module &m, const ir::Function &f, FunctionStats &stats
     double n = static_cast<double>(axes_size(mesh, in.attrs.axes));
     bool permutes = false;
     for (auto &p : in.attrs.perm) permutes |= p.first != p.second;
-    CollectiveTraffic t = collective_traffic(
-        in.op, n, in.operands.empty() ? 0 : bytes_of(f.type(in.operands[0])),
-        bytes_of(f.type(in.results[0])), permutes);
+    // A combined psum((a, b), axes) is one collective of all its operands' bytes.
+    double operand_bytes = 0;
+    for (ir::ValueId v : in.operands) operand_bytes += bytes_of(f.type(v));
+    CollectiveTraffic t = collective_traffic(in.op, n, operand_bytes,
+                                             bytes_of(f.type(in.results[0])), permutes);
     CollectiveStat &s = stats.by_op[std::string(op_spelling(in.op))];
     s.count++;
+    s.values += static_cast<int>(in.operands.empty() ? 1 : in.operands.size());
     s.size_bytes += t.size_bytes;
     s.moved_bytes += t.moved_bytes;
   }

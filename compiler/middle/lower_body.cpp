@@ -111,8 +111,15 @@ DiagnosticEngine &BodyLowerer::diags() { return program_.diags; }
 
 ir::ValueId BodyLowerer::emit(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
                               SourceSpan span, ir::Origin origin) {
+  std::vector<ir::ValueId> results =
+      emit_all(op, std::move(operands), std::move(attrs), span, origin);
+  return results.empty() ? ir::kNoValue : results[0];
+}
+
+std::vector<ir::ValueId> BodyLowerer::emit_all(OpCode op, std::vector<ir::ValueId> operands,
+                                               Attrs attrs, SourceSpan span, ir::Origin origin) {
   for (ir::ValueId v : operands)
-    if (v == ir::kNoValue) return ir::kNoValue;
+    if (v == ir::kNoValue) return {};
   if (function_.kind == ir::FunctionKind::Sharded && op_kind(op) == OpKind::Collective) {
     std::string name = builtin_name_.empty() ? std::string(op_spelling(op)) : builtin_name_;
     diags()
@@ -123,15 +130,13 @@ ir::ValueId BodyLowerer::emit(OpCode op, std::vector<ir::ValueId> operands, Attr
                    (op == OpCode::AxisIndex ? "; a device's position has no meaning there" : ""))
         .fix = "write the global computation (e.g. `sum(x)` instead of `psum(sum(x), i)`), or "
                "make the function a shmap";
-    return ir::kNoValue;
+    return {};
   }
   std::string error;
   auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error, origin);
-  if (results.empty()) {
+  if (results.empty())
     diags().error("type-error", span, "`" + std::string(op_display_name(op)) + "`: " + error);
-    return ir::kNoValue;
-  }
-  return results[0];
+  return results;
 }
 
 void BodyLowerer::lower_block(const ast::Block &block) {
