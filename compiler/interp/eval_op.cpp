@@ -252,6 +252,7 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
     case OpCode::Concat:
     case OpCode::DynamicSlice:
     case OpCode::DynamicUpdateSlice:
+    case OpCode::Constrain:
     case OpCode::Psum:
     case OpCode::Pmax:
     case OpCode::Pmin:
