@@ -390,9 +390,16 @@ bool ProgramLowerer::check_global_view(const ir::Function &f) {
   std::set<int> seen;
   // (function, the call in the sharded function that reached it)
   std::vector<std::pair<int, SourceSpan>> stack;
-  for (const ir::Instr &in : f.body)
-    if (in.op == OpCode::Call && seen.insert(in.attrs.callee).second)
-      stack.emplace_back(in.attrs.callee, in.span);
+  std::vector<const std::vector<ir::Instr> *> own = {&f.body};  // with loop bodies
+  while (!own.empty()) {
+    const std::vector<ir::Instr> *body = own.back();
+    own.pop_back();
+    for (const ir::Instr &in : *body) {
+      for (const ir::Region &r : in.regions) own.push_back(&r.body);
+      if (in.op == OpCode::Call && seen.insert(in.attrs.callee).second)
+        stack.emplace_back(in.attrs.callee, in.span);
+    }
+  }
   while (!stack.empty()) {
     auto [index, call_span] = stack.back();
     stack.pop_back();
