@@ -333,6 +333,7 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
       case OpCode::ReduceMin:
       case OpCode::Einsum:
       case OpCode::Reshape:
+      case OpCode::Constrain:
       case OpCode::Transpose:
       case OpCode::BroadcastTo:
       case OpCode::Slice:

@@ -261,6 +261,9 @@ class CpuFunctionEmitter {
       case OpCode::Reshape:
         expr = "rt::reshape(" + x(0) + ", " + shape_init(a.shape) + ")";
         break;
+      case OpCode::Constrain:  // a sharding hint (sharded functions are not built): the identity
+        expr = x(0);
+        break;
       case OpCode::Transpose:
         expr = "rt::transpose(" + x(0) + ", I64s" + int_list(a.dims) + ")";
         break;

@@ -272,6 +272,9 @@ class CudaFunctionEmitter {
       case OpCode::Reshape:
         expr = "cu::reshape(" + x(0) + ", " + shape_init(a.shape) + ")";
         break;
+      case OpCode::Constrain:  // a sharding hint (sharded functions are not built): the identity
+        expr = x(0);
+        break;
       case OpCode::Transpose:
         expr = "cu::transpose(" + x(0) + ", I64s" + int_list(a.dims) + ")";
         break;

@@ -154,6 +154,7 @@ bool starts_declaration_or_statement(size_t t) {
     case SpmdParser::MESH:
     case SpmdParser::DEF:
     case SpmdParser::SHMAP:
+    case SpmdParser::SHARDED:
     case SpmdParser::RETURN:
     case SpmdParser::FOR:
     case SpmdParser::IF:
@@ -204,8 +205,8 @@ std::string describe_expected(const antlr4::misc::IntervalSet &set,
   std::vector<std::string> items;
   using P = SpmdParser;
   if (has(P::DEF) && has(P::SHMAP) && has(P::MESH)) {
-    items.push_back("a declaration (`import`, `mesh`, `def` or `shmap`)");
-    drop({P::IMPORT, P::MESH, P::DEF, P::SHMAP, P::LBRACK});
+    items.push_back("a declaration (`import`, `mesh`, `def`, `shmap` or `sharded`)");
+    drop({P::IMPORT, P::MESH, P::DEF, P::SHMAP, P::SHARDED, P::LBRACK});
   }
   if (has(P::RETURN) && has(P::FOR) && has(P::IF)) {
     items.push_back("a statement");
@@ -213,8 +214,8 @@ std::string describe_expected(const antlr4::misc::IntervalSet &set,
   }
   if (has(P::INT) && has(P::FLOAT) && has(P::LPAREN)) {
     items.push_back("an expression");
-    drop({P::IDENT, P::INT, P::FLOAT, P::STRING, P::TRUE, P::FALSE, P::LPAREN, P::LBRACK, P::MINUS,
-          P::NOT});
+    drop({P::IDENT, P::INT, P::FLOAT, P::STRING, P::TRUE, P::FALSE, P::NONE, P::LPAREN, P::LBRACK,
+          P::MINUS, P::NOT});
   }
   if (has(P::PLUS) && has(P::STAR)) {
     items.push_back("an operator");
@@ -351,7 +352,8 @@ class FriendlyErrorStrategy : public antlr4::DefaultErrorStrategy {
       if (!name.empty() && name.front() != '.') {
         antlr4::Token *before = i > 0 ? tokens_.get(i - 1) : nullptr;
         if (before != nullptr &&
-            (before->getType() == SpmdParser::DEF || before->getType() == SpmdParser::SHMAP))
+            (before->getType() == SpmdParser::DEF || before->getType() == SpmdParser::SHMAP ||
+             before->getType() == SpmdParser::SHARDED))
           return "the parameter list of `" + name + "`";
         if (name == "P") return "the partition spec `P(...)`";
         return "the call to `" + name + "`";

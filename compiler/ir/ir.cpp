@@ -14,6 +14,18 @@ ValueId Function::add_value(Type type, std::string name, SourceSpan span) {
   return static_cast<ValueId>(values.size() - 1);
 }
 
+const char *function_keyword(FunctionKind kind) {
+  switch (kind) {
+    case FunctionKind::Shmap:
+      return "shmap";
+    case FunctionKind::Def:
+      return "def";
+    case FunctionKind::Sharded:
+      return "sharded";
+  }
+  return "def";
+}
+
 std::string result_name(const Function &f, size_t k) {
   if (k < f.results.size() && !f.results[k].name.empty()) return f.results[k].name;
   if (f.results.size() == 1) return f.name;

@@ -25,7 +25,7 @@ std::string shape_tuple(const Shape &s) {
 std::string int_tuple(const std::vector<int64_t> &v) { return shape_tuple(v); }
 
 bool is_keyword(const std::string &n) {
-  static const std::set<std::string> kw = {"import", "mesh", "def",   "shmap", "on",   "return",
+  static const std::set<std::string> kw = {"import", "mesh", "def",   "shmap", "sharded", "on",   "return",
                                            "for",    "in",   "range", "if",    "else", "and",
                                            "or",     "not",  "true",  "false", "None"};
   return kw.count(n) > 0;
@@ -103,15 +103,16 @@ class FunctionPrinter {
       std::string line;
       while (std::getline(lines, line)) out << "# " << line << "\n";
     }
-    bool shmap = f_.kind == FunctionKind::Shmap;
-    if (shmap && !f_.auto_pbroadcast) out << "[[no_auto_pbroadcast]]\n";
-    out << (shmap ? "shmap " : "def ") << fn_names_[index_of()] << "(";
+    bool shmap = is_top_level(f_);  // a signature with global types, specs and a mesh
+    if (f_.kind == FunctionKind::Shmap && !f_.auto_pbroadcast) out << "[[no_auto_pbroadcast]]\n";
+    out << function_keyword(f_.kind) << " " << fn_names_[index_of()] << "(";
     for (size_t i = 0; i < f_.params.size(); ++i) {
       const Param &p = f_.params[i];
       const Type &t = f_.type(p.value);
       out << (i ? ", " : "") << namer_.name(p.value) << ": ";
       if (shmap) {
-        out << shape_type_str(t.dtype, p.global_shape) << " @ " << spec_str(p.spec);
+        out << shape_type_str(t.dtype, p.global_shape) << " @ "
+            << (p.auto_spec ? "auto" : spec_str(p.spec));
       } else {
         out << shape_type_str(t.dtype, t.shape);
       }
@@ -125,7 +126,7 @@ class FunctionPrinter {
       if (shmap) {
         if (!f_.results[k].name.empty()) out << f_.results[k].name << ": ";
         out << shape_type_str(t.dtype, f_.results[k].global_shape) << " @ "
-            << spec_str(f_.results[k].spec);
+            << (f_.results[k].auto_spec ? "auto" : spec_str(f_.results[k].spec));
       } else {
         out << shape_type_str(t.dtype, t.shape);
       }
@@ -168,6 +169,7 @@ class FunctionPrinter {
       }
       out << " = " << expr(in);
       if (o_.types && o_.mark_inserted && in.origin == Origin::AutoPbroadcast) out << "  # auto";
+      if (!in.comment.empty()) out << "  # " << in.comment;
       out << "\n";
     }
   }
@@ -406,6 +408,8 @@ class FunctionPrinter {
       }
       case OpCode::Reshape:
         return "reshape(" + op(in.operands[0]) + ", " + shape_tuple(a.shape) + ")";
+      case OpCode::Constrain:
+        return "constrain(" + op(in.operands[0]) + ", " + spec_str(a.sharding) + ")";
       case OpCode::Transpose:
         return "transpose(" + op(in.operands[0]) + ", " + int_tuple(a.dims) + ")";
       case OpCode::BroadcastTo:
@@ -508,9 +512,9 @@ std::vector<std::string> function_names(const Module &m) {
   std::vector<std::string> names;
   std::set<std::string> taken;
   for (const auto &f : m.functions)
-    if (f.kind == FunctionKind::Shmap) taken.insert(f.name);
+    if (is_top_level(f)) taken.insert(f.name);
   for (const auto &f : m.functions) {
-    if (f.kind == FunctionKind::Shmap) {
+    if (is_top_level(f)) {
       names.push_back(f.name);
       continue;
     }
@@ -530,12 +534,13 @@ void for_each_call(const std::vector<Instr> &body, Fn &&fn) {
   }
 }
 
-/// Def instances reachable from shmaps (others are leftovers of specialisation).
+/// Def instances reachable from shmaps and sharded functions (others are
+/// leftovers of specialisation).
 std::vector<bool> reachable(const Module &m) {
   std::vector<bool> seen(m.functions.size(), false);
   std::vector<size_t> stack;
   for (size_t i = 0; i < m.functions.size(); ++i)
-    if (m.functions[i].kind == FunctionKind::Shmap) {
+    if (is_top_level(m.functions[i])) {
       seen[i] = true;
       stack.push_back(i);
     }
@@ -605,7 +610,7 @@ std::string print_module(const Module &module, const PrintOptions &options) {
   std::vector<bool> done(module.functions.size(), false);
   std::vector<size_t> order;
   for (size_t i = 0; i < module.functions.size(); ++i)
-    if (module.functions[i].kind == FunctionKind::Shmap) post_order(module, i, done, order);
+    if (is_top_level(module.functions[i])) post_order(module, i, done, order);
   for (size_t i : order) {
     if (!live[i]) continue;
     if (!first) out << "\n";
@@ -620,7 +625,7 @@ std::string dump_ir(const Module &module) {
   for (size_t i = 0; i < module.functions.size(); ++i) {
     const Function &f = module.functions[i];
     const rt::Mesh &mesh = module.mesh_of(f);
-    out << "func @" << i << " " << (f.kind == FunctionKind::Shmap ? "shmap " : "def ") << f.name;
+    out << "func @" << i << " " << function_keyword(f.kind) << " " << f.name;
     if (f.mesh >= 0) out << " mesh=" << module.meshes[static_cast<size_t>(f.mesh)].name;
     out << " auto_pbroadcast=" << (f.auto_pbroadcast ? "on" : "off") << "\n";
     for (const auto &p : f.params)

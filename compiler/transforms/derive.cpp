@@ -113,6 +113,12 @@ int find_shmap(const ir::Module &module, const std::string &name) {
   }
   for (int i : shmaps)
     if (module.functions[i].name == name) return i;
+  int other = module.find_function(name);
+  if (other >= 0 && module.functions[other].kind == ir::FunctionKind::Sharded)
+    throw TransformError("unknown-function", module.functions[other].span,
+                         "`" + name +
+                             "` is a sharded function; make a shmap of it with `spmdc shard` "
+                             "first, then transform that");
   throw TransformError("unknown-function", {},
                        "no shmap named `" + name + "`" +
                            (names.empty() ? std::string() : " (shmaps: " + names + ")"));

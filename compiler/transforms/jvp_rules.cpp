@@ -151,6 +151,7 @@ std::optional<ir::ValueId> Rules::run() {
     }
     // Linear layout ops and collectives: the same op on the tangents.
     case OpCode::Reshape:
+    case OpCode::Constrain:
     case OpCode::Transpose:
     case OpCode::BroadcastTo:
     case OpCode::Slice:
