@@ -39,6 +39,18 @@ bool write_file_atomically(const std::string &path, const std::string &text) {
   return true;
 }
 
+int write_output(const std::string &path, const std::string &text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return kExitOk;
+  }
+  if (!write_file_atomically(path, text)) {
+    std::cerr << "spmdc: error: cannot write `" << path << "`\n";
+    return kExitUserError;
+  }
+  return kExitOk;
+}
+
 int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after) {
   CompileOptions options = common.compile_options();
   options.stop_after = stop_after;

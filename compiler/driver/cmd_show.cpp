@@ -40,14 +40,7 @@ int run_show(const CommonOptions &common, const ShowOptions &o) {
     std::cerr << "spmdc: error: " << common.input << " has no shmap to show\n";
     return kExitUserError;
   }
-  std::string text = o.format == "svg" ? picture_svg(shown) : picture_text(shown);
-  if (o.output.empty() || o.output == "-") {
-    std::cout << text;
-  } else if (!write_file_atomically(o.output, text)) {
-    std::cerr << "spmdc: error: cannot write `" << o.output << "`\n";
-    return kExitUserError;
-  }
-  return kExitOk;
+  return write_output(o.output, o.format == "svg" ? picture_svg(shown) : picture_text(shown));
 }
 
 }  // namespace
