@@ -36,11 +36,11 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
     ir::Module derived = derive(*c.module, request);
     ir::PrintOptions po;
     po.types = o.types;
-    return write_output(o.output, ir::print_module(derived, po));
+    return write_output(common, o.output, ir::print_module(derived, po));
   } catch (const TransformError &e) {
     DiagnosticEngine diags;
     diags.error(e.code, e.span, e.what());
-    std::cerr << render_diagnostics(diags, c.sources, common.color);
+    print_diagnostics(diags, c.sources, common);
     return kExitUserError;
   }
 }
