@@ -22,16 +22,6 @@ struct DeriveOptions {
   int64_t combine_threshold = CombineOptions{}.threshold_bytes;
 };
 
-int write_output(const CommonOptions &common, const std::string &path, const std::string &text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    return kExitOk;
-  }
-  if (!write_file_atomically(path, text))
-    return report_error(common, "io-error", "cannot write `" + path + "`");
-  return kExitOk;
-}
-
 int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind kind) {
   Compilation c;
   int status = compile_and_report(c, common, Phase::Variance);
