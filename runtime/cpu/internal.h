@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "spmdrt/kernels.h"
 #include "spmdrt/tensor.h"
 
 namespace spmd::rt::detail {
@@ -82,6 +83,13 @@ decltype(auto) dispatch_dtype(DType dtype, Fn &&fn) {
 void strided_copy(std::byte *dst, std::span<const int64_t> dst_strides, const std::byte *src,
                   std::span<const int64_t> src_strides, std::span<const int64_t> extent,
                   size_t elem_size);
+
+/// out[i] = ((in_0[i] op in_1[i]) op in_2[i]) ... op in_{n-1}[i] for i < count, the
+/// collectives' reduction order (inputs by group rank); elements of `dtype`; bf16
+/// accumulates in f32 and rounds once; i32 sums wrap. Every fabric that promises
+/// results bit-identical to the simulated one reduces with this.
+void reduce_in_rank_order(ReduceOp op, DType dtype, std::span<const std::byte *const> inputs,
+                          int64_t count, std::byte *out);
 
 /// Element strides of `in` seen through NumPy broadcasting to `out` (0 on broadcast
 /// dimensions); `in` must be broadcast-compatible with `out`.
