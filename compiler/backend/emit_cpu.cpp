@@ -88,7 +88,7 @@ class CpuFunctionEmitter {
     kernels << "// Fused kernel: " << group.members.size() << " elementwise op"
             << (group.members.size() == 1 ? "" : "s") << " of `" << f_.name << "` over "
             << shape_type_str(f_.type(group.outputs.empty() ? f_.body[group.members[0]].results[0]
-                                                             : group.outputs[0])
+                                                            : group.outputs[0])
                                   .dtype,
                               group.shape)
             << " (" << nest.numel << " elements), one pass, intermediates in registers.\n";
@@ -96,8 +96,7 @@ class CpuFunctionEmitter {
     kernels << "static void " << kname << "(";
     std::string sep;
     for (ir::ValueId v : group.inputs) {
-      kernels << sep << "const " << storage_type(f_.type(v).dtype) << " *__restrict "
-              << names_[v];
+      kernels << sep << "const " << storage_type(f_.type(v).dtype) << " *__restrict " << names_[v];
       sep = ", ";
     }
     for (ir::ValueId v : group.outputs) {
@@ -236,8 +235,8 @@ class CpuFunctionEmitter {
                ", I64s" + int_list(a.stride) + ")";
         break;
       case OpCode::Pad:
-        expr = "rt::pad_into(" + x(0) + ", " + shape_init(a.shape) + ", I64s" +
-               int_list(a.start) + ", I64s" + int_list(a.stride) + ")";
+        expr = "rt::pad_into(" + x(0) + ", " + shape_init(a.shape) + ", I64s" + int_list(a.start) +
+               ", I64s" + int_list(a.stride) + ")";
         break;
       case OpCode::Concat: {
         expr = "rt::concat(std::vector<Tensor>{";
@@ -248,9 +247,9 @@ class CpuFunctionEmitter {
       case OpCode::DynamicSlice: {
         std::vector<int64_t> zeros(a.shape.size(), 0);
         const std::string start = names_.fresh("start");
-        pre = "  I64s " + start + int_list(zeros) + ";\n  " + start + "[" +
-              std::to_string(a.dim) + "] = static_cast<int64_t>(" + x(1) + ".get(0)) * " +
-              std::to_string(a.shape[a.dim]) + ";\n";
+        pre = "  I64s " + start + int_list(zeros) + ";\n  " + start + "[" + std::to_string(a.dim) +
+              "] = static_cast<int64_t>(" + x(1) + ".get(0)) * " + std::to_string(a.shape[a.dim]) +
+              ";\n";
         expr = "rt::dynamic_slice(" + x(0) + ", " + start + ", I64s" + int_list(a.shape) + ")";
         break;
       }
@@ -259,9 +258,9 @@ class CpuFunctionEmitter {
         const Type &t1 = f_.type(in.operands[1]);
         std::vector<int64_t> zeros(t0.shape.size(), 0);
         const std::string start = names_.fresh("start");
-        pre = "  I64s " + start + int_list(zeros) + ";\n  " + start + "[" +
-              std::to_string(a.dim) + "] = static_cast<int64_t>(" + x(2) + ".get(0)) * " +
-              std::to_string(t1.shape[a.dim]) + ";\n";
+        pre = "  I64s " + start + int_list(zeros) + ";\n  " + start + "[" + std::to_string(a.dim) +
+              "] = static_cast<int64_t>(" + x(2) + ".get(0)) * " + std::to_string(t1.shape[a.dim]) +
+              ";\n";
         expr = "rt::dynamic_update_slice(" + x(0) + ", " + x(1) + ", " + start + ")";
         break;
       }
@@ -294,13 +293,14 @@ class CpuFunctionEmitter {
         const std::string r = names_.fresh("rank");
         std::vector<int64_t> zeros(t.shape.size(), 0), ones(t.shape.size(), 1);
         const std::string start = names_.fresh("start"), limit = names_.fresh("limit");
-        pre = "  const int64_t " + r + " = ctx.axis_index(" + axes + ");  // pscatter: no communication\n" +
-              "  I64s " + start + int_list(zeros) + ", " + limit + int_list(t.shape) + ";\n  " +
-              start + "[" + std::to_string(a.dim) + "] = " + r + " * " + std::to_string(block) +
-              ";\n  " + limit + "[" + std::to_string(a.dim) + "] = (" + r + " + 1) * " +
-              std::to_string(block) + ";\n";
+        pre = "  const int64_t " + r + " = ctx.axis_index(" + axes +
+              ");  // pscatter: no communication\n" + "  I64s " + start + int_list(zeros) + ", " +
+              limit + int_list(t.shape) + ";\n  " + start + "[" + std::to_string(a.dim) +
+              "] = " + r + " * " + std::to_string(block) + ";\n  " + limit + "[" +
+              std::to_string(a.dim) + "] = (" + r + " + 1) * " + std::to_string(block) + ";\n";
         expr = "rt::slice(" + x(0) + ", " + start + ", " + limit + ", I64s" + int_list(ones) + ")";
-        if (!a.tiled) expr = "rt::reshape(" + expr + ", " + shape_init(f_.type(in.results[0]).shape) + ")";
+        if (!a.tiled)
+          expr = "rt::reshape(" + expr + ", " + shape_init(f_.type(in.results[0]).shape) + ")";
         break;
       }
       case OpCode::AllToAll:
@@ -366,14 +366,14 @@ std::string emit_cpu(const Prepared &p, const SourceManager *sources, const Emit
          "const std::vector<rt::ProgramFunction> &functions() {\n"
          "  static const std::vector<rt::ProgramFunction> table = {\n";
   for (size_t k = 0; k < p.functions.size(); ++k)
-    out << "    " << program_function_init(*p.module, p.functions[k], options.source_path)
-        << ",\n";
+    out << "    " << program_function_init(*p.module, p.functions[k], options.source_path) << ",\n";
   out << "  };\n  return table;\n}\n\n}  // namespace\n\n"
          "int main(int argc, char **argv) {\n"
          "  static const std::vector<rt::CpuBody> bodies = {";
   for (size_t k = 0; k < fn_names.size(); ++k) out << (k ? ", " : "") << fn_names[k];
   out << "};\n  return rt::program_main(argc, argv, functions(), \"" << options.entry
-      << "\", \"cpu\", rt::cpu_executor(functions(), bodies));\n}\n";
+      << "\", \"cpu\",\n                          {rt::cpu_executor(functions(), bodies), "
+         "nullptr});\n}\n";
   return out.str();
 }
 

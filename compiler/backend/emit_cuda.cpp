@@ -94,7 +94,7 @@ class CudaFunctionEmitter {
     kernels << "// Fused kernel: " << group.members.size() << " elementwise op"
             << (group.members.size() == 1 ? "" : "s") << " of `" << f_.name << "` over "
             << shape_type_str(f_.type(group.outputs.empty() ? f_.body[group.members[0]].results[0]
-                                                             : group.outputs[0])
+                                                            : group.outputs[0])
                                   .dtype,
                               group.shape)
             << " (" << nest.numel << " elements), one pass, intermediates in registers.\n";
@@ -102,8 +102,7 @@ class CudaFunctionEmitter {
     kernels << "__global__ void " << kname << "(";
     std::string sep;
     for (ir::ValueId v : group.inputs) {
-      kernels << sep << "const " << storage_type(f_.type(v).dtype) << " *__restrict "
-              << names_[v];
+      kernels << sep << "const " << storage_type(f_.type(v).dtype) << " *__restrict " << names_[v];
       sep = ", ";
     }
     for (ir::ValueId v : group.outputs) {
@@ -247,8 +246,8 @@ class CudaFunctionEmitter {
                ", I64s" + int_list(a.stride) + ")";
         break;
       case OpCode::Pad:
-        expr = "cu::pad_into(" + x(0) + ", " + shape_init(a.shape) + ", I64s" +
-               int_list(a.start) + ", I64s" + int_list(a.stride) + ")";
+        expr = "cu::pad_into(" + x(0) + ", " + shape_init(a.shape) + ", I64s" + int_list(a.start) +
+               ", I64s" + int_list(a.stride) + ")";
         break;
       case OpCode::Concat: {
         expr = "cu::concat(std::vector<Tensor>{";
@@ -293,13 +292,14 @@ class CudaFunctionEmitter {
         const std::string r = names_.fresh("rank");
         std::vector<int64_t> zeros(t.shape.size(), 0), ones(t.shape.size(), 1);
         const std::string start = names_.fresh("start"), limit = names_.fresh("limit");
-        pre = "  const int64_t " + r + " = ctx.axis_index(" + axes + ");  // pscatter: no communication\n" +
-              "  I64s " + start + int_list(zeros) + ", " + limit + int_list(t.shape) + ";\n  " +
-              start + "[" + std::to_string(a.dim) + "] = " + r + " * " + std::to_string(block) +
-              ";\n  " + limit + "[" + std::to_string(a.dim) + "] = (" + r + " + 1) * " +
-              std::to_string(block) + ";\n";
+        pre = "  const int64_t " + r + " = ctx.axis_index(" + axes +
+              ");  // pscatter: no communication\n" + "  I64s " + start + int_list(zeros) + ", " +
+              limit + int_list(t.shape) + ";\n  " + start + "[" + std::to_string(a.dim) +
+              "] = " + r + " * " + std::to_string(block) + ";\n  " + limit + "[" +
+              std::to_string(a.dim) + "] = (" + r + " + 1) * " + std::to_string(block) + ";\n";
         expr = "cu::slice(" + x(0) + ", " + start + ", " + limit + ", I64s" + int_list(ones) + ")";
-        if (!a.tiled) expr = "cu::reshape(" + expr + ", " + shape_init(f_.type(in.results[0]).shape) + ")";
+        if (!a.tiled)
+          expr = "cu::reshape(" + expr + ", " + shape_init(f_.type(in.results[0]).shape) + ")";
         break;
       }
       case OpCode::AllToAll:
@@ -352,7 +352,8 @@ std::string emit_cuda(const Prepared &p, const SourceManager *sources, const Emi
          "// chains are the __global__ *_k<N>_* kernels; reductions, contractions (cuBLAS),\n"
          "// layout ops and NCCL collectives are calls into spmdrt_cuda (spmdrt/cuda.h).\n"
          "#include <bit>\n#include <cstdint>\n#include <limits>\n#include <vector>\n\n"
-         "#include \"spmdrt/cuda.h\"\n#include \"spmdrt/program.h\"\n#include \"spmdrt/scalar_ops.h\"\n\n"
+         "#include \"spmdrt/cuda.h\"\n#include \"spmdrt/program.h\"\n#include "
+         "\"spmdrt/scalar_ops.h\"\n\n"
          "namespace {\n\n"
          "namespace rt = spmd::rt;\nnamespace cu = spmd::cu;\nnamespace sc = spmd::rt::sc;\n"
          "using cu::Tensor;\nusing I64s = std::vector<int64_t>;  // dims, starts, ...\n"
@@ -363,14 +364,14 @@ std::string emit_cuda(const Prepared &p, const SourceManager *sources, const Emi
          "const std::vector<rt::ProgramFunction> &functions() {\n"
          "  static const std::vector<rt::ProgramFunction> table = {\n";
   for (size_t k = 0; k < p.functions.size(); ++k)
-    out << "    " << program_function_init(*p.module, p.functions[k], options.source_path)
-        << ",\n";
+    out << "    " << program_function_init(*p.module, p.functions[k], options.source_path) << ",\n";
   out << "  };\n  return table;\n}\n\n}  // namespace\n\n"
          "int main(int argc, char **argv) {\n"
          "  static const std::vector<cu::CudaBody> bodies = {";
   for (size_t k = 0; k < fn_names.size(); ++k) out << (k ? ", " : "") << fn_names[k];
   out << "};\n  return rt::program_main(argc, argv, functions(), \"" << options.entry
-      << "\", \"cuda\", cu::cuda_executor(functions(), bodies));\n}\n";
+      << "\", \"cuda\",\n                          {cu::cuda_executor(functions(), bodies), "
+         "nullptr});\n}\n";
   return out.str();
 }
 

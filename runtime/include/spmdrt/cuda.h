@@ -66,7 +66,10 @@ class Tensor {
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * rt::dtype_size(dtype_); }
   bool defined() const { return buffer_ != nullptr; }
-  template <typename T> T *data() const { return reinterpret_cast<T *>(buffer_.get()); }
+  template <typename T>
+  T *data() const {
+    return reinterpret_cast<T *>(buffer_.get());
+  }
   /// Same buffer, new shape (same element count).
   Tensor reshaped(Shape shape) const;
 
@@ -97,7 +100,8 @@ Tensor pad_into(const Tensor &x, const Shape &shape, const std::vector<int64_t> 
 Tensor concat(const std::vector<Tensor> &parts, int64_t dim);
 /// Block `index` (an i32 scalar tensor) of `size` along `dim`, clamped like XLA.
 Tensor dynamic_slice(const Tensor &x, const Tensor &index, int64_t dim, int64_t size);
-Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, const Tensor &index, int64_t dim);
+Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, const Tensor &index,
+                            int64_t dim);
 /// Layout kernels around collectives: pack_blocks splits `dim` into n blocks and
 /// makes the block index the leading dimension ([.., n*b, ..] -> [n, .., b, ..]);
 /// unpack_blocks is its inverse.
@@ -133,7 +137,7 @@ class DeviceContext {
 using CudaBody = std::function<std::vector<Tensor>(DeviceContext &, const std::vector<Tensor> &)>;
 
 /// One host thread per GPU; a mesh larger than the visible GPUs is an error.
-rt::Executor cuda_executor(const std::vector<rt::ProgramFunction> &functions,
-                           const std::vector<CudaBody> &bodies);
+rt::ExecutorFactory cuda_executor(const std::vector<rt::ProgramFunction> &functions,
+                                  const std::vector<CudaBody> &bodies);
 
 }  // namespace spmd::cu
