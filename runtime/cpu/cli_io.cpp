@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "spmdrt/kernels.h"
@@ -162,11 +164,19 @@ void OutputFiles::write_block(size_t k, const Shape &global, const Shape &start,
 }
 
 void OutputFiles::commit() {
+  // Refuse before renaming anything what rename would refuse midway.
+  for (const auto &paths : paths_)
+    for (const std::string &path : paths)
+      if (is_directory(path)) {
+        discard();
+        throw CliError{"cannot write output file `" + path + "`: it is a directory"};
+      }
   for (const auto &paths : paths_)
     for (const std::string &path : paths)
       if (std::rename((path + suffix_).c_str(), path.c_str()) != 0) {
+        const std::string reason = std::strerror(errno);
         discard();
-        throw CliError{"cannot write output file `" + path + "`"};
+        throw CliError{"cannot write output file `" + path + "`: " + reason};
       }
 }
 

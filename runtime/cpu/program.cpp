@@ -80,7 +80,7 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
       std::cout << (k ? ", " : "") << f.params[k].name << ": "
                 << format_type(f.params[k].dtype, f.params[k].global_shape) << " @ "
                 << format_spec(f.params[k].spec, f.mesh);
-    std::cout << ")\n";
+    std::cout << ") on mesh " << format_mesh(f.mesh) << "\n";
   }
 }
 
@@ -191,6 +191,13 @@ std::string format_spec(const PartitionSpec &spec, const Mesh &mesh) {
       s += ")";
     }
   }
+  return s + ")";
+}
+
+std::string format_mesh(const Mesh &mesh) {
+  std::string s = "(";
+  for (size_t a = 0; a < mesh.axes().size(); ++a)
+    s += (a ? ", " : "") + mesh.axes()[a].name + ": " + std::to_string(mesh.axes()[a].size);
   return s + ")";
 }
 

@@ -6,7 +6,8 @@
 // shared-memory tree (accumulating bf16 in f32); einsum lowers to transposes
 // plus cublas{S,D}gemmStridedBatched. Collectives use one NCCL communicator
 // per (axis set, group), split from a world communicator made by
-// ncclCommInitAll; each call polls its stream and ncclCommGetAsyncError and
+// ncclCommInitAll (one process, every GPU) or ncclCommInitRank (one process per
+// GPU under MPI); each call polls its stream and ncclCommGetAsyncError and
 // turns a failure into an error naming the collective and the source line.
 #include <cublas_v2.h>
 #include <nccl.h>
@@ -14,11 +15,13 @@
 #include <algorithm>
 #include <barrier>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "spmdrt/cuda.h"
+#include "spmdrt/mpi.h"
 #include "spmdrt/scalar_ops.h"
 
 namespace spmd::cu {
@@ -719,6 +722,69 @@ rt::ExecutorFactory cuda_executor(const std::vector<rt::ProgramFunction> &functi
   return [&functions, &bodies] {
     return std::make_unique<CudaThreadsExecutor>(functions, bodies);
   };
+}
+
+namespace {
+
+/// One process per GPU: world rank r is mesh position r on GPU `local rank`.
+class CudaMpiExecutor final : public rt::Executor {
+ public:
+  CudaMpiExecutor(const std::vector<rt::ProgramFunction> &functions,
+                  const std::vector<CudaBody> &bodies)
+      : functions_(functions), bodies_(bodies), processes_(rt::start_mpi_processes()) {}
+  const char *name() const override { return "mpi"; }
+  rt::Processes &processes() override { return *processes_; }
+  std::vector<int64_t> local_devices(const rt::Mesh &) const override {
+    return {static_cast<int64_t>(processes_->rank())};
+  }
+  std::string check_launch(const rt::ProgramFunction &f, const rt::RunRequest &request) override {
+    if (request.deterministic) return deterministic_unsupported();
+    if (std::string e = rt::check_world_size(processes_->size(), f); !e.empty()) return e;
+    int visible = 0;
+    if (cudaGetDeviceCount(&visible) != cudaSuccess) visible = 0;
+    if (processes_->local_size() > visible)
+      return "a node runs " + std::to_string(processes_->local_size()) +
+             " processes of this job but has " + std::to_string(visible) + " visible GPU" +
+             (visible == 1 ? "" : "s") + "; start at most one process per GPU on each node";
+    return "";
+  }
+
+  std::vector<std::vector<rt::Tensor>> run(size_t fn,
+                                           const std::vector<std::vector<rt::Tensor>> &locals,
+                                           const rt::RunRequest &request,
+                                           std::vector<double> &seconds) override {
+    const rt::ProgramFunction &f = functions_.at(fn);
+    const int rank = processes_->rank();
+    check_cuda(cudaSetDevice(processes_->local_rank()), "cudaSetDevice");
+    // The world communicator: rank 0's unique id, broadcast over MPI.
+    ncclUniqueId id{};
+    if (rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    std::string bytes(reinterpret_cast<const char *>(&id), sizeof id);
+    processes_->broadcast(bytes);
+    std::memcpy(&id, bytes.data(), sizeof id);
+    ncclComm_t world = nullptr;
+    check_nccl(ncclCommInitRank(&world, processes_->size(), id, rank), "ncclCommInitRank");
+    Fabric fabric(f.mesh, {rank}, {world});
+    std::vector<std::vector<rt::Tensor>> out(1);
+    rt::StepClock clock(1);
+    run_device(fabric, bodies_.at(fn), rank, locals.at(0), request, out[0],
+               [&] { processes_->barrier(); }, clock, 0,
+               [&] { seconds.push_back(processes_->max(clock.step_seconds())); });
+    return out;
+  }
+
+ private:
+  const std::vector<rt::ProgramFunction> &functions_;
+  const std::vector<CudaBody> &bodies_;
+  std::unique_ptr<rt::MpiProcesses> processes_;
+};
+
+}  // namespace
+
+rt::ExecutorFactory cuda_mpi_executor(const std::vector<rt::ProgramFunction> &functions,
+                                      const std::vector<CudaBody> &bodies) {
+  if (!rt::mpi_available()) return nullptr;
+  return [&functions, &bodies] { return std::make_unique<CudaMpiExecutor>(functions, bodies); };
 }
 
 }  // namespace spmd::cu

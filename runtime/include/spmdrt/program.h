@@ -168,6 +168,8 @@ ExecutorFactory cpu_executor(const std::vector<ProgramFunction> &functions,
 std::string format_spec(const PartitionSpec &spec, const Mesh &mesh);
 /// `f32[8, 4]`.
 std::string format_type(DType dtype, const Shape &shape);
+/// `(i: 2, j: 4)`: the axes of `mesh` and their sizes, for messages.
+std::string format_mesh(const Mesh &mesh);
 /// `(i: 1, j: 0)`: the coordinates of `device` on `mesh`, for messages.
 std::string format_position(const Mesh &mesh, int64_t device);
 
