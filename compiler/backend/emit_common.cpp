@@ -19,17 +19,23 @@ namespace spmd::backend {
 namespace {
 
 const std::set<std::string> kReserved = {
-    "ctx", "args", "rt", "sc", "cu", "std", "main", "int", "float", "double", "bool", "char",
-    "long", "short", "auto", "const", "return", "if", "else", "for", "while", "do", "new",
-    "delete", "class", "struct", "union", "enum", "namespace", "template", "typename", "this",
-    "true", "false", "and", "or", "not", "xor", "default", "case", "switch", "break", "continue",
-    "register", "static", "extern", "volatile", "signed", "unsigned", "void", "operator",
-    "private", "public", "protected", "friend", "virtual", "inline", "goto", "sizeof", "try",
-    "catch", "throw", "using", "export", "module", "import", "concept", "requires", "Tensor",
-    "DType", "Shape", "I64s", "Axes", "n", "idx", "stride", "i0", "i1", "i2", "i3", "i4", "i5",
-    "i6", "i7", "i8", "i9", "max", "min", "abs", "exp", "log", "sin", "cos", "tanh", "sqrt",
-    "pow", "select", "assert", "errno", "stdin", "stdout", "stderr", "NULL", "nullptr",
-    "blockIdx", "threadIdx", "blockDim", "gridDim", "dim3", "flat", "rank", "stream", "status"};
+    "ctx",       "args",     "rt",       "sc",      "cu",        "std",     "main",
+    "int",       "float",    "double",   "bool",    "char",      "long",    "short",
+    "auto",      "const",    "return",   "if",      "else",      "for",     "while",
+    "do",        "new",      "delete",   "class",   "struct",    "union",   "enum",
+    "namespace", "template", "typename", "this",    "true",      "false",   "and",
+    "or",        "not",      "xor",      "default", "case",      "switch",  "break",
+    "continue",  "register", "static",   "extern",  "volatile",  "signed",  "unsigned",
+    "void",      "operator", "private",  "public",  "protected", "friend",  "virtual",
+    "inline",    "goto",     "sizeof",   "try",     "catch",     "throw",   "using",
+    "export",    "module",   "import",   "concept", "requires",  "Tensor",  "DType",
+    "Shape",     "I64s",     "Axes",     "n",       "idx",       "stride",  "i0",
+    "i1",        "i2",       "i3",       "i4",      "i5",        "i6",      "i7",
+    "i8",        "i9",       "max",      "min",     "abs",       "exp",     "log",
+    "sin",       "cos",      "tanh",     "sqrt",    "pow",       "select",  "assert",
+    "errno",     "stdin",    "stdout",   "stderr",  "NULL",      "nullptr", "blockIdx",
+    "threadIdx", "blockDim", "gridDim",  "dim3",    "flat",      "rank",    "stream",
+    "status"};
 
 std::string hexfloat(double v) {
   char buf[64];
@@ -70,11 +76,16 @@ std::string Names::fresh(const std::string &hint) {
 
 const char *storage_type(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-    case DType::BF16: return "uint16_t";
-    case DType::I32: return "int32_t";
-    case DType::Bool: return "bool";
+    case DType::F32:
+      return "float";
+    case DType::F64:
+      return "double";
+    case DType::BF16:
+      return "uint16_t";
+    case DType::I32:
+      return "int32_t";
+    case DType::Bool:
+      return "bool";
   }
   return "void";
 }
@@ -85,11 +96,16 @@ const char *compute_type(DType dtype) {
 
 std::string dtype_enum(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "rt::DType::F32";
-    case DType::F64: return "rt::DType::F64";
-    case DType::BF16: return "rt::DType::BF16";
-    case DType::I32: return "rt::DType::I32";
-    case DType::Bool: return "rt::DType::Bool";
+    case DType::F32:
+      return "rt::DType::F32";
+    case DType::F64:
+      return "rt::DType::F64";
+    case DType::BF16:
+      return "rt::DType::BF16";
+    case DType::I32:
+      return "rt::DType::I32";
+    case DType::Bool:
+      return "rt::DType::Bool";
   }
   return "?";
 }
@@ -134,8 +150,9 @@ std::string compute_literal(DType dtype, double value) {
 
 std::string double_literal(double value) {
   if (std::isnan(value)) return "std::numeric_limits<double>::quiet_NaN()";
-  if (std::isinf(value)) return value < 0 ? "-std::numeric_limits<double>::infinity()"
-                                          : "std::numeric_limits<double>::infinity()";
+  if (std::isinf(value))
+    return value < 0 ? "-std::numeric_limits<double>::infinity()"
+                     : "std::numeric_limits<double>::infinity()";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", value);
   return hexfloat(value) + " /* " + buf + " */";
@@ -151,6 +168,14 @@ std::string int_list(const std::vector<int64_t> &list) {
 
 std::string int_list(const std::vector<int> &list) {
   return int_list(std::vector<int64_t>(list.begin(), list.end()));
+}
+
+std::string pair_list(const std::vector<std::pair<int64_t, int64_t>> &pairs) {
+  std::string s = "{";
+  for (size_t k = 0; k < pairs.size(); ++k)
+    s += (k ? ", {" : "{") + std::to_string(pairs[k].first) + ", " +
+         std::to_string(pairs[k].second) + "}";
+  return s + "}";
 }
 
 std::string source_line(const SourceManager *sources, SourceSpan span) {
@@ -200,18 +225,42 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusedGr
     bool rounds = rd == DType::BF16;  // arithmetic producing bf16 rounds once per op
     std::string expr;
     switch (in.op) {
-      case OpCode::Neg: fn = "sc::neg"; break;
-      case OpCode::Exp: fn = "sc::exp"; break;
-      case OpCode::Log: fn = "sc::log"; break;
-      case OpCode::Sin: fn = "sc::sin"; break;
-      case OpCode::Cos: fn = "sc::cos"; break;
-      case OpCode::Tanh: fn = "sc::tanh"; break;
-      case OpCode::Sqrt: fn = "sc::sqrt"; break;
-      case OpCode::Rsqrt: fn = "sc::rsqrt"; break;
-      case OpCode::Abs: fn = "sc::abs"; break;
-      case OpCode::Sign: fn = "sc::sign"; break;
-      case OpCode::Logistic: fn = "sc::logistic"; break;
-      case OpCode::Not: fn = "sc::logical_not"; break;
+      case OpCode::Neg:
+        fn = "sc::neg";
+        break;
+      case OpCode::Exp:
+        fn = "sc::exp";
+        break;
+      case OpCode::Log:
+        fn = "sc::log";
+        break;
+      case OpCode::Sin:
+        fn = "sc::sin";
+        break;
+      case OpCode::Cos:
+        fn = "sc::cos";
+        break;
+      case OpCode::Tanh:
+        fn = "sc::tanh";
+        break;
+      case OpCode::Sqrt:
+        fn = "sc::sqrt";
+        break;
+      case OpCode::Rsqrt:
+        fn = "sc::rsqrt";
+        break;
+      case OpCode::Abs:
+        fn = "sc::abs";
+        break;
+      case OpCode::Sign:
+        fn = "sc::sign";
+        break;
+      case OpCode::Logistic:
+        fn = "sc::logistic";
+        break;
+      case OpCode::Not:
+        fn = "sc::logical_not";
+        break;
       case OpCode::Cast: {
         const DType from = f.type(in.operands[0]).dtype;
         if (from == rd)
@@ -223,21 +272,51 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusedGr
         rounds = false;
         break;
       }
-      case OpCode::Add: fn = "sc::add"; break;
-      case OpCode::Sub: fn = "sc::sub"; break;
-      case OpCode::Mul: fn = "sc::mul"; break;
-      case OpCode::Div: fn = "sc::div"; break;
-      case OpCode::Pow: fn = "sc::pow"; break;
-      case OpCode::Max: fn = "sc::max"; break;
-      case OpCode::Min: fn = "sc::min"; break;
-      case OpCode::Lt: fn = "sc::lt"; break;
-      case OpCode::Le: fn = "sc::le"; break;
-      case OpCode::Gt: fn = "sc::gt"; break;
-      case OpCode::Ge: fn = "sc::ge"; break;
-      case OpCode::Eq: fn = "sc::eq"; break;
-      case OpCode::Ne: fn = "sc::ne"; break;
-      case OpCode::And: fn = "sc::logical_and"; break;
-      case OpCode::Or: fn = "sc::logical_or"; break;
+      case OpCode::Add:
+        fn = "sc::add";
+        break;
+      case OpCode::Sub:
+        fn = "sc::sub";
+        break;
+      case OpCode::Mul:
+        fn = "sc::mul";
+        break;
+      case OpCode::Div:
+        fn = "sc::div";
+        break;
+      case OpCode::Pow:
+        fn = "sc::pow";
+        break;
+      case OpCode::Max:
+        fn = "sc::max";
+        break;
+      case OpCode::Min:
+        fn = "sc::min";
+        break;
+      case OpCode::Lt:
+        fn = "sc::lt";
+        break;
+      case OpCode::Le:
+        fn = "sc::le";
+        break;
+      case OpCode::Gt:
+        fn = "sc::gt";
+        break;
+      case OpCode::Ge:
+        fn = "sc::ge";
+        break;
+      case OpCode::Eq:
+        fn = "sc::eq";
+        break;
+      case OpCode::Ne:
+        fn = "sc::ne";
+        break;
+      case OpCode::And:
+        fn = "sc::logical_and";
+        break;
+      case OpCode::Or:
+        fn = "sc::logical_or";
+        break;
       case OpCode::Select:
         fn = "sc::select";
         rounds = false;  // picks one of two bf16 values: nothing to round
@@ -368,8 +447,8 @@ std::string program_function_init(const ir::Module &module, const ir::Function &
   s += "}),\n      {";
   for (size_t k = 0; k < f.params.size(); ++k) {
     const ir::Param &p = f.params[k];
-    std::string name = f.values[p.value].name.empty() ? "arg" + std::to_string(k)
-                                                       : f.values[p.value].name;
+    std::string name =
+        f.values[p.value].name.empty() ? "arg" + std::to_string(k) : f.values[p.value].name;
     s += std::string(k ? ",\n       " : "") + "{" + quote(name) + ", " +
          dtype_enum(f.type(p.value).dtype) + ", " + shape_init(p.global_shape) + ", " +
          spec_init(p.spec) + "}";

@@ -38,16 +38,17 @@ class Names {
 /// Makes `text` a valid identifier fragment (letters, digits, '_').
 std::string sanitize(const std::string &text);
 
-const char *storage_type(DType dtype);   // float, double, uint16_t (bf16), int32_t, bool
-const char *compute_type(DType dtype);   // float for bf16, else the storage type
-std::string dtype_enum(DType dtype);     // "rt::DType::F32"
+const char *storage_type(DType dtype);  // float, double, uint16_t (bf16), int32_t, bool
+const char *compute_type(DType dtype);  // float for bf16, else the storage type
+std::string dtype_enum(DType dtype);    // "rt::DType::F32"
 /// An exact literal of `value` converted to dtype, in its compute type.
 std::string compute_literal(DType dtype, double value);
 /// An exact double literal (hex float, with the decimal value in a comment).
 std::string double_literal(double value);
-std::string shape_init(const Shape &shape);               // "{8, 4}"
-std::string int_list(const std::vector<int64_t> &list);   // "{1, 2}"
+std::string shape_init(const Shape &shape);              // "{8, 4}"
+std::string int_list(const std::vector<int64_t> &list);  // "{1, 2}"
 std::string int_list(const std::vector<int> &list);
+std::string pair_list(const std::vector<std::pair<int64_t, int64_t>> &pairs);  // "{{0, 1}, {1, 0}}"
 
 /// "line 17: local_loss = mean(...)" for an instruction's span, or "" when unknown.
 std::string source_line(const SourceManager *sources, SourceSpan span);
@@ -66,8 +67,8 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusedGr
 
 /// A compile-time loop nest over a group's iteration space.
 struct LoopNest {
-  std::vector<int64_t> extent;                 // merged dimensions, outermost first
-  std::vector<std::vector<int64_t>> strides;   // per operand (output first), per dimension
+  std::vector<int64_t> extent;                // merged dimensions, outermost first
+  std::vector<std::vector<int64_t>> strides;  // per operand (output first), per dimension
   int64_t numel = 1;
 };
 /// Operand 0 is the (contiguous) output; then each input with its shape.

@@ -306,14 +306,9 @@ class CudaFunctionEmitter {
         expr = "ctx.all_to_all(" + x(0) + ", " + axes + ", " + std::to_string(a.dim) + ", " +
                std::to_string(a.dim2) + ")";
         break;
-      case OpCode::Ppermute: {
-        expr = "ctx.ppermute(" + x(0) + ", " + std::to_string(a.axes.at(0)) + ", {";
-        for (size_t k = 0; k < a.perm.size(); ++k)
-          expr += (k ? ", " : "") + std::string("{") + std::to_string(a.perm[k].first) + ", " +
-                  std::to_string(a.perm[k].second) + "}";
-        expr += "})";
+      case OpCode::Ppermute:
+        expr = "ctx.ppermute(" + x(0) + ", " + axes + ", " + pair_list(a.perm) + ")";
         break;
-      }
       case OpCode::AxisIndex:
         expr = "Tensor::scalar(rt::DType::I32, static_cast<double>(ctx.axis_index(" + axes + ")))";
         break;

@@ -171,7 +171,7 @@ Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext 
     case OpCode::AllToAll:
       return ctx.all_to_all(x[0], a.axes, a.dim, a.dim2);
     case OpCode::Ppermute:
-      return ctx.ppermute(x[0], a.axes.at(0), a.perm);
+      return ctx.ppermute(x[0], a.axes, a.perm);
     case OpCode::AxisIndex:
       return Tensor::scalar(DType::I32, static_cast<double>(ctx.axis_index(a.axes)));
     case OpCode::For:  // loops are unrolled before execution (transforms/unroll_loops.h)

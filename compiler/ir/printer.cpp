@@ -7,7 +7,9 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
+#include "ir/parallel_copy.h"
 #include "ops/shape_rules.h"
 
 namespace spmd::ir {
@@ -43,16 +45,20 @@ class Namer {
   }
   /// Gives `b` the printed name of `a` (loop-carried values share one name).
   void share(ValueId a, ValueId b) { names_[b] = name(a); }
+  /// A name no value has or will have (`t7`).
+  std::string fresh() {
+    std::string n;
+    do n = "t" + std::to_string(next_temp_++);
+    while (taken_.count(n));
+    taken_.insert(n);
+    return n;
+  }
 
  private:
   void assign(ValueId v) {
     std::string base = f_.values[v].name;
     if (base.empty() || is_keyword(base)) {
-      std::string n;
-      do n = "t" + std::to_string(next_temp_++);
-      while (taken_.count(n));
-      names_[v] = n;
-      taken_.insert(n);
+      names_[v] = fresh();
       return;
     }
     // A name printed earlier with a uniquifying suffix (`acc_2`) is reduced
@@ -171,9 +177,39 @@ class FunctionPrinter {
   /// the loop's result.
   void print_for(std::ostringstream &out, const Instr &in, const std::string &indent) {
     const Region &r = in.regions.at(0);
+    // The carried values take their next values all at once: a parallel copy
+    // whose locations are the loop's results (the body's parameters stand for
+    // them), written as plain copies with temporaries (negative ids) for cycles.
+    std::unordered_map<ValueId, ValueId> carried_of;  // body parameter -> loop result
     for (size_t k = 0; k < in.results.size(); ++k) {
-      const std::string &carried = namer_.name(in.results[k]);
+      carried_of[r.params[k + 1]] = in.results[k];
       namer_.share(in.results[k], r.params[k + 1]);
+    }
+    std::vector<Copy<ValueId>> update;
+    for (size_t k = 0; k < r.yields.size(); ++k) {
+      auto c = carried_of.find(r.yields[k]);
+      update.push_back({in.results[k], c == carried_of.end() ? r.yields[k] : c->second});
+    }
+    ValueId next_temporary = kNoValue;
+    const auto steps =
+        sequentialize_parallel_copy<ValueId>(update, [&] { return --next_temporary; });
+    // Reading the printed loop back carries the values in the order the body
+    // first assigns them; printing them in that order makes printing a
+    // printed program give the same text.
+    std::vector<size_t> order;
+    std::unordered_map<ValueId, size_t> index_of_result;
+    for (size_t k = 0; k < in.results.size(); ++k) index_of_result[in.results[k]] = k;
+    std::vector<bool> listed(in.results.size(), false);
+    for (const auto &step : steps)
+      if (step.destination >= 0 && !listed[index_of_result.at(step.destination)]) {
+        listed[index_of_result.at(step.destination)] = true;
+        order.push_back(index_of_result.at(step.destination));
+      }
+    for (size_t k = 0; k < in.results.size(); ++k)
+      if (!listed[k]) order.push_back(k);
+
+    for (size_t k : order) {
+      const std::string &carried = namer_.name(in.results[k]);
       std::string init = operand(in.operands[k], std::nullopt);
       if (init != carried) {
         out << indent << carried;
@@ -185,16 +221,22 @@ class FunctionPrinter {
         << in.attrs.dim2 << ") {";
     if (o_.types && !in.results.empty()) {
       out << "  # carries";
-      for (size_t k = 0; k < in.results.size(); ++k)
-        out << (k ? ", " : " ") << namer_.name(in.results[k]) << ": "
-            << type_str(f_.type(in.results[k]), mesh_);
+      for (size_t i = 0; i < order.size(); ++i)
+        out << (i ? ", " : " ") << namer_.name(in.results[order[i]]) << ": "
+            << type_str(f_.type(in.results[order[i]]), mesh_);
     }
     out << "\n";
     print_block(out, r.body, indent + "  ");
-    for (size_t k = 0; k < r.yields.size(); ++k) {
-      std::string next = operand(r.yields[k], std::nullopt);
-      const std::string &carried = namer_.name(in.results[k]);
-      if (next != carried) out << indent << "  " << carried << " = " << next << "\n";
+    std::unordered_map<ValueId, std::string> temporaries;
+    auto location = [&](ValueId v) -> std::string {
+      if (v >= 0) return operand(v, std::nullopt);
+      auto t = temporaries.find(v);
+      if (t == temporaries.end()) t = temporaries.emplace(v, namer_.fresh()).first;
+      return t->second;
+    };
+    for (const auto &step : steps) {
+      std::string destination = location(step.destination);
+      out << indent << "  " << destination << " = " << location(step.source) << "\n";
     }
     out << indent << "}\n";
   }

@@ -30,6 +30,13 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
                          "` local shape differs from its in_spec");
     }
   }
+  // Constants typed varying; the printed program types them by their context.
+  std::vector<bool> varying_constant(f.values.size(), false);
+  auto check_constant_use = [&](size_t i, ValueId v, const char *where) {
+    if (varying_constant[static_cast<size_t>(v)])
+      err(i, "constant %" + std::to_string(v) + " typed " + axis_set_str(f.type(v).variance, mesh) +
+                 " is used " + where + ", where the printed program would type it invariant");
+  };
   for (size_t i = 0; i < f.body.size(); ++i) {
     const Instr &in = f.body[i];
     std::vector<Type> ops;
@@ -52,6 +59,14 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
       defined[r] = true;
     }
     if (!ok) continue;
+    if (op_kind(in.op) == OpKind::Creation)
+      for (ValueId r : in.results) varying_constant[r] = !f.type(r).variance.empty();
+    bool all_constant = !in.operands.empty();
+    for (ValueId o : in.operands) all_constant = all_constant && varying_constant[o];
+    if (!constant_operand_adapts(in.op))
+      for (ValueId o : in.operands) check_constant_use(i, o, "by a collective or call");
+    else if (all_constant)
+      check_constant_use(i, in.operands[0], "by an op whose operands are all constants");
     std::string name(op_spelling(in.op));
     if (in.op == OpCode::Call) {
       if (in.attrs.callee < 0 || static_cast<size_t>(in.attrs.callee) >= m.functions.size()) {
@@ -113,7 +128,13 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
       errors.push_back(f.name + ": returned value is not defined");
       continue;
     }
-    if (f.kind != FunctionKind::Shmap) continue;
+    if (f.kind != FunctionKind::Shmap) {
+      if (varying_constant[static_cast<size_t>(v)])
+        errors.push_back(f.name + ": returns a constant typed " +
+                         axis_set_str(f.type(v).variance, mesh) +
+                         ", which the printed def would return invariant");
+      continue;
+    }
     const Result &r = f.results[k];
     AxisSet want;
     for (const auto &d : r.spec) want = want | AxisSet::of_all(d);

@@ -5,8 +5,13 @@
 // result types agree with its op's shape rule and variance rule, that
 // collectives get operands of the variance they need, that calls match their
 // callee, and that shmap returns match the out_specs (local shape, and
-// variance equal to exactly the axes the out_spec mentions). Passes run it in
-// tests after every transformation; a failure is a compiler bug.
+// variance equal to exactly the axes the out_spec mentions). It also checks
+// that the module reads the same when printed: a constant typed varying is
+// used only where a literal takes its context's variance
+// (constant_operand_adapts, beside a non-constant operand, or as a shmap's
+// result), so the printed program re-checks with automatic pbroadcast off
+// (transforms/explicit_pbroadcast.h). Loops are not checked (the verifier
+// runs after unroll_loops). A failure is a compiler bug.
 #pragma once
 
 #include <string>

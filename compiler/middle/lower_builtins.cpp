@@ -293,11 +293,9 @@ LExpr lower_ppermute(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span)
   ir::ValueId x = a.value("x", DType::F32);
   auto axes = a.axes("axis");
   if (x == ir::kNoValue || !axes) return {};
-  if (axes->size() != 1) {
-    b.diags().error("bad-argument", a.get("axis")->span, "ppermute moves data along one axis");
-    return {};
-  }
-  int64_t n = b.mesh().axis_size((*axes)[0]);
+  // Over several axes the ranks are the flattened index along them, first
+  // axis major (as axis_index numbers them).
+  int64_t n = b.mesh().group_size(*axes);
   Attrs attrs;
   attrs.axes = *axes;
   if (a.has("perm") == a.has("shift")) {

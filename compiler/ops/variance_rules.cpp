@@ -61,6 +61,26 @@ AxisSet result_variance(OpCode op, AxisSet v, const Attrs &attrs) {
   }
 }
 
+bool constant_operand_adapts(OpCode op) {
+  switch (op_kind(op)) {
+    case OpKind::Collective:
+    case OpKind::Call:
+    case OpKind::Control:
+    case OpKind::Creation:
+      return false;
+    case OpKind::Unary:
+    case OpKind::Binary:
+    case OpKind::Compare:
+    case OpKind::Logical:
+    case OpKind::Select:
+    case OpKind::Reduce:
+    case OpKind::Contraction:
+    case OpKind::Layout:
+      return true;
+  }
+  return false;
+}
+
 const char *variance_signature(OpCode op) {
   switch (operand_requirement(op)) {
     case AxisRequirement::Varying: {

@@ -26,6 +26,14 @@ AxisRequirement operand_requirement(OpCode op);
 /// ops give {} and axis_index gives attrs.axes.
 AxisSet result_variance(OpCode op, AxisSet operand_variance, const Attrs &attrs);
 
+/// Whether a constant (a creation op's result) used as an operand of `op`
+/// takes the variance of the op's other operands, as a literal does in
+/// source: true for non-collective ops, false for collectives, calls and loops
+/// (whose operands keep their own variance). Even then, an op whose operands
+/// are all constants has nothing to adapt to. The checker (infer_variance),
+/// the verifier and make_pbroadcasts_explicit share this rule.
+bool constant_operand_adapts(OpCode op);
+
 /// "Varying -> Invariant" etc., for docs and diagnostics.
 const char *variance_signature(OpCode op);
 

@@ -11,6 +11,7 @@
 #include "ir/verifier.h"
 #include "middle/infer_variance.h"
 #include "middle/lower.h"
+#include "transforms/explicit_pbroadcast.h"
 #include "transforms/unroll_loops.h"
 
 namespace spmd {
@@ -42,9 +43,16 @@ void run_phases(Compilation &c, const CompileOptions &options) {
   timed("infer_variance", [&] { infer_variance(*c.module, c.diags); });
   c.reached = Phase::Variance;
   if (!c.ok()) return;
+  // Constants typed varying read through a pbroadcast where the printed
+  // program could not re-derive their variance.
+  timed("explicit_pbroadcast",
+        [&] { make_pbroadcasts_explicit(*c.module, ir::Origin::AutoPbroadcast); });
   if (has_loops(*c.module)) {
     c.structured = *c.module;
-    timed("unroll_loops", [&] { unroll_loops(*c.module); });
+    timed("unroll_loops", [&] {
+      unroll_loops(*c.module);
+      make_pbroadcasts_explicit(*c.module, ir::Origin::AutoPbroadcast);
+    });
   }
   for (const std::string &problem : ir::verify_module(*c.module))
     c.diags.internal({}, "IR verification failed after variance inference: " + problem);

@@ -3,6 +3,8 @@
 //   load_program   (frontend/imports.h)      path      -> Program (ASTs)
 //   lower_program  (middle/lower.h)          Program   -> ir::Module (shapes, dtypes)
 //   infer_variance (middle/infer_variance.h) ir::Module -> ir::Module (variance, pbroadcasts)
+//   make_pbroadcasts_explicit (transforms/explicit_pbroadcast.h) constants typed
+//                  varying read through pbroadcasts where the text needs them
 //   unroll_loops   (transforms/unroll_loops.h) loops -> straight-line code
 //   verify_module  (ir/verifier.h)           a failure here is a compiler bug
 //

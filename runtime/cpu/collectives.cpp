@@ -86,7 +86,8 @@ class SimulatedFabric final : public Fabric {
                         bool tiled) override;
   Tensor all_to_all(int64_t device, const Tensor &x, const std::vector<int> &axes,
                     int64_t split_dim, int64_t concat_dim) override;
-  Tensor ppermute(int64_t device, const Tensor &x, int axis, const PermutePairs &perm) override;
+  Tensor ppermute(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                  const PermutePairs &perm) override;
   void barrier(int64_t device) override;
 
   /// Phase 1: publishes x and waits for the whole group. Returns the rendezvous and
@@ -356,14 +357,15 @@ Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, 
   return fabric_->all_to_all(device_, x, axes, sd, cd);
 }
 
-Tensor DeviceContext::ppermute(const Tensor &x, int axis, const PermutePairs &perm) {
-  const int64_t n = mesh().group_size({axis});
+Tensor DeviceContext::ppermute(const Tensor &x, const std::vector<int> &axes,
+                               const PermutePairs &perm) {
+  const int64_t n = mesh().group_size(axes);
   std::vector<bool> sends(static_cast<size_t>(n), false), receives(static_cast<size_t>(n), false);
   for (auto [src, dst] : perm) {
     if (src < 0 || src >= n || dst < 0 || dst >= n) {
       fail("ppermute: pair (" + std::to_string(src) + ", " + std::to_string(dst) +
-           ") out of range for axis '" + mesh().axes()[axis].name + "' of size " +
-           std::to_string(n));
+           ") out of range for a group of " + std::to_string(n) + " over " +
+           axes_str(mesh(), axes));
     }
     if (sends[src] || receives[dst]) {
       fail("ppermute: permutation is not one-to-one (rank " +
@@ -371,7 +373,7 @@ Tensor DeviceContext::ppermute(const Tensor &x, int axis, const PermutePairs &pe
     }
     sends[src] = receives[dst] = true;
   }
-  return fabric_->ppermute(device_, x, axis, perm);
+  return fabric_->ppermute(device_, x, axes, perm);
 }
 
 void DeviceContext::barrier() { fabric_->barrier(device_); }
@@ -461,17 +463,17 @@ Tensor SimulatedFabric::all_to_all(int64_t device, const Tensor &x, const std::v
   return out;
 }
 
-Tensor SimulatedFabric::ppermute(int64_t device, const Tensor &x, int axis,
+Tensor SimulatedFabric::ppermute(int64_t device, const Tensor &x, const std::vector<int> &axes,
                                  const PermutePairs &perm) {
   std::vector<int64_t> params;
   int64_t src = -1;
-  const int64_t me = mesh_.rank_in_group(device, {axis});
+  const int64_t me = mesh_.rank_in_group(device, axes);
   for (auto [s, d] : perm) {
     params.push_back(s);
     params.push_back(d);
     if (d == me) src = s;
   }
-  auto [rv, rank] = arrive(device, {axis}, {Kind::Permute, params}, x);
+  auto [rv, rank] = arrive(device, axes, {Kind::Permute, params}, x);
   Tensor out = src < 0 ? Tensor::zeros(x.dtype(), x.shape()) : rv->inputs[src].clone();
   depart(*rv, device);
   return out;

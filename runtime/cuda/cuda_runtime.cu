@@ -600,9 +600,10 @@ Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, 
   return unpack_blocks(recv.reshaped(stacked), concat_dim);
 }
 
-Tensor DeviceContext::ppermute(const Tensor &x, int axis, const std::vector<std::pair<int64_t, int64_t>> &perm) {
-  ncclComm_t c = fabric_->comm(device_, {axis});
-  const int64_t me = axis_index({axis});
+Tensor DeviceContext::ppermute(const Tensor &x, const std::vector<int> &axes,
+                               const std::vector<std::pair<int64_t, int64_t>> &perm) {
+  ncclComm_t c = fabric_->comm(device_, axes);
+  const int64_t me = axis_index(axes);  // the rank in the communicator over `axes`
   Tensor out = Tensor::zeros(x.dtype(), x.shape());  // non-receivers keep zeros
   check_nccl(ncclGroupStart(), "ncclGroupStart");
   for (const auto &[src, dst] : perm) {

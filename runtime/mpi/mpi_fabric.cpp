@@ -139,14 +139,14 @@ class MpiFabric final : public Fabric {
     gathered.insert(gathered.begin(), n);  // [n, ...] in rank order
     Tensor g = Tensor::empty(x.dtype(), gathered);
     const int count = count_of(x.numel(), "all_gather");
-    check_mpi(MPI_Allgather(x.raw(), count, mpi_type(x.dtype()), g.raw(), count,
-                            mpi_type(x.dtype()), c),
-              "MPI_Allgather");
+    check_mpi(
+        MPI_Allgather(x.raw(), count, mpi_type(x.dtype()), g.raw(), count, mpi_type(x.dtype()), c),
+        "MPI_Allgather");
     return unpack_leading(g, dim, tiled);
   }
 
-  Tensor reduce_scatter(int64_t device, const Tensor &x, const std::vector<int> &axes,
-                        int64_t dim, bool tiled) override {
+  Tensor reduce_scatter(int64_t device, const Tensor &x, const std::vector<int> &axes, int64_t dim,
+                        bool tiled) override {
     MPI_Comm c = comm(device, axes);
     const int64_t n = mesh_.group_size(axes);
     Shape out_shape = x.shape();
@@ -169,9 +169,9 @@ class MpiFabric final : public Fabric {
     if (x.dtype() == DType::BF16)
       return cast(reduce_scatter(device, cast(x, DType::F32), axes, dim, tiled), DType::BF16);
     Tensor out = Tensor::empty(x.dtype(), out_shape);
-    check_mpi(MPI_Reduce_scatter_block(packed.raw(), out.raw(), count, mpi_type(x.dtype()),
-                                       MPI_SUM, c),
-              "MPI_Reduce_scatter_block");
+    check_mpi(
+        MPI_Reduce_scatter_block(packed.raw(), out.raw(), count, mpi_type(x.dtype()), MPI_SUM, c),
+        "MPI_Reduce_scatter_block");
     return out;
   }
 
@@ -192,9 +192,10 @@ class MpiFabric final : public Fabric {
     return unpack_leading(received.reshaped(stacked), concat_dim, true);
   }
 
-  Tensor ppermute(int64_t device, const Tensor &x, int axis, const PermutePairs &perm) override {
-    MPI_Comm c = comm(device, {axis});
-    const int64_t me = mesh_.rank_in_group(device, {axis});
+  Tensor ppermute(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                  const PermutePairs &perm) override {
+    MPI_Comm c = comm(device, axes);
+    const int64_t me = mesh_.rank_in_group(device, axes);
     Tensor out = Tensor::zeros(x.dtype(), x.shape());  // non-receivers keep zeros
     const int count = count_of(x.numel(), "ppermute");
     std::vector<MPI_Request> requests;
@@ -212,8 +213,7 @@ class MpiFabric final : public Fabric {
                   "MPI_Isend");
       }
     }
-    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-                          MPI_STATUSES_IGNORE),
+    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
               "MPI_Waitall");
     return out;
   }

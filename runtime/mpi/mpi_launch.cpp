@@ -10,8 +10,9 @@ std::string check_world_size(int world_size, const ProgramFunction &f) {
   if (world_size == n) return "";
   return "this MPI job has " + std::to_string(world_size) + " process" +
          (world_size == 1 ? "" : "es") + " but `" + f.name + "` runs on a mesh of " +
-         std::to_string(n) + " positions " + format_mesh(f.mesh) + ", one per process; start it with `mpirun -np " +
-         std::to_string(n) + "` (or `srun -n " + std::to_string(n) + "`)";
+         std::to_string(n) + " positions " + format_mesh(f.mesh) +
+         ", one per process; start it with `mpirun -np " + std::to_string(n) + "` (or `srun -n " +
+         std::to_string(n) + "`)";
 }
 
 }  // namespace spmd::rt

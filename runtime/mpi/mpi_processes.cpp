@@ -38,8 +38,9 @@ class MpiProcessesImpl final : public MpiProcesses {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     MPI_Comm node = MPI_COMM_NULL;
-    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
-              "MPI_Comm_split_type");
+    check_mpi(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
     MPI_Comm_rank(node, &local_rank_);
     MPI_Comm_size(node, &local_size_);
     MPI_Comm_free(&node);
@@ -61,8 +62,8 @@ class MpiProcessesImpl final : public MpiProcesses {
     int failed = 0;
     Agreement out;
     if (rank_ == 0) {
-      const auto first =
-          std::find_if(errors.begin(), errors.end(), [](const std::string &e) { return !e.empty(); });
+      const auto first = std::find_if(errors.begin(), errors.end(),
+                                      [](const std::string &e) { return !e.empty(); });
       if (first != errors.end()) {
         failed = 1;
         // Every process failing alike: the message alone; otherwise say which rank.
@@ -114,8 +115,7 @@ class MpiProcessesImpl final : public MpiProcesses {
 
   double max(double value) override {
     double out = value;
-    check_mpi(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
-              "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
     return out;
   }
 
@@ -133,8 +133,6 @@ class MpiProcessesImpl final : public MpiProcesses {
 
 bool mpi_available() { return true; }
 
-std::unique_ptr<MpiProcesses> start_mpi_processes() {
-  return std::make_unique<MpiProcessesImpl>();
-}
+std::unique_ptr<MpiProcesses> start_mpi_processes() { return std::make_unique<MpiProcessesImpl>(); }
 
 }  // namespace spmd::rt

@@ -6,6 +6,10 @@ command to run, with %s standing for the file itself:
 
     # RUN: spmdc print --types %s
 
+or a pipeline of spmdc commands, where `-` reads the previous one's output:
+
+    # RUN: spmdc grad %s --wrt w | spmdc check --no-auto-pbroadcast -
+
 and its last lines hold the expected exit status, stdout and stderr:
 
     # CHECK:EXIT: 0
@@ -15,7 +19,8 @@ and its last lines hold the expected exit status, stdout and stderr:
 The command runs from the repository root with the file's path relative to
 it, so outputs are the same on every machine (absolute paths into the checkout print as
 $ROOT). A file named fail_*.spmd must
-exit non-zero; any other file must exit 0. On a mismatch the runner prints a
+exit non-zero; any other file must exit 0 (a pipeline's status is that of its
+last failing command, as with `set -o pipefail`; stderr collects every command's). On a mismatch the runner prints a
 diff and writes <file>.actual (the file as it would be with the real
 output); `--update` rewrites the expected block in place instead. Review
 updates with `git diff`.
@@ -67,24 +72,29 @@ def run_one(path, spmdc, root, update):
     if run is None:
         print(f"{rel}: no '# RUN:' line")
         return False
-    argv = run.split()
-    if not argv or argv[0] != "spmdc":
-        print(f"{rel}: RUN line must start with 'spmdc'")
-        return False
-    argv = [spmdc] + [rel if a == "%s" else a for a in argv[1:]]
-    proc = subprocess.run(argv, cwd=root, capture_output=True, timeout=120)
+    stdin, stderr, returncode = b"", b"", 0
+    for stage in run.split(" | "):
+        argv = stage.split()
+        if not argv or argv[0] != "spmdc":
+            print(f"{rel}: every command of the RUN line must start with 'spmdc'")
+            return False
+        argv = [spmdc] + [rel if a == "%s" else a for a in argv[1:]]
+        proc = subprocess.run(argv, cwd=root, input=stdin, capture_output=True, timeout=120)
+        stdin, stderr = proc.stdout, stderr + proc.stderr
+        if proc.returncode != 0:
+            returncode = proc.returncode
+        if proc.returncode < 0 or proc.returncode > 2:
+            print(f"{rel}: spmdc ended with status {proc.returncode} (a crash or signal)")
+            return False
     # Absolute paths into the checkout differ between machines.
-    stdout = proc.stdout.decode("utf-8", errors="replace").replace(root, "$ROOT")
-    stderr = proc.stderr.decode("utf-8", errors="replace").replace(root, "$ROOT")
-    actual = render(program, proc.returncode, stdout, stderr)
+    stdout = stdin.decode("utf-8", errors="replace").replace(root, "$ROOT")
+    stderr = stderr.decode("utf-8", errors="replace").replace(root, "$ROOT")
+    actual = render(program, returncode, stdout, stderr)
     ok = True
     base = os.path.basename(path)
-    if base.startswith("fail_") != (proc.returncode != 0):
-        print(f"{rel}: exit status {proc.returncode} does not fit the name "
+    if base.startswith("fail_") != (returncode != 0):
+        print(f"{rel}: exit status {returncode} does not fit the name "
               f"(fail_* files must fail, others must succeed)")
-        ok = False
-    if proc.returncode < 0 or proc.returncode > 2:
-        print(f"{rel}: spmdc ended with status {proc.returncode} (a crash or signal)")
         ok = False
     if actual != text:
         if update:

@@ -62,13 +62,16 @@ std::vector<Case> cases() {
         if (dtype == DType::Bool && op == ReduceOp::Sum) continue;
         const bool float_sum = op == ReduceOp::Sum && is_float(dtype);
         out.push_back({"all_reduce " + rname + " " + dtype_name(dtype) + " over " + gname,
-                       dtype, {5, 7},
+                       dtype,
+                       {5, 7},
                        [axes, op](DeviceContext &ctx, const Tensor &x) {
                          return ctx.all_reduce(x, axes, op);
                        },
                        float_sum});
       }
-    out.push_back({"all_reduce max with nan over " + gname, DType::F32, {4},
+    out.push_back({"all_reduce max with nan over " + gname,
+                   DType::F32,
+                   {4},
                    [axes](DeviceContext &ctx, const Tensor &x) {
                      return ctx.all_reduce(x, axes, ReduceOp::Max);
                    }});
@@ -76,12 +79,15 @@ std::vector<Case> cases() {
       for (bool tiled : {true, false}) {
         out.push_back({"all_gather dim " + std::to_string(dim) + (tiled ? " tiled" : " untiled") +
                            " over " + gname,
-                       DType::F32, {2, 3},
+                       DType::F32,
+                       {2, 3},
                        [axes, dim, tiled](DeviceContext &ctx, const Tensor &x) {
                          return ctx.all_gather(x, axes, dim, tiled);
                        }});
       }
-    out.push_back({"all_gather untiled last dim over " + gname, DType::I32, {2, 3},
+    out.push_back({"all_gather untiled last dim over " + gname,
+                   DType::I32,
+                   {2, 3},
                    [axes](DeviceContext &ctx, const Tensor &x) {
                      return ctx.all_gather(x, axes, 2, false);
                    }});
@@ -89,14 +95,17 @@ std::vector<Case> cases() {
       for (int64_t dim : {0, 1}) {
         out.push_back({"psum_scatter tiled dim " + std::to_string(dim) + " " + dtype_name(dtype) +
                            " over " + gname,
-                       dtype, {12, 6},
+                       dtype,
+                       {12, 6},
                        [axes, dim](DeviceContext &ctx, const Tensor &x) {
                          return ctx.reduce_scatter(x, axes, dim, true);
                        },
                        is_float(dtype)});
       }
     const int64_t n = axes.size() == 2 ? 6 : axes[0] == 0 ? 2 : 3;  // group size on (x: 2, y: 3)
-    out.push_back({"psum_scatter untiled over " + gname, DType::F64, {4, n},
+    out.push_back({"psum_scatter untiled over " + gname,
+                   DType::F64,
+                   {4, n},
                    [axes](DeviceContext &ctx, const Tensor &x) {
                      return ctx.reduce_scatter(x, axes, 1, false);
                    },
@@ -105,29 +114,38 @@ std::vector<Case> cases() {
       for (int64_t concat : {0, 1}) {
         out.push_back({"all_to_all " + std::to_string(split) + "->" + std::to_string(concat) +
                            " over " + gname,
-                       DType::F32, {6, 12},
+                       DType::F32,
+                       {6, 12},
                        [axes, split, concat](DeviceContext &ctx, const Tensor &x) {
                          return ctx.all_to_all(x, axes, split, concat);
                        }});
       }
   }
-  out.push_back({"ppermute shift along y", DType::F32, {3, 2},
+  out.push_back(
+      {"ppermute shift along y", DType::F32, {3, 2}, [](DeviceContext &ctx, const Tensor &x) {
+         return ctx.ppermute(x, {1}, {{0, 1}, {1, 2}, {2, 0}});
+       }});
+  out.push_back({"ppermute partial with a self pair along y",
+                 DType::BF16,
+                 {4},
                  [](DeviceContext &ctx, const Tensor &x) {
-                   return ctx.ppermute(x, 1, {{0, 1}, {1, 2}, {2, 0}});
+                   return ctx.ppermute(x, {1}, {{2, 0}, {1, 1}});
                  }});
-  out.push_back({"ppermute partial with a self pair along y", DType::BF16, {4},
+  out.push_back(
+      {"ppermute swap along x", DType::Bool, {5}, [](DeviceContext &ctx, const Tensor &x) {
+         return ctx.ppermute(x, {0}, {{0, 1}, {1, 0}});
+       }});
+  out.push_back({"ppermute over (y, x): a cycle of the six ranks",
+                 DType::F64,
+                 {2, 2},
                  [](DeviceContext &ctx, const Tensor &x) {
-                   return ctx.ppermute(x, 1, {{2, 0}, {1, 1}});
+                   return ctx.ppermute(x, {1, 0}, {{0, 3}, {3, 1}, {1, 5}, {5, 2}, {2, 4}, {4, 0}});
                  }});
-  out.push_back({"ppermute swap along x", DType::Bool, {5},
-                 [](DeviceContext &ctx, const Tensor &x) {
-                   return ctx.ppermute(x, 0, {{0, 1}, {1, 0}});
-                 }});
-  out.push_back({"axis_index and barrier", DType::I32, {1},
-                 [](DeviceContext &ctx, const Tensor &x) {
-                   ctx.barrier();
-                   return Tensor::scalar(DType::I32, double(ctx.axis_index({1, 0})));
-                 }});
+  out.push_back(
+      {"axis_index and barrier", DType::I32, {1}, [](DeviceContext &ctx, const Tensor &x) {
+         ctx.barrier();
+         return Tensor::scalar(DType::I32, double(ctx.axis_index({1, 0})));
+       }});
   return out;
 }
 
@@ -153,8 +171,8 @@ int main() {
       });
       const Tensor got = c.op(ctx, input(c, rank));
       const Tensor &want = expected[static_cast<size_t>(rank)];
-      const bool ok = (deterministic || !c.exact_sum) ? got.bitwise_equal(want)
-                                                     : close_enough(got, want);
+      const bool ok =
+          (deterministic || !c.exact_sum) ? got.bitwise_equal(want) : close_enough(got, want);
       ++checked;
       if (!ok) {
         ++failures;

@@ -34,7 +34,7 @@ class CollectiveAborted : public RuntimeError {
   using RuntimeError::RuntimeError;
 };
 
-/// A permutation along an axis: (source rank, destination rank) pairs.
+/// A permutation of a group: (source rank, destination rank) pairs.
 using PermutePairs = std::vector<std::pair<int64_t, int64_t>>;
 
 /// The transport behind DeviceContext. Arguments arrive checked and normalised
@@ -52,7 +52,8 @@ class Fabric {
                                 int64_t dim, bool tiled) = 0;
   virtual Tensor all_to_all(int64_t device, const Tensor &x, const std::vector<int> &axes,
                             int64_t split_dim, int64_t concat_dim) = 0;
-  virtual Tensor ppermute(int64_t device, const Tensor &x, int axis, const PermutePairs &perm) = 0;
+  virtual Tensor ppermute(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                          const PermutePairs &perm) = 0;
   virtual void barrier(int64_t device) = 0;
 };
 
@@ -77,9 +78,10 @@ class DeviceContext {
   /// concatenate the received blocks along concat_dim in sender-rank order.
   Tensor all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
                     int64_t concat_dim);
-  /// ppermute along one axis: for each (src, dst) pair the member of rank dst
-  /// receives x from rank src; members that receive nothing get zeros.
-  Tensor ppermute(const Tensor &x, int axis, const PermutePairs &perm);
+  /// ppermute over `axes`: for each (src, dst) pair the member of rank dst
+  /// receives x from rank src (ranks in the group, first axis major); members
+  /// that receive nothing get zeros.
+  Tensor ppermute(const Tensor &x, const std::vector<int> &axes, const PermutePairs &perm);
   /// Waits for every device of the mesh.
   void barrier();
 

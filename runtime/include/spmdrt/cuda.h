@@ -127,7 +127,9 @@ class DeviceContext {
   Tensor reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
   Tensor all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
                     int64_t concat_dim);
-  Tensor ppermute(const Tensor &x, int axis, const std::vector<std::pair<int64_t, int64_t>> &perm);
+  /// Ranks are in the group over `axes` (first axis major), as on the CPU.
+  Tensor ppermute(const Tensor &x, const std::vector<int> &axes,
+                  const std::vector<std::pair<int64_t, int64_t>> &perm);
 
  private:
   Fabric *fabric_;

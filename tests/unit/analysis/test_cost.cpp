@@ -199,6 +199,17 @@ TEST_CASE("cost: ppermute moves its whole array; alpha per collective", "[cost]"
   CHECK(r.total_s() == Approx(flops / 2e12 + 3e-6 + bytes / 4e9));
 }
 
+TEST_CASE("cost: a ppermute over two axes is one collective moving its array", "[cost]") {
+  auto c = compile_ok(
+      "mesh M = (a: 2, b: 4)\n"
+      "shmap f(x: f32[64] @ P((a, b))) -> f32[64] @ P((a, b)) on M {\n"
+      "  return ppermute(x, (a, b), shift=3) + ppermute(x, (b, a), perm=[(0, 0)])\n}\n");
+  HardwareProfile p{"custom", 2e12, 4e9, 3e-6, ""};
+  CostReport r = cost_of(*c, p);
+  CHECK(r.comm_bytes() == 8 * 4);  // the identity permutation moves nothing
+  CHECK(r.comm_s == Approx(2 * 3e-6 + 8 * 4 / 4e9));
+}
+
 TEST_CASE("cost: table and JSON", "[cost]") {
   auto c = compile_ok(
       "mesh M = (i: 2)\nshmap f(x: f32[4] @ P(i)) -> f32[] @ P() on M {\n"

@@ -112,23 +112,24 @@ TEST_CASE("all_to_all on a 4-device line", "[runtime][collectives]") {
 TEST_CASE("ppermute and axis_index on a 4-device line", "[runtime][collectives]") {
   auto out = run_collect(kLine, [](DeviceContext &ctx) {
     const double d = static_cast<double>(ctx.axis_index({0}));
-    return ctx.ppermute(make(DType::F32, {2}, {d + 1, 2 * d + 1}), 0, {{0, 1}, {1, 2}, {2, 3}});
+    return ctx.ppermute(make(DType::F32, {2}, {d + 1, 2 * d + 1}), {0}, {{0, 1}, {1, 2}, {2, 3}});
   });
   check_equal(out[0], DType::F32, {2}, {0, 0});  // nobody sends to rank 0
   for (int64_t r = 1; r < 4; ++r) check_equal(out[r], DType::F32, {2}, {double(r), 2.0 * r - 1});
   auto cyclic = run_collect(kLine, [](DeviceContext &ctx) {
-    return ctx.ppermute(Tensor::scalar(DType::I32, double(ctx.device())), 0,
+    return ctx.ppermute(Tensor::scalar(DType::I32, double(ctx.device())), {0},
                         {{0, 3}, {1, 0}, {2, 1}, {3, 2}});
   });
   for (int64_t r = 0; r < 4; ++r) check_equal(cyclic[r], DType::I32, {}, {double((r + 1) % 4)});
+  CHECK_THROWS_WITH(
+      run_on_mesh(kLine,
+                  [](DeviceContext &ctx) {
+                    ctx.ppermute(Tensor::scalar(DType::F32, 0), {0}, {{0, 1}, {2, 1}});
+                  }),
+      Catch::Contains("not one-to-one"));
   CHECK_THROWS_WITH(run_on_mesh(kLine,
                                 [](DeviceContext &ctx) {
-                                  ctx.ppermute(Tensor::scalar(DType::F32, 0), 0, {{0, 1}, {2, 1}});
-                                }),
-                    Catch::Contains("not one-to-one"));
-  CHECK_THROWS_WITH(run_on_mesh(kLine,
-                                [](DeviceContext &ctx) {
-                                  ctx.ppermute(Tensor::scalar(DType::F32, 0), 0, {{0, 4}});
+                                  ctx.ppermute(Tensor::scalar(DType::F32, 0), {0}, {{0, 4}});
                                 }),
                     Catch::Contains("out of range"));
 }
@@ -165,11 +166,28 @@ TEST_CASE("collectives on a (2, 4) mesh", "[runtime][collectives]") {
   });
   check_equal(index[6], DType::I32, {3}, {1, 2, 5});
   auto shifted = run_collect(mesh, [](DeviceContext &ctx) {
-    return ctx.ppermute(Tensor::scalar(DType::I32, double(ctx.device())), 1,
+    return ctx.ppermute(Tensor::scalar(DType::I32, double(ctx.device())), {1},
                         {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
   });
   check_equal(shifted[4], DType::I32, {}, {7});
   check_equal(shifted[5], DType::I32, {}, {4});
+  // Over (y, x) the ranks are y * 2 + x (the first named axis is major); each
+  // rank r sends to r + 1, so device (i, j) receives from rank 2j + i - 1.
+  auto ring = run_collect(mesh, [](DeviceContext &ctx) {
+    std::vector<std::pair<int64_t, int64_t>> perm;
+    for (int64_t r = 0; r < 8; ++r) perm.emplace_back(r, (r + 1) % 8);
+    return ctx.ppermute(Tensor::scalar(DType::I32, double(ctx.device())), {1, 0}, perm);
+  });
+  for (int64_t d = 0; d < 8; ++d) {
+    const int64_t i = d / 4, j = d % 4, source_rank = (2 * j + i + 7) % 8;
+    const int64_t source = (source_rank % 2) * 4 + source_rank / 2;
+    check_equal(ring[d], DType::I32, {}, {double(source)});
+  }
+  CHECK_THROWS_WITH(run_on_mesh(mesh,
+                                [](DeviceContext &ctx) {
+                                  ctx.ppermute(Tensor::scalar(DType::F32, 0), {0, 1}, {{0, 8}});
+                                }),
+                    Catch::Contains("out of range for a group of 8"));
   auto scattered = run_collect(mesh, [](DeviceContext &ctx) {
     Tensor x = iota(DType::F32, {8}, 0);  // every device: 0..7
     return ctx.reduce_scatter(x, {0, 1}, 0, true);
@@ -271,7 +289,7 @@ TEST_CASE("large and trivial meshes", "[runtime][collectives]") {
     y = ctx.all_to_all(y, {0}, 0, 0);
     y = ctx.reduce_scatter(y, {0}, 0, true);
     ctx.barrier();
-    return ctx.ppermute(y, 0, {{0, 0}});
+    return ctx.ppermute(y, {0}, {{0, 0}});
   });
   check_equal(single[0], DType::F32, {2}, {1, 2});
   auto no_axes = run_collect(Mesh(), [](DeviceContext &ctx) {

@@ -154,6 +154,21 @@ TEST_CASE("transpose: dot-product identity for each collective", "[transpose]") 
         "  c = all_gather(x, model, axis=1)\n"
         "  return a, b[0:2, 0:2], c\n}\n");
   }
+  SECTION("2-D mesh: ppermute over both axes (flattened ranks) transposes to the inverse") {
+    check_dot_product(
+        "mesh M = (data: 2, model: 3)\nshmap f(x: f64[12, 2] @ P((data, model))) -> (f64[12, 2] "
+        "@ P((data, model)), f64[12, 2] @ P((model, data))) on M {\n"
+        "  return ppermute(x, (data, model), perm=[(0, 3), (3, 5), (5, 1), (1, 0), (2, 4)]), "
+        "ppermute(x, (model, data), shift=2)\n}\n");
+    auto c = compile_ok(
+        "mesh M = (data: 2, model: 3)\nshmap f(x: f32[6] @ P((data, model))) -> f32[6] @ "
+        "P((data, model)) on M {\n  return ppermute(x, (data, model), perm=[(0, 3), (3, 5)])\n}\n");
+    auto t = derive_ok(*c, DeriveKind::Transpose, "");
+    const ir::Instr &p = shmap_of(*t).body.back();
+    REQUIRE(p.op == OpCode::Ppermute);
+    CHECK(p.attrs.axes == std::vector<int>{0, 1});
+    CHECK(p.attrs.perm == std::vector<std::pair<int64_t, int64_t>>{{3, 0}, {5, 3}});
+  }
   SECTION("1-device mesh") {
     check_dot_product(
         "mesh M = (i: 1)\nshmap f(x: f64[4] @ P(i)) -> f64[4] @ P(i) on M {\n"
