@@ -10,6 +10,7 @@ PKGS=(
   libcli11-dev libspdlog-dev     # command line and logging
   catch2                         # unit tests (v2)
   libopenblas-dev                # BLAS for matmul/einsum on the CPU
+  libopenmpi-dev openmpi-bin     # the MPI executor of built executables; mpirun for its tests
   python3 python3-numpy          # test helpers read/write .npy with NumPy
   bc                             # bench/build_vs_run.sh arithmetic
 )
