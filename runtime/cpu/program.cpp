@@ -256,21 +256,6 @@ bool agreed(Processes &procs, const std::string &prog, Step &&step) {
   return !a.failed;
 }
 
-void print_timing(const std::string &prog, const ProgramFunction &f, const std::string &target,
-                  const char *executor, const Options &options, std::vector<double> s) {
-  std::sort(s.begin(), s.end());
-  const double median =
-      s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
-  const auto devices = f.mesh.num_devices();
-  std::cout.flush();
-  std::fprintf(stderr,
-               "%s: %s on %s (%s), %lld device%s: %zu iterations (after %d warmup): "
-               "median %.6f ms, min %.6f ms, max %.6f ms\n",
-               prog.c_str(), f.name.c_str(), target.c_str(), executor,
-               static_cast<long long>(devices), devices == 1 ? "" : "s", s.size(), options.warmup,
-               median * 1e3, s.front() * 1e3, s.back() * 1e3);
-}
-
 int run_program(const std::string &prog, const Options &options, Executor &exec,
                 const std::vector<ProgramFunction> &functions, const std::string &default_fn,
                 const std::string &target) {
@@ -336,7 +321,11 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
                   << text << "\n";
     }
   }
-  if (!seconds.empty() && root) print_timing(prog, f, target, exec.name(), options, seconds);
+  if (!seconds.empty() && root) {
+    std::cout.flush();
+    std::cerr << timing_report(prog, f.name, target + " (" + exec.name() + ")",
+                               f.mesh.num_devices(), seconds, options.warmup);
+  }
   if (!write_distributed_outputs(procs, f, devices, out, paths,
                                  [&](auto &&step) { return agreed(procs, prog, step); }))
     return 1;
@@ -393,6 +382,41 @@ double StepClock::step_seconds() const {
   return std::chrono::duration<double>(last - first).count();
 }
 
+void run_steps(DeviceContext &ctx, const RunRequest &request, StepClock &clock,
+               std::vector<double> &times, const std::function<void(int iteration)> &step) {
+  const auto d = static_cast<size_t>(ctx.device());
+  const int total = 1 + request.warmup + request.iters;
+  for (int it = 0; it < total; ++it) {
+    const bool timed = it > request.warmup;
+    if (timed) {
+      ctx.barrier();
+      clock.start(d);
+    }
+    step(it);
+    if (timed) {
+      clock.finish(d);
+      ctx.barrier();
+      if (d == 0) times.push_back(clock.step_seconds());
+    }
+  }
+}
+
+std::string timing_report(const std::string &who, const std::string &fn, const std::string &target,
+                          int64_t devices, std::vector<double> s, int warmup) {
+  if (s.empty()) return {};
+  std::sort(s.begin(), s.end());
+  const double median =
+      s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%s: %s on %s, %lld device%s: %zu iterations (after %d warmup): "
+                "median %.6f ms, min %.6f ms, max %.6f ms\n",
+                who.c_str(), fn.c_str(), target.c_str(), static_cast<long long>(devices),
+                devices == 1 ? "" : "s", s.size(), warmup, median * 1e3, s.front() * 1e3,
+                s.back() * 1e3);
+  return line;
+}
+
 namespace {
 
 /// One process; every mesh position on its own thread.
@@ -415,25 +439,14 @@ class CpuThreadsExecutor final : public Executor {
     const ProgramFunction &f = functions_.at(fn);
     const CpuBody &body = bodies_.at(fn);
     std::vector<std::vector<Tensor>> out(locals.size());
-    const int total = 1 + request.warmup + request.iters;
     std::vector<double> times;
     StepClock clock(locals.size());
     run_on_mesh(f.mesh, [&](DeviceContext &ctx) {
       const auto d = static_cast<size_t>(ctx.device());
-      for (int it = 0; it < total; ++it) {
-        const bool timed = it > request.warmup;
-        if (timed) {
-          ctx.barrier();
-          clock.start(d);
-        }
+      run_steps(ctx, request, clock, times, [&](int it) {
         std::vector<Tensor> r = body(ctx, locals[d]);
-        if (timed) {
-          clock.finish(d);
-          ctx.barrier();
-          if (d == 0) times.push_back(clock.step_seconds());
-        }
         if (it == 0) out[d] = std::move(r);
-      }
+      });
     });
     seconds = std::move(times);
     return out;
