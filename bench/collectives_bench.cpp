@@ -6,7 +6,9 @@
 // collectives over a mesh of the N processes through the runtime's MPI fabric
 // (what `--executor mpi` executables call), each timed next to the bare MPI
 // call of the same size on preallocated buffers (MPI_Allreduce, MPI_Allgather,
-// MPI_Reduce_scatter_block, MPI_Alltoall), with the runtime's overhead over it;
+// MPI_Reduce_scatter_block, MPI_Alltoall), with the runtime's overhead over it,
+// and next to the threads executor on a mesh of N simulated devices (measured
+// by rank 0 before MPI starts, while the other processes wait in MPI_Init);
 // plus all_reduce and reduce_scatter in deterministic (rank-order) mode.
 //
 // Message sizes double from 8 B to --max-bytes (default 64 MB). Size is the
@@ -14,14 +16,16 @@
 // reduce_scatter: the input). Prints size, element count (f32), time per call
 // (us), algbw = size / time and busbw = algbw times the nccl-tests factor:
 // 2(n-1)/n for all_reduce, (n-1)/n for the others. MPI times are the largest
-// over the processes of the average per call; each figure is the best of
-// --rounds rounds (default 3), the runtime and bare calls alternating.
+// over the processes of the median time of one call (each call after a
+// barrier); each figure is the best of --rounds rounds (default 3), the
+// runtime and bare calls alternating.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "spmdrt/collectives.h"
@@ -79,8 +83,9 @@ bool sizes_fit(Op op, int64_t bytes, int64_t n) {
 
 void print_header(const char *name, bool mpi) {
   if (mpi) {
-    std::printf("\n# %s\n#%12s %12s %12s %10s %10s %12s %10s %9s\n", name, "size(B)", "count",
-                "time(us)", "algbw(GB/s)", "busbw(GB/s)", "bare(us)", "bare_busbw", "overhead");
+    std::printf("\n# %s\n#%12s %12s %12s %10s %10s %12s %10s %9s %12s %10s\n", name, "size(B)",
+                "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "bare(us)", "bare_busbw",
+                "overhead", "threads(us)", "thr_busbw");
   } else {
     std::printf("\n# %s\n#%12s %12s %12s %10s %10s\n", name, "size(B)", "count", "time(us)",
                 "algbw(GB/s)", "busbw(GB/s)");
@@ -123,15 +128,21 @@ int threads_main(int64_t devices, int64_t max_bytes) {
 }
 
 #ifdef SPMDC_BENCH_MPI
-/// The largest over the processes of the average microseconds per call of `once`.
+/// The largest over the processes of the median microseconds of one call of
+/// `once` (each call timed alone: on a shared machine the median shrugs off the
+/// calls a descheduled process stretched, which an average does not).
 double time_mpi(MpiProcesses &procs, int iterations, const std::function<void()> &once) {
   once();  // warm-up
-  procs.barrier();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i) once();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return procs.max(seconds / iterations * 1e6);
+  std::vector<double> us;
+  for (int i = 0; i < iterations; ++i) {
+    procs.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    once();
+    us.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() *
+                 1e6);
+  }
+  std::sort(us.begin(), us.end());
+  return procs.max(us[us.size() / 2]);
 }
 
 /// The bare MPI call of `op` on preallocated f32 buffers.
@@ -152,7 +163,30 @@ void bare(Op op, const float *in, float *out, int count, int n) {
   }
 }
 
+/// This process's world rank and the world size from the launcher's
+/// environment, before MPI starts; -1 when unknown.
+std::pair<int, int> launcher_rank_and_size() {
+  auto read = [](std::initializer_list<const char *> names) {
+    for (const char *name : names)
+      if (const char *v = std::getenv(name); v && *v) return std::atoi(v);
+    return -1;
+  };
+  return {read({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}),
+          read({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})};
+}
+
 int mpi_main(int64_t max_bytes, int rounds) {
+  // The threads figures for the same mesh size, taken by rank 0 alone while the
+  // other processes wait in MPI_Init (so nothing else competes for the cores).
+  std::map<std::pair<int, int64_t>, double> threads_us;
+  if (auto [rank, size] = launcher_rank_and_size(); rank == 0 && size > 0) {
+    const Mesh mesh({{"d", size}});
+    for (const Named &named : ops(size))
+      for (int64_t bytes = 8; bytes <= max_bytes; bytes *= 2)
+        if (sizes_fit(named.op, bytes, size))
+          threads_us[{static_cast<int>(named.op), bytes}] =
+              measure_threads(mesh, named.op, bytes, iterations_for(bytes));
+  }
   std::unique_ptr<MpiProcesses> procs = start_mpi_processes();
   const int n = procs->size();
   const bool root = procs->rank() == 0;
@@ -185,11 +219,15 @@ int mpi_main(int64_t max_bytes, int rounds) {
         }
         const double algbw = static_cast<double>(bytes) / (runtime_us * 1e-6) / 1e9;
         const double bare_algbw = static_cast<double>(bytes) / (bare_us * 1e-6) / 1e9;
+        const auto threads = threads_us.find({static_cast<int>(named.op), bytes});
+        const double thr_us = threads == threads_us.end() ? 0.0 : threads->second;
+        const double thr_busbw =
+            thr_us > 0 ? static_cast<double>(bytes) / (thr_us * 1e-6) / 1e9 * named.factor : 0.0;
         if (root)
-          std::printf(" %12lld %12lld %12.1f %10.3f %10.3f %12.1f %10.3f %8.1f%%\n",
+          std::printf(" %12lld %12lld %12.1f %10.3f %10.3f %12.1f %10.3f %8.1f%% %12.1f %10.3f\n",
                       static_cast<long long>(bytes), static_cast<long long>(bytes / 4), runtime_us,
                       algbw, algbw * named.factor, bare_us, bare_algbw * named.factor,
-                      (runtime_us / bare_us - 1.0) * 100.0);
+                      (runtime_us / bare_us - 1.0) * 100.0, thr_us, thr_busbw);
         std::fflush(stdout);
       }
     }
