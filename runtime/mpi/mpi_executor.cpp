@@ -6,9 +6,11 @@
 // Timed iterations start after a world barrier; a step's time is the largest
 // of the processes' times from that barrier to their finish, which is the
 // whole-mesh step of StepClock up to the barrier's release skew (process
-// clocks on different nodes are not comparable, durations are).
+// clocks on different nodes are not comparable, durations are). OpenBLAS gets
+// the node's cores divided by the job's processes on the node.
 #include <chrono>
 
+#include "internal.h"
 #include "spmdrt/mpi.h"
 
 namespace spmd::rt {
@@ -33,6 +35,8 @@ class CpuMpiExecutor final : public Executor {
                                        const RunRequest &request,
                                        std::vector<double> &seconds) override {
     const ProgramFunction &f = functions_.at(fn);
+    // The node's cores are shared by the job's processes on it.
+    detail::use_blas_threads_for(processes_->local_size());
     std::unique_ptr<Fabric> fabric = make_mpi_fabric(f.mesh, request.deterministic);
     DeviceContext ctx(*fabric, processes_->rank());
     std::vector<std::vector<Tensor>> out(1);
