@@ -758,11 +758,8 @@ class CudaMpiExecutor final : public rt::Executor {
     if (std::string e = rt::check_world_size(processes_->size(), f); !e.empty()) return e;
     int visible = 0;
     if (cudaGetDeviceCount(&visible) != cudaSuccess) visible = 0;
-    if (processes_->local_size() > visible)
-      return "a node runs " + std::to_string(processes_->local_size()) +
-             " processes of this job but has " + std::to_string(visible) + " visible GPU" +
-             (visible == 1 ? "" : "s") + "; start at most one process per GPU on each node";
-    return "";
+    gpu_ = rt::choose_gpu(processes_->local_rank(), processes_->local_size(), visible);
+    return gpu_.error;
   }
 
   std::vector<std::vector<rt::Tensor>> run(size_t fn,
@@ -771,7 +768,7 @@ class CudaMpiExecutor final : public rt::Executor {
                                            std::vector<double> &seconds) override {
     const rt::ProgramFunction &f = functions_.at(fn);
     const int rank = processes_->rank();
-    check_cuda(cudaSetDevice(processes_->local_rank()), "cudaSetDevice");
+    check_cuda(cudaSetDevice(gpu_.device), "cudaSetDevice");
     // The world communicator: rank 0's unique id, broadcast over MPI.
     ncclUniqueId id{};
     if (rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -793,6 +790,7 @@ class CudaMpiExecutor final : public rt::Executor {
   const std::vector<rt::ProgramFunction> &functions_;
   const std::vector<CudaBody> &bodies_;
   std::unique_ptr<rt::MpiProcesses> processes_;
+  rt::GpuChoice gpu_;  // set by check_launch
 };
 
 }  // namespace

@@ -13,6 +13,11 @@
 #      and shapes.
 # Input files are written by NumPy from the shapes the executable's --help lists.
 # Exits 77 (ctest SKIP) when mpirun is missing.
+#
+# --gpu: builds --target cuda instead (one process per GPU, NCCL bootstrapped
+# over MPI) and runs only step 2, within 1e-5 relative, for the functions whose
+# mesh fits the visible GPUs (--deterministic is refused on the cuda target);
+# exits 77 when no GPU is visible or no function fits.
 import argparse, concurrent.futures, filecmp, os, re, shutil, subprocess, sys, tempfile
 
 import numpy as np
@@ -78,15 +83,42 @@ def printed_header(stdout):
     return [line for line in stdout.splitlines() if line.endswith('(global) =')]
 
 
+def compare_random(a, mpirun, exe, path, size, common, dirs, label, close):
+    """Step 2: `--random 7` under mpirun vs `spmdc run`, every output close(mpi, run)."""
+    rand = ['--random', '7']
+    ref = run([a.spmdc, 'run', path] + common + rand + ['--out-dir', dirs['run_rand']])
+    fast = run(mpirun + ['-np', str(size), exe] + common + rand + ['--out-dir', dirs['mpi_rand']])
+    if ref.returncode != 0 or fast.returncode != 0:
+        print(f'FAIL {label}: exit {fast.returncode} (mpirun) vs {ref.returncode} '
+              f'(spmdc run)\n{fast.stderr}{ref.stderr}')
+        return False
+    bad = [f for f in sorted(os.listdir(dirs['run_rand']))
+           if not os.path.exists(os.path.join(dirs['mpi_rand'], f)) or not close(
+               np.load(os.path.join(dirs['mpi_rand'], f)), np.load(os.path.join(dirs['run_rand'], f)))]
+    if bad or printed_header(fast.stdout) != printed_header(ref.stdout):
+        print(f'FAIL {label}: MPI results beyond tolerance in {bad}')
+        return False
+    print(f'ok   {label}')
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--spmdc', required=True)
     ap.add_argument('--mpirun', required=True)
+    ap.add_argument('--gpu', action='store_true')
     ap.add_argument('program')
     a = ap.parse_args()
     if not shutil.which(a.mpirun):
         print(f'{a.mpirun} not found: skipped')
         return 77
+    gpus = 0
+    if a.gpu:
+        probe = run(['nvidia-smi', '-L']) if shutil.which('nvidia-smi') else None
+        gpus = probe.stdout.count('GPU ') if probe is not None and probe.returncode == 0 else 0
+        if gpus == 0:
+            print('no GPU visible: skipped')
+            return 77
     mpirun = [a.mpirun, '--oversubscribe']
     if os.geteuid() == 0:
         mpirun.append('--allow-run-as-root')
@@ -105,10 +137,11 @@ def main():
         name, path, text = program
         exe = os.path.join(work, name)
         fn = (shmaps(text) or [None])[0]
-        return program, exe, run([a.spmdc, 'build', path, '--target', 'cpu', '-o', exe] +
+        target = 'cuda' if a.gpu else 'cpu'
+        return program, exe, run([a.spmdc, 'build', path, '--target', target, '-o', exe] +
                                  (['--fn', fn] if fn else []))
 
-    failures = 0
+    failures = ran = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         built = list(pool.map(build, programs))
     for (name, path, text), exe, r in built:
@@ -119,12 +152,21 @@ def main():
         bf16 = 'bf16' in text
         for fn, (size, params) in signatures(exe).items():
             label = f'{name}:{fn} (np {size})'
+            if a.gpu and size > gpus:
+                print(f'note {label}: needs {size} GPUs, {gpus} visible: not run')
+                continue
+            ran += 1
             d = os.path.join(work, f'{name}_{fn}')
             dirs = {k: os.path.join(d, k) for k in ('in', 'run_in', 'mpi_in', 'run_rand', 'mpi_rand')}
             for p in dirs.values():
                 os.makedirs(p)
             inputs = write_inputs(params, dirs['in'], 11)
             common = ['--fn', fn, '--print-limit', '100000']
+            if a.gpu:
+                failures += not compare_random(a, mpirun, exe, path, size, common, dirs, label,
+                                               lambda x, y: x.shape == y.shape and np.allclose(
+                                                   x, y, rtol=1e-5, atol=1e-6))
+                continue
             ref = run([a.spmdc, 'run', path] + common + inputs + ['--out-dir', dirs['run_in']])
             det = run(mpirun + ['-np', str(size), exe, '--deterministic'] + common + inputs +
                       ['--out-dir', dirs['mpi_in']])
@@ -141,24 +183,12 @@ def main():
                       f'{det.stdout[:2000]}\n--- spmdc run\n{ref.stdout[:2000]}')
                 failures += 1
                 continue
-            rand = ['--random', '7']
-            ref = run([a.spmdc, 'run', path] + common + rand + ['--out-dir', dirs['run_rand']])
-            fast = run(mpirun + ['-np', str(size), exe] + common + rand +
-                       ['--out-dir', dirs['mpi_rand']])
-            if ref.returncode != 0 or fast.returncode != 0:
-                print(f'FAIL {label}: exit {fast.returncode} (mpirun) vs {ref.returncode} '
-                      f'(spmdc run)\n{fast.stderr}{ref.stderr}')
-                failures += 1
-                continue
-            bad = [f for f in sorted(os.listdir(dirs['run_rand']))
-                   if not os.path.exists(os.path.join(dirs['mpi_rand'], f)) or not tolerance_ok(
-                       np.load(os.path.join(dirs['mpi_rand'], f)),
-                       np.load(os.path.join(dirs['run_rand'], f)), bf16)]
-            if bad or printed_header(fast.stdout) != printed_header(ref.stdout):
-                print(f'FAIL {label}: MPI reductions beyond tolerance in {bad}')
-                failures += 1
-                continue
-            print(f'ok   {label}')
+            failures += not compare_random(a, mpirun, exe, path, size, common, dirs, label,
+                                           lambda x, y: tolerance_ok(x, y, bf16))
+    if a.gpu and ran == 0:
+        print('no function fits the visible GPUs: skipped')
+        shutil.rmtree(work, ignore_errors=True)
+        return 77
     if failures == 0:
         shutil.rmtree(work, ignore_errors=True)
     else:

@@ -8,7 +8,8 @@
 set -u
 SPMDC=$1; MPIRUN=$2; ROOT=$3
 command -v "$MPIRUN" >/dev/null || { echo "$MPIRUN not found: skipped"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
+export OMPI_MCA_btl_vader_single_copy_mechanism=none  # containers may refuse process_vm_readv
 MPI=("$MPIRUN" --oversubscribe)
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 fails=0
@@ -56,6 +57,7 @@ expect missing-input 1 "cannot read input \`n\`" 1 60 -- \
 no_outputs missing-input
 expect wrong-shape 1 "must be i32[8] @ P(i)" 1 60 -- \
   "${MPI[@]}" -np 4 "${D[@]}" --in n="$W/n_bad.npy" --out-dir "$W/o"
+no_outputs wrong-shape
 expect missing-out-dir 1 "does not exist" 1 60 -- \
   "${MPI[@]}" -np 4 "${D[@]}" --in n="$W/n_ok.npy" --out-dir "$W/o/no/such"
 # The second output cannot be renamed into place (a directory is in the way):

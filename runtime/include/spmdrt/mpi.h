@@ -61,6 +61,18 @@ std::unique_ptr<Fabric> make_mpi_fabric(const Mesh &mesh, bool deterministic);
 /// process per mesh position), with the launch command that would.
 std::string check_world_size(int world_size, const ProgramFunction &f);
 
+/// The GPU a process of the CUDA MPI executor drives, or why there is none.
+/// `local_rank`/`local_size`: this process and the job's processes on its node;
+/// `visible`: the GPUs this process sees. When it sees at least one per process
+/// of the node, GPU `local_rank` (mpirun on a node); when it sees exactly one,
+/// that GPU (the launcher bound one GPU per process: `srun --gpus-per-task=1`,
+/// or CUDA_VISIBLE_DEVICES set per rank); otherwise an error naming the fix.
+struct GpuChoice {
+  int device = -1;    ///< the CUDA device number, or -1
+  std::string error;  ///< "" when device >= 0
+};
+GpuChoice choose_gpu(int local_rank, int local_size, int visible);
+
 /// The CPU MPI executor (empty without MPI): this process runs mesh position
 /// rank; check_launch requires world size == mesh size.
 ExecutorFactory mpi_cpu_executor(const std::vector<ProgramFunction> &functions,
