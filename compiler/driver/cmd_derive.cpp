@@ -21,15 +21,13 @@ struct DeriveOptions {
   int64_t combine_threshold = CombineOptions{}.threshold_bytes;
 };
 
-int write_output(const std::string &path, const std::string &text) {
+int write_output(const CommonOptions &common, const std::string &path, const std::string &text) {
   if (path.empty() || path == "-") {
     std::cout << text;
     return kExitOk;
   }
-  if (!write_file_atomically(path, text)) {
-    std::cerr << "spmdc: error: cannot write `" << path << "`\n";
-    return kExitUserError;
-  }
+  if (!write_file_atomically(path, text))
+    return report_error(common, "io-error", "cannot write `" + path + "`");
   return kExitOk;
 }
 
@@ -48,11 +46,11 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
     ir::Module derived = derive(*c.module, request);
     ir::PrintOptions po;
     po.types = o.types;
-    return write_output(o.output, ir::print_module(derived, po));
+    return write_output(common, o.output, ir::print_module(derived, po));
   } catch (const TransformError &e) {
     DiagnosticEngine diags;
     diags.error(e.code, e.span, e.what());
-    std::cerr << render_diagnostics(diags, c.sources, common.color);
+    print_diagnostics(diags, c.sources, common);
     return kExitUserError;
   }
 }

@@ -200,6 +200,11 @@ struct Result {
   SourceSpan span;
 };
 
+/// What an unnamed result of a function with several results is called
+/// (`spmdc run --out out1=...`, diagnostics): `out0`, `out1`, ... (0-based,
+/// like `--of 0`).
+inline std::string unnamed_result_name(size_t k) { return "out" + std::to_string(k); }
+
 enum class FuncKind { Def, Shmap };
 
 /// `def g(x: f32[n, 3]) -> f32[] { ... }` or

@@ -81,6 +81,8 @@ struct Function {
   FunctionKind kind = FunctionKind::Shmap;
   int mesh = -1;  // index into Module::meshes
   bool auto_pbroadcast = true;
+  /// The `[[no_auto_pbroadcast]]` attribute that turned insertion off, if one did.
+  SourceSpan no_auto_pbroadcast_span;
   std::vector<Param> params;
   std::vector<Result> results;  // types of the returned values
   std::vector<ValueId> returns;
@@ -101,6 +103,9 @@ struct Function {
 /// The user-facing name of result k: its written name, else the function's
 /// name for a single result, else "out<k>". `spmdc run --out NAME=file` uses it.
 std::string result_name(const Function &f, size_t k);
+/// How diagnostics refer to result k: "the result of `f`" or "result `loss` of
+/// `f`" (results are named, never numbered, so prose matches the CLI).
+std::string describe_result(const Function &f, size_t k);
 
 struct Module {
   std::vector<MeshDef> meshes;

@@ -168,8 +168,7 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
           if (of[k] && flat.type(flat.returns[k]).rank() != 0)
             throw TransformError(
                 "not-scalar", flat.results[k].span,
-                "grad needs a scalar output, but result " + std::to_string(k) + " of `" +
-                    flat.name + "` is " +
+                "grad needs a scalar output, but " + ir::describe_result(flat, k) + " is " +
                     shape_type_str(flat.type(flat.returns[k]).dtype, flat.results[k].global_shape) +
                     "; use `spmdc vjp` to pass its cotangent explicitly");
       JvpResult j = jvp_function(module, flat, wrt);

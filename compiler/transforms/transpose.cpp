@@ -145,7 +145,7 @@ ir::Function transpose_function(const ir::Module &module, const ir::Function &f,
     ir::ValueId r = f.returns[k];
     if (linear[r])
       throw TransformError("not-linear", f.return_span,
-                           "result " + std::to_string(k + 1) +
+                           ir::describe_result(f, k) +
                                " depends on the differentiated inputs and cannot be kept as is");
     out.returns.push_back(map.at(r));
     out.results.push_back(f.results[k]);
