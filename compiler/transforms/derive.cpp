@@ -128,22 +128,13 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
   ir::Function inlined = inline_calls(module, original);
   split_collectives(inlined);
   ir::Function flat = simplify(module, inlined);
-  // TEMPORARY (stage 1 of loops staying loops): the transforms still work on
-  // straight-line code.
-  UnrollPolicy all;
-  all.max_trip_count = ir::kMaxUnrolledIterations;
-  unroll_loops(flat, all);
-  if (ir::has_loop(flat.body))
-    throw TransformError("unsupported", flat.span,
-                         "differentiating a loop of more than " +
-                             std::to_string(ir::kMaxUnrolledIterations) +
-                             " iterations is not supported yet");
   std::vector<bool> wrt = select_params(flat, request.wrt);
   ir::Function result;
   std::string what;
   switch (request.kind) {
     case DeriveKind::Transpose: {
       TransposeSpec spec;
+      spec.remat = request.remat;
       spec.linear_params = wrt;
       spec.ct_results.assign(flat.results.size(), true);
       std::string base = strip_suffix(flat.name, "_transpose");
@@ -173,6 +164,7 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
                     "; use `spmdc vjp` to pass its cotangent explicitly");
       JvpResult j = jvp_function(module, flat, wrt);
       TransposeSpec spec;
+      spec.remat = request.remat;
       size_t np = j.num_primal_params, nr = j.num_primal_results;
       spec.linear_params.assign(j.function.params.size(), false);
       for (size_t k = np; k < j.function.params.size(); ++k) spec.linear_params[k] = true;

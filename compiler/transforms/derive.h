@@ -36,6 +36,9 @@ struct DeriveRequest {
   /// Independent psums (pmaxs, pmins) of the result over the same axes become
   /// one combined collective (transforms/combine_collectives.h).
   CombineOptions combine;
+  /// Transposing a loop recomputes what its backward pass needs instead of
+  /// stacking it, as if every loop were marked [[remat]] (`--remat`).
+  bool remat = false;
 };
 
 ir::Module derive(const ir::Module &module, const DeriveRequest &request);

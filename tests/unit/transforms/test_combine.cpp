@@ -104,7 +104,14 @@ TEST_CASE("combining a gradient's psums keeps every bit (dp_mlp, gpipe)", "[comb
   REQUIRE(x.size() == y.size());
   for (size_t k = 0; k < x.size(); ++k) CHECK(same_bits(x[k], y[k]));
 
-  auto p = compile_ok(sample("pipeline_gpipe.spmd"));
+  // The pipeline's loop unrolled ([[unroll]]): each step's psum is a separate
+  // collective the combiner may join. (Kept as a loop, the backward pass has
+  // one psum in its loop body and nothing to combine.)
+  std::string gpipe = sample("pipeline_gpipe.spmd");
+  const size_t loop = gpipe.find("  for t in range(7)");
+  REQUIRE(loop != std::string::npos);
+  gpipe.insert(loop + 2, "[[unroll]] ");
+  auto p = compile_ok(gpipe);
   DeriveRequest r;
   r.kind = DeriveKind::Vjp;
   r.function = "gpipe";
