@@ -54,7 +54,7 @@ std::string sanitize(const std::string &text) {
 }
 
 Names::Names(const ir::Function &f) {
-  used_ = kReserved;
+  for (const std::string &word : kReserved) used_.reserve(word);
   names_.resize(f.values.size());
   // Parameters first so they keep their source names.
   std::vector<bool> is_param(f.values.size(), false);
@@ -66,13 +66,7 @@ Names::Names(const ir::Function &f) {
     if (!is_param[v]) names_[v] = fresh(f.values[v].name.empty() ? "t" : f.values[v].name);
 }
 
-std::string Names::fresh(const std::string &hint) {
-  std::string base = sanitize(hint);
-  std::string name = base;
-  for (int k = 2; used_.count(name); ++k) name = base + "_" + std::to_string(k);
-  used_.insert(name);
-  return name;
-}
+std::string Names::fresh(const std::string &hint) { return used_.claim(sanitize(hint)); }
 
 const char *storage_type(DType dtype) {
   switch (dtype) {

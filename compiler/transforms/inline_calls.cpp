@@ -1,7 +1,7 @@
 // transforms/inline_calls.cpp — see inline_calls.h.
 #include "transforms/inline_calls.h"
 
-#include <unordered_map>
+#include "ir/value_map.h"
 
 namespace spmd {
 namespace {
@@ -12,7 +12,8 @@ std::vector<ir::ValueId> inline_body(const ir::Module &m, const ir::Function &ca
                                      const std::vector<ir::ValueId> &args, ir::Function &out,
                                      int depth) {
   if (depth > 1000) throw std::logic_error("inline_calls: call depth over 1000");
-  std::unordered_map<ir::ValueId, ir::ValueId> map;
+  ir::ValueMap<ir::ValueId> map;
+  map.reserve(callee.values.size());
   for (size_t i = 0; i < callee.params.size(); ++i) map[callee.params[i].value] = args[i];
   for (const ir::Instr &in : callee.body) {
     std::vector<ir::ValueId> operands;
@@ -29,7 +30,7 @@ std::vector<ir::ValueId> inline_body(const ir::Module &m, const ir::Function &ca
       continue;
     }
     ir::Instr copy = in;
-    copy.operands = operands;
+    copy.operands = std::move(operands);
     copy.results.clear();
     for (ir::ValueId r : in.results) {
       const ir::Value &v = callee.values[r];
@@ -47,9 +48,9 @@ std::vector<ir::ValueId> inline_body(const ir::Module &m, const ir::Function &ca
 }  // namespace
 
 ir::Function inline_calls(const ir::Module &module, const ir::Function &function) {
-  ir::Function out = function;
-  out.values.clear();
-  out.body.clear();
+  ir::Function out = function.without_body();
+  out.values.reserve(function.values.size());
+  out.body.reserve(function.body.size());
   std::vector<ir::ValueId> args;
   for (auto &p : out.params) {
     const ir::Value &v = function.values[p.value];

@@ -1,8 +1,7 @@
 // transforms/jvp.cpp — see jvp.h. The per-op rules are in jvp_rules.cpp.
 #include "transforms/jvp.h"
 
-#include <unordered_map>
-
+#include "ir/value_map.h"
 #include "transforms/jvp_rules.h"
 
 namespace spmd {
@@ -19,8 +18,10 @@ JvpResult jvp_function(const ir::Module &module, const ir::Function &f,
   out.auto_pbroadcast = false;  // the transform inserts every pbroadcast itself
   out.span = f.span;
   out.return_span = f.return_span;
-  std::unordered_map<ir::ValueId, ir::ValueId> primal;   // f value -> out value
-  std::unordered_map<ir::ValueId, ir::ValueId> tangent;  // f value -> its tangent in out
+  ir::ValueMap<ir::ValueId> primal;   // f value -> out value
+  ir::ValueMap<ir::ValueId> tangent;  // f value -> its tangent in out
+  primal.reserve(f.values.size());
+  tangent.reserve(f.values.size());
   for (const ir::Param &p : f.params) {
     ir::Param np = p;
     const ir::Value &v = f.values[p.value];
@@ -38,6 +39,7 @@ JvpResult jvp_function(const ir::Module &module, const ir::Function &f,
     out.params.push_back(tp);
   }
   Emitter e(module, out);
+  out.body.reserve(f.body.size() * 2);
   for (const ir::Instr &in : f.body) {
     ir::Instr copy = in;
     for (auto &o : copy.operands) o = primal.at(o);
@@ -52,9 +54,9 @@ JvpResult jvp_function(const ir::Module &module, const ir::Function &f,
     std::vector<std::optional<ir::ValueId>> tangents;
     bool any = false;
     for (ir::ValueId o : in.operands) {
-      auto it = tangent.find(o);
-      tangents.push_back(it == tangent.end() ? std::nullopt : std::optional(it->second));
-      any |= it != tangent.end();
+      const ir::ValueId *t = tangent.find(o);
+      tangents.push_back(t ? std::optional(*t) : std::nullopt);
+      any |= t != nullptr;
     }
     if (!any) continue;
     const auto fresh = static_cast<ir::ValueId>(out.values.size());
@@ -69,10 +71,10 @@ JvpResult jvp_function(const ir::Module &module, const ir::Function &f,
   for (size_t k = 0; k < f.results.size(); ++k) out.results[k].name = ir::result_name(f, k);
   result.num_primal_results = out.results.size();
   for (size_t k = 0; k < f.returns.size(); ++k) {
-    auto it = tangent.find(f.returns[k]);
+    const ir::ValueId *found = tangent.find(f.returns[k]);
     ir::ValueId t;
-    if (it != tangent.end()) {
-      t = it->second;
+    if (found) {
+      t = *found;
     } else {
       t = e.zeros(f.type(f.returns[k]));  // the output does not depend on the inputs
     }

@@ -10,13 +10,18 @@ namespace {
 
 class Simplifier {
  public:
-  Simplifier(const ir::Function &f) : in_(f) {}
+  explicit Simplifier(ir::Function f) : in_(std::move(f)) {
+    remap_.assign(in_.values.size(), ir::kNoValue);
+    def_.assign(in_.values.size(), kNotDefined);
+  }
 
   ir::Function run() {
-    ir::Function out = in_;
+    std::vector<ir::Instr> body = std::move(in_.body);
+    ir::Function out = std::move(in_);
     out.body.clear();
-    for (const ir::Instr &orig : in_.body) {
-      ir::Instr in = orig;
+    out.body.reserve(body.size());
+    for (ir::Instr &orig : body) {
+      ir::Instr in = std::move(orig);
       for (auto &o : in.operands) o = resolve(o);
       if (auto v = fold(out, in)) {
         remap_[in.results[0]] = *v;
@@ -28,8 +33,7 @@ class Simplifier {
         for (size_t k = 0; k < in.results.size(); ++k) remap_[in.results[k]] = prev->results[k];
         continue;
       }
-      def_[in.results.empty() ? -1 : in.results[0]] = out.body.size();
-      for (auto r : in.results) def_[r] = out.body.size();
+      for (auto r : in.results) def_[static_cast<size_t>(r)] = out.body.size();
       cse_[key(in)].push_back(out.body.size());
       out.body.push_back(std::move(in));
     }
@@ -39,18 +43,16 @@ class Simplifier {
   }
 
  private:
+  // A replaced value maps to its replacement, which is never replaced itself
+  // (it was resolved when it was recorded), so one lookup is enough.
   ir::ValueId resolve(ir::ValueId v) const {
-    for (int i = 0; i < 1000; ++i) {
-      auto it = remap_.find(v);
-      if (it == remap_.end()) return v;
-      v = it->second;
-    }
-    return v;
+    ir::ValueId r = remap_[static_cast<size_t>(v)];
+    return r == ir::kNoValue ? v : r;
   }
 
   const ir::Instr *def(const ir::Function &out, ir::ValueId v) const {
-    auto it = def_.find(v);
-    return it == def_.end() ? nullptr : &out.body[it->second];
+    size_t i = def_[static_cast<size_t>(v)];
+    return i == kNotDefined ? nullptr : &out.body[i];
   }
 
   /// The scalar value of a constant or full op defining `v`, if any.
@@ -238,10 +240,12 @@ class Simplifier {
     }
   }
 
-  std::string key(const ir::Instr &in) const {
-    std::string k = std::to_string(static_cast<int>(in.op));
-    for (auto o : in.operands) k += "," + std::to_string(o);
-    return k;
+  /// A hash of the op and operands (equal instructions have equal keys;
+  /// find_equal compares the rest).
+  static uint64_t key(const ir::Instr &in) {
+    uint64_t h = static_cast<uint64_t>(in.op) * 0x9e3779b97f4a7c15ull;
+    for (auto o : in.operands) h = (h ^ static_cast<uint64_t>(o)) * 0x100000001b3ull + 0x7f4a7c15;
+    return h;
   }
 
   const ir::Instr *find_equal(const ir::Function &out, const ir::Instr &in) const {
@@ -278,17 +282,18 @@ class Simplifier {
     f.body = std::move(body);
   }
 
-  const ir::Function &in_;
-  std::unordered_map<ir::ValueId, ir::ValueId> remap_;
-  std::unordered_map<ir::ValueId, size_t> def_;
-  std::unordered_map<std::string, std::vector<size_t>> cse_;
+  static constexpr size_t kNotDefined = ~size_t{0};
+  ir::Function in_;
+  std::vector<ir::ValueId> remap_;  // by value: its replacement, or kNoValue
+  std::vector<size_t> def_;         // by value: its instruction in the output body
+  std::unordered_map<uint64_t, std::vector<size_t>> cse_;
 };
 
 }  // namespace
 
-ir::Function simplify(const ir::Module &module, const ir::Function &function) {
+ir::Function simplify(const ir::Module &module, ir::Function function) {
   (void)module;
-  return Simplifier(function).run();
+  return Simplifier(std::move(function)).run();
 }
 
 }  // namespace spmd

@@ -17,6 +17,8 @@
 
 namespace spmd {
 
-ir::Function simplify(const ir::Module &module, const ir::Function &function);
+/// Takes the function by value: pass it with std::move when it is not needed
+/// afterwards, so its body is not copied.
+ir::Function simplify(const ir::Module &module, ir::Function function);
 
 }  // namespace spmd

@@ -1,8 +1,7 @@
 // transforms/transpose.cpp — see transpose.h. Rules are in transpose_rules.cpp.
 #include "transforms/transpose.h"
 
-#include <unordered_map>
-
+#include "ir/value_map.h"
 #include "transforms/transpose_rules.h"
 
 namespace spmd {
@@ -55,7 +54,8 @@ ir::Function transpose_function(const ir::Module &module, const ir::Function &f,
   out.auto_pbroadcast = false;
   out.span = f.span;
   out.return_span = f.return_span;
-  std::unordered_map<ir::ValueId, ir::ValueId> map;  // constant values of f -> out
+  ir::ValueMap<ir::ValueId> map;  // constant values of f -> out
+  map.reserve(f.values.size());
   for (size_t k = 0; k < f.params.size(); ++k) {
     if (spec.linear_params[k]) continue;
     ir::Param p = f.params[k];
@@ -66,14 +66,14 @@ ir::Function transpose_function(const ir::Module &module, const ir::Function &f,
   }
   Emitter e(module, out);
   // Cotangent seeds.
-  std::unordered_map<ir::ValueId, ir::ValueId> ct;
+  ir::ValueMap<ir::ValueId> ct;
+  ct.reserve(f.values.size());
   auto accumulate = [&](ir::ValueId v, ir::ValueId c) {
-    auto it = ct.find(v);
-    if (it == ct.end()) {
-      ct[v] = c;
+    if (ir::ValueId *sum = ct.find(v)) {
+      *sum = e.add(*sum, c);
+      e.set_name(*sum, cotangent_name(f.values[v].name));
     } else {
-      it->second = e.add(it->second, c);
-      e.set_name(it->second, cotangent_name(f.values[v].name));
+      ct[v] = c;
     }
   };
   std::vector<std::pair<size_t, ir::ValueId>> seeds;
@@ -121,8 +121,8 @@ ir::Function transpose_function(const ir::Module &module, const ir::Function &f,
   for (size_t i = f.body.size(); i-- > 0;) {
     const ir::Instr &in = f.body[i];
     if (in.results.empty() || !linear[in.results[0]]) continue;
-    auto it = ct.find(in.results[0]);
-    if (it == ct.end()) continue;                      // zero cotangent
+    const ir::ValueId *result_ct = ct.find(in.results[0]);
+    if (!result_ct) continue;                          // zero cotangent
     std::vector<std::optional<ir::ValueId>> operands;  // constant operands, mapped
     std::vector<bool> lin_ops;
     for (ir::ValueId o : in.operands) {
@@ -131,7 +131,7 @@ ir::Function transpose_function(const ir::Module &module, const ir::Function &f,
     }
     std::vector<Type> operand_types;
     for (ir::ValueId o : in.operands) operand_types.push_back(f.type(o));
-    TransposeRuleInput rule{in, operands, operand_types, lin_ops, it->second};
+    TransposeRuleInput rule{in, operands, operand_types, lin_ops, *result_ct};
     const auto fresh = static_cast<ir::ValueId>(out.values.size());
     for (auto [k, c] : apply_transpose_rule(e, rule)) {
       if (c >= fresh) e.set_name(c, cotangent_name(f.values[in.operands[k]].name));
@@ -153,8 +153,8 @@ ir::Function transpose_function(const ir::Module &module, const ir::Function &f,
   for (size_t k = 0; k < f.params.size(); ++k) {
     if (!spec.linear_params[k]) continue;
     ir::ValueId pv = f.params[k].value;
-    auto it = ct.find(pv);
-    ir::ValueId c = it != ct.end() ? it->second : e.zeros(f.type(pv));
+    const ir::ValueId *found = ct.find(pv);
+    ir::ValueId c = found ? *found : e.zeros(f.type(pv));
     out.returns.push_back(c);
     ir::Result r;
     r.name = cotangent_name(f.values[pv].name);

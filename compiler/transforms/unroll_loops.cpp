@@ -1,7 +1,7 @@
 // transforms/unroll_loops.cpp — see unroll_loops.h.
 #include "transforms/unroll_loops.h"
 
-#include <unordered_map>
+#include "ir/value_map.h"
 
 namespace spmd {
 namespace {
@@ -19,8 +19,8 @@ class Unroller {
 
  private:
   ir::ValueId get(ir::ValueId v) const {
-    auto it = map_.find(v);
-    return it == map_.end() ? v : it->second;
+    const ir::ValueId *mapped = map_.find(v);
+    return mapped ? *mapped : v;
   }
 
   /// Appends `block` to `out`, remapping operands; with copy_results every
@@ -69,7 +69,7 @@ class Unroller {
   }
 
   ir::Function &f_;
-  std::unordered_map<ir::ValueId, ir::ValueId> map_;
+  ir::ValueMap<ir::ValueId> map_;
 };
 
 bool block_has_loops(const std::vector<ir::Instr> &body) {
