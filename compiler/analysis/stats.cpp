@@ -27,8 +27,8 @@ void accumulate(const ir::Module &m, const ir::Function &f, FunctionStats &stats
     switch (in.op) {
       case OpCode::Psum:
       case OpCode::Pmax:
-      case OpCode::Pmin:
-        size = bytes_of(f.type(in.operands[0]));
+      case OpCode::Pmin:  // a combined psum((a, b), axes) is one collective of all its bytes
+        for (ir::ValueId v : in.operands) size += bytes_of(f.type(v));
         moved = 2 * (n - 1) / n * size;
         break;
       case OpCode::AllGather:
@@ -53,6 +53,7 @@ void accumulate(const ir::Module &m, const ir::Function &f, FunctionStats &stats
     }
     CollectiveStat &s = stats.by_op[std::string(op_spelling(in.op))];
     s.count++;
+    s.values += static_cast<int>(in.operands.empty() ? 1 : in.operands.size());
     s.size_bytes += size;
     s.moved_bytes += moved;
   }

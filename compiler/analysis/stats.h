@@ -19,7 +19,8 @@
 namespace spmd {
 
 struct CollectiveStat {
-  int count = 0;
+  int count = 0;           // collectives (a combined psum((a, b), axes) is one)
+  int values = 0;          // tensors they carry (psum((a, b), axes) carries two)
   double size_bytes = 0;   // summed over occurrences
   double moved_bytes = 0;  // summed over occurrences
 };

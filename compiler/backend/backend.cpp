@@ -2,9 +2,12 @@
 //
 // Every shmap is flattened (inline_calls) and simplified exactly as the
 // transforms do, so the emitted code computes what `spmdc run` computes on
-// the same op sequence.
+// the same op sequence; independent all-reduces over the same axes are then
+// combined into one collective (transforms/combine_collectives.h: the same
+// bits, one launch).
 #include "backend/backend.h"
 
+#include "transforms/combine_collectives.h"
 #include "transforms/inline_calls.h"
 #include "transforms/simplify.h"
 
@@ -15,8 +18,10 @@ Prepared prepare(const ir::Module &module) {
   Prepared p;
   p.module = &module;
   for (const ir::Function &f : module.functions)
-    if (f.kind == ir::FunctionKind::Shmap)
+    if (f.kind == ir::FunctionKind::Shmap) {
       p.functions.push_back(simplify(module, inline_calls(module, f)));
+      combine_collectives(p.functions.back());
+    }
   return p;
 }
 

@@ -405,6 +405,22 @@ std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<
   return s.empty() ? "0" : s;
 }
 
+std::string all_reduce_expr(const ir::Function &f, const ir::Instr &in, Names &names,
+                            std::string &pre) {
+  const char *op = in.op == OpCode::Pmax ? "Max" : in.op == OpCode::Pmin ? "Min" : "Sum";
+  const std::string tail = ", Axes" + int_list(in.attrs.axes) + ", rt::ReduceOp::" + op + ")";
+  if (in.operands.size() == 1) return "ctx.all_reduce(" + names[in.operands[0]] + tail;
+  const std::string all = names.fresh("combined");
+  pre += "  const std::vector<Tensor> " + all + " = ctx.all_reduce(std::vector<Tensor>{";
+  for (size_t k = 0; k < in.operands.size(); ++k) pre += (k ? ", " : "") + names[in.operands[k]];
+  pre += "}" + tail + ";  // one combined " + std::string(op_spelling(in.op)) + "\n";
+  for (size_t k = 1; k < in.results.size(); ++k)
+    pre += "  const Tensor " + names[in.results[k]] + " = " + all + "[" + std::to_string(k) +
+           "];  // " + shape_type_str(f.type(in.results[k]).dtype, f.type(in.results[k]).shape) +
+           "\n";
+  return all + "[0]";
+}
+
 std::string group_title(const ir::Function &f, const FusedGroup &group) {
   std::vector<std::string> ops;
   for (size_t i : group.members) {

@@ -265,13 +265,9 @@ class CpuFunctionEmitter {
         break;
       }
       case OpCode::Psum:
-        expr = "ctx.all_reduce(" + x(0) + ", " + axes + ", rt::ReduceOp::Sum)";
-        break;
       case OpCode::Pmax:
-        expr = "ctx.all_reduce(" + x(0) + ", " + axes + ", rt::ReduceOp::Max)";
-        break;
       case OpCode::Pmin:
-        expr = "ctx.all_reduce(" + x(0) + ", " + axes + ", rt::ReduceOp::Min)";
+        expr = all_reduce_expr(f_, in, names_, pre);
         break;
       case OpCode::Pbroadcast:
         expr = x(0) + "  /* pbroadcast: invariant -> varying, no data moves */";

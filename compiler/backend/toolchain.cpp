@@ -104,8 +104,9 @@ std::vector<std::string> compile_command(const Toolchain &tc, Target target,
   std::vector<std::string> cmd;
   switch (target) {
     case Target::Cpu:
-      // -ffp-contract=off: no FMA contraction, so fused loops match the kernels bit for bit.
-      cmd = {tc.cxx, "-std=c++20", "-O2", "-ffp-contract=off", "-fno-fast-math",
+      // The runtime's flags (runtime/CMakeLists.txt): -ffp-contract=off, no FMA contraction,
+      // so fused loops match the kernels bit for bit; -O3 -fno-trapping-math vectorise them.
+      cmd = {tc.cxx, "-std=c++20", "-O3", "-fno-fast-math", "-fno-trapping-math", "-ffp-contract=off",
              "-I" + tc.include_dir, "-x", "c++", source, "-x", "none", "-o", output,
              tc.lib_dir + "/libspmdrt.a"};
       for (const std::string &lib : tc.blas_libraries) cmd.push_back(lib);

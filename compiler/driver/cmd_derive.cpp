@@ -18,6 +18,7 @@ struct DeriveOptions {
   std::vector<std::string> of;
   std::string output;
   bool types = false;
+  int64_t combine_threshold = CombineOptions{}.threshold_bytes;
 };
 
 int write_output(const std::string &path, const std::string &text) {
@@ -42,6 +43,7 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
   request.wrt = o.wrt;
   request.of = o.of;
   request.source_path = common.input;
+  request.combine.threshold_bytes = o.combine_threshold;
   try {
     ir::Module derived = derive(*c.module, request);
     ir::PrintOptions po;
@@ -75,6 +77,10 @@ void add_derive(CLI::App &app, CommonOptions &common, std::vector<Command> &out,
         ->delimiter(',');
   cmd->add_option("-o,--output", o.output, "Write the .spmd source here (default: stdout)");
   cmd->add_flag("--types", o.types, "Annotate the output with types and variance");
+  cmd->add_option("--combine-threshold", o.combine_threshold,
+                  "Combine independent psums over the same axes into one `psum((a, b), axes)` "
+                  "of at most this many bytes per device; 0 combines none (default 33554432)")
+      ->check(CLI::NonNegativeNumber);
   out.push_back({cmd, [&common, &o, kind] { return run_derive(common, o, kind); }});
 }
 

@@ -29,6 +29,7 @@ struct RunOptions {
   bool check_replication = false;
   int64_t print_limit = 1000;
   bool quiet = false;
+  int iters = 0, warmup = 0;
 };
 
 /// A user error: printed as `spmdc: error: ...`, exit 1.
@@ -94,6 +95,10 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
 
     interp::InterpOptions io;
     io.check_replication = options.check_replication;
+    io.timing.iters = options.iters;
+    io.timing.warmup = options.warmup;
+    std::vector<double> seconds;
+    io.seconds = &seconds;
     std::vector<rt::Tensor> results;
     try {
       results = interp::run_shmap(module, index, inputs, io);
@@ -113,6 +118,11 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
         std::cout << ir::result_name(f, k) << ": "
                   << shape_type_str(results[k].dtype(), results[k].shape()) << " (global) =\n"
                   << rt::format_tensor(results[k], options.print_limit) << "\n";
+    }
+    if (!seconds.empty()) {
+      std::cout.flush();
+      std::cerr << rt::timing_report("spmdc run", f.name, "the interpreter",
+                                     module.mesh_of(f).num_devices(), seconds, options.warmup);
     }
     rt::write_outputs(results, paths, "spmdc-run");
   } catch (const UsageError &e) {
@@ -142,6 +152,12 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
   run->add_option("--print-limit", options.print_limit,
                   "Print arrays with more elements than this abbreviated (default 1000)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  run->add_option("--iters", options.iters,
+                  "Time N more runs of the body (after --warmup runs) across the whole mesh; "
+                  "prints median/min/max on stderr, as built executables do")
+      ->check(CLI::Range(0, 1000000));
+  run->add_option("--warmup", options.warmup, "Untimed runs before the --iters timed ones")
+      ->check(CLI::Range(0, 1000000));
   run->add_flag("-q,--quiet", options.quiet, "Do not print the outputs");
   out.push_back({run, [&common] { return run_run(common, options); }});
 }

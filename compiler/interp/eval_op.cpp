@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "ops/variance_rules.h"
 #include "spmdrt/kernels.h"
 
 namespace spmd::interp::detail {
@@ -20,10 +21,14 @@ namespace {
 
 using rt::Tensor;
 
-Tensor un(rt::UnaryOp op, const std::vector<Tensor> &x) { return rt::unary(op, x[0]); }
-Tensor bin(rt::BinaryOp op, const std::vector<Tensor> &x) { return rt::binary(op, x[0], x[1]); }
 Tensor red(rt::ReduceOp op, const std::vector<Tensor> &x, const ir::Instr &in) {
   return rt::reduce(op, x[0], in.attrs.dims);
+}
+
+/// The reduction of an all-reduce op.
+rt::ReduceOp reduce_op(OpCode op) {
+  return op == OpCode::Pmax ? rt::ReduceOp::Max
+                            : (op == OpCode::Pmin ? rt::ReduceOp::Min : rt::ReduceOp::Sum);
 }
 
 /// The i32 scalar operand of dynamic_slice / dynamic_update_slice.
@@ -59,66 +64,51 @@ Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext 
       return Tensor::full(a.dtype, a.shape, a.value);
     case OpCode::Iota:
       return rt::iota(a.dtype, a.shape, a.dim);
-    // Elementwise, unary.
+    // Elementwise: one kernel each (elementwise_kernel below).
     case OpCode::Neg:
-      return un(rt::UnaryOp::Neg, x);
     case OpCode::Exp:
-      return un(rt::UnaryOp::Exp, x);
     case OpCode::Log:
-      return un(rt::UnaryOp::Log, x);
     case OpCode::Sin:
-      return un(rt::UnaryOp::Sin, x);
     case OpCode::Cos:
-      return un(rt::UnaryOp::Cos, x);
     case OpCode::Tanh:
-      return un(rt::UnaryOp::Tanh, x);
     case OpCode::Sqrt:
-      return un(rt::UnaryOp::Sqrt, x);
     case OpCode::Rsqrt:
-      return un(rt::UnaryOp::Rsqrt, x);
     case OpCode::Abs:
-      return un(rt::UnaryOp::Abs, x);
     case OpCode::Sign:
-      return un(rt::UnaryOp::Sign, x);
     case OpCode::Logistic:
-      return un(rt::UnaryOp::Logistic, x);
     case OpCode::Not:
-      return un(rt::UnaryOp::Not, x);
     case OpCode::Cast:
-      return rt::cast(x[0], a.dtype);
-    // Elementwise, binary.
     case OpCode::Add:
-      return bin(rt::BinaryOp::Add, x);
     case OpCode::Sub:
-      return bin(rt::BinaryOp::Sub, x);
     case OpCode::Mul:
-      return bin(rt::BinaryOp::Mul, x);
     case OpCode::Div:
-      return bin(rt::BinaryOp::Div, x);
     case OpCode::Pow:
-      return bin(rt::BinaryOp::Pow, x);
     case OpCode::Max:
-      return bin(rt::BinaryOp::Max, x);
     case OpCode::Min:
-      return bin(rt::BinaryOp::Min, x);
     case OpCode::Lt:
-      return bin(rt::BinaryOp::Lt, x);
     case OpCode::Le:
-      return bin(rt::BinaryOp::Le, x);
     case OpCode::Gt:
-      return bin(rt::BinaryOp::Gt, x);
     case OpCode::Ge:
-      return bin(rt::BinaryOp::Ge, x);
     case OpCode::Eq:
-      return bin(rt::BinaryOp::Eq, x);
     case OpCode::Ne:
-      return bin(rt::BinaryOp::Ne, x);
     case OpCode::And:
-      return bin(rt::BinaryOp::And, x);
     case OpCode::Or:
-      return bin(rt::BinaryOp::Or, x);
-    case OpCode::Select:
-      return rt::select(x[0], x[1], x[2]);
+    case OpCode::Select: {
+      const ElementwiseKernel k = elementwise_kernel(in.op);
+      switch (k.kind) {
+        case ElementwiseKernel::Kind::Unary:
+          return rt::unary(k.unary, x[0]);
+        case ElementwiseKernel::Kind::Binary:
+          return rt::binary(k.binary, x[0], x[1]);
+        case ElementwiseKernel::Kind::Select:
+          return rt::select(x[0], x[1], x[2]);
+        case ElementwiseKernel::Kind::Cast:
+          return rt::cast(x[0], a.dtype);
+        case ElementwiseKernel::Kind::None:
+          break;
+      }
+      break;
+    }
     // Reductions.
     case OpCode::ReduceSum:
       return red(rt::ReduceOp::Sum, x, in);
@@ -154,11 +144,9 @@ Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext 
     }
     // Collectives.
     case OpCode::Psum:
-      return ctx.all_reduce(x[0], a.axes, rt::ReduceOp::Sum);
     case OpCode::Pmax:
-      return ctx.all_reduce(x[0], a.axes, rt::ReduceOp::Max);
     case OpCode::Pmin:
-      return ctx.all_reduce(x[0], a.axes, rt::ReduceOp::Min);
+      return ctx.all_reduce(x[0], a.axes, reduce_op(in.op));
     case OpCode::Pbroadcast:
       return x[0];  // Invariant -> Varying: no data moves
     case OpCode::AllGather:
@@ -184,9 +172,107 @@ Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext 
 
 }  // namespace
 
+ElementwiseKernel elementwise_kernel(OpCode op) {
+  using K = ElementwiseKernel::Kind;
+  auto un = [](rt::UnaryOp u) { return ElementwiseKernel{K::Unary, u, rt::BinaryOp::Add}; };
+  auto bin = [](rt::BinaryOp b) { return ElementwiseKernel{K::Binary, rt::UnaryOp::Neg, b}; };
+  switch (op) {
+    case OpCode::Neg:
+      return un(rt::UnaryOp::Neg);
+    case OpCode::Exp:
+      return un(rt::UnaryOp::Exp);
+    case OpCode::Log:
+      return un(rt::UnaryOp::Log);
+    case OpCode::Sin:
+      return un(rt::UnaryOp::Sin);
+    case OpCode::Cos:
+      return un(rt::UnaryOp::Cos);
+    case OpCode::Tanh:
+      return un(rt::UnaryOp::Tanh);
+    case OpCode::Sqrt:
+      return un(rt::UnaryOp::Sqrt);
+    case OpCode::Rsqrt:
+      return un(rt::UnaryOp::Rsqrt);
+    case OpCode::Abs:
+      return un(rt::UnaryOp::Abs);
+    case OpCode::Sign:
+      return un(rt::UnaryOp::Sign);
+    case OpCode::Logistic:
+      return un(rt::UnaryOp::Logistic);
+    case OpCode::Not:
+      return un(rt::UnaryOp::Not);
+    case OpCode::Cast:
+      return {K::Cast};
+    case OpCode::Add:
+      return bin(rt::BinaryOp::Add);
+    case OpCode::Sub:
+      return bin(rt::BinaryOp::Sub);
+    case OpCode::Mul:
+      return bin(rt::BinaryOp::Mul);
+    case OpCode::Div:
+      return bin(rt::BinaryOp::Div);
+    case OpCode::Pow:
+      return bin(rt::BinaryOp::Pow);
+    case OpCode::Max:
+      return bin(rt::BinaryOp::Max);
+    case OpCode::Min:
+      return bin(rt::BinaryOp::Min);
+    case OpCode::Lt:
+      return bin(rt::BinaryOp::Lt);
+    case OpCode::Le:
+      return bin(rt::BinaryOp::Le);
+    case OpCode::Gt:
+      return bin(rt::BinaryOp::Gt);
+    case OpCode::Ge:
+      return bin(rt::BinaryOp::Ge);
+    case OpCode::Eq:
+      return bin(rt::BinaryOp::Eq);
+    case OpCode::Ne:
+      return bin(rt::BinaryOp::Ne);
+    case OpCode::And:
+      return bin(rt::BinaryOp::And);
+    case OpCode::Or:
+      return bin(rt::BinaryOp::Or);
+    case OpCode::Select:
+      return {K::Select};
+    case OpCode::Constant:
+    case OpCode::Full:
+    case OpCode::Iota:
+    case OpCode::ReduceSum:
+    case OpCode::ReduceMax:
+    case OpCode::ReduceMin:
+    case OpCode::Einsum:
+    case OpCode::Reshape:
+    case OpCode::Transpose:
+    case OpCode::BroadcastTo:
+    case OpCode::Slice:
+    case OpCode::Pad:
+    case OpCode::Concat:
+    case OpCode::DynamicSlice:
+    case OpCode::DynamicUpdateSlice:
+    case OpCode::Psum:
+    case OpCode::Pmax:
+    case OpCode::Pmin:
+    case OpCode::Pbroadcast:
+    case OpCode::AllGather:
+    case OpCode::AllGatherInvariant:
+    case OpCode::PsumScatter:
+    case OpCode::Pscatter:
+    case OpCode::AllToAll:
+    case OpCode::Ppermute:
+    case OpCode::AxisIndex:
+    case OpCode::For:
+    case OpCode::Call:
+      return {};
+  }
+  return {};
+}
+
 std::vector<rt::Tensor> eval_op(const ir::Instr &instr, const std::vector<rt::Tensor> &operands,
                                 rt::DeviceContext &ctx, const CallFn &call) {
   if (instr.op == OpCode::Call) return call(instr.attrs.callee, operands);
+  if (operands.size() != 1 && is_combinable_reduce(instr.op))  // psum((a, b), axes)
+    return ctx.all_reduce(operands, instr.attrs.axes, reduce_op(instr.op));
   return {one(instr, operands, ctx)};
 }
 

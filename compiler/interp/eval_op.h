@@ -11,11 +11,21 @@
 
 #include "ir/ir.h"
 #include "spmdrt/collectives.h"
+#include "spmdrt/kernels.h"
 
 namespace spmd::interp::detail {
 
 /// Evaluates the callee (an index into Module::functions) on these arguments.
 using CallFn = std::function<std::vector<rt::Tensor>(int callee, std::vector<rt::Tensor> args)>;
+
+/// The runtime kernel of an elementwise op (interp/fused_group.cpp runs fused
+/// groups with it): kind None for every other op.
+struct ElementwiseKernel {
+  enum class Kind { None, Unary, Binary, Select, Cast } kind = Kind::None;
+  rt::UnaryOp unary = rt::UnaryOp::Neg;
+  rt::BinaryOp binary = rt::BinaryOp::Add;
+};
+ElementwiseKernel elementwise_kernel(OpCode op);
 
 /// Executes `instr` on this device; returns one tensor per result.
 std::vector<rt::Tensor> eval_op(const ir::Instr &instr, const std::vector<rt::Tensor> &operands,

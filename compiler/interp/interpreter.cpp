@@ -3,7 +3,9 @@
 // run_shmap validates the inputs, then starts the mesh (rt::run_on_mesh). Each
 // device shards the global inputs by the in_specs, evaluates the body with a
 // DeviceEvaluator (values in a vector indexed by ValueId, each freed after its
-// last use, calls of def instances evaluated recursively) and leaves its local
+// last use, calls of def instances evaluated recursively; chains of elementwise
+// ops grouped by the backend's fusion plan and run a tile at a time,
+// interp/fused_group.h) and leaves its local
 // results in a per-device slot. The global results are assembled with
 // rt::unshard by the out_specs. With check_replication, every value's hash is
 // recorded and compared across devices afterwards (interp/replication.h).
@@ -12,7 +14,9 @@
 #include <map>
 #include <mutex>
 
+#include "backend/fusion.h"
 #include "interp/eval_op.h"
+#include "interp/fused_group.h"
 #include "interp/replication.h"
 #include "spmdrt/collectives.h"
 
@@ -21,28 +25,54 @@ namespace {
 
 using rt::Tensor;
 
-/// When each value of a function can be dropped.
+/// How one function runs: the backend's fusion plan (elementwise chains run as
+/// tiled groups, interp/fused_group.h) and when each value can be dropped.
 struct FunctionPlan {
+  backend::FusionPlan fusion;
   std::vector<ir::ValueId> dead_params;              // unused parameters, dropped at entry
-  std::vector<std::vector<ir::ValueId>> free_after;  // per instruction
+  std::vector<std::vector<ir::ValueId>> free_after;  // per step of fusion.steps
 };
 
-/// Last-use analysis of every function of the module, computed once per run
-/// and shared read-only by all devices.
-std::vector<FunctionPlan> plan_module(const ir::Module &module) {
+/// Every instruction its own step (no fusion).
+backend::FusionPlan unfused_plan(const ir::Function &f) {
+  backend::FusionPlan plan;
+  plan.group_of_instr.assign(f.body.size(), -1);
+  plan.folded_constant.assign(f.body.size(), false);
+  for (size_t i = 0; i < f.body.size(); ++i) plan.steps.push_back({false, i});
+  return plan;
+}
+
+/// Fusion plans and last uses of every function of the module, computed once
+/// per run and shared read-only by all devices. Without `fuse` every value is
+/// computed (the replication check hashes each one).
+std::vector<FunctionPlan> plan_module(const ir::Module &module, bool fuse) {
   std::vector<FunctionPlan> plans(module.functions.size());
   for (size_t fi = 0; fi < module.functions.size(); ++fi) {
     const ir::Function &f = module.functions[fi];
-    const int n = static_cast<int>(f.body.size());
+    FunctionPlan &p = plans[fi];
+    p.fusion = fuse ? backend::plan_fusion(f) : unfused_plan(f);
+    // A one-op group runs its tensor kernel directly.
+    for (backend::Step &s : p.fusion.steps)
+      if (s.is_group && p.fusion.groups[s.index].members.size() == 1)
+        s = {false, p.fusion.groups[s.index].members[0]};
+    const int n = static_cast<int>(p.fusion.steps.size());
     constexpr int kNever = -2;  // returned: kept to the end
     std::vector<int> last(f.values.size(), -1);
-    for (int i = 0; i < n; ++i) {
-      for (ir::ValueId r : f.body[i].results) last[r] = i;
-      for (ir::ValueId v : f.body[i].operands) last[v] = i;
+    auto read = [&](ir::ValueId v, int step) { last[v] = std::max(last[v], step); };
+    for (int s = 0; s < n; ++s) {
+      const backend::Step &step = p.fusion.steps[s];
+      if (step.is_group) {
+        for (size_t i : p.fusion.groups[step.index].members) {
+          for (ir::ValueId r : f.body[i].results) read(r, s);
+          for (ir::ValueId v : f.body[i].operands) read(v, s);
+        }
+      } else {
+        for (ir::ValueId r : f.body[step.index].results) read(r, s);
+        for (ir::ValueId v : f.body[step.index].operands) read(v, s);
+      }
     }
     for (ir::ValueId v : f.returns) last[v] = kNever;
-    FunctionPlan &p = plans[fi];
-    p.free_after.resize(f.body.size());
+    p.free_after.resize(static_cast<size_t>(n));
     for (const ir::Param &param : f.params)
       if (last[param.value] == -1) p.dead_params.push_back(param.value);
     for (size_t v = 0; v < last.size(); ++v)
@@ -71,21 +101,28 @@ class DeviceEvaluator {
       return call(callee, std::move(a));
     };
     std::vector<Tensor> operands;
-    for (size_t i = 0; i < f.body.size(); ++i) {
-      const ir::Instr &instr = f.body[i];
-      operands.clear();
-      for (ir::ValueId v : instr.operands) operands.push_back(env[v]);
-      std::vector<Tensor> out = detail::eval_op(instr, operands, ctx_, call_fn);
-      operands.clear();
-      if (out.size() != instr.results.size())
-        throw std::logic_error("interpreter: `" + std::string(op_spelling(instr.op)) +
-                               "` produced the wrong number of results");
-      for (size_t k = 0; k < out.size(); ++k) {
-        if (records_)
-          records_->push_back({&f, instr.results[k], &instr, detail::hash_tensor(out[k])});
-        env[instr.results[k]] = std::move(out[k]);
+    for (size_t s = 0; s < plan.fusion.steps.size(); ++s) {
+      const backend::Step &step = plan.fusion.steps[s];
+      if (step.is_group) {
+        const backend::FusedGroup &group = plan.fusion.groups[step.index];
+        std::vector<Tensor> out = detail::eval_fused_group(f, group, env);
+        for (size_t k = 0; k < out.size(); ++k) env[group.outputs[k]] = std::move(out[k]);
+      } else {
+        const ir::Instr &instr = f.body[step.index];
+        operands.clear();
+        for (ir::ValueId v : instr.operands) operands.push_back(env[v]);
+        std::vector<Tensor> out = detail::eval_op(instr, operands, ctx_, call_fn);
+        operands.clear();
+        if (out.size() != instr.results.size())
+          throw std::logic_error("interpreter: `" + std::string(op_spelling(instr.op)) +
+                                 "` produced the wrong number of results");
+        for (size_t k = 0; k < out.size(); ++k) {
+          if (records_)
+            records_->push_back({&f, instr.results[k], &instr, detail::hash_tensor(out[k])});
+          env[instr.results[k]] = std::move(out[k]);
+        }
       }
-      for (ir::ValueId v : plan.free_after[i]) env[v] = Tensor();
+      for (ir::ValueId v : plan.free_after[s]) env[v] = Tensor();
     }
     std::vector<Tensor> results;
     results.reserve(f.returns.size());
@@ -157,10 +194,12 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
 
   const rt::Mesh &mesh = module.mesh_of(f);
   const auto devices = static_cast<size_t>(mesh.num_devices());
-  const std::vector<FunctionPlan> plans = plan_module(module);
+  const std::vector<FunctionPlan> plans = plan_module(module, !options.check_replication);
   std::vector<std::vector<Tensor>> locals(f.results.size(), std::vector<Tensor>(devices));
   std::vector<std::vector<detail::Record>> records(options.check_replication ? devices : 0);
 
+  std::vector<double> times;
+  rt::StepClock clock(devices);
   rt::run_on_mesh(mesh, [&](rt::DeviceContext &ctx) {
     const auto d = static_cast<size_t>(ctx.device());
     std::vector<detail::Record> *rec = options.check_replication ? &records[d] : nullptr;
@@ -170,10 +209,14 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
       args.push_back(rt::shard(mesh, inputs[k], f.params[k].spec, ctx.device()));
       if (rec) rec->push_back({&f, f.params[k].value, nullptr, detail::hash_tensor(args.back())});
     }
-    DeviceEvaluator eval(module, plans, ctx, rec);
-    std::vector<Tensor> out = eval.call(function_index, std::move(args));
-    for (size_t k = 0; k < out.size(); ++k) locals[k][d] = std::move(out[k]);
+    rt::run_steps(ctx, options.timing, clock, times, [&](int it) {
+      DeviceEvaluator eval(module, plans, ctx, it == 0 ? rec : nullptr);
+      std::vector<Tensor> out = eval.call(function_index, args);
+      if (it == 0)
+        for (size_t k = 0; k < out.size(); ++k) locals[k][d] = std::move(out[k]);
+    });
   });
+  if (options.seconds) *options.seconds = std::move(times);
 
   if (options.check_replication) detail::check_replication(mesh, records);
   std::vector<Tensor> results;

@@ -19,14 +19,21 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "spmdrt/program.h"
 #include "spmdrt/tensor.h"
 #include "support/source.h"
 
 namespace spmd::interp {
 
 struct InterpOptions {
-  /// Check after every instruction that invariant values agree bit for bit.
+  /// Check after every instruction that invariant values agree bit for bit
+  /// (runs every op on its own: fused groups are not formed).
   bool check_replication = false;
+  /// Run the body again `timing.warmup` + `timing.iters` times after the
+  /// result-producing run; the last `iters` are timed across the whole mesh
+  /// (rt::run_steps) and their seconds appended to `seconds` (when not null).
+  rt::RunRequest timing;
+  std::vector<double> *seconds = nullptr;
 };
 
 /// A problem with the inputs given to run_shmap (a user error). The message

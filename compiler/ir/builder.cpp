@@ -11,26 +11,27 @@ namespace spmd::ir {
 std::vector<ValueId> Builder::add(OpCode op, std::vector<ValueId> operands, Attrs attrs,
                                   SourceSpan span, std::string &error, Origin origin) {
   std::vector<Type> operand_types;
-  AxisSet variance;
+  std::vector<AxisSet> variances;
   for (ValueId v : operands) {
     operand_types.push_back(function_.type(v));
-    variance = variance | function_.type(v).variance;
+    variances.push_back(function_.type(v).variance);
   }
   ShapeRuleResult shapes = infer_shapes(op, operand_types, attrs, mesh());
   if (!shapes.ok()) {
     error = shapes.error;
     return {};
   }
-  AxisSet result_var = result_variance(op, variance, attrs);
+  const std::vector<AxisSet> result_vars =
+      result_variances(op, variances, shapes.results.size(), attrs);
   Instr instr;
   instr.op = op;
   instr.operands = std::move(operands);
   instr.attrs = std::move(attrs);
   instr.span = span;
   instr.origin = origin;
-  for (Type &t : shapes.results) {
-    t.variance = result_var;
-    instr.results.push_back(function_.add_value(t, "", span));
+  for (size_t k = 0; k < shapes.results.size(); ++k) {
+    shapes.results[k].variance = result_vars[k];
+    instr.results.push_back(function_.add_value(shapes.results[k], "", span));
   }
   body_->push_back(std::move(instr));
   return body_->back().results;

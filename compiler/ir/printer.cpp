@@ -443,6 +443,12 @@ class FunctionPrinter {
       case OpCode::Psum:
       case OpCode::Pmax:
       case OpCode::Pmin:
+        if (in.operands.size() != 1) {  // combined: psum((a, b, c), axes)
+          std::string s = std::string(op_spelling(in.op)) + "((";
+          for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
+          return s + "), " + axes(in) + ")";
+        }
+        [[fallthrough]];
       case OpCode::Pbroadcast:
         return std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " + axes(in) + ")";
       case OpCode::AllGather:

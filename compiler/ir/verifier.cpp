@@ -103,12 +103,18 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
         if (t.variance != uni) err(i, name + ": operands differ in variance");
     AxisSet axes = AxisSet::of_all(in.attrs.axes);
     AxisRequirement req = operand_requirement(in.op);
-    if (req == AxisRequirement::Varying && !ops[0].variance.contains_all(axes))
-      err(i, name + ": operand must vary along " + axis_set_str(axes, mesh));
-    if (req == AxisRequirement::Invariant && !(ops[0].variance & axes).empty())
-      err(i, name + ": operand must be invariant along " + axis_set_str(axes, mesh));
-    AxisSet rv = result_variance(in.op, uni, in.attrs);
+    for (const Type &t : ops) {
+      if (req == AxisRequirement::Varying && !t.variance.contains_all(axes))
+        err(i, name + ": operand must vary along " + axis_set_str(axes, mesh));
+      if (req == AxisRequirement::Invariant && !(t.variance & axes).empty())
+        err(i, name + ": operand must be invariant along " + axis_set_str(axes, mesh));
+    }
+    std::vector<AxisSet> operand_vars;
+    for (const Type &t : ops) operand_vars.push_back(t.variance);
+    const std::vector<AxisSet> rvs =
+        result_variances(in.op, operand_vars, in.results.size(), in.attrs);
     for (size_t k = 0; k < in.results.size(); ++k) {
+      const AxisSet rv = rvs[k];
       const Type &t = f.type(in.results[k]);
       if (t.dtype != shapes.results[k].dtype || t.shape != shapes.results[k].shape)
         err(i, name + ": result type " + type_str(t, mesh) + " differs from the shape rule's " +

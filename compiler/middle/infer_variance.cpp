@@ -213,20 +213,22 @@ class VarianceInference {
         AxisRequirement req = operand_requirement(in.op);
         std::string op(op_spelling(in.op));
         if (req == AxisRequirement::Varying) {
-          ir::ValueId x = in.operands[0];
-          AxisSet missing = axes - f.type(x).variance;
-          if (!missing.empty()) {
-            if (st.auto_pb) {
-              in.operands[0] = lift(st, body, x, f.type(x).variance | missing, in.span);
-            } else {
-              diags_
-                  ->error("invariant-operand", in.span,
-                          "`" + op + "` needs an operand that varies along " +
-                              axes_names(missing, mesh) + ", but " + name_of(st, x) +
-                              " is the same on every device along " +
-                              (missing.size() == 1 ? "it" : "them"))
-                  .fix = "write `" + op + "(" + pbroadcast_text(f.values[x].name, missing, mesh) +
-                         ", ...)`, or enable automatic pbroadcast insertion";
+          for (ir::ValueId &operand : in.operands) {  // several for psum((a, b), axes)
+            ir::ValueId x = operand;
+            AxisSet missing = axes - f.type(x).variance;
+            if (!missing.empty()) {
+              if (st.auto_pb) {
+                operand = lift(st, body, x, f.type(x).variance | missing, in.span);
+              } else {
+                diags_
+                    ->error("invariant-operand", in.span,
+                            "`" + op + "` needs an operand that varies along " +
+                                axes_names(missing, mesh) + ", but " + name_of(st, x) +
+                                " is the same on every device along " +
+                                (missing.size() == 1 ? "it" : "them"))
+                    .fix = "write `" + op + "(" + pbroadcast_text(f.values[x].name, missing, mesh) +
+                           ", ...)`, or enable automatic pbroadcast insertion";
+              }
             }
           }
         } else if (req == AxisRequirement::Invariant) {
@@ -269,10 +271,11 @@ class VarianceInference {
       }
     }
     if (in.op != OpCode::Call) {
-      AxisSet operand_var;
-      for (auto o : in.operands) operand_var = operand_var | f.type(o).variance;
-      AxisSet rv = result_variance(in.op, operand_var, in.attrs);
-      for (auto r : in.results) f.type(r).variance = rv;
+      std::vector<AxisSet> operand_vars;
+      for (auto o : in.operands) operand_vars.push_back(f.type(o).variance);
+      const std::vector<AxisSet> rvs =
+          result_variances(in.op, operand_vars, in.results.size(), in.attrs);
+      for (size_t k = 0; k < in.results.size(); ++k) f.type(in.results[k]).variance = rvs[k];
     }
     for (auto r : in.results) st.defs[r] = DefInfo{in.op, in.operands, in.attrs.axes, in.span};
     if (op_kind(in.op) == OpKind::Creation && !in.results.empty()) st.creations[in.results[0]] = in;

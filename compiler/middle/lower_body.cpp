@@ -110,15 +110,20 @@ DiagnosticEngine &BodyLowerer::diags() { return program_.diags; }
 
 ir::ValueId BodyLowerer::emit(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
                               SourceSpan span, ir::Origin origin) {
+  std::vector<ir::ValueId> results =
+      emit_all(op, std::move(operands), std::move(attrs), span, origin);
+  return results.empty() ? ir::kNoValue : results[0];
+}
+
+std::vector<ir::ValueId> BodyLowerer::emit_all(OpCode op, std::vector<ir::ValueId> operands,
+                                               Attrs attrs, SourceSpan span, ir::Origin origin) {
   for (ir::ValueId v : operands)
-    if (v == ir::kNoValue) return ir::kNoValue;
+    if (v == ir::kNoValue) return {};
   std::string error;
   auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error, origin);
-  if (results.empty()) {
+  if (results.empty())
     diags().error("type-error", span, "`" + std::string(op_display_name(op)) + "`: " + error);
-    return ir::kNoValue;
-  }
-  return results[0];
+  return results;
 }
 
 void BodyLowerer::lower_block(const ast::Block &block) {

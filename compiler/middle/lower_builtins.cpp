@@ -5,12 +5,14 @@
 // dtypes, permutations) and emits IR. Sugar lowers to core ops here:
 // mean -> sum * (1/n), pmean -> psum * (1/n), zeros/ones -> full,
 // matmul -> einsum, keepdims -> reshape, axis_size -> a constant.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
 
 #include "middle/lower_internal.h"
 #include "ops/shape_rules.h"
+#include "ops/variance_rules.h"
 
 namespace spmd::lowering {
 namespace {
@@ -225,30 +227,52 @@ BuiltinHandler reduction(OpCode op, bool mean) {
   };
 }
 
-/// psum-like collectives: (x, axes).
+/// psum-like collectives: (x, axes). psum, pmean, pmax and pmin also take a
+/// tuple, `psum((a, b, c), axes)`: one combined collective, a tuple of results.
 BuiltinHandler collective(OpCode op, bool mean = false) {
   return [op, mean](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
     Args a(b, call, span, {{"x"}, {"axes"}});
     if (!a.ok()) return {};
-    ir::ValueId x = a.value("x", DType::F32);
-    auto axes = a.axes("axes");
-    if (x == ir::kNoValue || !axes) return {};
-    Attrs attrs;
-    attrs.axes = *axes;
-    ir::ValueId r = b.emit(op, {x}, attrs, span);
-    if (mean && r != ir::kNoValue) {
-      const Type &t = b.function().type(r);
-      if (!rt::is_float(t.dtype)) {
-        b.diags().error("type-error", span, "pmean needs a floating-point operand");
+    const auto *tuple = std::get_if<ast::TupleExpr>(&a.get("x")->node);
+    const bool combined = tuple && is_combinable_reduce(op);
+    std::vector<ir::ValueId> xs;
+    if (combined) {
+      if (tuple->elements.empty()) {
+        b.diags().error("bad-argument", a.get("x")->span,
+                        "`" + call.callee.name + "` of an empty tuple");
         return {};
       }
-      Attrs c;
-      c.dtype = t.dtype;
-      c.value = 1.0 / static_cast<double>(axes_size(b.mesh(), *axes));
-      ir::ValueId scale = b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering);
-      r = b.emit(OpCode::Mul, {r, scale}, {}, span, ir::Origin::Lowering);
+      for (const auto &e : tuple->elements) xs.push_back(b.lower_value(*e, DType::F32));
+    } else {
+      xs.push_back(a.value("x", DType::F32));
     }
-    return value_or_invalid(r, span);
+    auto axes = a.axes("axes");
+    if (!axes || std::count(xs.begin(), xs.end(), ir::kNoValue)) return {};
+    Attrs attrs;
+    attrs.axes = *axes;
+    std::vector<ir::ValueId> rs = b.emit_all(op, xs, attrs, span);
+    if (rs.empty()) return {};
+    if (mean) {
+      for (ir::ValueId &r : rs) {
+        const Type &t = b.function().type(r);
+        if (!rt::is_float(t.dtype)) {
+          b.diags().error("type-error", span, "pmean needs a floating-point operand");
+          return {};
+        }
+        Attrs c;
+        c.dtype = t.dtype;
+        c.value = 1.0 / static_cast<double>(axes_size(b.mesh(), *axes));
+        ir::ValueId scale = b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering);
+        r = b.emit(OpCode::Mul, {r, scale}, {}, span, ir::Origin::Lowering);
+        if (r == ir::kNoValue) return {};
+      }
+    }
+    if (!combined) return value_or_invalid(rs[0], span);
+    LExpr e;
+    e.kind = LExpr::Kind::Tuple;
+    e.tuple = rs;
+    e.span = span;
+    return e;
   };
 }
 

@@ -54,6 +54,9 @@ class BodyLowerer {
   /// Appends an op, reporting a shape-rule failure at `span`.
   ir::ValueId emit(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs, SourceSpan span,
                    ir::Origin origin = ir::Origin::User);
+  /// Appends an op with several results (a combined `psum((a, b), axes)`); empty on error.
+  std::vector<ir::ValueId> emit_all(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
+                                    SourceSpan span, ir::Origin origin = ir::Origin::User);
   /// A binary elementwise op with weak-literal handling.
   LExpr binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan span);
 

@@ -263,6 +263,13 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
       break;
     case OpKind::Collective:
       if (op == OpCode::AxisIndex) return one(DType::I32, {});
+      if (op == OpCode::Psum || op == OpCode::Pmax || op == OpCode::Pmin) {
+        // psum((a, b, ...), axes): one result per operand, of its type.
+        if (ops.empty()) return fail("a combined reduction needs at least one operand");
+        ShapeRuleResult r;
+        for (const Type &t : ops) r.results.push_back(Type{t.dtype, t.shape, {}});
+        return r;
+      }
       return collective_shapes(op, ops[0], attrs, mesh);
     case OpKind::Call:
       return fail("internal: call types come from the callee");

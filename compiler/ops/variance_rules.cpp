@@ -61,6 +61,22 @@ AxisSet result_variance(OpCode op, AxisSet v, const Attrs &attrs) {
   }
 }
 
+bool is_combinable_reduce(OpCode op) {
+  return op == OpCode::Psum || op == OpCode::Pmax || op == OpCode::Pmin;
+}
+
+std::vector<AxisSet> result_variances(OpCode op, const std::vector<AxisSet> &operand_variances,
+                                      size_t num_results, const Attrs &attrs) {
+  if (is_combinable_reduce(op) && operand_variances.size() == num_results) {
+    std::vector<AxisSet> out;
+    for (AxisSet v : operand_variances) out.push_back(result_variance(op, v, attrs));
+    return out;
+  }
+  AxisSet uni;
+  for (AxisSet v : operand_variances) uni = uni | v;
+  return std::vector<AxisSet>(num_results, result_variance(op, uni, attrs));
+}
+
 bool constant_operand_adapts(OpCode op) {
   switch (op_kind(op)) {
     case OpKind::Collective:

@@ -7,6 +7,8 @@
 // or invariant along them. docs/device-variance.md explains each rule.
 #pragma once
 
+#include <vector>
+
 #include "ir/types.h"
 #include "ops/op_info.h"
 
@@ -25,6 +27,17 @@ AxisRequirement operand_requirement(OpCode op);
 /// variance. For non-collectives that is `operand_variance` itself; creation
 /// ops give {} and axis_index gives attrs.axes.
 AxisSet result_variance(OpCode op, AxisSet operand_variance, const Attrs &attrs);
+
+/// True for an all-reduce (psum, pmax, pmin): the ops with a combined form
+/// `psum((a, b, ...), axes)` of several operands and as many results, operand k
+/// reduced into result k (one collective for all of them).
+bool is_combinable_reduce(OpCode op);
+
+/// The variance of each of `num_results` results given the operands'
+/// variances: result k of a combined all-reduce from operand k alone; for every
+/// other op, result_variance of the union of all operands.
+std::vector<AxisSet> result_variances(OpCode op, const std::vector<AxisSet> &operand_variances,
+                                      size_t num_results, const Attrs &attrs);
 
 /// Whether a constant (a creation op's result) used as an operand of `op`
 /// takes the variance of the op's other operands, as a literal does in

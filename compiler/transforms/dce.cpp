@@ -1,6 +1,9 @@
 // transforms/dce.cpp — see dce.h. Everything in the IR is pure, so an
-// instruction is live exactly when one of its results is.
+// instruction is live exactly when one of its results is (and a combined
+// psum((a, b), axes) keeps only its live components).
 #include "transforms/dce.h"
+
+#include "ops/variance_rules.h"
 
 namespace spmd {
 namespace {
@@ -14,6 +17,17 @@ void sweep(std::vector<ir::Instr> &body, std::vector<bool> &live) {
     for (auto r : in.results) used = used || live[r];
     if (!used) continue;
     keep[i] = true;
+    if (is_combinable_reduce(in.op) && in.operands.size() > 1) {
+      // psum((a, b), axes): drop the components whose result is dead.
+      std::vector<ir::ValueId> operands, results;
+      for (size_t k = 0; k < in.results.size(); ++k) {
+        if (!live[in.results[k]]) continue;
+        operands.push_back(in.operands[k]);
+        results.push_back(in.results[k]);
+      }
+      in.operands = std::move(operands);
+      in.results = std::move(results);
+    }
     for (auto o : in.operands) live[o] = true;
     for (auto &region : in.regions) {
       for (auto y : region.yields) live[y] = true;

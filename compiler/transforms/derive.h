@@ -9,7 +9,8 @@
 //              the JVP transposed in its tangents;
 //   grad:      f_grad(x...) -> (y..., xbar for wrt...), the vjp of the scalar
 //              outputs in `of` (default: the first output) seeded with 1;
-// simplifies the result (dead code, CSE, trivial algebra) and verifies it.
+// simplifies the result (dead code, CSE, trivial algebra), combines its
+// independent all-reduces (`psum((a, b), axes)`) and verifies it.
 // The result module holds the function's mesh and the one new function, ready
 // for ir::print_module; it type-checks with automatic pbroadcast insertion
 // off. Problems are TransformErrors (user errors with a span).
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "transforms/combine_collectives.h"
 #include "transforms/emitter.h"
 
 namespace spmd {
@@ -31,6 +33,9 @@ struct DeriveRequest {
   std::vector<std::string> wrt;  // parameter names; empty = all
   std::vector<std::string> of;   // result names or indices (vjp, grad); empty = default
   std::string source_path;       // for the generated comment
+  /// Independent psums (pmaxs, pmins) of the result over the same axes become
+  /// one combined collective (transforms/combine_collectives.h).
+  CombineOptions combine;
 };
 
 ir::Module derive(const ir::Module &module, const DeriveRequest &request);

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -315,6 +316,44 @@ Tensor DeviceContext::all_reduce(const Tensor &x, const std::vector<int> &axes, 
   return rv->shared_result.clone();
 }
 
+std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
+                                              const std::vector<int> &axes, ReduceOp op) {
+  std::vector<Tensor> out(xs.size());
+  std::vector<bool> done(xs.size(), false);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (done[i]) continue;
+    std::vector<size_t> same;  // the tensors of xs[i]'s dtype, in order
+    int64_t total = 0;
+    for (size_t j = i; j < xs.size(); ++j) {
+      if (done[j] || xs[j].dtype() != xs[i].dtype()) continue;
+      same.push_back(j);
+      done[j] = true;
+      total += xs[j].numel();
+    }
+    if (same.size() == 1) {
+      out[i] = all_reduce(xs[i], axes, op);
+      continue;
+    }
+    const size_t esize = dtype_size(xs[i].dtype());
+    Tensor packed = Tensor::empty(xs[i].dtype(), {total});
+    size_t offset = 0;
+    for (size_t j : same) {
+      const size_t bytes = static_cast<size_t>(xs[j].numel()) * esize;
+      if (bytes) std::memcpy(packed.raw() + offset, xs[j].raw(), bytes);
+      offset += bytes;
+    }
+    const Tensor reduced = all_reduce(packed, axes, op);
+    offset = 0;
+    for (size_t j : same) {
+      out[j] = Tensor::empty(xs[j].dtype(), xs[j].shape());
+      const size_t bytes = static_cast<size_t>(xs[j].numel()) * esize;
+      if (bytes) std::memcpy(out[j].raw(), reduced.raw() + offset, bytes);
+      offset += bytes;
+    }
+  }
+  return out;
+}
+
 Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim,
                                  bool tiled) {
   const int64_t d = check_dim(dim, tiled ? x.rank() : x.rank() + 1, "all_gather");
@@ -429,6 +468,7 @@ void DeviceContext::barrier() {
 
 void run_on_mesh(const Mesh &mesh, const std::function<void(DeviceContext &)> &body) {
   SimulatedFabric fabric(mesh);
+  detail::use_blas_threads_for(mesh.num_devices());
   auto run_device = [&](int64_t device) {
     try {
       DeviceContext context(fabric, device);

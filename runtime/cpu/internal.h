@@ -15,6 +15,11 @@
 
 namespace spmd::rt::detail {
 
+/// Sizes OpenBLAS's thread pool for `devices` device threads sharing the
+/// machine's cores (cores / devices, at least 1): several devices calling a
+/// multi-threaded BLAS at once only make its threads spin on each other.
+void use_blas_threads_for(int64_t devices);
+
 /// A bf16 element; a distinct type so dtype dispatch can template on it.
 struct BF16 {
   uint16_t bits;

@@ -5,13 +5,19 @@
 // arithmetic. Three loop shapes: same-shape contiguous operands, one scalar
 // operand, and general NumPy broadcasting via for_each_broadcast_row (strided
 // rows). bf16 computes each element in f32 and rounds once when storing.
-// Integer arithmetic wraps (two's complement) instead of invoking UB; integer
-// division truncates toward zero and division by zero throws.
+// The per-element arithmetic is spmdrt/scalar_ops.h, the same functions the
+// CPU backend's fused loops call: integer arithmetic wraps (two's complement)
+// instead of invoking UB, integer division truncates toward zero and division
+// by zero throws, and f32 exp/log/tanh/logistic are the vectorisable versions
+// of spmdrt/vector_math.h.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "internal.h"
 #include "spmdrt/kernels.h"
+#include "spmdrt/scalar_ops.h"
 
 namespace spmd::rt {
 
@@ -27,41 +33,35 @@ constexpr bool kIsFloat =
 
 // ---- unary ----------------------------------------------------------------------
 
+/// One element of a unary op: the per-element meaning shared with the fused
+/// loops of the CPU backend (spmdrt/scalar_ops.h), so both compute the same bits.
 template <UnaryOp kOp, typename C>
 inline C apply_unary(C x) {
   if constexpr (kOp == UnaryOp::Neg) {
-    if constexpr (std::is_same_v<C, int32_t>) {
-      return static_cast<int32_t>(0u - static_cast<uint32_t>(x));
-    } else {
-      return -x;
-    }
+    return sc::neg(x);
   } else if constexpr (kOp == UnaryOp::Abs) {
-    if constexpr (std::is_same_v<C, int32_t>) {
-      return x < 0 ? static_cast<int32_t>(0u - static_cast<uint32_t>(x)) : x;
-    } else {
-      return std::abs(x);
-    }
+    return sc::abs(x);
   } else if constexpr (kOp == UnaryOp::Sign) {
-    return x > C(0) ? C(1) : (x < C(0) ? C(-1) : x);  // keeps 0, -0 and NaN
+    return sc::sign(x);
   } else if constexpr (kOp == UnaryOp::Exp) {
-    return std::exp(x);
+    return sc::exp(x);
   } else if constexpr (kOp == UnaryOp::Log) {
-    return std::log(x);
+    return sc::log(x);
   } else if constexpr (kOp == UnaryOp::Sin) {
-    return std::sin(x);
+    return sc::sin(x);
   } else if constexpr (kOp == UnaryOp::Cos) {
-    return std::cos(x);
+    return sc::cos(x);
   } else if constexpr (kOp == UnaryOp::Tanh) {
-    return std::tanh(x);
+    return sc::tanh(x);
   } else if constexpr (kOp == UnaryOp::Sqrt) {
-    return std::sqrt(x);
+    return sc::sqrt(x);
   } else if constexpr (kOp == UnaryOp::Rsqrt) {
-    return C(1) / std::sqrt(x);
+    return sc::rsqrt(x);
   } else if constexpr (kOp == UnaryOp::Logistic) {
-    return C(1) / (C(1) + std::exp(-x));
+    return sc::logistic(x);
   } else {
     static_assert(kOp == UnaryOp::Not);
-    return !x;
+    return sc::logical_not(x);
   }
 }
 
@@ -82,21 +82,23 @@ const char *unary_name(UnaryOp op) {
   return names[static_cast<int>(op)];
 }
 
+/// out[0, n) = op(x): x contiguous, or one element repeated.
 template <UnaryOp kOp>
-Tensor run_unary(const Tensor &x) {
-  return detail::dispatch_dtype(x.dtype(), [&](auto tag) -> Tensor {
+void run_unary_span(DType dtype, SpanArg x, void *out, int64_t n) {
+  detail::dispatch_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
     if constexpr (!unary_supported<kOp, S>()) {
-      fail(std::string("unary op ") + unary_name(kOp) + " does not accept " +
-           dtype_name(x.dtype()) + " operands");
+      fail(std::string("unary op ") + unary_name(kOp) + " does not accept " + dtype_name(dtype) +
+           " operands");
     } else {
       using Cx = Compute<S>;
-      Tensor out = Tensor::empty(x.dtype(), x.shape());
-      const S *in = x.data<S>();
-      S *o = out.data<S>();
-      const int64_t n = x.numel();
-      for (int64_t i = 0; i < n; ++i) o[i] = Cx::store(apply_unary<kOp>(Cx::load(in[i])));
-      return out;
+      const S *in = static_cast<const S *>(x.data);
+      S *o = static_cast<S *>(out);
+      if (x.scalar) {
+        if (n > 0) std::fill(o, o + n, Cx::store(apply_unary<kOp>(Cx::load(in[0]))));
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = Cx::store(apply_unary<kOp>(Cx::load(in[i])));
+      }
     }
   });
 }
@@ -107,67 +109,40 @@ template <BinaryOp kOp>
 constexpr bool kIsComparison = kOp == BinaryOp::Lt || kOp == BinaryOp::Le || kOp == BinaryOp::Gt ||
                                kOp == BinaryOp::Ge || kOp == BinaryOp::Eq || kOp == BinaryOp::Ne;
 
-int32_t int_pow(int32_t base, int32_t exponent) {
-  if (exponent < 0) return base == 1 ? 1 : (base == -1 ? (exponent % 2 ? -1 : 1) : 0);
-  uint32_t result = 1, b = static_cast<uint32_t>(base);
-  for (auto e = static_cast<uint32_t>(exponent); e; e >>= 1, b *= b) {
-    if (e & 1) result *= b;
-  }
-  return static_cast<int32_t>(result);
-}
-
+/// One element of a binary op, as in spmdrt/scalar_ops.h.
 template <BinaryOp kOp, typename C>
 inline auto apply_binary(C a, C b) {
-  constexpr bool kInt = std::is_same_v<C, int32_t>;
   if constexpr (kOp == BinaryOp::Add) {
-    if constexpr (kInt)
-      return static_cast<int32_t>(uint32_t(a) + uint32_t(b));
-    else
-      return a + b;
+    return sc::add(a, b);
   } else if constexpr (kOp == BinaryOp::Sub) {
-    if constexpr (kInt)
-      return static_cast<int32_t>(uint32_t(a) - uint32_t(b));
-    else
-      return a - b;
+    return sc::sub(a, b);
   } else if constexpr (kOp == BinaryOp::Mul) {
-    if constexpr (kInt)
-      return static_cast<int32_t>(uint32_t(a) * uint32_t(b));
-    else
-      return a * b;
+    return sc::mul(a, b);
   } else if constexpr (kOp == BinaryOp::Div) {
-    if constexpr (kInt) {
-      if (b == 0) fail("integer division by zero");
-      if (b == -1) return static_cast<int32_t>(0u - uint32_t(a));  // INT_MIN / -1 wraps
-      return a / b;
-    } else {
-      return a / b;
-    }
+    return sc::div(a, b);
   } else if constexpr (kOp == BinaryOp::Pow) {
-    if constexpr (kInt)
-      return int_pow(a, b);
-    else
-      return static_cast<C>(std::pow(a, b));
+    return sc::pow(a, b);
   } else if constexpr (kOp == BinaryOp::Max) {
-    return (a > b || a != a) ? a : b;  // NaN propagates
+    return sc::max(a, b);  // NaN propagates
   } else if constexpr (kOp == BinaryOp::Min) {
-    return (a < b || a != a) ? a : b;
+    return sc::min(a, b);
   } else if constexpr (kOp == BinaryOp::Lt) {
-    return a < b;
+    return sc::lt(a, b);
   } else if constexpr (kOp == BinaryOp::Le) {
-    return a <= b;
+    return sc::le(a, b);
   } else if constexpr (kOp == BinaryOp::Gt) {
-    return a > b;
+    return sc::gt(a, b);
   } else if constexpr (kOp == BinaryOp::Ge) {
-    return a >= b;
+    return sc::ge(a, b);
   } else if constexpr (kOp == BinaryOp::Eq) {
-    return a == b;
+    return sc::eq(a, b);
   } else if constexpr (kOp == BinaryOp::Ne) {
-    return a != b;
+    return sc::ne(a, b);
   } else if constexpr (kOp == BinaryOp::And) {
-    return a && b;
+    return sc::logical_and(a, b);
   } else {
     static_assert(kOp == BinaryOp::Or);
-    return a || b;
+    return sc::logical_or(a, b);
   }
 }
 
@@ -187,6 +162,48 @@ const char *binary_name(BinaryOp op) {
   return names[static_cast<int>(op)];
 }
 
+/// The storage of a binary op's result: bool for comparisons, else the operands'.
+template <BinaryOp kOp, typename S>
+using BinaryResult = std::conditional_t<kIsComparison<kOp>, bool, S>;
+template <BinaryOp kOp, typename S, typename V>
+BinaryResult<kOp, S> store_binary(V v) {
+  if constexpr (kIsComparison<kOp>)
+    return v;
+  else
+    return Compute<S>::store(v);
+}
+
+/// out[0, n) = op(a, b): each operand contiguous or one element repeated.
+template <BinaryOp kOp>
+void run_binary_span(DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
+  detail::dispatch_dtype(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    if constexpr (!binary_supported<kOp, S>()) {
+      fail(std::string("binary op ") + binary_name(kOp) + " does not accept " + dtype_name(dtype) +
+           " operands");
+    } else {
+      using Cx = Compute<S>;
+      using R = BinaryResult<kOp, S>;
+      auto store = [](auto v) { return store_binary<kOp, S>(v); };
+      const S *pa = static_cast<const S *>(a.data);
+      const S *pb = static_cast<const S *>(b.data);
+      R *o = static_cast<R *>(out);
+      if (!a.scalar && !b.scalar) {
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), Cx::load(pb[i])));
+      } else if (a.scalar && !b.scalar) {
+        const auto sa = Cx::load(pa[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = store(apply_binary<kOp>(sa, Cx::load(pb[i])));
+      } else if (b.scalar && !a.scalar) {
+        const auto sb = Cx::load(pb[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), sb));
+      } else if (n > 0) {
+        std::fill(o, o + n, store(apply_binary<kOp>(Cx::load(pa[0]), Cx::load(pb[0]))));
+      }
+    }
+  });
+}
+
 template <BinaryOp kOp>
 Tensor run_binary(const Tensor &a, const Tensor &b) {
   if (a.dtype() != b.dtype()) {
@@ -194,62 +211,53 @@ Tensor run_binary(const Tensor &a, const Tensor &b) {
          dtype_name(a.dtype()) + " vs " + dtype_name(b.dtype()) + ")");
   }
   Shape shape = broadcast_shapes(a.shape(), b.shape());
-  return detail::dispatch_dtype(a.dtype(), [&](auto tag) -> Tensor {
+  const DType out_dtype = kIsComparison<kOp> ? DType::Bool : a.dtype();
+  Tensor out = Tensor::empty(out_dtype, shape);
+  const int64_t n = out.numel();
+  if ((a.numel() == n || a.numel() == 1) && (b.numel() == n || b.numel() == 1)) {
+    // Same shape up to leading 1s (contiguous), or a scalar operand.
+    run_binary_span<kOp>(a.dtype(), {a.raw(), a.numel() != n}, {b.raw(), b.numel() != n}, out.raw(),
+                         n);
+    return out;
+  }
+  detail::dispatch_dtype(a.dtype(), [&](auto tag) {
     using S = decltype(tag);
     if constexpr (!binary_supported<kOp, S>()) {
       fail(std::string("binary op ") + binary_name(kOp) + " does not accept " +
            dtype_name(a.dtype()) + " operands");
     } else {
       using Cx = Compute<S>;
-      using R = std::conditional_t<kIsComparison<kOp>, bool, S>;
-      auto store = [](auto v) -> R {
-        if constexpr (kIsComparison<kOp>)
-          return v;
-        else
-          return Cx::store(v);
-      };
-      Tensor out = Tensor::empty(kIsComparison<kOp> ? DType::Bool : a.dtype(), shape);
+      using R = BinaryResult<kOp, S>;
+      auto store = [](auto v) { return store_binary<kOp, S>(v); };
       const S *pa = a.data<S>();
       const S *pb = b.data<S>();
       R *o = out.data<R>();
-      const int64_t n = out.numel();
-      if (a.numel() == n && b.numel() == n) {  // same shape up to leading 1s: contiguous
-        for (int64_t i = 0; i < n; ++i)
-          o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), Cx::load(pb[i])));
-      } else if (a.numel() == 1 && b.numel() == n) {
-        const auto sa = Cx::load(pa[0]);
-        for (int64_t i = 0; i < n; ++i) o[i] = store(apply_binary<kOp>(sa, Cx::load(pb[i])));
-      } else if (b.numel() == 1 && a.numel() == n) {
-        const auto sb = Cx::load(pb[0]);
-        for (int64_t i = 0; i < n; ++i) o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), sb));
-      } else {
-        std::array<std::vector<int64_t>, 3> strides = {detail::row_major_strides(shape),
-                                                       detail::broadcast_strides(a.shape(), shape),
-                                                       detail::broadcast_strides(b.shape(), shape)};
-        detail::for_each_broadcast_row<3>(
-            shape, strides, [&](const auto &off, int64_t count, const auto &inner) {
-              R *po = o + off[0];
-              const S *xa = pa + off[1];
-              const S *xb = pb + off[2];
-              const int64_t ia = inner[1], ib = inner[2];
-              if (ia == 1 && ib == 0) {
-                const auto sb = Cx::load(xb[0]);
-                for (int64_t i = 0; i < count; ++i)
-                  po[i] = store(apply_binary<kOp>(Cx::load(xa[i]), sb));
-              } else if (ia == 0 && ib == 1) {
-                const auto sa = Cx::load(xa[0]);
-                for (int64_t i = 0; i < count; ++i)
-                  po[i] = store(apply_binary<kOp>(sa, Cx::load(xb[i])));
-              } else {
-                for (int64_t i = 0; i < count; ++i) {
-                  po[i] = store(apply_binary<kOp>(Cx::load(xa[i * ia]), Cx::load(xb[i * ib])));
-                }
+      std::array<std::vector<int64_t>, 3> strides = {detail::row_major_strides(shape),
+                                                     detail::broadcast_strides(a.shape(), shape),
+                                                     detail::broadcast_strides(b.shape(), shape)};
+      detail::for_each_broadcast_row<3>(
+          shape, strides, [&](const auto &off, int64_t count, const auto &inner) {
+            R *po = o + off[0];
+            const S *xa = pa + off[1];
+            const S *xb = pb + off[2];
+            const int64_t ia = inner[1], ib = inner[2];
+            if (ia == 1 && ib == 0) {
+              const auto sb = Cx::load(xb[0]);
+              for (int64_t i = 0; i < count; ++i)
+                po[i] = store(apply_binary<kOp>(Cx::load(xa[i]), sb));
+            } else if (ia == 0 && ib == 1) {
+              const auto sa = Cx::load(xa[0]);
+              for (int64_t i = 0; i < count; ++i)
+                po[i] = store(apply_binary<kOp>(sa, Cx::load(xb[i])));
+            } else {
+              for (int64_t i = 0; i < count; ++i) {
+                po[i] = store(apply_binary<kOp>(Cx::load(xa[i * ia]), Cx::load(xb[i * ib])));
               }
-            });
-      }
-      return out;
+            }
+          });
     }
   });
+  return out;
 }
 
 // ---- cast -----------------------------------------------------------------------
@@ -301,11 +309,11 @@ std::vector<int64_t> broadcast_strides(const Shape &in, const Shape &out) {
 }
 }  // namespace detail
 
-Tensor unary(UnaryOp op, const Tensor &x) {
+void unary_span(UnaryOp op, DType dtype, SpanArg x, void *out, int64_t n) {
   switch (op) {
 #define SPMDRT_UNARY_CASE(name) \
   case UnaryOp::name:           \
-    return run_unary<UnaryOp::name>(x);
+    return run_unary_span<UnaryOp::name>(dtype, x, out, n);
     SPMDRT_UNARY_CASE(Neg)
     SPMDRT_UNARY_CASE(Exp)
     SPMDRT_UNARY_CASE(Log)
@@ -323,11 +331,19 @@ Tensor unary(UnaryOp op, const Tensor &x) {
   fail("unknown unary op");
 }
 
-Tensor binary(BinaryOp op, const Tensor &a, const Tensor &b) {
+Tensor unary(UnaryOp op, const Tensor &x) {
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  unary_span(op, x.dtype(), {x.raw(), false}, out.raw(), x.numel());
+  return out;
+}
+
+/// Calls fn(std::integral_constant<BinaryOp, op>{}): the op as a compile-time constant.
+template <typename Fn>
+decltype(auto) with_binary_op(BinaryOp op, Fn &&fn) {
   switch (op) {
 #define SPMDRT_BINARY_CASE(name) \
   case BinaryOp::name:           \
-    return run_binary<BinaryOp::name>(a, b);
+    return fn(std::integral_constant<BinaryOp, BinaryOp::name>{});
     SPMDRT_BINARY_CASE(Add)
     SPMDRT_BINARY_CASE(Sub)
     SPMDRT_BINARY_CASE(Mul)
@@ -346,6 +362,14 @@ Tensor binary(BinaryOp op, const Tensor &a, const Tensor &b) {
 #undef SPMDRT_BINARY_CASE
   }
   fail("unknown binary op");
+}
+
+Tensor binary(BinaryOp op, const Tensor &a, const Tensor &b) {
+  return with_binary_op(op, [&](auto k) { return run_binary<decltype(k)::value>(a, b); });
+}
+
+void binary_span(BinaryOp op, DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
+  with_binary_op(op, [&](auto k) { run_binary_span<decltype(k)::value>(dtype, a, b, out, n); });
 }
 
 Tensor select(const Tensor &cond, const Tensor &a, const Tensor &b) {
@@ -381,19 +405,38 @@ Tensor select(const Tensor &cond, const Tensor &a, const Tensor &b) {
   return out;
 }
 
-Tensor cast(const Tensor &x, DType to) {
-  if (x.dtype() == to) return x.clone();
-  Tensor out = Tensor::empty(to, x.shape());
-  detail::dispatch_dtype(x.dtype(), [&](auto from_tag) {
+void select_span(SpanArg cond, DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
+  detail::dispatch_dtype(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    const auto *pc = static_cast<const uint8_t *>(cond.data);
+    const S *pa = static_cast<const S *>(a.data);
+    const S *pb = static_cast<const S *>(b.data);
+    S *o = static_cast<S *>(out);
+    const int64_t ic = cond.scalar ? 0 : 1, ia = a.scalar ? 0 : 1, ib = b.scalar ? 0 : 1;
+    for (int64_t i = 0; i < n; ++i) o[i] = pc[i * ic] ? pa[i * ia] : pb[i * ib];
+  });
+}
+
+void cast_span(DType from, DType to, SpanArg x, void *out, int64_t n) {
+  detail::dispatch_dtype(from, [&](auto from_tag) {
     using S = decltype(from_tag);
     detail::dispatch_dtype(to, [&](auto to_tag) {
       using D = decltype(to_tag);
-      const S *in = x.data<S>();
-      D *o = out.data<D>();
-      const int64_t n = x.numel();
-      for (int64_t i = 0; i < n; ++i) o[i] = convert<D>(Compute<S>::load(in[i]));
+      const S *in = static_cast<const S *>(x.data);
+      D *o = static_cast<D *>(out);
+      if (x.scalar) {
+        if (n > 0) std::fill(o, o + n, convert<D>(Compute<S>::load(in[0])));
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = convert<D>(Compute<S>::load(in[i]));
+      }
     });
   });
+}
+
+Tensor cast(const Tensor &x, DType to) {
+  if (x.dtype() == to) return x.clone();
+  Tensor out = Tensor::empty(to, x.shape());
+  cast_span(x.dtype(), to, {x.raw(), false}, out.raw(), x.numel());
   return out;
 }
 

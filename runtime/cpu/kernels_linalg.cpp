@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "internal.h"
 #include "spmdrt/kernels.h"
@@ -20,6 +22,16 @@
 namespace spmd::rt {
 
 using detail::fail;
+
+void detail::use_blas_threads_for(int64_t devices) {
+  static std::mutex mutex;
+  static int current = -1;
+  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = static_cast<int>(std::max<int64_t>(1, cores / std::max<int64_t>(1, devices)));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (threads != current) openblas_set_num_threads(threads);
+  current = threads;
+}
 
 namespace {
 
@@ -70,8 +82,9 @@ Tensor matmul_batched(const Tensor &a, const Tensor &b) {
   Shape out_shape = batch;
   out_shape.push_back(m);
   out_shape.push_back(n);
-  Tensor out = Tensor::zeros(a.dtype(), out_shape);
-  if (out.numel() == 0 || k == 0) return out;
+  if (k == 0) return Tensor::zeros(a.dtype(), out_shape);
+  Tensor out = Tensor::empty(a.dtype(), out_shape);  // every gemm writes all of it
+  if (out.numel() == 0) return out;
   const auto esize = static_cast<int64_t>(dtype_size(a.dtype()));
   const int64_t batch_count = num_elements(batch);
   if (num_elements(batch_b) == 1 && num_elements(batch_a) == batch_count) {

@@ -229,17 +229,9 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
                   << format_tensor(results[k], options.print_limit) << "\n";
     }
     if (!seconds.empty()) {
-      std::vector<double> s = seconds;
-      std::sort(s.begin(), s.end());
-      const double median =
-          s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
       std::cout.flush();
-      std::fprintf(stderr,
-                   "%s: %s on %s, %lld device%s: %zu iterations (after %d warmup): "
-                   "median %.6f ms, min %.6f ms, max %.6f ms\n",
-                   prog.c_str(), f.name.c_str(), target.c_str(), static_cast<long long>(devices),
-                   devices == 1 ? "" : "s", s.size(), options.warmup, median * 1e3, s.front() * 1e3,
-                   s.back() * 1e3);
+      std::cerr << timing_report(prog, f.name, target, static_cast<int64_t>(devices), seconds,
+                                 options.warmup);
     }
     write_outputs(results, paths, "spmdrt");
   } catch (const UsageError &e) {
@@ -265,6 +257,41 @@ double StepClock::step_seconds() const {
   return std::chrono::duration<double>(last - first).count();
 }
 
+void run_steps(DeviceContext &ctx, const RunRequest &request, StepClock &clock,
+               std::vector<double> &times, const std::function<void(int iteration)> &step) {
+  const auto d = static_cast<size_t>(ctx.device());
+  const int total = 1 + request.warmup + request.iters;
+  for (int it = 0; it < total; ++it) {
+    const bool timed = it > request.warmup;
+    if (timed) {
+      ctx.barrier();
+      clock.start(d);
+    }
+    step(it);
+    if (timed) {
+      clock.finish(d);
+      ctx.barrier();
+      if (d == 0) times.push_back(clock.step_seconds());
+    }
+  }
+}
+
+std::string timing_report(const std::string &who, const std::string &fn, const std::string &target,
+                          int64_t devices, std::vector<double> s, int warmup) {
+  if (s.empty()) return {};
+  std::sort(s.begin(), s.end());
+  const double median =
+      s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%s: %s on %s, %lld device%s: %zu iterations (after %d warmup): "
+                "median %.6f ms, min %.6f ms, max %.6f ms\n",
+                who.c_str(), fn.c_str(), target.c_str(), static_cast<long long>(devices),
+                devices == 1 ? "" : "s", s.size(), warmup, median * 1e3, s.front() * 1e3,
+                s.back() * 1e3);
+  return line;
+}
+
 Executor cpu_executor(const std::vector<ProgramFunction> &functions,
                       const std::vector<CpuBody> &bodies) {
   return [&functions, &bodies](size_t fn, const std::vector<std::vector<Tensor>> &locals,
@@ -272,25 +299,14 @@ Executor cpu_executor(const std::vector<ProgramFunction> &functions,
     const ProgramFunction &f = functions.at(fn);
     const CpuBody &body = bodies.at(fn);
     std::vector<std::vector<Tensor>> out(locals.size());
-    const int total = 1 + request.warmup + request.iters;
     std::vector<double> times;
     StepClock clock(locals.size());
     run_on_mesh(f.mesh, [&](DeviceContext &ctx) {
       const auto d = static_cast<size_t>(ctx.device());
-      for (int it = 0; it < total; ++it) {
-        const bool timed = it > request.warmup;
-        if (timed) {
-          ctx.barrier();
-          clock.start(d);
-        }
+      run_steps(ctx, request, clock, times, [&](int it) {
         std::vector<Tensor> r = body(ctx, locals[d]);
-        if (timed) {
-          clock.finish(d);
-          ctx.barrier();
-          if (d == 0) times.push_back(clock.step_seconds());
-        }
         if (it == 0) out[d] = std::move(r);
-      }
+      });
     });
     seconds = std::move(times);
     return out;

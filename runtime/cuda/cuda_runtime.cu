@@ -539,6 +539,21 @@ Tensor DeviceContext::all_reduce(const Tensor &x, const std::vector<int> &axes, 
   return out;
 }
 
+std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs, const std::vector<int> &axes,
+                                              ReduceOp op) {
+  ncclComm_t c = fabric_->comm(device_, axes);
+  std::vector<Tensor> out;
+  for (const Tensor &x : xs) out.push_back(Tensor::empty(x.dtype(), x.shape()));
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  for (size_t i = 0; i < xs.size(); ++i)
+    check_nccl(ncclAllReduce(xs[i].data<void>(), out[i].data<void>(), xs[i].numel(), nccl_type(xs[i].dtype()),
+                             nccl_op(op), c, tl_stream),
+               "ncclAllReduce");
+  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  wait_collective(c, "combined all_reduce (grouped ncclAllReduce)", where_);
+  return out;
+}
+
 Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled) {
   ncclComm_t c = fabric_->comm(device_, axes);
   const int64_t n = mesh().group_size(axes);

@@ -39,6 +39,12 @@ class DeviceContext {
 
   /// psum / pmax / pmin: every member gets the reduction of all members' x.
   Tensor all_reduce(const Tensor &x, const std::vector<int> &axes, ReduceOp op);
+  /// A combined psum/pmax/pmin of several tensors (`psum((a, b), axes)`): the
+  /// tensors of one dtype are packed into one buffer and reduced by a single
+  /// collective (one per dtype present), then unpacked. Each element is reduced
+  /// exactly as by all_reduce(x), so the results are the same bits.
+  std::vector<Tensor> all_reduce(const std::vector<Tensor> &xs, const std::vector<int> &axes,
+                                 ReduceOp op);
   /// all_gather: concatenation of all members' x along `dim` in rank order
   /// (tiled); untiled stacks them in a new leading dimension at `dim`.
   Tensor all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);

@@ -120,6 +120,10 @@ class DeviceContext {
   void at(const char *where) { where_ = where; }
 
   Tensor all_reduce(const Tensor &x, const std::vector<int> &axes, ReduceOp op);
+  /// A combined psum/pmax/pmin: one ncclAllReduce per tensor inside one
+  /// ncclGroupStart/End, so NCCL launches them together.
+  std::vector<Tensor> all_reduce(const std::vector<Tensor> &xs, const std::vector<int> &axes,
+                                 ReduceOp op);
   /// Gathers into a [n, ...] buffer (ncclAllGather) and unpacks when dim != 0.
   Tensor all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
   /// Packs blocks of `dim` to the front when dim != 0, then ncclReduceScatter.

@@ -35,6 +35,20 @@ Tensor binary(BinaryOp op, const Tensor &a, const Tensor &b);
 Tensor select(const Tensor &cond, const Tensor &a, const Tensor &b);
 Tensor cast(const Tensor &x, DType to);
 
+/// Elementwise kernels on raw storage, for evaluating fused chains a tile at a
+/// time (the interpreter's fused groups): the same per-element code as the
+/// tensor kernels above. An operand is `n` contiguous elements of its dtype, or
+/// (scalar) one element standing for all of them; `out` receives `n` elements
+/// (bool for comparisons, else the operand dtype; `to` for cast).
+struct SpanArg {
+  const void *data = nullptr;
+  bool scalar = false;
+};
+void unary_span(UnaryOp op, DType dtype, SpanArg x, void *out, int64_t n);
+void binary_span(BinaryOp op, DType dtype, SpanArg a, SpanArg b, void *out, int64_t n);
+void select_span(SpanArg cond, DType dtype, SpanArg a, SpanArg b, void *out, int64_t n);
+void cast_span(DType from, DType to, SpanArg x, void *out, int64_t n);
+
 /// Reduces over `axes` (sorted, distinct); the reduced dimensions are removed.
 /// Sum over an empty set of elements is 0; Max/Min of an empty set throw.
 Tensor reduce(ReduceOp op, const Tensor &x, std::span<const int64_t> axes);

@@ -73,6 +73,19 @@ class StepClock {
   std::vector<std::chrono::steady_clock::time_point> start_, finish_;
 };
 
+/// One device's part of a (possibly timed) run: calls step(it) for it = 0 ..
+/// request.warmup + request.iters; iteration 0 produces the results, the last
+/// request.iters are timed across the mesh (barriers around each, `clock`
+/// shared by the devices) and device 0 appends their seconds to `times`.
+/// Used by the CPU executor and by `spmdc run --iters`.
+void run_steps(DeviceContext &ctx, const RunRequest &request, StepClock &clock,
+               std::vector<double> &times, const std::function<void(int iteration)> &step);
+
+/// The --iters report printed on stderr: "<who>: <fn> on <target>, <devices>
+/// devices: N iterations (after W warmup): median .. ms, min .. ms, max .. ms".
+std::string timing_report(const std::string &who, const std::string &fn, const std::string &target,
+                          int64_t devices, std::vector<double> seconds, int warmup);
+
 /// Runs function `fn` on every device: `locals[d][k]` is parameter k's block on
 /// device d; returns `[d][k]` result blocks. Fills `seconds` with one wall time
 /// per timed iteration (request.iters of them), measured with a StepClock.

@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "spmdrt/tensor.h"
+#include "spmdrt/vector_math.h"
 
 // Usable from CUDA kernels too: every function is __host__ __device__ under nvcc.
 #if defined(__CUDACC__)
@@ -70,14 +71,35 @@ template <typename C>
 SPMDRT_HD inline C sign(C x) {
   return x > C(0) ? C(1) : (x < C(0) ? C(-1) : x);  // keeps 0, -0 and NaN
 }
-template <typename C> SPMDRT_HD inline C exp(C x) { return std::exp(x); }
-template <typename C> SPMDRT_HD inline C log(C x) { return std::log(x); }
+// exp, log, tanh and logistic of f32 (and so of bf16, computed in f32) use the
+// vectorisable versions of spmdrt/vector_math.h on the host; f64, sin and cos
+// use the C++ library. On a GPU every function is CUDA's own (GPU results are
+// compared with a tolerance, not bit for bit).
+#if defined(__CUDA_ARCH__)
+inline constexpr bool kHostF32Math = false;
+#else
+inline constexpr bool kHostF32Math = true;
+#endif
+template <typename C> SPMDRT_HD inline C exp(C x) {
+  if constexpr (kHostF32Math && std::is_same_v<C, float>) return vm::exp_f32(x);
+  else return std::exp(x);
+}
+template <typename C> SPMDRT_HD inline C log(C x) {
+  if constexpr (kHostF32Math && std::is_same_v<C, float>) return vm::log_f32(x);
+  else return std::log(x);
+}
 template <typename C> SPMDRT_HD inline C sin(C x) { return std::sin(x); }
 template <typename C> SPMDRT_HD inline C cos(C x) { return std::cos(x); }
-template <typename C> SPMDRT_HD inline C tanh(C x) { return std::tanh(x); }
+template <typename C> SPMDRT_HD inline C tanh(C x) {
+  if constexpr (kHostF32Math && std::is_same_v<C, float>) return vm::tanh_f32(x);
+  else return std::tanh(x);
+}
 template <typename C> SPMDRT_HD inline C sqrt(C x) { return std::sqrt(x); }
 template <typename C> SPMDRT_HD inline C rsqrt(C x) { return C(1) / std::sqrt(x); }
-template <typename C> SPMDRT_HD inline C logistic(C x) { return C(1) / (C(1) + std::exp(-x)); }
+template <typename C> SPMDRT_HD inline C logistic(C x) {
+  if constexpr (kHostF32Math && std::is_same_v<C, float>) return vm::logistic_f32(x);
+  else return C(1) / (C(1) + std::exp(-x));
+}
 SPMDRT_HD inline bool logical_not(bool x) { return !x; }
 
 // ---- binary ---------------------------------------------------------------------
@@ -130,8 +152,8 @@ template <typename C>
 SPMDRT_HD inline C pow(C a, C b) {
   if constexpr (std::is_same_v<C, int32_t>)
     return int_pow(a, b);
-  else
-    return static_cast<C>(std::pow(a, b));
+  else  // x ** 2 is the (correctly rounded) square; a literal 2 folds this choice away
+    return b == C(2) ? a * a : static_cast<C>(std::pow(a, b));
 }
 template <typename C> SPMDRT_HD inline C max(C a, C b) { return (a > b || a != a) ? a : b; }  // NaN wins
 template <typename C> SPMDRT_HD inline C min(C a, C b) { return (a < b || a != a) ? a : b; }

@@ -43,6 +43,27 @@ TEST_CASE("psum / pmax on a 4-device line", "[runtime][collectives]") {
   for (const Tensor &t : out) check_equal(t, DType::Bool, {1}, {0});
 }
 
+TEST_CASE("a combined psum of several tensors and dtypes", "[runtime][collectives]") {
+  // Device d contributes a = [d, 10d], b = [[d], [2d], [3d]] (f32), c = [d, -d] (i32),
+  // e = [] (empty f32): one rendezvous per dtype, each component its own sum.
+  std::vector<std::vector<Tensor>> out(4);
+  run_on_mesh(kLine, [&](DeviceContext &ctx) {
+    const double d = static_cast<double>(ctx.device());
+    out[ctx.device()] = ctx.all_reduce(
+        std::vector<Tensor>{make(DType::F32, {2}, {d, 10 * d}), make(DType::I32, {2}, {d, -d}),
+                            make(DType::F32, {3, 1}, {d, 2 * d, 3 * d}),
+                            Tensor::empty(DType::F32, {0})},
+        {0}, ReduceOp::Sum);
+  });
+  for (const std::vector<Tensor> &r : out) {
+    REQUIRE(r.size() == 4);
+    check_equal(r[0], DType::F32, {2}, {6, 60});
+    check_equal(r[1], DType::I32, {2}, {6, -6});
+    check_equal(r[2], DType::F32, {3, 1}, {6, 12, 18});
+    check_equal(r[3], DType::F32, {0}, {});
+  }
+}
+
 TEST_CASE("psum_scatter on a 4-device line", "[runtime][collectives]") {
   auto tiled = run_collect(kLine, [](DeviceContext &ctx) {
     Tensor x = Tensor::empty(DType::F64, {8});

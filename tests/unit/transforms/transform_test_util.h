@@ -88,4 +88,11 @@ inline int count_op(const Compilation &c, const std::string &op) {
   return it == s.by_op.end() ? 0 : it->second.count;
 }
 
+/// Tensors carried by `op` collectives: psum((a, b), axes) counts two.
+inline int count_values(const Compilation &c, const std::string &op) {
+  auto s = collective_stats(*c.module, shmap_of(c));
+  auto it = s.by_op.find(op);
+  return it == s.by_op.end() ? 0 : it->second.values;
+}
+
 }  // namespace spmd::test

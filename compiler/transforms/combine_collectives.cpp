@@ -1,0 +1,157 @@
+// transforms/combine_collectives.cpp — see combine_collectives.h.
+#include "transforms/combine_collectives.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "ops/variance_rules.h"
+
+namespace spmd {
+namespace {
+
+struct Bucket {
+  OpCode op = OpCode::Psum;
+  std::vector<int> axes;
+  std::vector<size_t> members;  // instruction indices, in program order
+  int64_t bytes = 0;
+};
+
+int64_t operand_bytes(const ir::Function &f, const ir::Instr &in) {
+  int64_t bytes = 0;
+  for (ir::ValueId v : in.operands)
+    bytes += f.type(v).numel() * static_cast<int64_t>(rt::dtype_size(f.type(v).dtype));
+  return bytes;
+}
+
+/// Merges one bucket (members at increasing positions of f.body, mutually
+/// independent) into its last member and moves the instructions between the
+/// first and the last member that depend on a member's result to just after
+/// the combined collective.
+void merge_bucket(ir::Function &f, const std::vector<ir::Instr *> &members) {
+  std::vector<size_t> at;
+  for (size_t i = 0, m = 0; i < f.body.size() && m < members.size(); ++i)
+    if (&f.body[i] == members[m]) at.push_back(i), ++m;
+  ir::Instr combined;
+  combined.op = members.front()->op;
+  combined.attrs = members.front()->attrs;
+  combined.span = members.front()->span;
+  combined.origin = ir::Origin::Transform;
+  std::vector<bool> tainted(f.values.size(), false);
+  for (ir::Instr *m : members) {
+    combined.operands.insert(combined.operands.end(), m->operands.begin(), m->operands.end());
+    combined.results.insert(combined.results.end(), m->results.begin(), m->results.end());
+    for (ir::ValueId r : m->results) tainted[r] = true;
+  }
+  std::vector<ir::Instr> body, later;
+  body.reserve(f.body.size());
+  for (size_t i = 0; i < at.front(); ++i) body.push_back(std::move(f.body[i]));
+  for (size_t i = at.front(), m = 0; i <= at.back(); ++i) {
+    if (m < at.size() && i == at[m]) {
+      ++m;
+      continue;
+    }
+    ir::Instr &in = f.body[i];
+    bool depends = false;
+    for (ir::ValueId v : in.operands) depends = depends || tainted[v];
+    if (depends) {
+      for (ir::ValueId r : in.results) tainted[r] = true;
+      later.push_back(std::move(in));
+    } else {
+      body.push_back(std::move(in));
+    }
+  }
+  body.push_back(std::move(combined));
+  for (ir::Instr &in : later) body.push_back(std::move(in));
+  for (size_t i = at.back() + 1; i < f.body.size(); ++i) body.push_back(std::move(f.body[i]));
+  f.body = std::move(body);
+}
+
+}  // namespace
+
+int combine_collectives(ir::Function &f, const CombineOptions &options) {
+  if (options.threshold_bytes <= 0) return 0;
+  for (const ir::Instr &in : f.body)
+    if (!in.regions.empty()) return 0;  // loops: run after unroll_loops
+
+  // Buckets, in one pass. A value's mask says which open buckets (by slot) it
+  // depends on; a candidate whose operands depend on its bucket closes it.
+  constexpr size_t kSlots = 64;
+  struct Open {
+    size_t bucket;
+    uint64_t bit;
+  };
+  std::vector<Bucket> buckets;
+  std::vector<Open> open;  // at most one per (op, axes)
+  std::vector<uint64_t> mask(f.values.size(), 0);
+  size_t next_slot = 0;
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    const ir::Instr &in = f.body[i];
+    uint64_t m = 0;
+    for (ir::ValueId v : in.operands) m |= mask[v];
+    const int64_t bytes = is_combinable_reduce(in.op) ? operand_bytes(f, in) : 0;
+    if (is_combinable_reduce(in.op) && bytes <= options.threshold_bytes) {  // (huge: alone)
+      auto it = std::find_if(open.begin(), open.end(), [&](const Open &o) {
+        return buckets[o.bucket].op == in.op && buckets[o.bucket].axes == in.attrs.axes;
+      });
+      if (it != open.end() &&
+          ((m & it->bit) || buckets[it->bucket].bytes + bytes > options.threshold_bytes)) {
+        open.erase(it);  // (1) dependent, or (2) full: closed
+        it = open.end();
+      }
+      if (it == open.end()) {
+        buckets.push_back({in.op, in.attrs.axes, {}, 0});
+        open.push_back({buckets.size() - 1, uint64_t{1} << (next_slot++ % kSlots)});
+        it = open.end() - 1;
+      }
+      buckets[it->bucket].members.push_back(i);
+      buckets[it->bucket].bytes += bytes;
+      m |= it->bit;
+    }
+    for (ir::ValueId r : in.results) mask[r] = m;
+  }
+
+  // (3) Merge each bucket of two or more. Merging one bucket moves
+  // instructions, so members are found again by their first result.
+  int merged = 0;
+  std::vector<std::vector<ir::ValueId>> keys;
+  for (const Bucket &b : buckets) {
+    if (b.members.size() < 2) continue;
+    keys.emplace_back();
+    for (size_t i : b.members) keys.back().push_back(f.body[i].results.at(0));
+    merged += static_cast<int>(b.members.size()) - 1;
+  }
+  std::vector<bool> is_key(f.values.size(), false);
+  for (const std::vector<ir::ValueId> &key : keys) {
+    for (ir::ValueId v : key) is_key[v] = true;
+    std::vector<ir::Instr *> members;  // in their current order
+    for (ir::Instr &in : f.body)
+      if (!in.results.empty() && is_key[in.results[0]]) members.push_back(&in);
+    for (ir::ValueId v : key) is_key[v] = false;
+    merge_bucket(f, members);
+  }
+  return merged;
+}
+
+void split_collectives(ir::Function &f) {
+  std::vector<ir::Instr> body;
+  body.reserve(f.body.size());
+  for (ir::Instr &in : f.body) {
+    if (!is_combinable_reduce(in.op) || in.operands.size() == 1) {
+      body.push_back(std::move(in));
+      continue;
+    }
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      ir::Instr one;
+      one.op = in.op;
+      one.attrs = in.attrs;
+      one.span = in.span;
+      one.origin = in.origin;
+      one.operands = {in.operands[k]};
+      one.results = {in.results[k]};
+      body.push_back(std::move(one));
+    }
+  }
+  f.body = std::move(body);
+}
+
+}  // namespace spmd
