@@ -97,7 +97,7 @@ struct CallExpr {
 /// One subscript: either a single index or a slice `start:stop:step` (each optional).
 struct Subscript {
   bool is_slice = false;
-  ExprPtr index;  // when !is_slice
+  ExprPtr index;              // when !is_slice
   ExprPtr start, stop, step;  // when is_slice; null = omitted
   SourceSpan span;
 };
@@ -143,12 +143,15 @@ struct AssignStmt {
 struct ReturnStmt {
   std::vector<ExprPtr> values;
 };
-/// `for k in range(start, stop) { ... }` — bounds are compile-time integers.
-/// Names assigned in the body that were bound before the loop are loop-carried.
+/// `[[unroll]] for k in range(start, stop, step) { ... }` — bounds are
+/// compile-time integers. Names assigned in the body that were bound before
+/// the loop are loop-carried.
 struct ForStmt {
+  std::vector<Ident> attributes;  // `[[unroll, remat]]`
   Ident var;
   ExprPtr start;  // may be null (= 0)
   ExprPtr stop;
+  ExprPtr step;  // may be null (= 1)
   Block body;
 };
 /// `if cond { ... } else { ... }`; names assigned in both branches (or bound

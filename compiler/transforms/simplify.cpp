@@ -5,24 +5,37 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "ir/loops.h"
+#include "transforms/dce.h"
+
 namespace spmd {
 namespace {
 
 class Simplifier {
  public:
-  explicit Simplifier(ir::Function f) : in_(std::move(f)) {
-    remap_.assign(in_.values.size(), ir::kNoValue);
-    def_.assign(in_.values.size(), kNotDefined);
-  }
+  Simplifier(const ir::Function &f) : in_(f) {}
 
   ir::Function run() {
-    std::vector<ir::Instr> body = std::move(in_.body);
-    ir::Function out = std::move(in_);
-    out.body.clear();
-    out.body.reserve(body.size());
-    for (ir::Instr &orig : body) {
-      ir::Instr in = std::move(orig);
+    ir::Function out = in_;
+    out.body = simplify_block(out, in_.body);
+    for (auto &r : out.returns) r = resolve(r);
+    eliminate_dead_code(out);
+    return out;
+  }
+
+ private:
+  /// The simplified copy of `block`. Common subexpressions found inside it are
+  /// forgotten at its end: values defined in a loop body are not visible after it.
+  std::vector<ir::Instr> simplify_block(ir::Function &out, const std::vector<ir::Instr> &block) {
+    std::vector<ir::Instr> body;
+    const size_t scope = cse_log_.size();
+    for (const ir::Instr &orig : block) {
+      ir::Instr in = orig;
       for (auto &o : in.operands) o = resolve(o);
+      if (in.op == OpCode::For) {
+        simplify_loop(out, std::move(in), body);
+        continue;
+      }
       if (auto v = fold(out, in)) {
         remap_[in.results[0]] = *v;
         continue;
@@ -33,26 +46,52 @@ class Simplifier {
         for (size_t k = 0; k < in.results.size(); ++k) remap_[in.results[k]] = prev->results[k];
         continue;
       }
-      for (auto r : in.results) def_[static_cast<size_t>(r)] = out.body.size();
-      cse_[key(in)].push_back(out.body.size());
-      out.body.push_back(std::move(in));
+      for (auto r : in.results) def_[r] = in;
+      if (!in.results.empty()) {
+        const std::string k = key(in);
+        cse_[k].push_back(in.results[0]);
+        cse_log_.push_back(k);
+      }
+      body.push_back(std::move(in));
     }
-    for (auto &r : out.returns) r = resolve(r);
-    eliminate_dead(out);
-    return out;
+    while (cse_log_.size() > scope) {
+      cse_[cse_log_.back()].pop_back();
+      cse_log_.pop_back();
+    }
+    return body;
   }
 
- private:
-  // A replaced value maps to its replacement, which is never replaced itself
-  // (it was resolved when it was recorded), so one lookup is enough.
+  /// A loop of zero iterations is its initial values; a carried value the
+  /// body passes on unchanged is its initial value throughout.
+  void simplify_loop(ir::Function &out, ir::Instr loop, std::vector<ir::Instr> &body) {
+    if (ir::trip_count(loop.attrs) == 0) {
+      for (size_t k = 0; k < loop.results.size(); ++k) remap_[loop.results[k]] = loop.operands[k];
+      return;
+    }
+    ir::Region &r = loop.regions.at(0);
+    r.body = simplify_block(out, r.body);
+    for (auto &y : r.yields) y = resolve(y);
+    for (size_t k = loop.results.size(); k-- > 0;) {
+      if (r.yields[k] != r.params[k + 1]) continue;
+      ir::replace_uses(r.body, r.yields, r.params[k + 1], loop.operands[k]);
+      remap_[loop.results[k]] = loop.operands[k];
+      ir::erase_carry(loop, k);
+    }
+    body.push_back(std::move(loop));
+  }
+
   ir::ValueId resolve(ir::ValueId v) const {
-    ir::ValueId r = remap_[static_cast<size_t>(v)];
-    return r == ir::kNoValue ? v : r;
+    for (int i = 0; i < 1000; ++i) {
+      auto it = remap_.find(v);
+      if (it == remap_.end()) return v;
+      v = it->second;
+    }
+    return v;
   }
 
-  const ir::Instr *def(const ir::Function &out, ir::ValueId v) const {
-    size_t i = def_[static_cast<size_t>(v)];
-    return i == kNotDefined ? nullptr : &out.body[i];
+  const ir::Instr *def(const ir::Function &, ir::ValueId v) const {
+    auto it = def_.find(v);
+    return it == def_.end() ? nullptr : &it->second;
   }
 
   /// The scalar value of a constant or full op defining `v`, if any.
@@ -240,19 +279,17 @@ class Simplifier {
     }
   }
 
-  /// A hash of the op and operands (equal instructions have equal keys;
-  /// find_equal compares the rest).
-  static uint64_t key(const ir::Instr &in) {
-    uint64_t h = static_cast<uint64_t>(in.op) * 0x9e3779b97f4a7c15ull;
-    for (auto o : in.operands) h = (h ^ static_cast<uint64_t>(o)) * 0x100000001b3ull + 0x7f4a7c15;
-    return h;
+  std::string key(const ir::Instr &in) const {
+    std::string k = std::to_string(static_cast<int>(in.op));
+    for (auto o : in.operands) k += "," + std::to_string(o);
+    return k;
   }
 
   const ir::Instr *find_equal(const ir::Function &out, const ir::Instr &in) const {
     auto it = cse_.find(key(in));
     if (it == cse_.end()) return nullptr;
-    for (size_t idx : it->second) {
-      const ir::Instr &prev = out.body[idx];
+    for (ir::ValueId first : it->second) {
+      const ir::Instr &prev = def_.at(first);
       if (prev.op != in.op || prev.operands != in.operands || !(prev.attrs == in.attrs) ||
           prev.results.size() != in.results.size())
         continue;
@@ -264,36 +301,21 @@ class Simplifier {
     return nullptr;
   }
 
-  static void eliminate_dead(ir::Function &f) {
-    std::vector<bool> live(f.values.size(), false);
-    for (auto r : f.returns) live[r] = true;
-    std::vector<bool> keep(f.body.size(), false);
-    for (size_t i = f.body.size(); i-- > 0;) {
-      const ir::Instr &in = f.body[i];
-      bool used = false;
-      for (auto r : in.results) used |= live[r];
-      if (!used) continue;
-      keep[i] = true;
-      for (auto o : in.operands) live[o] = true;
-    }
-    std::vector<ir::Instr> body;
-    for (size_t i = 0; i < f.body.size(); ++i)
-      if (keep[i]) body.push_back(std::move(f.body[i]));
-    f.body = std::move(body);
-  }
-
-  static constexpr size_t kNotDefined = ~size_t{0};
-  ir::Function in_;
-  std::vector<ir::ValueId> remap_;  // by value: its replacement, or kNoValue
-  std::vector<size_t> def_;         // by value: its instruction in the output body
-  std::unordered_map<uint64_t, std::vector<size_t>> cse_;
+  const ir::Function &in_;
+  std::unordered_map<ir::ValueId, ir::ValueId> remap_;
+  /// The (simplified) instruction defining each value; loops are not recorded.
+  std::unordered_map<ir::ValueId, ir::Instr> def_;
+  /// Candidates for CSE by key (their first result), and the keys in the order
+  /// they were added, so a block's entries can be dropped at its end.
+  std::unordered_map<std::string, std::vector<ir::ValueId>> cse_;
+  std::vector<std::string> cse_log_;
 };
 
 }  // namespace
 
-ir::Function simplify(const ir::Module &module, ir::Function function) {
+ir::Function simplify(const ir::Module &module, const ir::Function &function) {
   (void)module;
-  return Simplifier(std::move(function)).run();
+  return Simplifier(function).run();
 }
 
 }  // namespace spmd

@@ -17,8 +17,6 @@
 
 namespace spmd {
 
-/// Takes the function by value: pass it with std::move when it is not needed
-/// afterwards, so its body is not copied.
-ir::Function simplify(const ir::Module &module, ir::Function function);
+ir::Function simplify(const ir::Module &module, const ir::Function &function);
 
 }  // namespace spmd
