@@ -203,12 +203,9 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
                                             const std::map<ir::ValueId, std::string> &input_expr,
                                             const std::string &elem_suffix) {
   const std::vector<ir::Instr> &body = *plan.body;
-  std::map<ir::ValueId, const ir::Instr *> constants;
-  for (const ir::Instr &in : body)
-    if (in.op == OpCode::Constant) constants[in.results[0]] = &in;
   auto operand = [&](ir::ValueId v) -> std::string {
     if (auto it = input_expr.find(v); it != input_expr.end()) return it->second;
-    if (auto it = constants.find(v); it != constants.end())
+    if (auto it = plan.constant_def.find(v); it != plan.constant_def.end())
       return compute_literal(it->second->attrs.dtype, it->second->attrs.value);
     return names[v] + elem_suffix;
   };
