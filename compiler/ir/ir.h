@@ -107,6 +107,10 @@ struct Function {
   std::string source_name;
 
   ValueId add_value(Type type, std::string name, SourceSpan span);
+  /// A copy of every field but `values` and `body` (passes that rebuild a
+  /// function start from it, so a large body is not copied only to be
+  /// cleared). A new field of Function must be added there too (ir.cpp).
+  Function without_body() const;
   const Type &type(ValueId v) const { return values.at(static_cast<size_t>(v)).type; }
   Type &type(ValueId v) { return values.at(static_cast<size_t>(v)).type; }
 };
