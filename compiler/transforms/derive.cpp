@@ -1,6 +1,8 @@
 // transforms/derive.cpp — see derive.h.
 #include "transforms/derive.h"
 
+#include <algorithm>
+
 #include "ir/loops.h"
 #include "ir/verifier.h"
 #include "transforms/combine_collectives.h"
@@ -54,6 +56,13 @@ std::vector<bool> select_params(const ir::Function &f, const std::vector<std::st
                                  "` is not floating point, so it has no derivative");
       sel[k] = false;  // integer and bool inputs are never differentiated
     }
+  // With nothing selected the derived function would have no parameters (jvp) or no results
+  // (transpose, vjp, grad): a program that cannot be written as source, and has nothing to say.
+  if (std::find(sel.begin(), sel.end(), true) == sel.end())
+    throw TransformError("nothing-to-differentiate", f.span,
+                         "`" + f.name +
+                             "` has no floating-point parameter, so it has no derivative or "
+                             "transpose to derive");
   return sel;
 }
 

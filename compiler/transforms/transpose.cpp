@@ -324,7 +324,8 @@ class Transposer {
     }
     // The head of the backward body: stack reads, then the recomputed values.
     std::vector<ir::Instr> head;
-    ir::ValueMap to_backward{{fr.params[0], br.params[0]}};
+    ir::ValueMap<ir::ValueId> to_backward;
+    to_backward[fr.params[0]] = br.params[0];
     std::vector<ir::Instr> *outer = e_.set_body(&head);
     if (!stack.empty()) {
       std::vector<ir::ValueId> order;  // deterministic: region order
