@@ -27,6 +27,9 @@ namespace spmd {
 
 enum class DeriveKind { Transpose, Jvp, Vjp, Grad };
 
+/// The command that derives `k` (`transpose`, `jvp`, `vjp`, `grad`).
+const char *derive_kind_name(DeriveKind k);
+
 struct DeriveRequest {
   DeriveKind kind = DeriveKind::Transpose;
   std::string function;          // shmap name; empty = the only shmap

@@ -209,20 +209,6 @@ std::unique_ptr<Compilation> check_print_round_trip(const Compilation &c, uint64
   return untyped;
 }
 
-const char *kind_name(DeriveKind k) {
-  switch (k) {
-    case DeriveKind::Transpose:
-      return "transpose";
-    case DeriveKind::Jvp:
-      return "jvp";
-    case DeriveKind::Vjp:
-      return "vjp";
-    case DeriveKind::Grad:
-      return "grad";
-  }
-  return "";
-}
-
 struct Derived {
   ir::Module module;  // in memory
   std::unique_ptr<Compilation> printed;
@@ -242,12 +228,12 @@ std::optional<Derived> derive_as_source(const Compilation &c, const std::string 
   try {
     d.module = derive(*c.module, r);
   } catch (const TransformError &e) {
-    tally(std::string(kind_name(kind)) + " refused (" + e.code + ")");
+    tally(std::string(derive_kind_name(kind)) + " refused (" + e.code + ")");
     return std::nullopt;
   }
   d.name = d.module.functions.at(0).name;
   std::string text = ir::print_module(d.module);
-  INFO(kind_name(kind) << " of `" << fn << "`:\n" << text);
+  INFO(derive_kind_name(kind) << " of `" << fn << "`:\n" << text);
   d.printed = compile_printed(text);
   // `spmdc print` of the derived program is idempotent. (It need not give the
   // derived text itself: reading places a constant typed varying at its use.)
@@ -255,7 +241,7 @@ std::optional<Derived> derive_as_source(const Compilation &c, const std::string 
   CHECK(ir::print_module(compile_printed(reprinted)->printable()) == reprinted);
   auto in = random_inputs(d.module.functions.at(0), seed);
   require_same_bits(run(d.module, d.name, in), run(*d.printed->module, d.name, in));
-  tally(std::string(kind_name(kind)) + " as source");
+  tally(std::string(derive_kind_name(kind)) + " as source");
   return d;
 }
 
