@@ -167,7 +167,7 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   if (src_path.empty()) return fail_build(error);
   std::string exe_temp;
   try {
-    exe_temp = outputs.add_external(output, naming);
+    exe_temp = outputs.add_external(output, naming, rt::ExternalMode::FromWriter);
   } catch (const rt::OutputError &e) {
     return fail_build(e.what());
   }

@@ -18,6 +18,19 @@ CompileOptions CommonOptions::compile_options() const {
   return o;
 }
 
+int write_output(const CommonOptions &common, const std::string &path, const std::string &text) {
+  if (path.empty()) {
+    std::cout << text;
+    return kExitOk;
+  }
+  try {
+    rt::write_output_file(path, {text});
+  } catch (const rt::OutputError &e) {
+    return report_error(common, "io-error", e.what());
+  }
+  return kExitOk;
+}
+
 int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after) {
   CompileOptions options = common.compile_options();
   options.stop_after = stop_after;

@@ -33,12 +33,6 @@ struct CommonOptions {
 
 /// Compiles, prints diagnostics to stderr, and returns the exit status the
 /// diagnostics call for (0 when there were none or only warnings).
-/// Writes `text` to `path` through rt::OutputFiles (docs/files.md), or to
-/// stdout when `path` is empty; reports the error (report_error) and returns
-/// kExitUserError when it cannot.
-int write_text_output(const CommonOptions &common, const std::string &path,
-                      const std::string &text);
-
 int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after);
 
 /// Prints `diags` to stderr in the chosen format (text or JSON Lines).
@@ -59,6 +53,12 @@ struct Command {
   CLI::App *app;
   std::function<int()> run;
 };
+
+/// Writes `text` to `path` through rt::OutputFiles (docs/files.md: "-" and
+/// devices in place, regular files replaced atomically), or to stdout when
+/// `path` is empty; reports the error (report_error) and returns
+/// kExitUserError when it cannot.
+int write_output(const CommonOptions &common, const std::string &path, const std::string &text);
 
 /// Adds the options shared by file-compiling commands (the input file, ...).
 void add_common_options(CLI::App &cmd, CommonOptions &common);

@@ -105,10 +105,10 @@ void replace_uses(std::vector<Instr> &body, std::vector<ValueId> &yields, ValueI
   }
 }
 
-void remap_uses(std::vector<Instr> &body, std::vector<ValueId> &yields, const ValueMap &map) {
+void remap_uses(std::vector<Instr> &body, std::vector<ValueId> &yields,
+                const ValueMap<ValueId> &map) {
   auto get = [&](ValueId &v) {
-    auto it = map.find(v);
-    if (it != map.end()) v = it->second;
+    if (const ValueId *to = map.find(v)) v = *to;
   };
   for (auto &y : yields) get(y);
   for (auto &in : body) {
@@ -119,21 +119,21 @@ void remap_uses(std::vector<Instr> &body, std::vector<ValueId> &yields, const Va
 
 namespace {
 
-ValueId renew(Function &f, ValueId v, ValueMap &map) {
+ValueId renew(Function &f, ValueId v, ValueMap<ValueId> &map) {
   const Value old = f.values[v];
   const ValueId nv = f.add_value(old.type, old.name, old.span);
   map[v] = nv;
   return nv;
 }
 
-ValueId read(const ValueMap &map, ValueId v) {
-  auto it = map.find(v);
-  return it == map.end() ? v : it->second;
+ValueId read(const ValueMap<ValueId> &map, ValueId v) {
+  const ValueId *to = map.find(v);
+  return to ? *to : v;
 }
 
 }  // namespace
 
-void clone_instr(Function &f, const Instr &in, ValueMap &map, std::vector<Instr> &out) {
+void clone_instr(Function &f, const Instr &in, ValueMap<ValueId> &map, std::vector<Instr> &out) {
   Instr copy;
   copy.op = in.op;
   copy.attrs = in.attrs;

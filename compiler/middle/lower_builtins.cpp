@@ -415,6 +415,67 @@ LExpr lower_creation(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span,
   return value_or_invalid(b.emit(op, {}, attrs, span), span);
 }
 
+/// `P(i, None, (j, k))` written as an argument, as the ast::SpecExpr a
+/// signature would hold; reports anything else.
+std::optional<ast::SpecExpr> spec_argument(BodyLowerer &b, const ast::Expr &e) {
+  auto fail = [&](SourceSpan at, const std::string &what) -> std::optional<ast::SpecExpr> {
+    b.diags().error("bad-argument", at, what).fix = "write e.g. `P(i, None)` or `P((i, j))`";
+    return std::nullopt;
+  };
+  auto *call = std::get_if<ast::CallExpr>(&e.node);
+  if (call == nullptr || call->callee.name != "P")
+    return fail(e.span, "expected a partition spec `P(...)`");
+  ast::SpecExpr spec;
+  spec.span = e.span;
+  auto axis = [&](const ast::Expr &x) -> std::optional<ast::Ident> {
+    if (auto *n = std::get_if<ast::NameExpr>(&x.node)) return ast::Ident{n->name, x.span};
+    return std::nullopt;
+  };
+  for (const ast::Argument &arg : call->args) {
+    ast::SpecDim dim;
+    dim.span = arg.span;
+    const ast::Expr &v = *arg.value;
+    if (!arg.keyword.empty()) return fail(arg.span, "a partition spec takes no keyword arguments");
+    if (std::holds_alternative<ast::NoneLit>(v.node)) {
+      // an unsplit dimension
+    } else if (auto name = axis(v)) {
+      dim.axes.push_back(*name);
+    } else if (auto *t = std::get_if<ast::TupleExpr>(&v.node)) {
+      for (const auto &el : t->elements) {
+        auto n = axis(*el);
+        if (!n) return fail(el->span, "expected a mesh axis name");
+        dim.axes.push_back(*n);
+      }
+    } else {
+      return fail(v.span, "expected a mesh axis, a tuple of axes or `None`");
+    }
+    spec.dims.push_back(std::move(dim));
+  }
+  return spec;
+}
+
+LExpr lower_constrain(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"x"}, {"spec"}});
+  if (!a.ok()) return {};
+  if (b.function().kind != ir::FunctionKind::Sharded) {
+    b.diags()
+        .error("constrain-outside-sharded", span,
+               "`constrain` is a sharding requirement for `spmdc shard`: it is only allowed in "
+               "the body of a `sharded` function")
+        .fix = "in a shmap every value is already split by the signature's specs; remove the call";
+    return {};
+  }
+  ir::ValueId x = a.value("x", DType::F32);
+  auto written = spec_argument(b, *a.get("spec"));
+  if (x == ir::kNoValue || !written) return {};
+  const Shape shape = b.function().type(x).shape;
+  auto spec = b.program().resolve_spec(*written, b.mesh(), shape, a.get("x")->span);
+  if (!spec) return {};
+  Attrs attrs;
+  attrs.sharding = *spec;
+  return value_or_invalid(b.emit(OpCode::Constrain, {x}, attrs, span), span);
+}
+
 const std::map<std::string, BuiltinHandler> &builtins() {
   static const std::map<std::string, BuiltinHandler> table = [] {
     std::map<std::string, BuiltinHandler> t;
@@ -680,6 +741,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       attrs.axes = *axes;
       return value_or_invalid(b.emit(OpCode::AxisIndex, {}, attrs, span), span);
     };
+ t["constrain"] = lower_constrain;
     t["axis_size"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"axes"}});
       if (!a.ok()) return {};

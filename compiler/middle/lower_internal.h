@@ -132,6 +132,7 @@ class BodyLowerer {
   ir::Function &function_;
   ir::Builder builder_;
   int module_index_;
+  std::string builtin_name_;  // the builtin being lowered, as written (for messages)
   /// The range of each loop index (lowest and highest value) and its loop.
   struct LoopIndex {
     int64_t lo, hi;
@@ -178,6 +179,9 @@ class ProgramLowerer {
   /// Reports `program-too-large` at `span` when `size` copies of something
   /// pass kMaxUnrolledInstructions; `what` says what ("unrolling this loop").
   bool check_unrolled_size(int64_t size, SourceSpan span, const std::string &what);
+  /// Checks `spec` against the mesh and the global shape; reports problems.
+  std::optional<rt::PartitionSpec> resolve_spec(const ast::SpecExpr &spec, const rt::Mesh &mesh,
+                                                const Shape &global, SourceSpan type_span);
 
   ir::Module module;
   DiagnosticEngine &diags;
@@ -193,8 +197,9 @@ class ProgramLowerer {
   std::optional<Type> resolve_type(const ast::TypeExpr &type,
                                    const std::map<std::string, int64_t> *symbols,
                                    bool allow_symbols, std::map<std::string, int64_t> *bind);
-  std::optional<rt::PartitionSpec> resolve_spec(const ast::SpecExpr &spec, const rt::Mesh &mesh,
-                                                const Shape &global, SourceSpan type_span);
+  /// A sharded function's callees must not communicate: reports every
+  /// collective in the def instances it reaches. True when there is none.
+  bool check_global_view(const ir::Function &f);
 
   const Program &program_;
   LowerOptions options_;

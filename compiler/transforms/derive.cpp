@@ -1,9 +1,10 @@
 // transforms/derive.cpp — see derive.h.
 #include "transforms/derive.h"
 
+#include <algorithm>
+
 #include "ir/loops.h"
 #include "ir/verifier.h"
-#include "support/limits.h"
 #include "transforms/combine_collectives.h"
 #include "transforms/explicit_pbroadcast.h"
 #include "transforms/inline_calls.h"
@@ -14,20 +15,6 @@
 
 namespace spmd {
 namespace {
-
-const char *kind_name(DeriveKind k) {
-  switch (k) {
-    case DeriveKind::Transpose:
-      return "transpose";
-    case DeriveKind::Jvp:
-      return "jvp";
-    case DeriveKind::Vjp:
-      return "vjp";
-    case DeriveKind::Grad:
-      return "grad";
-  }
-  return "";
-}
 
 std::vector<bool> select_params(const ir::Function &f, const std::vector<std::string> &wrt) {
   std::vector<bool> sel(f.params.size(), wrt.empty());
@@ -55,6 +42,13 @@ std::vector<bool> select_params(const ir::Function &f, const std::vector<std::st
                                  "` is not floating point, so it has no derivative");
       sel[k] = false;  // integer and bool inputs are never differentiated
     }
+  // With nothing selected the derived function would have no parameters (jvp) or no results
+  // (transpose, vjp, grad): a program that cannot be written as source, and has nothing to say.
+  if (std::find(sel.begin(), sel.end(), true) == sel.end())
+    throw TransformError("nothing-to-differentiate", f.span,
+                         "`" + f.name +
+                             "` has no floating-point parameter, so it has no derivative or "
+                             "transpose to derive");
   return sel;
 }
 
@@ -114,9 +108,29 @@ int find_shmap(const ir::Module &module, const std::string &name) {
   }
   for (int i : shmaps)
     if (module.functions[i].name == name) return i;
+  int other = module.find_function(name);
+  if (other >= 0 && module.functions[other].kind == ir::FunctionKind::Sharded)
+    throw TransformError("unknown-function", module.functions[other].span,
+                         "`" + name +
+                             "` is a sharded function; make a shmap of it with `spmdc shard` "
+                             "first, then transform that");
   throw TransformError("unknown-function", {},
                        "no shmap named `" + name + "`" +
                            (names.empty() ? std::string() : " (shmaps: " + names + ")"));
+}
+
+const char *derive_kind_name(DeriveKind k) {
+  switch (k) {
+    case DeriveKind::Transpose:
+      return "transpose";
+    case DeriveKind::Jvp:
+      return "jvp";
+    case DeriveKind::Vjp:
+      return "vjp";
+    case DeriveKind::Grad:
+      return "grad";
+  }
+  return "";
 }
 
 ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
@@ -129,29 +143,13 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
   ir::Function inlined = inline_calls(module, original);
   split_collectives(inlined);
   ir::Function flat = simplify(module, inlined);
-  // TEMPORARY (stage 1 of loops staying loops): the transforms still work on
-  // straight-line code.
-  UnrollPolicy all;
-  all.max_trip_count = ir::kMaxUnrolledIterations;
-  // Unrolling multiplies nested loops: bound the result before making it.
-  const int64_t unrolled = unrolled_size(flat, all);
-  if (unrolled > kMaxUnrolledInstructions)
-    throw TransformError("program-too-large", flat.span,
-                         "`" + flat.name +
-                             "`, with its loops unrolled as derived programs do for now, " +
-                             too_many_instructions(unrolled));
-  unroll_loops(flat, all);
-  if (ir::has_loop(flat.body))
-    throw TransformError("unsupported", flat.span,
-                         "differentiating a loop of more than " +
-                             std::to_string(ir::kMaxUnrolledIterations) +
-                             " iterations is not supported yet");
   std::vector<bool> wrt = select_params(flat, request.wrt);
   ir::Function result;
   std::string what;
   switch (request.kind) {
     case DeriveKind::Transpose: {
       TransposeSpec spec;
+      spec.remat = request.remat;
       spec.linear_params = wrt;
       spec.ct_results.assign(flat.results.size(), true);
       std::string base = strip_suffix(flat.name, "_transpose");
@@ -181,6 +179,7 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
                     "; use `spmdc vjp` to pass its cotangent explicitly");
       JvpResult j = jvp_function(module, flat, wrt);
       TransposeSpec spec;
+      spec.remat = request.remat;
       size_t np = j.num_primal_params, nr = j.num_primal_results;
       spec.linear_params.assign(j.function.params.size(), false);
       for (size_t k = np; k < j.function.params.size(); ++k) spec.linear_params[k] = true;
@@ -205,11 +204,10 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
       break;
     }
   }
-  (void)kind_name;
-  result = simplify(module, result);
+  result = simplify(module, std::move(result));
   combine_collectives(result, request.combine);
   make_pbroadcasts_explicit(out, result, ir::Origin::Transform);
-  result.comment = what + "\nGenerated by `spmdc " + kind_name(request.kind) + "`" +
+  result.comment = what + "\nGenerated by `spmdc " + derive_kind_name(request.kind) + "`" +
                    (request.source_path.empty() ? "" : " from " + request.source_path) + ".";
   out.functions.push_back(std::move(result));
   for (const std::string &problem : ir::verify_module(out))

@@ -11,11 +11,12 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <initializer_list>
-
 #include <map>
 
 #include "spmdrt/checked.h"
@@ -57,12 +58,12 @@ int64_t parse_byte_size(const std::string &text, const std::string &flag) {
   std::string suffix = text.substr(digits);
   for (char &c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   int shift = -1;
-  for (const auto &[names, bits] : std::initializer_list<std::pair<std::vector<std::string>, int>>{
-           {{"", "B"}, 0},
-           {{"K", "KB", "KIB"}, 10},
-           {{"M", "MB", "MIB"}, 20},
-           {{"G", "GB", "GIB"}, 30},
-           {{"T", "TB", "TIB"}, 40}})
+  for (const auto &[names, bits] :
+       std::initializer_list<std::pair<std::vector<std::string>, int>>{{{"", "B"}, 0},
+                                                                       {{"K", "KB", "KIB"}, 10},
+                                                                       {{"M", "MB", "MIB"}, 20},
+                                                                       {{"G", "GB", "GIB"}, 30},
+                                                                       {{"T", "TB", "TIB"}, 40}})
     for (const std::string &n : names)
       if (suffix == n) shift = bits;
   int64_t value = 0;
@@ -155,12 +156,10 @@ std::pair<std::string, std::string> split_assignment(const std::string &text, co
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::string> &names,
-                                  const std::vector<DType> &dtypes,
-                                  const std::vector<Shape> &global_shapes,
-                                  const std::vector<std::string> &inputs,
-                                  const std::optional<uint64_t> &random_seed,
-                                  const InputCheck &check) {
+std::vector<std::optional<std::string>> input_paths(const std::string &fn,
+                                                    const std::vector<std::string> &names,
+                                                    const std::vector<std::string> &inputs,
+                                                    const std::optional<uint64_t> &random_seed) {
   std::map<std::string, size_t> by_name;
   for (size_t k = 0; k < names.size(); ++k) by_name[names[k]] = k;
   std::vector<std::optional<std::string>> paths(names.size());
@@ -180,30 +179,54 @@ std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::
     throw CliError{std::string("missing input") + (missing.size() == 1 ? " " : "s ") +
                    join_names(missing) + " of `" + fn +
                    "`; pass --in NAME=FILE.npy for each, or --random SEED"};
+  return paths;
+}
 
+uint64_t input_seed(uint64_t random_seed, size_t k) { return random_seed * 1000003ULL + k; }
+
+bool check_input_file(size_t k, DType param_dtype, DType file_dtype, const Shape &file_shape,
+                      const std::string &path, const InputCheck &check) {
+  const bool widened_bf16 = param_dtype == DType::BF16 && file_dtype == DType::F32;
+  std::string problem =
+      check(k, widened_bf16 ? DType::BF16 : file_dtype, file_shape, "`" + path + "`");
+  if (!problem.empty()) {
+    if (widened_bf16)  // report what the file really holds
+      problem = check(k, file_dtype, file_shape, "`" + path + "`");
+    throw CliError{problem};
+  }
+  return widened_bf16;
+}
+
+CliError input_read_error(const std::string &name, const RuntimeError &error) {
+  return CliError{"cannot read input `" + name + "`: " + error.what()};
+}
+
+std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::string> &names,
+                                  const std::vector<DType> &dtypes,
+                                  const std::vector<Shape> &global_shapes,
+                                  const std::vector<std::string> &inputs,
+                                  const std::optional<uint64_t> &random_seed,
+                                  const InputCheck &check) {
+  const auto paths = input_paths(fn, names, inputs, random_seed);
   std::vector<Tensor> result(names.size());
   for (size_t k = 0; k < names.size(); ++k) {
     if (!paths[k]) {
-      result[k] = random_tensor(dtypes[k], global_shapes[k], *random_seed * 1000003ULL + k);
+      result[k] = random_tensor(dtypes[k], global_shapes[k], input_seed(*random_seed, k));
       continue;
     }
     // The file's dtype and shape are checked from its header, before its data
     // is read: a wrong or huge file is refused without reading it.
-    const std::string found_in = "`" + *paths[k] + "`";
+    bool widen = false;
     auto check_header = [&](DType dtype, const Shape &shape) {
-      const bool widened = dtypes[k] == DType::BF16 && dtype == DType::F32;
-      std::string problem = check(k, widened ? DType::BF16 : dtype, shape, found_in);
-      if (!problem.empty() && widened) problem = check(k, dtype, shape, found_in);
-      if (!problem.empty()) throw CliError{problem};
+      widen = check_input_file(k, dtypes[k], dtype, shape, *paths[k], check);
     };
     Tensor t;
     try {
       t = read_npy(*paths[k], check_header);
     } catch (const RuntimeError &e) {
-      throw CliError{"cannot read input `" + names[k] + "`: " + e.what()};
+      throw input_read_error(names[k], e);
     }
-    const bool widened_bf16 = dtypes[k] == DType::BF16 && t.dtype() == DType::F32;
-    result[k] = widened_bf16 ? cast(t, DType::BF16) : t;
+    result[k] = widen ? cast(t, DType::BF16) : t;
   }
   return result;
 }
@@ -242,23 +265,82 @@ std::vector<std::vector<OutputPath>> output_paths(const std::string &fn,
   return paths;
 }
 
-void write_outputs(const std::vector<Tensor> &results,
-                   const std::vector<std::vector<OutputPath>> &paths,
-                   const std::vector<std::string> &inputs) {
+NpyOutputs::NpyOutputs(std::vector<std::vector<OutputPath>> paths, std::vector<std::string> inputs)
+    : paths_(std::move(paths)), inputs_(std::move(inputs)) {}
+
+NpyOutputs::~NpyOutputs() = default;
+
+void NpyOutputs::create(const std::vector<DType> &dtypes, const std::vector<Shape> &shapes) {
   try {
-    OutputFiles out;
-    for (const std::string &text : inputs) out.protect_input(split_assignment(text, "--in").second);
-    std::vector<NpyFile> files;
-    files.reserve(results.size());  // `out` keeps views into these
-    for (size_t k = 0; k < results.size(); ++k) {
-      files.push_back(encode_npy(results[k]));
-      for (const OutputPath &p : paths[k])
-        out.add(p.path, {files.back().header, files.back().data_bytes()}, p.naming);
+    files_ = std::make_unique<OutputFiles>();
+    for (const std::string &text : inputs_)
+      files_->protect_input(split_assignment(text, "--in").second);
+    temps_.assign(paths_.size(), {});
+    for (size_t k = 0; k < paths_.size(); ++k)
+      for (const OutputPath &p : paths_[k]) {
+        temps_[k].push_back(files_->add_external(p.path, p.naming));
+        create_npy_file(temps_[k].back(), dtypes[k], shapes[k]);
+      }
+  } catch (const RuntimeError &e) {
+    discard();
+    throw CliError{std::string("cannot write outputs: ") + e.what()};
+  }
+}
+
+std::string NpyOutputs::temporaries() const {
+  std::string all;
+  for (const auto &temps : temps_)
+    for (const std::string &t : temps) all += t + '\0';  // no path holds a NUL
+  return all;
+}
+
+void NpyOutputs::adopt(const std::string &temporaries) {
+  temps_.assign(paths_.size(), {});
+  size_t at = 0;
+  for (size_t k = 0; k < paths_.size(); ++k)
+    for (size_t j = 0; j < paths_[k].size(); ++j) {
+      const size_t end = temporaries.find('\0', at);
+      if (end == std::string::npos) throw RuntimeError("NpyOutputs::adopt: too few temporaries");
+      temps_[k].push_back(temporaries.substr(at, end - at));
+      at = end + 1;
     }
-    out.commit();
+}
+
+void NpyOutputs::write_block(size_t k, const Shape &global, const Shape &start,
+                             const Tensor &block) {
+  try {
+    for (const std::string &temp : temps_.at(k)) write_npy_block(temp, global, start, block);
   } catch (const RuntimeError &e) {
     throw CliError{std::string("cannot write outputs: ") + e.what()};
   }
+}
+
+void NpyOutputs::commit() {
+  if (!files_) return;  // nothing was created: no outputs
+  try {
+    files_->commit();
+  } catch (const RuntimeError &e) {
+    discard();
+    throw CliError{std::string("cannot write outputs: ") + e.what()};
+  }
+}
+
+void NpyOutputs::discard() { files_.reset(); }  // removes every temporary not committed
+
+void write_outputs(const std::vector<Tensor> &results,
+                   const std::vector<std::vector<OutputPath>> &paths,
+                   const std::vector<std::string> &inputs) {
+  NpyOutputs files(paths, inputs);
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  for (const Tensor &r : results) {
+    dtypes.push_back(r.dtype());
+    shapes.push_back(r.shape());
+  }
+  files.create(dtypes, shapes);
+  for (size_t k = 0; k < results.size(); ++k)
+    files.write_block(k, results[k].shape(), Shape(results[k].shape().size(), 0), results[k]);
+  files.commit();
 }
 
 }  // namespace spmd::rt

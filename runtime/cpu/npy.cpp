@@ -4,8 +4,16 @@
 // (also '<b1', and '=' for little-endian on this little-endian host), C order,
 // any rank including 0. Every error names the file first. Writes version 1.0
 // (2.0 if the header would not fit) with the header padded so the data starts
-// at a multiple of 64 bytes; bf16 is widened exactly to '<f4'. Files are
-// written through spmdrt/output_file.h, so readers never see a partial file.
+// at a multiple of 64 bytes; bf16 is widened exactly to '<f4'. Whole files
+// are written through spmdrt/output_file.h, so readers never see a partial
+// file. Reads are bounded: the header (at most 1 MiB), then exactly the bytes
+// its shape promises (sizes through spmdrt/checked.h), so a hostile header or
+// a device such as /dev/zero cannot make a read run without end.
+//
+// Block I/O for distributed runs: read_npy_header checks a file from its header
+// and size alone, read_npy_block reads one box of the array with one pread per
+// contiguous run, and create_npy_file / write_npy_block let several processes
+// fill one file, each writing only its own box (docs/runtime.md, "I/O layout").
 #include "spmdrt/npy.h"
 
 #include <fcntl.h>
@@ -14,9 +22,10 @@
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cctype>
-#include <cstdio>
+#include <cerrno>
+#include <cstring>
+#include <utility>
 
 #include "internal.h"
 #include "spmdrt/checked.h"
@@ -177,55 +186,21 @@ uint32_t read_le(const char *bytes, size_t width) {
 /// The largest header accepted: NumPy's own headers are a few hundred bytes.
 constexpr size_t kMaxHeaderBytes = size_t{1} << 20;
 
-/// A file descriptor read in bounded pieces: never more than asked for.
-class BoundedReader {
- public:
-  explicit BoundedReader(const std::string &path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) npy_fail(path, std::string("cannot open file for reading: ") + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd_, &st) == 0) {
-      if (S_ISDIR(st.st_mode)) {
-        ::close(fd_);
-        npy_fail(path, "is a directory, not a .npy file");
-      }
-      if (S_ISREG(st.st_mode)) size_ = static_cast<int64_t>(st.st_size);
-    }
-  }
-  ~BoundedReader() { ::close(fd_); }
-  BoundedReader(const BoundedReader &) = delete;
-  BoundedReader &operator=(const BoundedReader &) = delete;
-
-  /// The file's size when it is a regular file, else -1 (a pipe, a device).
-  int64_t size() const { return size_; }
-
-  /// Reads up to `n` bytes into `out` (less only at end of file); returns how many.
-  size_t read(char *out, size_t n) {
-    size_t done = 0;
-    while (done < n) {
-      ssize_t got = ::read(fd_, out + done, std::min<size_t>(n - done, size_t{1} << 30));
-      if (got == 0) break;
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        npy_fail(path_, std::string("read error: ") + std::strerror(errno));
-      }
-      done += static_cast<size_t>(got);
-    }
-    return done;
-  }
-
- private:
-  const std::string &path_;
-  int fd_ = -1;
-  int64_t size_ = -1;
+/// A header as read: where the data starts, the descr as written (for
+/// messages), and the data's byte size (checked arithmetic).
+struct ParsedHeader {
+  NpyHeader header;
+  std::string descr;
+  size_t data_bytes = 0;
 };
 
-}  // namespace
-
-Tensor read_npy(const std::string &path, const NpyHeaderCheck &check_header) {
-  BoundedReader file(path);
+/// Reads magic, version, length and header dictionary with `read(out, n)`,
+/// which returns fewer than `n` bytes only at end of file; never asks for more
+/// than the header (at most kMaxHeaderBytes).
+template <typename Read>
+ParsedHeader read_header(const std::string &path, Read &&read) {
   char prefix[12];
-  const size_t got = file.read(prefix, 10);
+  const size_t got = read(prefix, 10);
   if (got < 10) npy_fail(path, "too short to be a .npy file (" + std::to_string(got) + " bytes)");
   if (std::memcmp(prefix, "\x93NUMPY", 6) != 0) npy_fail(path, "not a .npy file (bad magic)");
   const int major = static_cast<unsigned char>(prefix[6]);
@@ -235,74 +210,201 @@ Tensor read_npy(const std::string &path, const NpyHeaderCheck &check_header) {
                        std::to_string(minor));
   }
   const size_t length_width = major == 1 ? 2 : 4;
-  if (length_width == 4 && file.read(prefix + 10, 2) < 2) npy_fail(path, "truncated header");
+  if (length_width == 4 && read(prefix + 10, 2) < 2) npy_fail(path, "truncated header");
   const size_t header_length = read_le(prefix + 8, length_width);
   if (header_length > kMaxHeaderBytes)
     npy_fail(path, "the header claims " + std::to_string(header_length) +
                        " bytes, more than the 1 MiB limit");
-  const size_t data_start = 8 + length_width + header_length;
   std::string header_bytes(header_length, '\0');
-  if (file.read(header_bytes.data(), header_length) < header_length)
-    npy_fail(path, "truncated header");
-  std::string_view header(header_bytes);
-  while (!header.empty() &&
-         (header.back() == '\n' || header.back() == ' ' || header.back() == '\0')) {
-    header.remove_suffix(1);
+  if (read(header_bytes.data(), header_length) < header_length) npy_fail(path, "truncated header");
+  std::string_view text(header_bytes);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\0')) {
+    text.remove_suffix(1);
   }
-  std::string descr;
+  ParsedHeader out;
   bool fortran_order = false;
-  Shape shape;
-  HeaderParser(path, header).parse(descr, fortran_order, shape);
-  const DType dtype = parse_descr(path, descr);
+  HeaderParser(path, text).parse(out.descr, fortran_order, out.header.shape);
+  out.header.dtype = parse_descr(path, out.descr);
   if (fortran_order) {
     npy_fail(path, "Fortran-order arrays are not supported (save with C order)");
   }
-  const std::optional<int64_t> bytes = checked_array_bytes(shape, dtype_size(dtype));
-  if (!bytes) npy_fail(path, "shape " + shape_str(shape) + " of " + descr + " is too large");
-  const auto expected = static_cast<size_t>(*bytes);
-  if (check_header) check_header(dtype, shape);
+  out.header.data_offset = 8 + length_width + header_length;
+  const std::optional<int64_t> bytes =
+      checked_array_bytes(out.header.shape, static_cast<int64_t>(dtype_size(out.header.dtype)));
+  if (!bytes)
+    npy_fail(path, "shape " + shape_str(out.header.shape) + " of " + out.descr + " is too large");
+  out.data_bytes = static_cast<size_t>(*bytes);
+  return out;
+}
+
+[[noreturn]] void truncated_data(const std::string &path, const ParsedHeader &h, size_t available) {
+  npy_fail(path, "truncated data: shape " + shape_str(h.header.shape) + " of " + h.descr +
+                     " needs " + std::to_string(h.data_bytes) + " bytes but the file has " +
+                     std::to_string(available));
+}
+
+/// Checks that a regular file of `file_size` bytes holds exactly the data its
+/// header promises.
+void check_file_size(const std::string &path, const ParsedHeader &h, size_t file_size) {
+  const size_t available = file_size - std::min(h.header.data_offset, file_size);
+  if (available < h.data_bytes) truncated_data(path, h, available);
+  if (available > h.data_bytes) {
+    npy_fail(path, std::to_string(available - h.data_bytes) + " unexpected bytes after the data");
+  }
+}
+
+/// Bool elements are normalised to 0/1.
+void normalise_bools(Tensor &tensor) {
+  if (tensor.dtype() != DType::Bool) return;
+  auto *p = tensor.data<uint8_t>();
+  for (int64_t i = 0; i < tensor.numel(); ++i) p[i] = p[i] != 0;
+}
+
+/// An open file descriptor, closed on destruction.
+class Fd {
+ public:
+  Fd(const std::string &path, int flags) : fd_(::open(path.c_str(), flags | O_CLOEXEC, 0666)) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(Fd &&other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  int get() const { return fd_; }
+  /// Closes now; false when close reports an error (a delayed write error).
+  bool close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd < 0 || ::close(fd) == 0;
+  }
+
+ private:
+  int fd_;
+};
+
+/// Opens `path` for reading; a directory or an unopenable file is an error.
+/// `st` receives its status.
+Fd open_for_reading(const std::string &path, struct stat &st) {
+  Fd fd(path, O_RDONLY);
+  if (fd.get() < 0)
+    npy_fail(path, std::string("cannot open file for reading: ") + std::strerror(errno));
+  if (::fstat(fd.get(), &st) != 0)
+    npy_fail(path, std::string("read error: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) npy_fail(path, "is a directory, not a .npy file");
+  return fd;
+}
+
+/// Reads up to `n` bytes at the file position (fewer only at end of file).
+size_t read_some(int fd, const std::string &path, char *out, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::read(fd, out + done, std::min<size_t>(n - done, size_t{1} << 30));
+    if (got == 0) break;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      npy_fail(path, std::string("read error: ") + std::strerror(errno));
+    }
+    done += static_cast<size_t>(got);
+  }
+  return done;
+}
+
+/// Reads exactly `size` bytes at `offset`; false on error or end of file.
+bool pread_all(int fd, std::byte *out, size_t size, size_t offset) {
+  while (size > 0) {
+    const ssize_t n = ::pread(fd, out, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    out += n;
+    offset += static_cast<size_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// Writes exactly `size` bytes at `offset`; false on error.
+bool pwrite_all(int fd, const std::byte *data, size_t size, size_t offset) {
+  while (size > 0) {
+    const ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    offset += static_cast<size_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string &path, const NpyHeaderCheck &check_header) {
+  struct stat st {};
+  Fd fd = open_for_reading(path, st);
+  auto read = [&](char *out, size_t n) { return read_some(fd.get(), path, out, n); };
+  const ParsedHeader h = read_header(path, read);
+  if (check_header) check_header(h.header.dtype, h.header.shape);
   // A regular file's size tells everything before any data is read; a pipe or
   // a device is read up to what the header promises, plus one byte to see
   // whether more follows.
-  if (file.size() >= 0) {
-    const auto available = static_cast<size_t>(file.size()) - std::min<size_t>(data_start, file.size());
-    if (available < expected) {
-      npy_fail(path, "truncated data: shape " + shape_str(shape) + " of " + descr + " needs " +
-                         std::to_string(expected) + " bytes but the file has " +
-                         std::to_string(available));
-    }
-    if (available > expected) {
-      npy_fail(path, std::to_string(available - expected) + " unexpected bytes after the data");
-    }
-  }
-  Tensor tensor = Tensor::empty(dtype, shape);
-  const size_t read = file.read(reinterpret_cast<char *>(tensor.raw()), expected);
-  if (read < expected) {
-    npy_fail(path, "truncated data: shape " + shape_str(shape) + " of " + descr + " needs " +
-                       std::to_string(expected) + " bytes but the file has " +
-                       std::to_string(read));
-  }
+  if (S_ISREG(st.st_mode)) check_file_size(path, h, static_cast<size_t>(st.st_size));
+  Tensor tensor = Tensor::empty(h.header.dtype, h.header.shape);
+  const size_t got = read(reinterpret_cast<char *>(tensor.raw()), h.data_bytes);
+  if (got < h.data_bytes) truncated_data(path, h, got);
   char extra = 0;
-  if (file.read(&extra, 1) != 0) npy_fail(path, "unexpected bytes after the data");
-  if (dtype == DType::Bool) {  // normalise to 0/1
-    auto *p = tensor.data<uint8_t>();
-    for (int64_t i = 0; i < tensor.numel(); ++i) p[i] = p[i] != 0;
-  }
+  if (read(&extra, 1) != 0) npy_fail(path, "unexpected bytes after the data");
+  normalise_bools(tensor);
   return tensor;
 }
 
-NpyFile encode_npy(const Tensor &tensor) {
-  if (!tensor.defined()) throw RuntimeError("cannot write an undefined tensor");
-  NpyFile file;
-  file.data = tensor.dtype() == DType::BF16 ? cast(tensor, DType::F32) : tensor;
-  const Tensor &data = file.data;
-  std::string shape = "(";
-  for (size_t i = 0; i < data.shape().size(); ++i) {
-    shape += (i ? ", " : "") + std::to_string(data.shape()[i]);
+NpyHeader read_npy_header(const std::string &path) {
+  struct stat st {};
+  Fd fd = open_for_reading(path, st);
+  if (!S_ISREG(st.st_mode)) {  // a pipe or device: read it whole (single process only)
+    fd.close();
+    const Tensor whole = read_npy(path);
+    return NpyHeader{whole.dtype(), whole.shape(), 0};
   }
-  shape += data.shape().size() == 1 ? ",)" : ")";  // Python's one-element tuple
-  std::string header = "{'descr': '" + descr_of(data.dtype()) +
-                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t offset = 0;
+  const ParsedHeader h = read_header(path, [&](char *out, size_t n) {
+    const size_t want =
+        std::min(n, static_cast<size_t>(st.st_size) - std::min<size_t>(offset, st.st_size));
+    if (!pread_all(fd.get(), reinterpret_cast<std::byte *>(out), want, offset))
+      npy_fail(path, "read error");
+    offset += want;
+    return want;
+  });
+  check_file_size(path, h, static_cast<size_t>(st.st_size));
+  return h.header;
+}
+
+Tensor read_npy_block(const std::string &path, const NpyHeader &header, const Shape &start,
+                      const Shape &extent) {
+  if (header.data_offset == 0) {  // not a regular file: read_npy_header read it whole
+    const Tensor whole = read_npy(path);
+    std::vector<int64_t> limit(start.size()), stride(start.size(), 1);
+    for (size_t d = 0; d < limit.size(); ++d) limit[d] = start[d] + extent[d];
+    return slice(whole, start, limit, stride);
+  }
+  Fd fd(path, O_RDONLY);
+  if (fd.get() < 0) npy_fail(path, "cannot open file for reading");
+  Tensor tensor = Tensor::empty(header.dtype, extent);
+  const size_t esize = dtype_size(header.dtype);
+  detail::for_each_block_run(header.shape, Block{start, extent},
+                             [&](int64_t global, int64_t local, int64_t count) {
+                               if (!pread_all(fd.get(), tensor.raw() + local * esize, count * esize,
+                                              header.data_offset + global * esize))
+                                 npy_fail(path, "read error (the file changed while reading?)");
+                             });
+  normalise_bools(tensor);
+  return tensor;
+}
+
+std::string npy_header_bytes(DType dtype, const Shape &shape) {
+  std::string dims = "(";
+  for (size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+  dims += shape.size() == 1 ? ",)" : ")";  // Python's one-element tuple
+  std::string header =
+      "{'descr': '" + descr_of(dtype) + "', 'fortran_order': False, 'shape': " + dims + ", }";
   // Pad with spaces and a final newline so magic + version + length + header is a
   // multiple of 64.
   size_t prefix = 10;
@@ -315,17 +417,44 @@ NpyFile encode_npy(const Tensor &tensor) {
   preamble += '\0';
   const size_t length = header.size();
   for (size_t i = 0; i < prefix - 8; ++i) preamble += static_cast<char>((length >> (8 * i)) & 0xff);
-  file.header = preamble + header;
-  return file;
+  return preamble + header;
 }
 
-std::string_view NpyFile::data_bytes() const {
-  return {reinterpret_cast<const char *>(data.raw()), data.nbytes()};
+void create_npy_file(const std::string &path, DType dtype, const Shape &shape) {
+  const std::string header = npy_header_bytes(dtype, shape);
+  Fd fd(path, O_WRONLY | O_CREAT | O_TRUNC);
+  if (fd.get() < 0) npy_fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
+  const std::optional<int64_t> bytes = checked_array_bytes(
+      shape, static_cast<int64_t>(dtype_size(dtype == DType::BF16 ? DType::F32 : dtype)));
+  if (!bytes) npy_fail(path, "shape " + shape_str(shape) + " is too large to write");
+  const size_t size = header.size() + static_cast<size_t>(*bytes);
+  if (!pwrite_all(fd.get(), reinterpret_cast<const std::byte *>(header.data()), header.size(), 0) ||
+      ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0 || !fd.close())
+    npy_fail(path, std::string("write error: ") + std::strerror(errno));
+}
+
+void write_npy_block(const std::string &path, const Shape &global, const Shape &start,
+                     const Tensor &block) {
+  const Tensor data = block.dtype() == DType::BF16 ? cast(block, DType::F32) : block;
+  const size_t offset = npy_header_bytes(data.dtype(), global).size();
+  const size_t esize = dtype_size(data.dtype());
+  Fd fd(path, O_WRONLY);
+  if (fd.get() < 0) npy_fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
+  detail::for_each_block_run(
+      global, Block{start, data.shape()}, [&](int64_t g, int64_t local, int64_t count) {
+        if (!pwrite_all(fd.get(), data.raw() + local * esize, count * esize, offset + g * esize))
+          npy_fail(path, std::string("write error: ") + std::strerror(errno));
+      });
+  if (!fd.close()) npy_fail(path, std::string("write error: ") + std::strerror(errno));
 }
 
 void write_npy(const std::string &path, const Tensor &tensor) {
-  const NpyFile file = encode_npy(tensor);
-  write_output_file(path, {file.header, file.data_bytes()});
+  if (!tensor.defined()) npy_fail(path, "cannot write an undefined tensor");
+  OutputFiles out;
+  const std::string temp = out.add_external(path);
+  create_npy_file(temp, tensor.dtype(), tensor.shape());
+  write_npy_block(temp, tensor.shape(), Shape(tensor.shape().size(), 0), tensor);
+  out.commit();
 }
 
 }  // namespace spmd::rt

@@ -159,7 +159,8 @@ int named_descriptor(const std::string &path) {
     const std::string p = prefix;
     if (path.size() > p.size() && path.compare(0, p.size(), p) == 0) {
       const std::string digits = path.substr(p.size());
-      if (digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos)
+        continue;
       return std::atoi(digits.c_str());
     }
   }
@@ -236,6 +237,7 @@ struct OutputFiles::Target {
   std::string key;  // identity, to find two outputs naming one file
   std::vector<std::string_view> pieces;
   bool external = false;
+  ExternalMode external_mode = ExternalMode::Keep;
   std::string temp;  // the temporary (Replace, or any external output)
   int temp_id = -1;  // its signal-cleanup registration
 };
@@ -279,7 +281,8 @@ std::unique_ptr<Target> classify(const std::string &user_path) {
     if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
       cannot_write(user_path, "directory `" + dir + "` does not exist");
     if (::access(dir.c_str(), W_OK | X_OK) != 0)
-      cannot_write(user_path, "cannot create files in directory `" + dir + "`: " + errno_text(errno));
+      cannot_write(user_path,
+                   "cannot create files in directory `" + dir + "`: " + errno_text(errno));
     char real_dir[PATH_MAX];
     t->key = std::string(::realpath(dir.c_str(), real_dir) ? real_dir : dir.c_str()) + "/" +
              base_of(path);
@@ -301,6 +304,14 @@ std::unique_ptr<Target> classify(const std::string &user_path) {
   return t;
 }
 
+/// Gives the temporary open as `fd` the mode and owner of the file it replaces.
+void keep_mode_and_owner(const Target &t, int fd) {
+  if (!t.exists) return;
+  if (t.st.st_uid != ::geteuid() || t.st.st_gid != ::getegid())
+    (void)::fchown(fd, t.st.st_uid, t.st.st_gid);  // kept where allowed
+  if (::fchmod(fd, t.st.st_mode & 07777) != 0) cannot_write(t.user_path, errno_text(errno));
+}
+
 /// Writes a Replace target's temporary: created exclusively, filled, given
 /// the old file's mode and owner, synced and closed.
 void write_temporary(Target &t) {
@@ -312,11 +323,7 @@ void write_temporary(Target &t) {
     cannot_write(t.user_path, "cannot create a temporary file in `" + dir_of(t.final_path) +
                                   "`: " + errno_text(errno));
   for (std::string_view piece : t.pieces) write_all(fd.get(), piece, t.user_path);
-  if (t.exists) {
-    if (t.st.st_uid != ::geteuid() || t.st.st_gid != ::getegid())
-      (void)::fchown(fd.get(), t.st.st_uid, t.st.st_gid);  // kept where allowed
-    if (::fchmod(fd.get(), t.st.st_mode & 07777) != 0) cannot_write(t.user_path, errno_text(errno));
-  }
+  keep_mode_and_owner(t, fd.get());
   sync_fd(fd.get(), t.user_path);
   fd.close(t.user_path);
 }
@@ -392,10 +399,12 @@ void OutputFiles::add(const std::string &path, std::vector<std::string_view> pie
   targets_.push_back(std::move(t));
 }
 
-std::string OutputFiles::add_external(const std::string &path, OutputNaming naming) {
+std::string OutputFiles::add_external(const std::string &path, OutputNaming naming,
+                                      ExternalMode mode) {
   add(path, {}, naming);
   Target &t = *targets_.back();
   t.external = true;
+  t.external_mode = mode;
   if (t.kind == Target::Kind::Replace) {
     t.temp = temporary_beside(t.final_path);
   } else {
@@ -417,6 +426,7 @@ void OutputFiles::commit() {
     }
     Fd fd(::open(t->temp.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) cannot_write(t->user_path, "`" + t->temp + "`: " + errno_text(errno));
+    if (t->external_mode == ExternalMode::Keep) keep_mode_and_owner(*t, fd.get());
     sync_fd(fd.get(), t->user_path);
   }
   for (auto &t : targets_)

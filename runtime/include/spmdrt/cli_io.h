@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -72,6 +73,23 @@ std::pair<std::string, std::string> split_assignment(const std::string &text, co
 using InputCheck = std::function<std::string(size_t k, DType dtype, const Shape &shape,
                                              const std::string &found_in)>;
 
+/// The file of each input of function `fn` (parameters `names`), from --in
+/// NAME=PATH (`inputs`); nullopt where --random SEED makes it. Checks names,
+/// duplicates and that every input without a file has a seed.
+std::vector<std::optional<std::string>> input_paths(const std::string &fn,
+                                                    const std::vector<std::string> &names,
+                                                    const std::vector<std::string> &inputs,
+                                                    const std::optional<uint64_t> &random_seed);
+/// The seed --random SEED gives input k.
+uint64_t input_seed(uint64_t random_seed, size_t k);
+/// Checks the file `path` (holding `file_dtype`/`file_shape`) for parameter k of
+/// dtype `param_dtype` with `check`; returns true when it holds f32 for a bf16
+/// parameter (to be cast after reading). Throws CliError.
+bool check_input_file(size_t k, DType param_dtype, DType file_dtype, const Shape &file_shape,
+                      const std::string &path, const InputCheck &check);
+/// "cannot read input `NAME`: ..." for a file that cannot be read.
+CliError input_read_error(const std::string &name, const RuntimeError &error);
+
 /// Reads (--in NAME=PATH, `inputs`), or makes from `random_seed`, every input of
 /// function `fn` whose parameters are `names`/`dtypes`/`global_shapes`; checks
 /// each file with `check` and casts f32 files of bf16 parameters to bf16.
@@ -96,9 +114,46 @@ std::vector<std::vector<OutputPath>> output_paths(const std::string &fn,
                                                   const std::vector<std::string> &outputs,
                                                   const std::string &out_dir);
 
-/// Writes results[k] to every paths[k] as .npy files, all or none, with
-/// rt::OutputFiles; a --out-dir path never replaces one of the --in files
-/// (`inputs`, the NAME=PATH option values).
+/// The .npy output files of one run, all or none, written blockwise so that
+/// several processes can fill one file. Built on rt::OutputFiles
+/// (spmdrt/output_file.h, docs/files.md): temporaries beside the targets,
+/// flushed to disk and renamed together; devices, FIFOs and standard output
+/// written in place; links followed; modes kept; temporaries removed on
+/// failure and on SIGINT/SIGTERM/SIGHUP/SIGQUIT; a --out-dir path never
+/// replaces an input. One process (the only one, or rank 0) creates the
+/// temporaries (header and full size) and commits; every process writes the
+/// blocks it keeps into them (the creator hands temporaries() to the others,
+/// which adopt() them). Errors are CliErrors naming the output.
+class NpyOutputs {
+ public:
+  /// `paths` from output_paths; `inputs` the --in NAME=PATH values.
+  NpyOutputs(std::vector<std::vector<OutputPath>> paths, std::vector<std::string> inputs);
+  ~NpyOutputs();
+  NpyOutputs(const NpyOutputs &) = delete;
+  NpyOutputs &operator=(const NpyOutputs &) = delete;
+
+  /// Creates the temporaries of output k (dtype, global shape) for every k.
+  void create(const std::vector<DType> &dtypes, const std::vector<Shape> &shapes);
+  /// The temporaries create() made, as one string for adopt() in another process.
+  std::string temporaries() const;
+  /// Writes into the temporaries another process created (its temporaries()).
+  void adopt(const std::string &temporaries);
+  /// Writes `block` of output k (global shape `global`) at `start` into its temporaries.
+  void write_block(size_t k, const Shape &global, const Shape &start, const Tensor &block);
+  /// Puts every output in place (the creator only); on failure none is replaced.
+  void commit();
+  /// Removes every temporary (the creator only).
+  void discard();
+
+ private:
+  std::vector<std::vector<OutputPath>> paths_;
+  std::vector<std::string> inputs_;
+  std::unique_ptr<OutputFiles> files_;           // the creator's
+  std::vector<std::vector<std::string>> temps_;  // by output, as paths_
+};
+
+/// Writes results[k] to every paths[k] with NpyOutputs in this one process;
+/// `inputs` are the --in NAME=PATH values.
 void write_outputs(const std::vector<Tensor> &results,
                    const std::vector<std::vector<OutputPath>> &paths,
                    const std::vector<std::string> &inputs);

@@ -62,6 +62,12 @@ enum class OutputNaming {
   Derived,   // made up by the tool (a default name, --out-dir): never replaces an input
 };
 
+/// The permission bits an output written by someone else (add_external) gets.
+enum class ExternalMode {
+  Keep,        // an existing file's (as add does); a new file's as its writer made it
+  FromWriter,  // as its writer made it (an executable from the host compiler)
+};
+
 /// A set of output files written together, all or none. Errors are thrown as
 /// OutputError.
 class OutputFiles {
@@ -81,11 +87,13 @@ class OutputFiles {
   void add(const std::string &path, std::vector<std::string_view> pieces,
            OutputNaming naming = OutputNaming::Explicit);
 
-  /// Adds output `path`, to be written by another program (a compiler):
-  /// returns the path that program must write, a temporary beside `path` (or
-  /// in $TMPDIR when `path` is written in place). The file keeps the mode that
-  /// program gives it. The temporary is removed on failure or on a signal.
-  std::string add_external(const std::string &path, OutputNaming naming = OutputNaming::Explicit);
+  /// Adds output `path`, to be written by someone else (a compiler, or
+  /// blockwise by several processes): returns the path to write, a temporary
+  /// beside `path` (or in $TMPDIR when `path` is written in place), which
+  /// commit() flushes and renames (or copies). The temporary is removed on
+  /// failure or on a signal.
+  std::string add_external(const std::string &path, OutputNaming naming = OutputNaming::Explicit,
+                           ExternalMode mode = ExternalMode::Keep);
 
   /// Writes every output; on failure nothing is replaced (see the header
   /// comment for the limits) and every temporary is removed.
