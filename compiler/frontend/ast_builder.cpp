@@ -471,18 +471,24 @@ bool check_nesting(const std::vector<antlr4::Token *> &all, SyntaxErrorSink &sin
 std::string quote_source_text(std::string_view bytes) {
   constexpr size_t kMaxShown = 32;
   std::string out = "`";
+  auto escaped = [&out](const char *prefix, unsigned value) {  // prefix, 2 hex digits
+    static const char *hex = "0123456789ABCDEF";
+    out += prefix;
+    out += hex[(value >> 4) & 15];
+    out += hex[value & 15];
+  };
   size_t i = 0;
   for (; i < bytes.size() && i < kMaxShown;) {
     unsigned char c = static_cast<unsigned char>(bytes[i]);
     size_t n = c >= 0x80 ? utf8_sequence_length(bytes, i) : 0;
-    if (n > 0) {
+    if (n > 0 && is_c1_control(bytes, i, n)) {  // U+0080..U+009F: never raw
+      escaped("\\u00", (c & 0x1Fu) << 6 | (static_cast<unsigned char>(bytes[i + 1]) & 0x3Fu));
+      i += n;
+    } else if (n > 0) {
       out.append(bytes.substr(i, n));
       i += n;
     } else if (c < 0x20 || c >= 0x7F) {
-      static const char *hex = "0123456789ABCDEF";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
+      escaped("\\x", c);
       ++i;
     } else {
       out += static_cast<char>(c);

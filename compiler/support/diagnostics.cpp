@@ -112,8 +112,7 @@ void render_excerpt(std::string &out, SourceSpan span, const SourceManager &sour
       continue;
     }
     const size_t n = utf8_sequence_length(line, i);
-    const bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(line[i + 1]) < 0xA0;
-    if (n == 0 || c1) {
+    if (n == 0 || is_c1_control(line, i, n)) {
       for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) line[i + k] = '?';
       i += std::max<size_t>(n, 1);
     } else {

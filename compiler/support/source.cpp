@@ -66,6 +66,11 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   return n;
 }
 
+bool is_c1_control(std::string_view s, size_t i, size_t n) {
+  return n == 2 && static_cast<unsigned char>(s[i]) == 0xC2 &&
+         static_cast<unsigned char>(s[i + 1]) < 0xA0;
+}
+
 bool read_source(const std::string &path, std::string &text, std::string &error) {
   const bool stdin_ = path == "-";
   const int fd = stdin_ ? 0 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -50,6 +50,10 @@ class SourceFile {
 /// Length of the valid UTF-8 sequence of two or more bytes at s[i], or 0
 /// (ASCII, a stray or truncated byte).
 size_t utf8_sequence_length(std::string_view s, size_t i);
+/// True when the valid UTF-8 sequence of `n` bytes at s[i] is a C1 control
+/// character (U+0080 to U+009F): terminals act on some (U+009B starts an
+/// escape sequence, like ESC [), so it is never echoed raw.
+bool is_c1_control(std::string_view s, size_t i, size_t n);
 
 /// Reads a source file ("-": standard input) into `text`, at most
 /// kMaxSourceBytes (support/limits.h) whatever the file is (a pipe, a device
