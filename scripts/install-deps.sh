@@ -10,6 +10,7 @@ PKGS=(
   libcli11-dev libspdlog-dev     # command line and logging
   catch2                         # unit tests (v2)
   libopenblas-dev                # BLAS for matmul/einsum on the CPU
+  coinor-libcbc-dev pkg-config   # CBC solves the automatic sharding ILP (spmdc shard --auto)
   python3 python3-numpy          # test helpers read/write .npy with NumPy
   bc                             # bench/build_vs_run.sh arithmetic
   dpkg-dev file pkg-config       # packaging tests: CPack's Debian package, pkg-config
