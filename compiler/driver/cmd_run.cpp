@@ -108,7 +108,7 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
     } catch (const interp::ReplicationError &e) {
       DiagnosticEngine diags;
       diags.internal(e.span(), e.what());
-      std::cerr << render_diagnostics(diags, c.sources, common.color);
+      print_diagnostics(diags, c.sources, common);
       return kExitInternalError;
     } catch (const interp::InputError &e) {
       throw UsageError{e.what()};
@@ -129,9 +129,7 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
     }
     rt::write_outputs(results, paths, "spmdc-run");
   } catch (const UsageError &e) {
-    std::cout.flush();
-    std::cerr << "spmdc: error: " << e.message << "\n";
-    return kExitUserError;
+    return report_error(common, "run-error", e.message);
   }
   return kExitOk;
 }

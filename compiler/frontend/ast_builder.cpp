@@ -8,7 +8,8 @@
 // whose bracket nesting or operator chains would recurse too deeply
 // (`nesting-too-deep`). Syntax errors are reported by a custom error strategy
 // that words them in plain language ("expected `)` to close the call to
-// `psum`"); ANTLR's console output is never used.
+// `psum`"); ANTLR's console output is never used. The parser first runs with
+// SLL prediction and falls back to full LL only when that fails.
 #include "frontend/ast_builder.h"
 
 #include <algorithm>
@@ -515,12 +516,29 @@ RawParse build_ast(const SourceFile &file, FileId id, DiagnosticEngine &diags) {
 
     SpmdParser parser(&tokens);
     parser.removeErrorListeners();
-    parser.setErrorHandler(std::make_shared<FriendlyErrorStrategy>(sink, tokens));
+    // Two stages, the usual way to run ANTLR fast: SLL prediction (no full
+    // context, much cheaper) bailing out at the first syntax error; only when
+    // that fails (a real error, or a rare input SLL cannot decide) parse
+    // again with full LL prediction and the error strategy that reports.
+    auto *atn = parser.getInterpreter<antlr4::atn::ParserATNSimulator>();
+    atn->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+    parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
     SpmdParser::Module_Context *tree = nullptr;
     try {
       tree = parser.module_();
     } catch (const antlr4::ParseCancellationException &) {
-      return result;  // too many errors; what was built is not worth converting
+      tree = nullptr;
+    }
+    if (tree == nullptr) {
+      tokens.seek(0);
+      parser.reset();
+      atn->setPredictionMode(antlr4::atn::PredictionMode::LL);
+      parser.setErrorHandler(std::make_shared<FriendlyErrorStrategy>(sink, tokens));
+      try {
+        tree = parser.module_();
+      } catch (const antlr4::ParseCancellationException &) {
+        return result;  // too many errors; what was built is not worth converting
+      }
     }
     result.module = build_module(tree, sink, diags);
     result.module.file = id;

@@ -153,8 +153,11 @@ class TreeBuilder {
         result.span = span(r);
         if (r->specExpr() != nullptr) result.spec = spec(r->specExpr(), f.kind);
         check_spec(is_shmap, result.spec.has_value(), r->specExpr(), result.span,
-                   result_ctxs.size() == 1 ? "the result of " + what
-                                           : "result " + std::to_string(i + 1) + " of " + what);
+                   result_ctxs.size() == 1
+                       ? "the result of " + what
+                       : "result `" +
+                             (result.name ? result.name->name : ast::unnamed_result_name(i)) +
+                             "` of " + what);
         f.results.push_back(std::move(result));
       }
     } else if (ctx->ARROW() == nullptr && has_body) {

@@ -1,6 +1,8 @@
 // ir/ir.cpp — small helpers of the IR data structures.
 #include "ir/ir.h"
 
+#include "frontend/ast.h"
+
 namespace spmd::ir {
 
 ValueId Function::add_value(Type type, std::string name, SourceSpan span) {
@@ -24,10 +26,31 @@ const char *function_keyword(FunctionKind kind) {
   return "def";
 }
 
+Function Function::without_body() const {
+  Function f;
+  f.name = name;
+  f.kind = kind;
+  f.mesh = mesh;
+  f.auto_pbroadcast = auto_pbroadcast;
+  f.params = params;
+  f.results = results;
+  f.returns = returns;
+  f.return_span = return_span;
+  f.span = span;
+  f.comment = comment;
+  f.source_name = source_name;
+  return f;
+}
+
 std::string result_name(const Function &f, size_t k) {
   if (k < f.results.size() && !f.results[k].name.empty()) return f.results[k].name;
   if (f.results.size() == 1) return f.name;
-  return "out" + std::to_string(k);
+  return ast::unnamed_result_name(k);
+}
+
+std::string describe_result(const Function &f, size_t k) {
+  if (f.results.size() == 1) return "the result of `" + f.name + "`";
+  return "result `" + result_name(f, k) + "` of `" + f.name + "`";
 }
 
 const rt::Mesh &Module::mesh_of(const Function &f) const {

@@ -92,6 +92,8 @@ struct Function {
   FunctionKind kind = FunctionKind::Shmap;
   int mesh = -1;  // index into Module::meshes
   bool auto_pbroadcast = true;
+  /// The `[[no_auto_pbroadcast]]` attribute that turned insertion off, if one did.
+  SourceSpan no_auto_pbroadcast_span;
   std::vector<Param> params;
   std::vector<Result> results;  // types of the returned values
   std::vector<ValueId> returns;
@@ -105,6 +107,10 @@ struct Function {
   std::string source_name;
 
   ValueId add_value(Type type, std::string name, SourceSpan span);
+  /// A copy of every field but `values` and `body` (passes that rebuild a
+  /// function start from it, so a large body is not copied only to be
+  /// cleared). A new field of Function must be added there too (ir.cpp).
+  Function without_body() const;
   const Type &type(ValueId v) const { return values.at(static_cast<size_t>(v)).type; }
   Type &type(ValueId v) { return values.at(static_cast<size_t>(v)).type; }
 };
@@ -118,6 +124,9 @@ const char *function_keyword(FunctionKind kind);
 /// The user-facing name of result k: its written name, else the function's
 /// name for a single result, else "out<k>". `spmdc run --out NAME=file` uses it.
 std::string result_name(const Function &f, size_t k);
+/// How diagnostics refer to result k: "the result of `f`" or "result `loss` of
+/// `f`" (results are named, never numbered, so prose matches the CLI).
+std::string describe_result(const Function &f, size_t k);
 
 struct Module {
   std::vector<MeshDef> meshes;

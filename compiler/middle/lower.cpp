@@ -6,6 +6,7 @@
 
 #include "frontend/format.h"
 #include "middle/lower_internal.h"
+#include "middle/spellings.h"
 #include "ops/shape_rules.h"
 
 namespace spmd {
@@ -19,6 +20,25 @@ std::string qualified_alias(const std::string &module_name) {
 
 }  // namespace
 
+void report_unknown_dtype(DiagnosticEngine &diags, SourceSpan span, const std::string &name) {
+  Diagnostic &d = diags.error(
+      "unknown-dtype", span, "unknown dtype `" + name + "` (expected f32, f64, bf16, i32 or bool)");
+  suggest(d, span, name, foreign_dtype(name), {"f32", "f64", "bf16", "i32", "bool"});
+}
+
+void report_unknown_axis(DiagnosticEngine &diags, SourceSpan span, const std::string &name,
+                         const rt::Mesh &mesh) {
+  std::string names;
+  std::vector<std::string> axes;
+  for (const auto &ax : mesh.axes()) {
+    names += (names.empty() ? "`" : ", `") + ax.name + "`";
+    axes.push_back(ax.name);
+  }
+  Diagnostic &d = diags.error(
+      "unknown-axis", span, "`" + name + "` is not an axis of the mesh (its axes: " + names + ")");
+  suggest(d, span, name, std::nullopt, axes);
+}
+
 // ============================================================== ProgramLowerer
 
 ProgramLowerer::ProgramLowerer(const Program &program, const SourceManager &sources,
@@ -31,10 +51,13 @@ void ProgramLowerer::collect() {
     for (const ast::Decl &decl : pm.ast.decls) {
       if (auto *mesh = std::get_if<ast::MeshDecl>(&decl.node)) {
         if (meshes_.count(mesh->name.name)) {
-          diags.error("duplicate-definition", mesh->name.span,
-                      "mesh `" + mesh->name.name + "` is defined twice");
+          diags
+              .error("duplicate-definition", mesh->name.span,
+                     "mesh `" + mesh->name.name + "` is defined twice")
+              .note(mesh_spans_[mesh->name.name], "first defined here");
           continue;
         }
+        mesh_spans_[mesh->name.name] = mesh->name.span;
         std::vector<rt::MeshAxis> axes;
         std::set<std::string> seen;
         bool ok = true;
@@ -105,7 +128,20 @@ const ast::FuncDecl *ProgramLowerer::find_def(const std::string &name, int from_
                                               SourceSpan span, int &def_module) {
   auto it = funcs_.find(name);
   if (it == funcs_.end() || it->second.empty()) {
-    diags.error("unknown-function", span, "unknown function `" + name + "`");
+    Diagnostic &d = diags.error("unknown-function", span, "unknown function `" + name + "`");
+    std::string bare(strip_foreign_prefix(name));
+    if (auto module_name = library_module_defining(bare, program_.library_paths)) {
+      d.help("`" + bare + "` is defined in the library module `" + *module_name +
+             "`: add `import " + *module_name + "` at the top of the file");
+      d.fixit(SourceSpan{program_.modules[0].ast.file, 0, 0}, "import " + *module_name + "\n");
+      if (bare != name) d.fixit(span, bare);
+      return nullptr;
+    }
+    std::vector<std::string> candidates;
+    for (const auto &[fname, syms] : funcs_)
+      if (!syms.empty()) candidates.push_back(fname);
+    for (const std::string &b : builtin_names()) candidates.push_back(b);
+    suggest(d, span, name, foreign_function(name, is_builtin), candidates);
     return nullptr;
   }
   const auto &cands = it->second;
@@ -135,8 +171,7 @@ std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type,
   auto dtype = parse_dtype(type.dtype.name);
   bool ok = true;
   if (!dtype) {
-    diags.error("unknown-dtype", type.dtype.span,
-                "unknown dtype `" + type.dtype.name + "` (expected f32, f64, bf16, i32 or bool)");
+    report_unknown_dtype(diags, type.dtype.span, type.dtype.name);
     ok = false;
   }
   Shape shape;
@@ -194,10 +229,7 @@ std::optional<rt::PartitionSpec> ProgramLowerer::resolve_spec(const ast::SpecExp
     for (const auto &axis : spec.dims[d].axes) {
       int a = mesh.find_axis(axis.name);
       if (a < 0) {
-        std::string names;
-        for (const auto &ax : mesh.axes()) names += (names.empty() ? "`" : ", `") + ax.name + "`";
-        diags.error("unknown-axis", axis.span,
-                    "`" + axis.name + "` is not an axis of the mesh (its axes: " + names + ")");
+        report_unknown_axis(diags, axis.span, axis.name, mesh);
         ok = false;
         continue;
       }
@@ -244,12 +276,14 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
                       "` applies to shmaps); `spmdc shard` decides where pbroadcasts go");
     } else if (attr.name == "no_auto_pbroadcast") {
       f.auto_pbroadcast = false;
+      f.no_auto_pbroadcast_span = attr.span;
     } else if (attr.name == "auto_pbroadcast") {
       f.auto_pbroadcast = true;
     } else {
-      diags.error(
+      Diagnostic &d = diags.error(
           "unknown-attribute", attr.span,
           "unknown attribute `" + attr.name + "` (known: no_auto_pbroadcast, auto_pbroadcast)");
+      suggest(d, attr.span, attr.name, std::nullopt, {"no_auto_pbroadcast", "auto_pbroadcast"});
     }
   }
   if (!decl.mesh) {  // the parser reports a missing `on MESH`
@@ -259,7 +293,11 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
   }
   auto mit = meshes_.find(decl.mesh->name);
   if (mit == meshes_.end()) {
-    diags.error("unknown-mesh", decl.mesh->span, "unknown mesh `" + decl.mesh->name + "`");
+    Diagnostic &d =
+        diags.error("unknown-mesh", decl.mesh->span, "unknown mesh `" + decl.mesh->name + "`");
+    std::vector<std::string> names;
+    for (const auto &[n, index] : meshes_) names.push_back(n);
+    suggest(d, decl.mesh->span, decl.mesh->name, std::nullopt, names);
     return;
   }
   if (mit->second < 0) return;  // the mesh itself was reported
@@ -274,9 +312,12 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
                   "parameter `" + p.name.name + "` is declared twice");
       ok = false;
     }
+    // A parameter whose type or spec is wrong is poisoned in the body, which
+    // is still checked for its own mistakes.
     auto type = resolve_type(p.type, nullptr, false, nullptr);
     if (!type) {
       ok = false;
+      bindings.emplace_back(p.name.name, kPoisoned);
       continue;
     }
     if (!p.spec) {  // the parser reports a missing spec
@@ -288,6 +329,7 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     auto spec = resolve_spec(*p.spec, mesh, type->shape, p.type.span);
     if (!spec) {
       ok = false;
+      bindings.emplace_back(p.name.name, kPoisoned);
       continue;
     }
     ir::Param param;
@@ -326,11 +368,15 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     result.span = r.span;
     result.spec_span = r.spec->span;
     f.results.push_back(result);
-    f.results.back().global_shape = type->shape;
-    // Remember the dtype through a placeholder value type check below.
-    (void)type;
   }
-  if (!ok) return;
+  if (!ok) {
+    // Check the body anyway (its result types are unknown, so returns are not checked).
+    ir::Function scratch = f;
+    BodyLowerer body(*this, scratch, module_index);
+    for (auto &[n, v] : bindings) body.env[n] = v;
+    body.lower_block(decl.body);
+    return;
+  }
   // Result dtypes are needed to check returns; keep them in a side vector.
   std::vector<DType> result_dtypes;
   for (const ast::Result &r : decl.results)
@@ -373,7 +419,7 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     if (t.dtype != result_dtypes[k] || t.shape != local) {
       diags
           .error("return-type-mismatch", fn.return_span,
-                 "result " + std::to_string(k + 1) + " of `" + fn.name + "` has local type " +
+                 ir::describe_result(fn, k) + " has local type " +
                      shape_type_str(t.dtype, t.shape) + " but the signature needs " +
                      shape_type_str(result_dtypes[k], local) + " on each device (global " +
                      shape_type_str(result_dtypes[k], fn.results[k].global_shape) + ")")
@@ -453,7 +499,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
     const Type &arg = arg_types[i];
     auto dtype = parse_dtype(p.type.dtype.name);
     if (!dtype) {
-      diags.error("unknown-dtype", p.type.dtype.span, "unknown dtype `" + p.type.dtype.name + "`");
+      report_unknown_dtype(diags, p.type.dtype.span, p.type.dtype.name);
       ok = false;
       continue;
     }
@@ -472,7 +518,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
     if (!match) {
       diags
           .error("argument-type-mismatch", call_span,
-                 "argument " + std::to_string(i + 1) + " of `" + decl.name.name + "` has type " +
+                 "argument `" + p.name.name + "` of `" + decl.name.name + "` has type " +
                      shape_type_str(arg.dtype, arg.shape) + ", which does not match `" +
                      format_type(p.type) + "`")
           .notes.push_back({p.span, "parameter declared here"});
@@ -506,6 +552,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
       continue;
     }
     ir::Result result;
+    if (r.name) result.name = r.name->name;
     result.global_shape = t->shape;
     result.span = r.span;
     f.results.push_back(result);
@@ -538,8 +585,8 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
         if (t.dtype != result_types[k].dtype || t.shape != result_types[k].shape)
           diags
               .error("return-type-mismatch", fn.return_span,
-                     "result " + std::to_string(k + 1) + " of `" + fn.name + "` is " +
-                         shape_type_str(t.dtype, t.shape) + " but the signature declares " +
+                     ir::describe_result(fn, k) + " is " + shape_type_str(t.dtype, t.shape) +
+                         " but the signature declares " +
                          shape_type_str(result_types[k].dtype, result_types[k].shape))
               .notes.push_back({fn.results[k].span, "declared here"});
       }

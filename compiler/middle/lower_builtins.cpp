@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "middle/lower_internal.h"
+#include "middle/spellings.h"
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
 
@@ -54,9 +55,16 @@ class Args {
       for (const auto &p : ps) known |= arg.keyword == p.name;
       if (!known) {
         std::string names;
-        for (const auto &p : ps) names += (names.empty() ? "`" : ", `") + std::string(p.name) + "`";
-        fail(arg.span, "`" + call.callee.name + "` has no parameter `" + arg.keyword +
-                           "` (its parameters: " + names + ")");
+        std::vector<std::string> params;
+        for (const auto &p : ps) {
+          names += (names.empty() ? "`" : ", `") + std::string(p.name) + "`";
+          params.emplace_back(p.name);
+        }
+        Diagnostic &d = fail(arg.span, "`" + call.callee.name + "` has no parameter `" +
+                                           arg.keyword + "` (its parameters: " + names + ")");
+        SourceSpan keyword_span{arg.span.file, arg.span.begin,
+                                arg.span.begin + static_cast<uint32_t>(arg.keyword.size())};
+        suggest(d, keyword_span, arg.keyword, foreign_keyword(arg.keyword, params), params);
         return;
       }
       if (bound_.count(arg.keyword)) {
@@ -117,15 +125,19 @@ class Args {
   }
   std::optional<DType> dtype(const char *name, DType dflt) {
     if (!has(name)) return dflt;
-    if (auto *n = std::get_if<ast::NameExpr>(&get(name)->node))
+    const ast::Expr &e = *get(name);
+    auto *n = std::get_if<ast::NameExpr>(&e.node);
+    if (n)
       if (auto d = parse_dtype(n->name)) return d;
-    fail(get(name)->span,
-         std::string("`") + name + "` must be a dtype (f32, f64, bf16, i32, bool)");
+    Diagnostic &d =
+        fail(e.span, std::string("`") + name + "` must be a dtype (f32, f64, bf16, i32, bool)");
+    if (n)
+      suggest(d, e.span, n->name, foreign_dtype(n->name), {"f32", "f64", "bf16", "i32", "bool"});
     return std::nullopt;
   }
-  void fail(SourceSpan s, std::string message) {
-    b_.diags().error("bad-argument", s, std::move(message));
+  Diagnostic &fail(SourceSpan s, std::string message) {
     ok_ = false;
+    return b_.diags().error("bad-argument", s, std::move(message));
   }
 
  private:
@@ -515,7 +527,8 @@ const std::map<std::string, BuiltinHandler> &builtins() {
     t["matmul"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"a"}, {"b"}});
       if (!a.ok()) return {};
-      return b.binary(OpCode::Einsum, b.lower_expr(*a.get("a")), b.lower_expr(*a.get("b")), span);
+      return b.binary(OpCode::Einsum, b.lower_expr(*a.get("a")), b.lower_expr(*a.get("b")), span,
+                      "matmul");
     };
     t["einsum"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"spec"}, {"operands"}}, /*variadic_tail=*/true);
@@ -754,5 +767,11 @@ const BuiltinHandler *find_builtin(const std::string &name) {
 }
 
 bool is_builtin(const std::string &name) { return builtins().count(name) > 0; }
+
+std::vector<std::string> builtin_names() {
+  std::vector<std::string> names;
+  for (const auto &[name, handler] : builtins()) names.push_back(name);
+  return names;
+}
 
 }  // namespace spmd::lowering

@@ -110,7 +110,7 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
       return nonlinear;
     case OpCode::Call:
     case OpCode::For:
-      return "internal: calls must be inlined and loops unrolled before transposition";
+      return "internal: calls are inlined first; loops are handled by transpose.cpp";
   }
   return nonlinear;
 }
