@@ -8,7 +8,6 @@
 // cost, or with --program a shmap that performs them.
 #include <spdlog/spdlog.h>
 
-#include <cctype>
 #include <cmath>
 #include <iostream>
 
@@ -17,6 +16,7 @@
 #include "sharding/emit_reshard.h"
 #include "sharding/explain.h"
 #include "sharding/shard.h"
+#include "support/text_scanner.h"
 
 namespace spmd::driver {
 namespace {
@@ -150,47 +150,8 @@ struct ReshardCliOptions {
   bool program = false;
 };
 
-/// A tiny reader for `(x: 2, y: 4)` and `f32[64, 64]`.
-class TextReader {
- public:
-  explicit TextReader(const std::string &text) : text_(text) {}
-  void skip() {
-    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-  }
-  bool eat(char c) {
-    skip();
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  std::string word() {
-    skip();
-    size_t b = pos_;
-    while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_'))
-      ++pos_;
-    return text_.substr(b, pos_ - b);
-  }
-  std::optional<int64_t> integer() {
-    std::string w = word();
-    if (w.empty() || w.size() > 12 || w.find_first_not_of("0123456789") != std::string::npos)
-      return std::nullopt;
-    return std::stoll(w);
-  }
-  bool at_end() {
-    skip();
-    return pos_ == text_.size();
-  }
-
- private:
-  const std::string &text_;
-  size_t pos_ = 0;
-};
-
 std::optional<rt::Mesh> parse_mesh(const std::string &text, std::string &error) {
-  TextReader in(text);
+  TextScanner in(text);
   std::vector<rt::MeshAxis> axes;
   error = "--mesh must look like `(x: 2, y: 4)`";
   if (!in.eat('(')) return std::nullopt;
@@ -220,7 +181,7 @@ std::optional<rt::Mesh> parse_mesh(const std::string &text, std::string &error) 
 }
 
 bool parse_type(const std::string &text, DType &dtype, Shape &shape, std::string &error) {
-  TextReader in(text);
+  TextScanner in(text);
   error = "--type must look like `f32[64, 64]`";
   auto d = parse_dtype(in.word());
   if (!d || !in.eat('[')) return false;

@@ -16,6 +16,8 @@
 //              sum_a e[u][a][b] = sum of x[consumer][t] requiring b
 //              (with one-hot x these fix e = 1 on the one pair in use).
 //   objective  sum x[n][s] * cost(n, s)  +  sum e[u][a][b] * reshard(a -> b)
+//              (a parameter's cost is 1e-18 s per byte of its block: only a
+//              tie-break towards storing less among plans of equal time)
 //   memory     sum of parameter blocks + the blocks of the values live at
 //              each program point <= the limit (Alpa's liveness constraint).
 //

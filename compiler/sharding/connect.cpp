@@ -39,19 +39,6 @@ std::vector<std::vector<int>> ordered_subsets(const std::vector<int> &set, size_
   return out;
 }
 
-/// Non-empty subsets of `set` (as sorted lists).
-std::vector<std::vector<int>> subsets(const std::vector<int> &set) {
-  std::vector<std::vector<int>> out;
-  size_t n = std::min<size_t>(set.size(), 16);
-  for (uint32_t mask = 1; mask < (1u << n); ++mask) {
-    std::vector<int> s;
-    for (size_t i = 0; i < n; ++i)
-      if (mask & (1u << i)) s.push_back(set[i]);
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
 constexpr size_t kMaxAxesPerStep = 3;
 
 int64_t product(const rt::Mesh &mesh, const std::vector<int> &axes) {
@@ -158,7 +145,7 @@ const Connector::Tree &Connector::tree(const Shape &global, DType dtype, const S
     for (int a = 0; a < num_axes; ++a)
       if (!used.contains(a)) free.push_back(a);
     // psum over some partial axes.
-    for (const auto &a : subsets(partial)) {
+    for (const auto &a : nonempty_subsets(partial)) {
       ReshardStep st{OpCode::Psum, a, 0, 0, s};
       st.after.partial = s.partial - AxisSet::of_all(a);
       relax(i, st);

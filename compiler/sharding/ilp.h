@@ -32,11 +32,11 @@ struct IlpProblem {
 
 struct IlpSolution {
   enum class Status {
-    Optimal,     // proven optimal
-    Stopped,     // the time limit stopped the search; `values` is the best found
-    Infeasible,  // no solution exists
-    NoSolution,  // stopped before any solution was found
-    Unavailable, // this spmdc was built without CBC
+    Optimal,      // proven optimal
+    Stopped,      // the time limit stopped the search; `values` is the best found
+    Infeasible,   // no solution exists
+    NoSolution,   // stopped before any solution was found
+    Unavailable,  // this spmdc was built without CBC
   } status = Status::NoSolution;
   std::vector<double> values;
   double objective = 0;

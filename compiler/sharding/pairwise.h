@@ -26,8 +26,8 @@ namespace spmd::sharding {
 struct PairwiseProblem {
   std::vector<std::vector<double>> unary;  // per node, per candidate
   struct Pair {
-    int u = 0, v = 0;           // nodes, u < v
-    std::vector<double> cost;   // unary[u].size() x unary[v].size(), row-major
+    int u = 0, v = 0;          // nodes, u < v
+    std::vector<double> cost;  // unary[u].size() x unary[v].size(), row-major
   };
   std::vector<Pair> pairs;
 };

@@ -2,7 +2,8 @@
 #include "sharding/sharding.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "support/text_scanner.h"
 
 namespace spmd::sharding {
 
@@ -38,46 +39,9 @@ std::string to_string(const Sharding &s, const rt::Mesh &mesh) {
   return out + ")";
 }
 
-namespace {
-
-/// A tiny scanner for the text form: names, `(`, `)`, `,` and `=`.
-class SpecScanner {
- public:
-  explicit SpecScanner(const std::string &text) : text_(text) {}
-  void skip() {
-    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-  }
-  bool eat(char c) {
-    skip();
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  std::string name() {
-    skip();
-    size_t b = pos_;
-    while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_'))
-      ++pos_;
-    return text_.substr(b, pos_ - b);
-  }
-  bool at_end() {
-    skip();
-    return pos_ == text_.size();
-  }
-
- private:
-  const std::string &text_;
-  size_t pos_ = 0;
-};
-
-}  // namespace
-
 std::optional<Sharding> parse_sharding(const std::string &text, const rt::Mesh &mesh, size_t rank,
                                        std::string &error) {
-  SpecScanner in(text);
+  TextScanner in(text);
   Sharding s = replicated(rank);
   AxisSet seen;
   auto axis = [&](const std::string &name) -> int {
@@ -97,7 +61,7 @@ std::optional<Sharding> parse_sharding(const std::string &text, const rt::Mesh &
   auto axes = [&](std::vector<int> &out) -> bool {
     if (in.eat('(')) {
       do {
-        int a = axis(in.name());
+        int a = axis(in.word());
         if (a < 0) return false;
         out.push_back(a);
       } while (in.eat(','));
@@ -107,12 +71,12 @@ std::optional<Sharding> parse_sharding(const std::string &text, const rt::Mesh &
       }
       return true;
     }
-    int a = axis(in.name());
+    int a = axis(in.word());
     if (a < 0) return false;
     out.push_back(a);
     return true;
   };
-  if (in.name() != "P" || !in.eat('(')) {
+  if (in.word() != "P" || !in.eat('(')) {
     error = "a sharding is written `P(...)`, e.g. `P(x, None)` or `P(x, partial=y)`";
     return std::nullopt;
   }
@@ -126,7 +90,7 @@ std::optional<Sharding> parse_sharding(const std::string &text, const rt::Mesh &
           return std::nullopt;
         }
         do {
-          int a = axis(in.name());
+          int a = axis(in.word());
           if (a < 0) return std::nullopt;
           s.dims[d].push_back(a);
         } while (in.eat(','));
@@ -137,7 +101,7 @@ std::optional<Sharding> parse_sharding(const std::string &text, const rt::Mesh &
         ++d;
         continue;
       }
-      std::string word = in.name();
+      std::string word = in.word();
       if (word == "partial" && in.eat('=')) {
         std::vector<int> p;
         if (!axes(p)) return std::nullopt;
@@ -190,6 +154,18 @@ Shape local_shape(const rt::Mesh &mesh, const Shape &global, const Sharding &s) 
 double local_bytes(const rt::Mesh &mesh, const Shape &global, DType dtype, const Sharding &s) {
   return static_cast<double>(rt::num_elements(local_shape(mesh, global, s))) *
          static_cast<double>(rt::dtype_size(dtype));
+}
+
+std::vector<std::vector<int>> nonempty_subsets(const std::vector<int> &axes) {
+  std::vector<std::vector<int>> out;
+  size_t n = std::min<size_t>(axes.size(), 16);
+  for (uint32_t mask = 1; mask < (1u << n); ++mask) {
+    std::vector<int> s;
+    for (size_t i = 0; i < n; ++i)
+      if (mask & (1u << i)) s.push_back(axes[i]);
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 std::vector<std::vector<std::vector<int>>> axis_assignments(const rt::Mesh &mesh,

@@ -54,6 +54,10 @@ Shape local_shape(const rt::Mesh &mesh, const Shape &global, const Sharding &s);
 /// Bytes of one device's block.
 double local_bytes(const rt::Mesh &mesh, const Shape &global, DType dtype, const Sharding &s);
 
+/// Non-empty subsets of `axes` (each in the order of `axes`; at most the
+/// first 16 axes take part).
+std::vector<std::vector<int>> nonempty_subsets(const std::vector<int> &axes);
+
 /// Every way to give each mesh axis of size > 1 to at most one of the slots,
 /// in every order within a slot, such that each slot's size is divisible by
 /// the product of its axes: result[k][slot] = the axes of that slot, major

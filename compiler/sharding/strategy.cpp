@@ -14,18 +14,6 @@ Sharding layout(const std::vector<int> &factors, const std::vector<std::vector<i
   return s;
 }
 
-std::vector<std::vector<int>> nonempty_subsets(const std::vector<int> &set) {
-  std::vector<std::vector<int>> out;
-  size_t n = std::min<size_t>(set.size(), 16);
-  for (uint32_t mask = 1; mask < (1u << n); ++mask) {
-    std::vector<int> s;
-    for (size_t i = 0; i < n; ++i)
-      if (mask & (1u << i)) s.push_back(set[i]);
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
 }  // namespace
 
 std::optional<Strategy> make_strategy(const OpSignature &sig, const rt::Mesh &mesh,

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../transforms/transform_test_util.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
 #include "pipeline/compile.h"
@@ -19,14 +20,7 @@ namespace spmd::test {
 
 /// Compiles `text`; fails the test (printing diagnostics) on any error.
 inline std::unique_ptr<Compilation> compile_text(const std::string &text, bool auto_pb = true) {
-  auto c = std::make_unique<Compilation>();
-  CompileOptions o;
-  o.auto_pbroadcast = auto_pb;
-  compile_source(*c, "test.spmd", text, o);
-  INFO(render_diagnostics(c->diags, c->sources));
-  INFO(text);
-  REQUIRE(c->ok());
-  return c;
+  return compile_ok(text, auto_pb);
 }
 
 inline int function_index(const Compilation &c, const std::string &name) {

@@ -374,12 +374,14 @@ TEST_CASE("samples/global: the search is no worse than the hand-written sample",
     INFO(k.global);
     auto g = test::compile_text(slurp(k.global));
     auto hand = test::compile_text(slurp(k.hand));
-    const ir::Function &gf = g->module->functions[static_cast<size_t>(g->module->functions.size() - 1)];
+    const ir::Function &gf =
+        g->module->functions[static_cast<size_t>(g->module->functions.size() - 1)];
     std::string text;
     auto s = test::shard_text(*g, gf.name, true, &text, k.memory);
     INFO(text);
     CHECK(emitted_spec(text, "w1") == k.w1_spec);
-    const ir::Function &sf = s->module->functions[static_cast<size_t>(test::function_index(*s, gf.name))];
+    const ir::Function &sf =
+        s->module->functions[static_cast<size_t>(test::function_index(*s, gf.name))];
     const ir::Function &hf = hand->module->functions.back();
     const HardwareProfile &h100 = *find_profile("h100");
     double ours = estimate_cost(*s->module, sf, h100).total_s();
