@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sharding/propagate.h"
+#include "sharding/source_quote.h"
 
 namespace spmd::sharding {
 namespace {
@@ -13,16 +14,11 @@ namespace {
 std::string seconds(double s) { return format_seconds(s); }
 std::string bytes(double b) { return format_bytes(b); }
 
-/// The source text of a span, on one line, shortened.
+/// `line 7 `h @ w2``: where a global op is, and its text.
 std::string quote(const SourceManager *sources, SourceSpan span, std::string fallback) {
   if (sources == nullptr || !span.valid()) return fallback;
-  const SourceFile &file = sources->file(span.file);
-  std::string text = file.text().substr(span.begin, span.end - span.begin);
-  for (char &c : text)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  if (text.size() > 32) text = text.substr(0, 29) + "...";
-  auto [line, col] = file.line_column(span.begin);
-  return "line " + std::to_string(line) + " `" + text + "`";
+  SourceQuote q = quote_source(*sources, span, 32);
+  return q.where + " `" + q.text + "`";
 }
 
 /// How a strategy lays out the op: `P(data) @ P(None, model) -> P(data, model)`.

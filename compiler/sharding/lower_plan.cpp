@@ -7,6 +7,7 @@
 #include "ir/builder.h"
 #include "ops/shape_rules.h"
 #include "sharding/emit_reshard.h"
+#include "sharding/source_quote.h"
 
 namespace spmd::sharding {
 namespace {
@@ -68,13 +69,8 @@ class PlanLowerer {
   /// `h @ w2` (line 7) — the source text of a global op, for comments.
   std::string quote(SourceSpan span) const {
     if (options_.sources == nullptr || !span.valid()) return "";
-    const SourceFile &file = options_.sources->file(span.file);
-    std::string text = file.text().substr(span.begin, span.end - span.begin);
-    for (char &c : text)
-      if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-    if (text.size() > 40) text = text.substr(0, 37) + "...";
-    auto [line, col] = file.line_column(span.begin);
-    return "`" + text + "` (line " + std::to_string(line) + ")";
+    SourceQuote q = quote_source(*options_.sources, span, 40);
+    return "`" + q.text + "` (" + q.where + ")";
   }
 
   std::string describe(size_t instr) const {

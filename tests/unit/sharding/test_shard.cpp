@@ -315,12 +315,17 @@ std::string emitted_spec(const std::string &text, const std::string &name) {
 
 // Strategy recovery: the same MLP, all specs `auto`. A large batch with small
 // weights is pure DP — the batch split, the weights replicated, nothing
-// communicated. When the weights dominate and may not be replicated (a
-// memory limit), Megatron's column-then-row split wins: one psum of the
+// communicated. When a memory limit forbids replicating the weights of that
+// large batch, FSDP: each weight stored split and all_gathered before use
+// (moving 12 KiB per weight, where any split of the 16 MiB activations
+// would move megabytes). When the weights dominate and may not be
+// replicated, Megatron's column-then-row split wins: one psum of the
 // activations, where splitting w1 by rows would psum the wider hidden layer
 // and gathering split weights (FSDP) would move the weights themselves.
-TEST_CASE("shard --auto: DP for a large batch, Megatron TP when the weights dominate",
-          "[sharding][shard][ilp]") {
+TEST_CASE(
+    "shard --auto: DP for a large batch, FSDP under a memory limit, Megatron TP when the "
+    "weights dominate",
+    "[sharding][shard][ilp]") {
   auto mlp = [](int batch, int hidden) {
     return "mesh M = (d: 4)\nsharded mlp(x: f32[" + std::to_string(batch) +
            ", 64] @ auto, w1: f32[64, " + std::to_string(hidden) + "] @ auto, w2: f32[" +
@@ -339,6 +344,23 @@ TEST_CASE("shard --auto: DP for a large batch, Megatron TP when the weights domi
     CHECK(collective_stats(*s->module, s->module->functions[0]).communicating_count() == 0);
   }
   {
+    // DP needs x, tanh(x @ w1) and the result (4 MiB blocks each) plus both
+    // 16 KiB weights: 12 MiB + 32 KiB. 12 MiB + 12 KiB leaves room for the
+    // weights only split four ways (4 KiB each), not for either one whole.
+    auto c = test::compile_text(mlp(65536, 64));
+    std::string text;
+    auto s = test::shard_text(*c, "mlp", true, &text, 12.0 * 1024 * 1024 + 12 * 1024);
+    INFO(text);
+    CHECK(emitted_spec(text, "x") == "P(d)");
+    CHECK(emitted_spec(text, "w1") != "P()");
+    CHECK(emitted_spec(text, "w2") != "P()");
+    auto stats = collective_stats(*s->module, s->module->functions[0]);
+    CHECK(stats.communicating_count() == 2);
+    CHECK(stats.by_op.count("all_gather") + stats.by_op.count("all_gather_invariant") >= 1);
+    // Each gather moves 3/4 of a 16 KiB weight.
+    CHECK(stats.total_moved_bytes() == 2 * 3 * 4096);
+  }
+  {
     // Weights of 4 MiB each; 3 MiB per device fits them only split four ways.
     auto c = test::compile_text(mlp(8, 16384));
     std::string text;
@@ -354,16 +376,23 @@ TEST_CASE("shard --auto: DP for a large batch, Megatron TP when the weights domi
 
 // samples/global/: `spmdc shard --auto` of each global-view sample is at
 // least as cheap (spmdc cost's estimate) as the hand-written sample of the
-// same strategy, and computes what the global function does.
+// same strategy, and computes what the global function does — which is what
+// the hand-written sample computes (same parameters, same order).
 TEST_CASE("samples/global: the search is no worse than the hand-written sample",
           "[sharding][shard][samples]") {
   struct Case {
     const char *global, *hand;
     std::optional<double> memory;
-    const char *w1_spec;
+    const char *w1_spec;  // the strategy, by hand: see each sample's header
+    int collectives;
   };
-  const Case cases[] = {{"global/dp_mlp.spmd", "dp_mlp.spmd", std::nullopt, "P()"},
-                        {"global/tp_mlp.spmd", "tp_mlp.spmd", 6.0 * 1024, "P(None, model)"}};
+  const Case cases[] = {
+      {"global/dp_mlp.spmd", "dp_mlp.spmd", std::nullopt, "P()", 1},  // DP: the loss's mean
+      {"global/tp_mlp.spmd", "tp_mlp.spmd", 6.0 * 1024, "P(None, model)", 1},  // Megatron
+      {"global/fsdp_mlp.spmd", "fsdp_mlp.spmd", 9.0 * 1024, "P(data)", 2},     // w1 gathered
+      {"global/dp_tp.spmd", "dp_tp.spmd", 8.0 * 1024, "P(None, model)", 2},
+      {"global/moe.spmd", "moe.spmd", 4.0 * 1024, "P(expert)", 2},  // two all_to_alls
+  };
   auto slurp = [](const std::string &name) {
     std::ifstream in(std::string(SPMDC_SOURCE_DIR) + "/samples/" + name);
     std::stringstream ss;
@@ -383,6 +412,7 @@ TEST_CASE("samples/global: the search is no worse than the hand-written sample",
     const ir::Function &sf =
         s->module->functions[static_cast<size_t>(test::function_index(*s, gf.name))];
     const ir::Function &hf = hand->module->functions.back();
+    CHECK(collective_stats(*s->module, sf).communicating_count() == k.collectives);
     const HardwareProfile &h100 = *find_profile("h100");
     double ours = estimate_cost(*s->module, sf, h100).total_s();
     double theirs = estimate_cost(*hand->module, hf, h100).total_s();
@@ -390,9 +420,15 @@ TEST_CASE("samples/global: the search is no worse than the hand-written sample",
     auto inputs = test::random_inputs(gf, 3);
     auto expected = test::run_fn(*g, test::function_index(*g, gf.name), inputs);
     auto actual = test::run_fn(*s, test::function_index(*s, gf.name), inputs);
+    auto handwritten =
+        test::run_fn(*hand, static_cast<int>(hand->module->functions.size() - 1), inputs);
     REQUIRE(actual.size() == expected.size());
-    for (size_t r = 0; r < actual.size(); ++r)
-      CHECK(test::max_abs_diff(actual[r], expected[r]) <= 1e-4 * (1 + test::max_abs(expected[r])));
+    REQUIRE(handwritten.size() == expected.size());
+    for (size_t r = 0; r < actual.size(); ++r) {
+      double tol = 1e-4 * (1 + test::max_abs(expected[r]));
+      CHECK(test::max_abs_diff(actual[r], expected[r]) <= tol);
+      CHECK(test::max_abs_diff(handwritten[r], expected[r]) <= tol);
+    }
   }
 }
 
