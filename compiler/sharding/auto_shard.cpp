@@ -333,8 +333,32 @@ class AutoBuilder {
     }
   }
 
+  /// With a memory limit: false (after reporting) when the parameters alone,
+  /// split as finely as the mesh allows, exceed it — no plan can fit.
+  bool parameters_can_fit() {
+    const double limit = *options_.memory_per_device;
+    const ir::Function &f = p_.flat;
+    double params_min = 0;
+    for (size_t k = 0; k < f.params.size(); ++k) {
+      const Type &t = p_.type(f.params[k].value);
+      double smallest = HUGE_VAL;
+      for (const Sharding &s : p_.param_candidates[k])
+        smallest = std::min(smallest, local_bytes(p_.mesh, t.shape, t.dtype, s));
+      params_min += smallest;
+    }
+    if (params_min <= limit) return true;
+    auto &d = diags_.error("memory-limit", f.span,
+                           "no layout of `" + f.name + "`'s parameters fits in " +
+                               std::to_string(static_cast<int64_t>(limit)) +
+                               " bytes per device: even split as finely as the mesh allows "
+                               "they take " +
+                               std::to_string(static_cast<int64_t>(params_min)) + " bytes");
+    d.fix = "raise --memory-per-device, or use a mesh with more devices";
+    return false;
+  }
+
   // 5. Memory: parameters + live values at every program point <= the limit.
-  bool make_memory_rows(const std::vector<int> &first_var, double &constant_bytes) {
+  void make_memory_rows(const std::vector<int> &first_var, double &constant_bytes) {
     const double limit = *options_.memory_per_device;
     const ir::Function &f = p_.flat;
     // The bytes of value v as terms on its root's candidates (or a constant).
@@ -353,26 +377,8 @@ class AutoBuilder {
                          local_bytes(p_.mesh, t.shape, t.dtype, out(v, a)) * kBytesScale});
     };
     std::vector<std::pair<int, double>> params;
-    double params_constant = 0, params_min = 0;
-    for (size_t k = 0; k < f.params.size(); ++k) {
-      const ir::Param &param = f.params[k];
-      value_terms(param.value, params, params_constant);
-      double smallest = HUGE_VAL;
-      for (const Sharding &s : p_.param_candidates[k])
-        smallest = std::min(smallest, local_bytes(p_.mesh, p_.type(param.value).shape,
-                                                  p_.type(param.value).dtype, s));
-      params_min += smallest;
-    }
-    if (params_min > limit) {
-      auto &d = diags_.error("memory-limit", f.span,
-                             "no layout of `" + f.name + "`'s parameters fits in " +
-                                 std::to_string(static_cast<int64_t>(limit)) +
-                                 " bytes per device: even split as finely as the mesh allows "
-                                 "they take " +
-                                 std::to_string(static_cast<int64_t>(params_min)) + " bytes");
-      d.fix = "raise --memory-per-device, or use a mesh with more devices";
-      return false;
-    }
+    double params_constant = 0;
+    for (const ir::Param &param : f.params) value_terms(param.value, params, params_constant);
     // The parameters' total, as one continuous variable.
     int total = ilp_.add_variable(0, 0, 1e300, false);
     params.push_back({total, -1.0});
@@ -387,12 +393,12 @@ class AutoBuilder {
       ilp_.add_row(std::move(terms), 'L', (limit - constant) * kBytesScale);
     }
     constant_bytes = params_constant;
-    return true;
   }
 
   // 6. Solve: elimination when narrow and unconstrained, else CBC.
   std::optional<std::vector<size_t>> solve() {
     const ir::Function &f = p_.flat;
+    if (options_.memory_per_device && !parameters_can_fit()) return std::nullopt;
     // Without CBC, the dynamic program is the only exact solver: give it room.
     const size_t states = ilp_solver_available()
                               ? options_.elimination_states
@@ -435,8 +441,7 @@ class AutoBuilder {
     double constant = 0;
     ilp_ = to_ilp(pairwise_, kTimeScale, first_var, constant);
     double constant_bytes = 0;
-    if (options_.memory_per_device && !make_memory_rows(first_var, constant_bytes))
-      return std::nullopt;
+    if (options_.memory_per_device) make_memory_rows(first_var, constant_bytes);
     report_.variables = ilp_.num_variables();
     report_.rows = static_cast<int>(ilp_.rows.size());
     report_.solver = "CBC";
