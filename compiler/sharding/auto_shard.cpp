@@ -395,6 +395,70 @@ class AutoBuilder {
     constant_bytes = params_constant;
   }
 
+  /// Whether the plan of pairwise choice `choice` fits the memory limit.
+  bool fits(const std::vector<int> &choice) {
+    std::vector<size_t> pick(choice.begin(), choice.end());
+    return evaluate(p_, read_plan(pick)).peak_bytes <= *options_.memory_per_device;
+  }
+
+  /// A plan under the memory limit by elimination (no proof of optimality):
+  /// every byte a candidate defines (a parameter's block, an op's results)
+  /// costs lambda seconds, and a bisection over lambda = 2^k s/B finds the
+  /// smallest penalty whose optimum fits. The objective is the unpenalised one.
+  std::optional<Elimination> fitting_elimination(size_t states) {
+    const std::vector<std::vector<double>> base = pairwise_.unary;
+    std::vector<std::vector<double>> bytes(base.size());
+    for (size_t v = 0; v < base.size(); ++v) bytes[v].assign(base[v].size(), 0);
+    const ir::Function &f = p_.flat;
+    for (size_t v = 0; v < f.values.size(); ++v) {
+      ir::ValueId value = static_cast<ir::ValueId>(v);
+      if (is_constant(value) || (p_.uses[v].empty() && !p_.is_param(value))) continue;
+      int prod = p_.producer[v];
+      if (prod >= 0 && op_node_[static_cast<size_t>(prod)] < 0) continue;
+      int root = nodes_[static_cast<size_t>(producer_node(value))].root;
+      std::vector<double> &b = bytes[static_cast<size_t>(var_of_[static_cast<size_t>(root)])];
+      const Type &t = p_.type(value);
+      for (size_t a = 0; a < b.size(); ++a)
+        b[a] += local_bytes(p_.mesh, t.shape, t.dtype, out(value, a));
+    }
+    auto solve_with = [&](int k) -> std::optional<Elimination> {
+      const double lambda = std::ldexp(1.0, k);
+      for (size_t v = 0; v < base.size(); ++v)
+        for (size_t a = 0; a < base[v].size(); ++a)
+          pairwise_.unary[v][a] = base[v][a] + lambda * bytes[v][a];
+      std::optional<Elimination> e = eliminate(pairwise_, states);
+      pairwise_.unary = base;
+      if (!e || !fits(e->choice)) return std::nullopt;
+      e->objective = pairwise_objective(e->choice);
+      return e;
+    };
+    int lo = -64, hi = -8;  // 2^-64 s/B changes nothing; 2^-8 s/B outweighs any time
+    std::optional<Elimination> best = solve_with(hi);
+    if (!best) return std::nullopt;
+    while (hi - lo > 1) {
+      int mid = (lo + hi) / 2;
+      if (std::optional<Elimination> e = solve_with(mid)) {
+        hi = mid;
+        if (e->objective < best->objective) best = std::move(e);
+      } else {
+        lo = mid;
+      }
+    }
+    return best;
+  }
+
+  /// The pairwise objective of a choice.
+  double pairwise_objective(const std::vector<int> &choice) const {
+    double total = 0;
+    for (size_t v = 0; v < pairwise_.unary.size(); ++v)
+      total += pairwise_.unary[v][static_cast<size_t>(choice[v])];
+    for (const PairwiseProblem::Pair &pair : pairwise_.pairs)
+      total += pair.cost[static_cast<size_t>(choice[static_cast<size_t>(pair.u)]) *
+                             pairwise_.unary[static_cast<size_t>(pair.v)].size() +
+                         static_cast<size_t>(choice[static_cast<size_t>(pair.v)])];
+    return total;
+  }
+
   // 6. Solve: elimination when narrow and unconstrained, else CBC.
   std::optional<std::vector<size_t>> solve() {
     const ir::Function &f = p_.flat;
@@ -403,14 +467,17 @@ class AutoBuilder {
     const size_t states = ilp_solver_available()
                               ? options_.elimination_states
                               : std::max(options_.elimination_states, kNoCbcStates);
+    auto t = std::chrono::steady_clock::now();
+    std::optional<Elimination> fitting;  // with a memory limit: a plan that fits, or none
     if (states > 0) {
       // Exact without a memory limit; with one, still the answer when the
       // unconstrained optimum fits (it is then optimal under the limit too).
-      auto t = std::chrono::steady_clock::now();
       std::optional<Elimination> e = eliminate(pairwise_, states);
-      if (e && options_.memory_per_device) {
-        std::vector<size_t> pick(e->choice.begin(), e->choice.end());
-        if (evaluate(p_, read_plan(pick)).peak_bytes > *options_.memory_per_device) e.reset();
+      if (e && options_.memory_per_device && !fits(e->choice)) {
+        // Not the answer, but a penalised elimination finds a plan that fits:
+        // CBC starts from it, and it stands when CBC finds nothing better.
+        if (ilp_solver_available()) fitting = fitting_elimination(states);
+        e.reset();
       }
       if (e) {
         report_.solver = "dynamic program";
@@ -445,9 +512,30 @@ class AutoBuilder {
     report_.variables = ilp_.num_variables();
     report_.rows = static_cast<int>(ilp_.rows.size());
     report_.solver = "CBC";
-    IlpSolution sol = solve_ilp(ilp_, options_.time_limit_s);
-    report_.solve_seconds = sol.seconds;
+    if (fitting)
+      for (size_t v = 0; v < pairwise_.unary.size(); ++v)
+        if (first_var[v] >= 0) ilp_.start.push_back({first_var[v] + fitting->choice[v], 1.0});
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    IlpSolution sol = solve_ilp(ilp_, std::max(options_.time_limit_s - elapsed, 1e-9));
+    report_.solve_seconds = elapsed + sol.seconds;
     using S = IlpSolution::Status;
+    // CBC stopped with nothing better than the penalised elimination's plan.
+    if (fitting && (sol.status == S::NoSolution || sol.status == S::Infeasible ||
+                    (sol.status == S::Stopped &&
+                     sol.objective / kTimeScale + constant > fitting->objective))) {
+      report_.solver = "dynamic program with a memory penalty, then CBC";
+      report_.optimal = false;
+      report_.objective_s = fitting->objective;
+      report_.bound_s = sol.status == S::Stopped ? sol.bound / kTimeScale + constant : 0;
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "stopped at the %.3g s time limit: a plan that fits, found by a dynamic "
+                    "program that penalises memory, not proven optimal",
+                    options_.time_limit_s);
+      report_.status = line;
+      return std::vector<size_t>(fitting->choice.begin(), fitting->choice.end());
+    }
     if (sol.status == S::Infeasible) {
       auto &d = diags_.error(
           "memory-limit", f.span,

@@ -71,6 +71,15 @@ IlpSolution solve_ilp(const IlpProblem &p, double time_limit_s) {
                   p.upper.data(), p.objective.data(), row_lower.data(), row_upper.data());
   for (int j = 0; j < n; ++j)
     if (p.integer[static_cast<size_t>(j)]) Cbc_setInteger(model.get(), j);
+  if (!p.start.empty()) {
+    std::vector<int> columns;
+    std::vector<double> values;
+    for (const auto &[var, value] : p.start) {
+      columns.push_back(var);
+      values.push_back(value);
+    }
+    Cbc_setMIPStartI(model.get(), static_cast<int>(columns.size()), columns.data(), values.data());
+  }
   Cbc_setLogLevel(model.get(), 0);
   Cbc_setMaximumSeconds(model.get(), time_limit_s);
   // The limit is wall-clock time (CBC counts CPU time by default, which on a
