@@ -23,7 +23,7 @@ decl
   | funcDecl
   ;
 
-importDecl : IMPORT IDENT (DOT IDENT)* SEMI? ;
+importDecl : IMPORT (IDENT (DOT IDENT)* | file=STRING) SEMI? ;
 
 meshDecl : MESH IDENT ASSIGN LPAREN (meshAxis (COMMA meshAxis)* COMMA?)? RPAREN SEMI? ;
 
@@ -97,6 +97,7 @@ expr
   | LPAREN (expr (COMMA expr)* COMMA?)? RPAREN                             # ParenOrTuple
   | LBRACK (expr (COMMA expr)* COMMA?)? RBRACK                             # List
   | expr LBRACK subscript (COMMA subscript)* COMMA? RBRACK                 # Index
+  | expr call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN           # Apply
   | <assoc = right> expr op=POW expr                                       # Binary
   | op=MINUS expr                                                          # Unary
   | expr op=(STAR | SLASH | AT) expr                                       # Binary

@@ -40,7 +40,7 @@ int choose_function(const ir::Module &module, const std::string &fn, const std::
   std::vector<std::string> shmaps;
   int only = -1;
   for (size_t i = 0; i < module.functions.size(); ++i)
-    if (module.functions[i].kind == ir::FunctionKind::Shmap) {
+    if (module.functions[i].kind == ir::FunctionKind::Shmap && module.functions[i].entry) {
       shmaps.push_back(module.functions[i].name);
       only = static_cast<int>(i);
     }

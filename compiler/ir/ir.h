@@ -81,6 +81,10 @@ struct Function {
   FunctionKind kind = FunctionKind::Shmap;
   int mesh = -1;  // index into Module::meshes
   bool auto_pbroadcast = true;
+  /// A shmap written in the main file: what `--fn` chooses from by default.
+  /// Shmaps lowered because a body calls them (from an imported module) or
+  /// derived by a call like `grad(loss)(...)` are not entries.
+  bool entry = true;
   std::vector<Param> params;
   std::vector<Result> results;  // types of the returned values
   std::vector<ValueId> returns;

@@ -111,7 +111,7 @@ class FunctionPrinter {
       const Type &t = f_.type(p.value);
       out << (i ? ", " : "") << namer_.name(p.value) << ": ";
       if (shmap) {
-        out << shape_type_str(t.dtype, p.global_shape) << " @ " << spec_str(p.spec);
+        out << shape_type_str(t.dtype, p.global_shape) << " @ " << spec_str(p.spec, mesh_);
       } else {
         out << shape_type_str(t.dtype, t.shape);
       }
@@ -125,7 +125,7 @@ class FunctionPrinter {
       if (shmap) {
         if (!f_.results[k].name.empty()) out << f_.results[k].name << ": ";
         out << shape_type_str(t.dtype, f_.results[k].global_shape) << " @ "
-            << spec_str(f_.results[k].spec);
+            << spec_str(f_.results[k].spec, mesh_);
       } else {
         out << shape_type_str(t.dtype, t.shape);
       }
@@ -242,20 +242,6 @@ class FunctionPrinter {
   }
 
   size_t index_of() const { return static_cast<size_t>(&f_ - m_.functions.data()); }
-
-  std::string spec_str(const rt::PartitionSpec &spec) {
-    size_t n = spec.size();
-    while (n > 0 && spec[n - 1].empty()) --n;
-    std::string s = "P(";
-    for (size_t d = 0; d < n; ++d) {
-      s += d ? ", " : "";
-      if (spec[d].empty())
-        s += "None";
-      else
-        s += axis_list_str(spec[d], mesh_);
-    }
-    return s + ")";
-  }
 
   /// A constant used only as a partner of a binary op with a same-dtype
   /// non-constant operand is printed in place as a literal.

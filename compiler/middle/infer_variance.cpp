@@ -199,6 +199,11 @@ class VarianceInference {
         process_for(st, std::move(in), body);
         return;
       case OpKind::Call: {
+        if (module_.functions[static_cast<size_t>(in.attrs.callee)].kind ==
+            ir::FunctionKind::Shmap) {
+          type_shmap_call(st, in, body);
+          break;
+        }
         std::vector<AxisSet> vars;
         for (auto o : in.operands) vars.push_back(f.type(o).variance);
         int callee = specialize(in.attrs.callee, vars, st.auto_pb, in.span);
@@ -282,6 +287,64 @@ class VarianceInference {
     std::vector<ir::ValueId> results = in.results;
     body.push_back(std::move(in));
     check_annotations(st, results, body);
+  }
+
+  /// A call of a shmap from a body: each argument is lifted to vary along
+  /// exactly the axes its in_spec maps (varying along an axis it leaves out is
+  /// an error), and each result varies along the axes of its out_spec.
+  void type_shmap_call(FunctionState &st, ir::Instr &in, std::vector<ir::Instr> &body) {
+    ir::Function &f = st.f;
+    const ir::Function &g = module_.functions[static_cast<size_t>(in.attrs.callee)];
+    std::vector<AxisSet> in_axes, out_axes;
+    for (const auto &p : g.params) in_axes.push_back(spec_axes(p.spec));
+    for (const auto &r : g.results) out_axes.push_back(spec_axes(r.spec));
+    const std::string callee = g.name;
+    struct ParamInfo {
+      SourceSpan span;
+      std::string name, spec;
+    };
+    std::vector<ParamInfo> params;
+    for (const auto &p : g.params)
+      params.push_back({p.span, g.values[p.value].name, spec_str(p.spec, st.mesh)});
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      ir::ValueId x = in.operands[k];
+      AxisSet extra = f.type(x).variance - in_axes[k];
+      if (!extra.empty()) {
+        int axis = extra.axes()[0];
+        const std::string axis_name = st.mesh.axes()[axis].name;
+        auto &d = diags_->error(
+            "unmapped-input-varies", in.span,
+            "argument " + std::to_string(k + 1) + " of `" + callee + "` may differ between " +
+                "devices along " + axes_names(extra, st.mesh) + ", but the in_spec " +
+                params[k].spec + " of `" + params[k].name + "` does not mention " +
+                (extra.size() == 1 ? "that axis" : "those axes") + ", so `" + callee +
+                "` needs the same value on every device along " +
+                (extra.size() == 1 ? "it" : "them"));
+        d.notes.push_back({params[k].span, "the in_spec leaves out `" + axis_name + "` here"});
+        d.notes.push_back(trace_origin(st, x, axis));
+        d.fix = "make the argument the same along `" + axis_name +
+                "` first (psum, pmean, all_gather_invariant, ...), or map `" + params[k].name +
+                "` along `" + axis_name + "` in the in_spec of `" + callee + "`";
+        continue;
+      }
+      AxisSet missing = in_axes[k] - f.type(x).variance;
+      if (missing.empty()) continue;
+      if (liftable(st, x)) {
+        in.operands[k] = lift(st, body, x, in_axes[k], in.span);
+      } else {
+        diags_
+            ->error("invariant-operand", in.span,
+                    "the in_spec " + params[k].spec + " of `" + params[k].name +
+                        "` maps it along " + axes_names(missing, st.mesh) + ", so `" + callee +
+                        "` needs an argument that varies there, but " + name_of(st, x) +
+                        " is the same on every device along " +
+                        (missing.size() == 1 ? "it" : "them"))
+            .fix = "pass `" + pbroadcast_text(f.values[x].name, missing, st.mesh) +
+                   "`, or enable automatic pbroadcast insertion";
+      }
+    }
+    for (size_t k = 0; k < in.results.size() && k < out_axes.size(); ++k)
+      f.type(in.results[k]).variance = out_axes[k];
   }
 
   void check_annotations(FunctionState &st, const std::vector<ir::ValueId> &results,

@@ -39,6 +39,9 @@ struct LExpr {
 
 class ProgramLowerer;
 
+/// `(data: 2, model: 4)`: a mesh's axes as written.
+std::string mesh_text(const rt::Mesh &mesh);
+
 /// Lowers one function body.
 class BodyLowerer {
  public:
@@ -83,6 +86,12 @@ class BodyLowerer {
   void lower_for(const ast::ForStmt &loop, SourceSpan span);
   void lower_if(const ast::IfStmt &branch, SourceSpan span);
   LExpr lower_call(const ast::CallExpr &call, SourceSpan span);
+  /// A call of shmap `decl` from this body: local values in, local values out.
+  LExpr call_shmap(const ast::FuncDecl &decl, int decl_module, std::vector<ir::ValueId> args,
+                   SourceSpan callee_span, SourceSpan span);
+  /// The call instruction of function `callee` (its results typed invariant;
+  /// infer_variance types them); a tuple when it returns several values.
+  LExpr emit_call(int callee, std::vector<ir::ValueId> args, SourceSpan span);
   LExpr lower_index(const ast::IndexExpr &index, SourceSpan span);
   LExpr lower_name(const std::string &name, SourceSpan span);
 
@@ -109,6 +118,9 @@ class ProgramLowerer {
   /// reporting ambiguity at `span` when two imports define it).
   const ast::FuncDecl *find_def(const std::string &name, int from_module, SourceSpan span,
                                 int &def_module);
+  /// Index of the lowered shmap `decl` (lowered on first use), or -1 after
+  /// errors; a shmap that (indirectly) calls itself is reported at `call_span`.
+  int shmap_function(const ast::FuncDecl &decl, int module_index, SourceSpan call_span);
   /// Index of the instance of `decl` for these argument types on `mesh`, or -1.
   int instantiate(const ast::FuncDecl &decl, int decl_module, const std::vector<Type> &arg_types,
                   int mesh, SourceSpan call_span);
@@ -123,7 +135,7 @@ class ProgramLowerer {
     int module_index;
   };
   void collect();
-  void lower_shmap(const ast::FuncDecl &decl, int module_index);
+  std::optional<ir::Function> lower_shmap(const ast::FuncDecl &decl, int module_index);
   std::optional<Type> resolve_type(const ast::TypeExpr &type,
                                    const std::map<std::string, int64_t> *symbols,
                                    bool allow_symbols, std::map<std::string, int64_t> *bind);
@@ -140,7 +152,8 @@ class ProgramLowerer {
     std::vector<std::pair<DType, Shape>> args;
     auto operator<=>(const InstanceKey &) const = default;
   };
-  std::map<InstanceKey, int> instances_;  // -1 while in progress / after failure
+  std::map<InstanceKey, int> instances_;         // -2 while in progress, -1 after failure
+  std::map<const ast::FuncDecl *, int> shmaps_;  // likewise
 };
 
 }  // namespace spmd::lowering

@@ -99,7 +99,8 @@ std::string param_list(const ir::Function &f, const std::vector<bool> &sel) {
 int find_shmap(const ir::Module &module, const std::string &name) {
   std::vector<int> shmaps;
   for (size_t i = 0; i < module.functions.size(); ++i)
-    if (module.functions[i].kind == ir::FunctionKind::Shmap) shmaps.push_back(static_cast<int>(i));
+    if (module.functions[i].kind == ir::FunctionKind::Shmap && module.functions[i].entry)
+      shmaps.push_back(static_cast<int>(i));
   std::string names;
   for (int i : shmaps) names += (names.empty() ? "`" : ", `") + module.functions[i].name + "`";
   if (name.empty()) {
@@ -109,8 +110,9 @@ int find_shmap(const ir::Module &module, const std::string &name) {
                              ? "the file has no shmap function"
                              : "the file has several shmaps (" + names + "); choose one with --fn");
   }
-  for (int i : shmaps)
-    if (module.functions[i].name == name) return i;
+  for (size_t i = 0; i < module.functions.size(); ++i)
+    if (module.functions[i].kind == ir::FunctionKind::Shmap && module.functions[i].name == name)
+      return static_cast<int>(i);
   throw TransformError("unknown-function", {},
                        "no shmap named `" + name + "`" +
                            (names.empty() ? std::string() : " (shmaps: " + names + ")"));
