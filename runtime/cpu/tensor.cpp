@@ -1,13 +1,16 @@
 // runtime/cpu/tensor.cpp — Tensor storage, dtype helpers and bf16 conversion.
 //
 // Buffers are 64-byte aligned and reference counted (std::shared_ptr<std::byte[]>
-// with an aligned operator delete). Also home of the small shared helpers of
-// internal.h (strides, errors, strided copy).
+// with an aligned operator delete); freed buffers of 256 KiB and more are kept
+// (up to 256 MiB in all) for the next allocation of the same size. Also home of the small shared
+// helpers of internal.h (strides, errors, strided copy).
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <mutex>
 #include <new>
 #include <sstream>
+#include <unordered_map>
 
 #include "internal.h"
 
@@ -17,12 +20,53 @@ namespace {
 
 constexpr std::align_val_t kAlignment{64};
 
+/// Freed large buffers, kept for the next allocation of the same size. A
+/// program allocates the same shapes every step; handing such a buffer back to
+/// the C library unmaps it, and the next step pays a page fault (and the
+/// kernel's zeroing) for every 4 KiB of it again.
+class BufferPool {
+ public:
+  static constexpr size_t kMinBytes = size_t{256} << 10;  // smaller ones: malloc is fine
+  static constexpr size_t kMaxKeptBytes = size_t{256} << 20;
+
+  std::byte *take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(bytes);
+    if (it == free_.end()) return nullptr;
+    std::byte *p = it->second;
+    free_.erase(it);
+    kept_ -= bytes;
+    return p;
+  }
+  /// False when the pool is full (the caller frees the buffer).
+  bool keep(std::byte *p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (kept_ + bytes > kMaxKeptBytes) return false;
+    free_.emplace(bytes, p);
+    kept_ += bytes;
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_multimap<size_t, std::byte *> free_;
+  size_t kept_ = 0;
+};
+
+BufferPool &pool() {
+  static BufferPool *p = new BufferPool;  // never destroyed: tensors may outlive statics
+  return *p;
+}
+
 std::shared_ptr<std::byte[]> allocate_buffer(size_t bytes) {
   // Always allocate at least one cache line so a zero-element tensor is defined().
-  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  auto *memory = static_cast<std::byte *>(::operator new(rounded, kAlignment));
-  return std::shared_ptr<std::byte[]>(memory,
-                                      [](std::byte *p) { ::operator delete(p, kAlignment); });
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  const bool pooled = rounded >= BufferPool::kMinBytes;
+  std::byte *memory = pooled ? pool().take(rounded) : nullptr;
+  if (!memory) memory = static_cast<std::byte *>(::operator new(rounded, kAlignment));
+  return std::shared_ptr<std::byte[]>(memory, [rounded, pooled](std::byte *p) {
+    if (!pooled || !pool().keep(p, rounded)) ::operator delete(p, kAlignment);
+  });
 }
 
 void check_shape(const Shape &shape) {
