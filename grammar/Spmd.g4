@@ -4,8 +4,8 @@
 // given by the AST builder (compiler/frontend/ast_builder_*.cpp): partition
 // specs and `on MESH` are optional everywhere, comparisons associate, and the
 // spec constructor `P` is an ordinary identifier. Newlines are whitespace;
-// statements are separated by their first token (an identifier or a keyword)
-// and may end with an optional `;`. Comments and malformed input go to the
+// statements are separated by their first token (an identifier, a keyword or
+// the `[[` of a loop's attributes) and may end with an optional `;`. Comments and malformed input go to the
 // hidden channel, so the parser never sees them: the builder reports bad
 // characters and attaches comments to declarations and statements.
 //
@@ -79,7 +79,8 @@ target : IDENT (COLON typeExpr variance?)? ;
 
 returnStmt : RETURN (expr (COMMA expr)*)? SEMI? ;
 
-forStmt : FOR IDENT IN RANGE LPAREN expr (COMMA expr)? RPAREN block SEMI? ;
+// `[[unroll]] for k in range(start, stop, step) { ... }`: attributes come first.
+forStmt : attributes* FOR IDENT IN RANGE LPAREN expr (COMMA expr (COMMA expr)?)? RPAREN block SEMI? ;
 
 ifStmt : IF expr block (ELSE (block | ifStmt))? SEMI? ;
 
@@ -96,7 +97,10 @@ expr
   | STRING                                                                 # String
   | LPAREN (expr (COMMA expr)* COMMA?)? RPAREN                             # ParenOrTuple
   | LBRACK (expr (COMMA expr)* COMMA?)? RBRACK                             # List
-  | expr LBRACK subscript (COMMA subscript)* COMMA? RBRACK                 # Index
+  // `[[` never starts a subscript: it opens the attributes of a following
+  // statement (`x = a [[unroll]] for ...`), so indexing stops before it.
+  | expr {_input->LA(2) != SpmdParser::LBRACK}?
+    LBRACK subscript (COMMA subscript)* COMMA? RBRACK                      # Index
   | expr call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN           # Apply
   | <assoc = right> expr op=POW expr                                       # Binary
   | op=MINUS expr                                                          # Unary

@@ -12,6 +12,8 @@
 #include <map>
 #include <sstream>
 
+#include "ir/loops.h"
+
 namespace spmd {
 namespace {
 
@@ -65,10 +67,9 @@ void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Ins
         break;
       }
       case OpKind::Control:
-        // for k in range(dim, dim2): the body once per iteration.
+        // for k in range(...): the body once per iteration.
         for (const ir::Region &region : in.regions)
-          count(m, f, region.body,
-                times * static_cast<double>(std::max<int64_t>(0, in.attrs.dim2 - in.attrs.dim)), r,
+          count(m, f, region.body, times * static_cast<double>(ir::trip_count(in.attrs)), r,
                 depth + 1);
         break;
       default:  // creation, layout, collectives: no flops
@@ -172,7 +173,7 @@ CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
     if (moves_data(op)) r.comm_ops += s.count;
   r.profile = profile;
   r.compute_s = profile.flops_per_s > 0 ? r.flops() / profile.flops_per_s : 0;
-  r.comm_s = r.comm_ops * profile.latency_s +
+  r.comm_s = static_cast<double>(r.comm_ops) * profile.latency_s +
              (profile.bw_bytes_per_s > 0 ? r.comm_bytes() / profile.bw_bytes_per_s : 0);
   return r;
 }
@@ -197,8 +198,9 @@ std::string format_cost(const CostReport &r, const std::string &title) {
   out << line;
   if (r.comm.by_op.empty()) out << "  (none)\n";
   for (const auto &[op, s] : r.comm.by_op) {
-    std::snprintf(line, sizeof line, "  %-22s %5d %16s %16s\n", op.c_str(), s.count,
-                  fmt_num(s.size_bytes).c_str(), fmt_num(s.moved_bytes).c_str());
+    std::snprintf(line, sizeof line, "  %-22s %5lld %16s %16s\n", op.c_str(),
+                  static_cast<long long>(s.count), fmt_num(s.size_bytes).c_str(),
+                  fmt_num(s.moved_bytes).c_str());
     out << line;
   }
   std::snprintf(line, sizeof line, "  %-28s %16s\n", "communication (bytes)",
@@ -216,8 +218,9 @@ std::string format_cost(const CostReport &r, const std::string &title) {
       << " flop/B)\n";
   std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time", fmt_time(r.compute_s).c_str());
   out << line;
-  std::snprintf(line, sizeof line, "  %-28s %16s   (%d collectives x alpha + bytes / bw)\n",
-                "communication time", fmt_time(r.comm_s).c_str(), r.comm_ops);
+  std::snprintf(line, sizeof line, "  %-28s %16s   (%lld collectives x alpha + bytes / bw)\n",
+                "communication time", fmt_time(r.comm_s).c_str(),
+                static_cast<long long>(r.comm_ops));
   out << line;
   std::snprintf(line, sizeof line, "  %-28s %16s   %s\n", "total (no overlap)",
                 fmt_time(r.total_s()).c_str(),

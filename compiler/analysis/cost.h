@@ -67,7 +67,7 @@ struct CostReport {
   /// Collectives per device (counts, nccl-tests size and moved bytes).
   FunctionStats comm;
   double comm_bytes() const { return comm.total_moved_bytes(); }
-  int comm_ops = 0;  // collectives that move data (each pays alpha once)
+  int64_t comm_ops = 0;  // collectives that move data (each pays alpha once)
   /// flops / bytes communicated; nullopt when nothing is communicated.
   std::optional<double> intensity() const;
 

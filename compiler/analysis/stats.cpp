@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "ir/loops.h"
 #include "ops/shape_rules.h"
 
 namespace spmd {
@@ -13,12 +14,21 @@ double bytes_of(const Type &t) {
   return static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
 }
 
-void accumulate(const ir::Module &m, const ir::Function &f, FunctionStats &stats, int depth) {
+/// Adds what `body` (of `f`) communicates when it runs `times` times.
+void accumulate(const ir::Module &m, const ir::Function &f, const std::vector<ir::Instr> &body,
+                int64_t times, FunctionStats &stats, int depth) {
   if (depth > 1000) return;
   const rt::Mesh &mesh = m.mesh_of(f);
-  for (const ir::Instr &in : f.body) {
+  for (const ir::Instr &in : body) {
     if (in.op == OpCode::Call) {
-      accumulate(m, m.functions.at(static_cast<size_t>(in.attrs.callee)), stats, depth + 1);
+      const ir::Function &callee = m.functions.at(static_cast<size_t>(in.attrs.callee));
+      accumulate(m, callee, callee.body, times, stats, depth + 1);
+      continue;
+    }
+    if (in.op == OpCode::For) {
+      const int64_t trips = ir::trip_count(in.attrs);
+      const int64_t n = trips > 0 && times > INT64_MAX / trips ? INT64_MAX : times * trips;
+      accumulate(m, f, in.regions.at(0).body, n, stats, depth + 1);
       continue;
     }
     if (op_kind(in.op) != OpKind::Collective) continue;
@@ -52,10 +62,15 @@ void accumulate(const ir::Module &m, const ir::Function &f, FunctionStats &stats
         break;
     }
     CollectiveStat &s = stats.by_op[std::string(op_spelling(in.op))];
-    s.count++;
-    s.values += static_cast<int>(in.operands.empty() ? 1 : in.operands.size());
-    s.size_bytes += size;
-    s.moved_bytes += moved;
+    const int64_t values = in.operands.empty() ? 1 : static_cast<int64_t>(in.operands.size());
+    auto add = [](int64_t acc, int64_t a, int64_t b) {  // acc + a * b, saturating
+      const __int128 r = static_cast<__int128>(acc) + static_cast<__int128>(a) * b;
+      return r > INT64_MAX ? INT64_MAX : static_cast<int64_t>(r);
+    };
+    s.count = add(s.count, times, 1);
+    s.values = add(s.values, times, values);
+    s.size_bytes += static_cast<double>(times) * size;
+    s.moved_bytes += static_cast<double>(times) * moved;
   }
 }
 
@@ -67,8 +82,8 @@ double FunctionStats::total_moved_bytes() const {
   return t;
 }
 
-int FunctionStats::communicating_count() const {
-  int c = 0;
+int64_t FunctionStats::communicating_count() const {
+  int64_t c = 0;
   for (const auto &[op, s] : by_op)
     if (s.moved_bytes > 0 || op == "psum" || op == "all_gather" || op == "psum_scatter" ||
         op == "all_to_all" || op == "all_gather_invariant" || op == "pmax" || op == "pmin")
@@ -78,7 +93,7 @@ int FunctionStats::communicating_count() const {
 
 FunctionStats collective_stats(const ir::Module &module, const ir::Function &function) {
   FunctionStats stats;
-  accumulate(module, function, stats, 0);
+  accumulate(module, function, function.body, 1, stats, 0);
   return stats;
 }
 
@@ -99,8 +114,8 @@ std::string format_stats(const ir::Module &module) {
                   "moved_bytes");
     out << line;
     for (const auto &[op, st] : s.by_op) {
-      std::snprintf(line, sizeof line, "  %-22s %6d %16.0f %16.0f\n", op.c_str(), st.count,
-                    st.size_bytes, st.moved_bytes);
+      std::snprintf(line, sizeof line, "  %-22s %6lld %16.0f %16.0f\n", op.c_str(),
+                    static_cast<long long>(st.count), st.size_bytes, st.moved_bytes);
       out << line;
     }
     std::snprintf(line, sizeof line, "  %-22s %6s %16s %16.0f\n", "total", "", "",

@@ -1,7 +1,8 @@
 // analysis/stats.h — what a function communicates, per device.
 //
-// collective_stats counts the collectives of a function (calls included, as
-// if inlined) and the bytes they move. For each collective, `size` follows
+// collective_stats counts the collectives a function runs (calls included, as
+// if inlined; a collective inside a loop once per iteration) and the bytes
+// they move. For each collective, `size` follows
 // nccl-tests' convention for the buffer size (all-reduce: the array; all-gather:
 // the gathered output; reduce-scatter and all-to-all: the input; permute: the
 // array) and `moved` is what one device sends over the network:
@@ -19,8 +20,8 @@
 namespace spmd {
 
 struct CollectiveStat {
-  int count = 0;           // collectives (a combined psum((a, b), axes) is one)
-  int values = 0;          // tensors they carry (psum((a, b), axes) carries two)
+  int64_t count = 0;   // collectives run (a combined psum((a, b), axes) is one)
+  int64_t values = 0;  // tensors they carry (psum((a, b), axes) carries two)
   double size_bytes = 0;   // summed over occurrences
   double moved_bytes = 0;  // summed over occurrences
 };
@@ -28,7 +29,7 @@ struct CollectiveStat {
 struct FunctionStats {
   std::map<std::string, CollectiveStat> by_op;  // op spelling -> totals
   double total_moved_bytes() const;
-  int communicating_count() const;  // collectives that move data
+  int64_t communicating_count() const;  // collectives that move data
 };
 
 FunctionStats collective_stats(const ir::Module &module, const ir::Function &function);

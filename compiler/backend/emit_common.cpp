@@ -8,11 +8,14 @@
 // A missing case is an error for this file whatever the build flags.
 #pragma GCC diagnostic error "-Wswitch"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
+#include "ir/loops.h"
+#include "ir/parallel_copy.h"
 #include "spmdrt/tensor.h"
 
 namespace spmd::backend {
@@ -201,12 +204,13 @@ std::string store_expr(DType dtype, const std::string &value) {
   return value;
 }
 
-std::vector<std::string> element_statements(const ir::Function &f, const FusedGroup &group,
-                                            const Names &names,
+std::vector<std::string> element_statements(const ir::Function &f, const FusionPlan &plan,
+                                            const FusedGroup &group, const Names &names,
                                             const std::map<ir::ValueId, std::string> &input_expr,
                                             const std::string &elem_suffix) {
+  const std::vector<ir::Instr> &body = *plan.body;
   std::map<ir::ValueId, const ir::Instr *> constants;
-  for (const ir::Instr &in : f.body)
+  for (const ir::Instr &in : body)
     if (in.op == OpCode::Constant) constants[in.results[0]] = &in;
   auto operand = [&](ir::ValueId v) -> std::string {
     if (auto it = input_expr.find(v); it != input_expr.end()) return it->second;
@@ -216,7 +220,7 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusedGr
   };
   std::vector<std::string> out;
   for (size_t i : group.members) {
-    const ir::Instr &in = f.body[i];
+    const ir::Instr &in = body[i];
     const ir::ValueId r = in.results[0];
     const DType rd = f.type(r).dtype;
     std::vector<std::string> x;
@@ -427,16 +431,79 @@ std::string all_reduce_expr(const ir::Function &f, const ir::Instr &in, Names &n
   return all + "[0]";
 }
 
-std::string group_title(const ir::Function &f, const FusedGroup &group) {
+std::string group_title(const FusionPlan &plan, const FusedGroup &group) {
   std::vector<std::string> ops;
   for (size_t i : group.members) {
-    std::string op(op_spelling(f.body[i].op));
+    std::string op(op_spelling((*plan.body)[i].op));
     if (ops.empty() || ops.back() != op) ops.push_back(op);
   }
   std::string s;
   for (size_t k = 0; k < ops.size() && k < 4; ++k) s += (k ? "_" : "") + sanitize(ops[k]);
   if (ops.size() > 4) s += "_etc";
   return s;
+}
+
+LoopCode loop_code(const ir::Function &f, const ir::Instr &loop, Names &names,
+                   const std::string &index_tensor, const std::string &indent) {
+  const ir::Region &r = loop.regions.at(0);
+  LoopCode code;
+  // The carried variables, named after the results; the parameters alias them.
+  for (size_t k = 0; k < loop.results.size(); ++k) {
+    names.alias(r.params[k + 1], loop.results[k]);
+    code.before += indent + "Tensor " + names[loop.results[k]] + " = " + names[loop.operands[k]] +
+                   ";  // carried\n";
+  }
+  const std::string counter = names.fresh(names[r.params[0]] + "_i");
+  const Attrs &a = loop.attrs;
+  code.before += indent + "for (int64_t " + counter + " = " + std::to_string(a.dim) + "; " +
+                 counter + (a.step > 0 ? " < " : " > ") + std::to_string(a.dim2) + "; " + counter +
+                 " += " + std::to_string(a.step) + ") {  // " + std::to_string(ir::trip_count(a)) +
+                 (ir::trip_count(a) == 1 ? " iteration\n" : " iterations\n");
+  const std::vector<ir::ValueId> reads = ir::captured_values(r.body, {}, r.yields);
+  const bool index_used = std::find(reads.begin(), reads.end(), r.params[0]) != reads.end();
+  if (index_used) {
+    std::string expr = index_tensor;
+    expr.replace(expr.find("%s"), 2, counter);
+    code.index = indent + "  const Tensor " + names[r.params[0]] + " = " + expr + ";\n";
+  }
+  // The next values: a parallel copy into the carried variables.
+  std::unordered_map<ir::ValueId, ir::ValueId> carried_of;  // parameter -> result
+  for (size_t k = 0; k < loop.results.size(); ++k) carried_of[r.params[k + 1]] = loop.results[k];
+  std::vector<ir::Copy<ir::ValueId>> copies;
+  for (size_t k = 0; k < r.yields.size(); ++k) {
+    auto c = carried_of.find(r.yields[k]);
+    copies.push_back({loop.results[k], c == carried_of.end() ? r.yields[k] : c->second});
+  }
+  ir::ValueId next_temporary = ir::kNoValue;
+  std::unordered_map<ir::ValueId, std::string> temporaries;
+  auto name = [&](ir::ValueId v) -> std::string {
+    if (v >= 0) return names[v];
+    auto t = temporaries.find(v);
+    if (t == temporaries.end()) t = temporaries.emplace(v, names.fresh("swap")).first;
+    return t->second;
+  };
+  for (const auto &c :
+       ir::sequentialize_parallel_copy<ir::ValueId>(copies, [&] { return --next_temporary; })) {
+    const bool declare = c.destination < 0;
+    code.next += indent + "  " + (declare ? "const Tensor " : "") + name(c.destination) + " = " +
+                 name(c.source) + ";\n";
+  }
+  code.after = indent + "}\n";
+  return code;
+}
+
+std::string indent_lines(const std::string &text, const std::string &indent) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out += indent;
+    out.append(text, start, end - start);
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
 }
 
 namespace {

@@ -29,6 +29,8 @@ class Names {
   const std::string &operator[](ir::ValueId v) const { return names_.at(static_cast<size_t>(v)); }
   /// A fresh identifier starting with `hint` (for temporaries).
   std::string fresh(const std::string &hint);
+  /// Gives `v` the identifier of `as` (a loop's carried value is one variable).
+  void alias(ir::ValueId v, ir::ValueId as) { names_.at(static_cast<size_t>(v)) = (*this)[as]; }
 
  private:
   std::vector<std::string> names_;
@@ -58,10 +60,11 @@ std::string load_expr(DType dtype, const std::string &element);
 /// Converts a compute value to storage for a store.
 std::string store_expr(DType dtype, const std::string &value);
 
-/// The per-element statements of a group: `const C name = ...;` for every member,
-/// reading external inputs through `input_expr` (already in compute type).
-std::vector<std::string> element_statements(const ir::Function &f, const FusedGroup &group,
-                                            const Names &names,
+/// The per-element statements of a group of `plan`: `const C name = ...;` for
+/// every member, reading external inputs through `input_expr` (already in
+/// compute type).
+std::vector<std::string> element_statements(const ir::Function &f, const FusionPlan &plan,
+                                            const FusedGroup &group, const Names &names,
                                             const std::map<ir::ValueId, std::string> &input_expr,
                                             const std::string &elem_suffix);
 
@@ -84,7 +87,27 @@ std::string all_reduce_expr(const ir::Function &f, const ir::Instr &in, Names &n
                             std::string &pre);
 
 /// A short name for a fused group: "sub_pow_sum" from its members' ops.
-std::string group_title(const ir::Function &f, const FusedGroup &group);
+std::string group_title(const FusionPlan &plan, const FusedGroup &group);
+
+/// How a backend writes a `for` loop (the same C++ on both targets; only the
+/// tensor type and the way the i32 index becomes a tensor differ). The
+/// carried values are mutable variables named after the loop's results (the
+/// region's parameters are aliased to them); the body runs in a C++ block,
+/// so its values die at the end of each iteration, and its next values are
+/// assigned with ir/parallel_copy.h.
+struct LoopCode {
+  std::string before;  // the carried variables and the `for (...) {` header
+  std::string index;   // the index as a tensor, inside the body (empty if unused)
+  std::string next;    // the parallel copy at the end of the body
+  std::string after;   // `}`
+};
+/// `index_tensor` turns the int64 loop counter into the index tensor, e.g.
+/// "Tensor::scalar(rt::DType::I32, static_cast<double>(%s))" with %s the counter.
+LoopCode loop_code(const ir::Function &f, const ir::Instr &loop, Names &names,
+                   const std::string &index_tensor, const std::string &indent);
+
+/// Prefixes every line of `text` with `indent`.
+std::string indent_lines(const std::string &text, const std::string &indent);
 
 /// The rt::ProgramFunction table entry of a shmap (C++ initializer).
 std::string program_function_init(const ir::Module &module, const ir::Function &f,

@@ -11,11 +11,13 @@
 //
 // The switch in emit_instr is the CPU target's one exhaustive switch over
 // OpCode: adding an op to ops.def fails to compile here until it is handled.
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include "backend/backend.h"
 #include "backend/emit_common.h"
+#include "ir/loops.h"
 #include "ops/shape_rules.h"
 
 // A missing case is an error for this file whatever the build flags.
@@ -27,7 +29,7 @@ namespace {
 class CpuFunctionEmitter {
  public:
   CpuFunctionEmitter(const ir::Module &module, const ir::Function &f, const SourceManager *sources)
-      : module_(module), f_(f), sources_(sources), names_(f), plan_(plan_fusion(f)) {}
+      : module_(module), f_(f), sources_(sources), names_(f) {}
 
   /// Appends the kernels and the body function to `kernels` / `body`.
   void emit(std::ostringstream &kernels, std::ostringstream &body) {
@@ -48,12 +50,9 @@ class CpuFunctionEmitter {
       body << "  const Tensor &" << names_[p.value] << " = args[" << k << "];  // "
            << type_str(f_.type(p.value), mesh) << "\n";
     }
-    for (const Step &s : plan_.steps) {
-      if (s.is_group)
-        emit_group(s.index, kernels, body);
-      else
-        emit_instr(s.index, body);
-    }
+    std::vector<ir::ValueId> params;
+    for (const ir::Param &p : f_.params) params.push_back(p.value);
+    emit_block(f_.body, params, f_.returns, kernels, body);
     body << "  return {";
     for (size_t k = 0; k < f_.returns.size(); ++k) body << (k ? ", " : "") << names_[f_.returns[k]];
     body << "};\n}\n\n";
@@ -71,13 +70,50 @@ class CpuFunctionEmitter {
 
   std::string ty(ir::ValueId v) const { return type_str(f_.type(v), module_.mesh_of(f_)); }
 
-  void emit_group(size_t g, std::ostringstream &kernels, std::ostringstream &body) {
-    const FusedGroup &group = plan_.groups[g];
-    const std::string kname = fn_name() + "_k" + std::to_string(g) + "_" + group_title(f_, group);
+  /// A block (the body or a loop body) with parameters `params` and results
+  /// `live_out`: its fused groups and instructions, in plan order.
+  void emit_block(const std::vector<ir::Instr> &block, const std::vector<ir::ValueId> &params,
+                  const std::vector<ir::ValueId> &live_out, std::ostringstream &kernels,
+                  std::ostringstream &body) {
+    const FusionPlan plan = plan_fusion(f_, block, live_out);
+    const ir::BlockUses uses = ir::block_uses(block, params, live_out);
+    for (const Step &s : plan.steps) {
+      if (s.is_group)
+        emit_group(plan, s.index, kernels, body);
+      else if (block[s.index].op == OpCode::For)
+        emit_loop(block[s.index], kernels, body);
+      else
+        emit_instr(plan, uses, s.index, body);
+    }
+  }
+
+  /// A real C++ loop: carried variables, the body once per iteration, the
+  /// next values assigned at its end (emit_common.h, loop_code).
+  void emit_loop(const ir::Instr &loop, std::ostringstream &kernels, std::ostringstream &body) {
+    comment(loop.span, body);
+    const ir::Region &r = loop.regions.at(0);
+    const LoopCode code = loop_code(
+        f_, loop, names_, "Tensor::scalar(rt::DType::I32, static_cast<double>(%s))", "  ");
+    for (ir::ValueId v : loop.results) mutable_.insert(v);
+    for (size_t k = 1; k < r.params.size(); ++k) mutable_.insert(r.params[k]);
+    body << code.before << code.index;
+    std::ostringstream inner;
+    last_comment_.clear();
+    emit_block(r.body, r.params, r.yields, kernels, inner);
+    body << indent_lines(inner.str(), "  ") << code.next << code.after;
+    last_comment_.clear();
+  }
+
+  void emit_group(const FusionPlan &plan, size_t g, std::ostringstream &kernels,
+                  std::ostringstream &body) {
+    const std::vector<ir::Instr> &block = *plan.body;
+    const FusedGroup &group = plan.groups[g];
+    const std::string kname =
+        fn_name() + "_k" + std::to_string(next_kernel_++) + "_" + group_title(plan, group);
     // Source lines of the members.
     std::vector<std::string> lines;
     for (size_t i : group.members) {
-      std::string l = source_line(sources_, f_.body[i].span);
+      std::string l = source_line(sources_, block[i].span);
       if (!l.empty() && (lines.empty() || lines.back() != l)) lines.push_back(l);
     }
     std::vector<Shape> in_shapes;
@@ -87,7 +123,7 @@ class CpuFunctionEmitter {
     // ---- the kernel
     kernels << "// Fused kernel: " << group.members.size() << " elementwise op"
             << (group.members.size() == 1 ? "" : "s") << " of `" << f_.name << "` over "
-            << shape_type_str(f_.type(group.outputs.empty() ? f_.body[group.members[0]].results[0]
+            << shape_type_str(f_.type(group.outputs.empty() ? block[group.members[0]].results[0]
                                                             : group.outputs[0])
                                   .dtype,
                               group.shape)
@@ -121,7 +157,7 @@ class CpuFunctionEmitter {
               << ";\n";
       input_expr[v] = elem;
     }
-    for (const std::string &st : element_statements(f_, group, names_, input_expr, "_e"))
+    for (const std::string &st : element_statements(f_, plan, group, names_, input_expr, "_e"))
       kernels << indent << st << "\n";
     const std::string out_off = offset_expr(nest, 0, idx);
     for (ir::ValueId v : group.outputs)
@@ -134,7 +170,7 @@ class CpuFunctionEmitter {
     kernels << "}\n\n";
 
     // ---- the call
-    for (size_t i : group.members) comment(f_.body[i].span, body);
+    for (size_t i : group.members) comment(block[i].span, body);
     for (ir::ValueId v : group.outputs)
       body << "  Tensor " << names_[v] << " = Tensor::empty(" << dtype_enum(f_.type(v).dtype)
            << ", " << shape_init(f_.type(v).shape) << ");  // " << ty(v) << "\n";
@@ -151,9 +187,10 @@ class CpuFunctionEmitter {
     body << ");\n";
   }
 
-  void emit_instr(size_t i, std::ostringstream &out) {
-    const ir::Instr &in = f_.body[i];
-    if (in.op == OpCode::Constant && plan_.folded_constant[i]) return;  // a literal in a kernel
+  void emit_instr(const FusionPlan &plan, const ir::BlockUses &uses, size_t i,
+                  std::ostringstream &out) {
+    const ir::Instr &in = (*plan.body)[i];
+    if (in.op == OpCode::Constant && plan.folded_constant[i]) return;  // a literal in a kernel
     comment(in.span, out);
     const Attrs &a = in.attrs;
     auto x = [&](size_t k) { return names_[in.operands.at(k)]; };
@@ -261,7 +298,10 @@ class CpuFunctionEmitter {
         pre = "  I64s " + start + int_list(zeros) + ";\n  " + start + "[" + std::to_string(a.dim) +
               "] = static_cast<int64_t>(" + x(2) + ".get(0)) * " + std::to_string(t1.shape[a.dim]) +
               ";\n";
-        expr = "rt::dynamic_update_slice(" + x(0) + ", " + x(1) + ", " + start + ")";
+        // The last use of a carried variable: updated in place when unshared.
+        const bool in_place = uses.takes_over[i][0] && mutable_.count(in.operands[0]);
+        expr = "rt::dynamic_update_slice(" + (in_place ? "std::move(" + x(0) + ")" : x(0)) + ", " +
+               x(1) + ", " + start + ")";
         break;
       }
       case OpCode::Psum:
@@ -310,7 +350,7 @@ class CpuFunctionEmitter {
         expr = "Tensor::scalar(rt::DType::I32, static_cast<double>(ctx.axis_index(" + axes + ")))";
         break;
       case OpCode::For:
-        throw std::logic_error("backend: `for` left after unrolling");
+        throw std::logic_error("backend: `for` is emitted by emit_loop");
       case OpCode::Call:
         throw std::logic_error("backend: call left after inlining");
     }
@@ -323,8 +363,9 @@ class CpuFunctionEmitter {
   const ir::Function &f_;
   const SourceManager *sources_;
   Names names_;
-  FusionPlan plan_;
   std::string last_comment_;
+  int next_kernel_ = 0;
+  std::set<ir::ValueId> mutable_;  // carried variables (non-const Tensors)
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // backend/fusion.h — groups chains of elementwise ops into fused loops/kernels.
 //
-// Both backends run on a flat function (after inline_calls and simplify).
+// Both backends run on a flat function (after inline_calls and simplify),
+// one block at a time (the body, each loop body).
 // plan_fusion walks its instructions in order and puts elementwise ops (unary,
 // binary, comparisons, logical ops, where, cast) whose results have the same
 // shape into one FusedGroup: the group becomes one loop nest on the CPU and
@@ -28,10 +29,10 @@ namespace spmd::backend {
 bool is_fusable(OpCode op);
 
 struct FusedGroup {
-  std::vector<size_t> members;        // instruction indices, in program order
-  std::vector<ir::ValueId> inputs;    // values read from outside (constants excluded)
-  std::vector<ir::ValueId> outputs;   // member results used after the group or returned
-  Shape shape;                        // the iteration space: every member's result shape
+  std::vector<size_t> members;       // instruction indices, in program order
+  std::vector<ir::ValueId> inputs;   // values read from outside (constants excluded)
+  std::vector<ir::ValueId> outputs;  // member results used after the group or returned
+  Shape shape;                       // the iteration space: every member's result shape
 };
 
 struct Step {
@@ -40,12 +41,23 @@ struct Step {
 };
 
 struct FusionPlan {
+  const std::vector<ir::Instr> *body = nullptr;  // the block planned (indices refer to it)
   std::vector<FusedGroup> groups;
-  std::vector<Step> steps;                 // what to emit, in order
-  std::vector<bool> folded_constant;       // per instruction: a constant only groups read
-  std::vector<int> group_of_instr;         // per instruction: its group or -1
+  std::vector<Step> steps;            // what to emit, in order
+  std::vector<bool> folded_constant;  // per instruction: a constant only groups read
+  std::vector<int> group_of_instr;    // per instruction: its group or -1
 };
 
+/// The step at which each instruction of the planned block runs (a group's
+/// members all run at the group's step).
+std::vector<int> step_positions(const FusionPlan &plan);
+
+/// The plan of a function's body.
 FusionPlan plan_fusion(const ir::Function &function);
+/// The plan of one block of `function` (its body or a loop body) whose
+/// results (returns or next values) are `live_out`. A loop inside the block
+/// is one non-fusable step that reads everything its body reads.
+FusionPlan plan_fusion(const ir::Function &function, const std::vector<ir::Instr> &body,
+                       const std::vector<ir::ValueId> &live_out);
 
 }  // namespace spmd::backend

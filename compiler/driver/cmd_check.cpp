@@ -17,6 +17,7 @@ CompileOptions CommonOptions::compile_options() const {
   o.auto_pbroadcast = !no_auto_pbroadcast;
   o.library_paths = library_paths;
   o.max_errors = max_errors;
+  o.unroll_max_trip_count = unroll;
   return o;
 }
 
@@ -113,6 +114,10 @@ void add_common_options(CLI::App &cmd, CommonOptions &common) {
                  "(repeatable)");
   cmd.add_option("--max-errors", common.max_errors, "Stop after this many errors")
       ->check(CLI::Range(1, 10000));
+  cmd.add_option("--unroll", common.unroll,
+                 "Also unroll the loops of at most N iterations (loops stay loops otherwise; "
+                 "those marked [[unroll]] are always unrolled)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
 }
 
 void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out) {

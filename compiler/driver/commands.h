@@ -25,6 +25,7 @@ struct CommonOptions {
   std::vector<std::string> library_paths;
   int max_errors = 50;
   bool color = false;
+  int64_t unroll = 0;  // --unroll N
 
   CompileOptions compile_options() const;
 };

@@ -146,12 +146,15 @@ struct AssignStmt {
 struct ReturnStmt {
   std::vector<ExprPtr> values;
 };
-/// `for k in range(start, stop) { ... }` — bounds are compile-time integers.
-/// Names assigned in the body that were bound before the loop are loop-carried.
+/// `[[unroll]] for k in range(start, stop, step) { ... }` — bounds are
+/// compile-time integers. Names assigned in the body that were bound before
+/// the loop are loop-carried.
 struct ForStmt {
+  std::vector<Ident> attributes;  // `[[unroll, remat]]`
   Ident var;
   ExprPtr start;  // may be null (= 0)
   ExprPtr stop;
+  ExprPtr step;  // may be null (= 1)
   Block body;
 };
 /// `if cond { ... } else { ... }`; names assigned in both branches (or bound

@@ -209,7 +209,7 @@ std::string describe_expected(const antlr4::misc::IntervalSet &set,
   }
   if (has(P::RETURN) && has(P::FOR) && has(P::IF)) {
     items.push_back("a statement");
-    drop({P::IDENT, P::RETURN, P::FOR, P::IF});
+    drop({P::IDENT, P::RETURN, P::FOR, P::IF, P::LBRACK});  // `[[` starts an attributed `for`
   }
   if (has(P::INT) && has(P::FLOAT) && has(P::LPAREN)) {
     items.push_back("an expression");

@@ -290,11 +290,16 @@ class TreeBuilder {
 
   ast::ForStmt for_stmt(P::ForStmtContext *ctx) {
     ast::ForStmt f;
+    for (P::AttributesContext *group : ctx->attributes()) {
+      if (group == nullptr) continue;
+      for (antlr4::tree::TerminalNode *name : group->IDENT()) f.attributes.push_back(ident(name));
+    }
     f.var = ident(ctx->IDENT());
     std::vector<P::ExprContext *> bounds = ctx->expr();
     if (bounds.size() >= 2) {
       f.start = expr(bounds[0]);
       f.stop = expr(bounds[1]);
+      if (bounds.size() >= 3) f.step = expr(bounds[2]);
     } else {
       f.stop = expr(bounds.empty() ? nullptr : bounds[0]);
     }

@@ -433,9 +433,12 @@ class ModulePrinter {
       }
       line(indent, text);
     } else if (auto *f = std::get_if<ForStmt>(&s.node)) {
+      if (!f->attributes.empty()) line(indent, "[[" + join_idents(f->attributes, ", ") + "]]");
       std::string head = "for " + f->var.name + " in range(";
       if (f->start) head += format_expr(*f->start) + ", ";
-      head += format_expr_or_missing(f->stop) + ") {";
+      head += format_expr_or_missing(f->stop);
+      if (f->step) head += ", " + format_expr(*f->step);
+      head += ") {";
       print_block(indent, head, f->body);
     } else if (auto *i = std::get_if<IfStmt>(&s.node)) {
       print_if(indent, "", *i, !s.trailing_comment.empty());
@@ -520,8 +523,10 @@ class AstDumper {
       for (const ExprPtr &v : r->values) expr(depth + 1, v.get());
     } else if (auto *f = std::get_if<ForStmt>(&s.node)) {
       node(depth, "For " + f->var.name, s.span);
+      for (const Ident &a : f->attributes) node(depth + 1, "Attribute " + a.name, a.span);
       if (f->start) expr(depth + 1, f->start.get());
       expr(depth + 1, f->stop.get());
+      if (f->step) expr(depth + 1, f->step.get());
       node(depth + 1, "Body", {});
       block(depth + 2, f->body);
     } else if (auto *i = std::get_if<IfStmt>(&s.node)) {

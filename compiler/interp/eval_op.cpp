@@ -54,7 +54,7 @@ Tensor local_scatter(const Tensor &x, const Attrs &attrs, rt::DeviceContext &ctx
   return rt::reshape(s, shape);
 }
 
-Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext &ctx) {
+Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) {
   const Attrs &a = in.attrs;
   switch (in.op) {
     // Creation.
@@ -140,7 +140,7 @@ Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext 
     case OpCode::DynamicUpdateSlice: {
       std::vector<int64_t> start(x[0].shape().size(), 0);
       start[a.dim] = block_index(x[2]) * x[1].shape()[a.dim];
-      return rt::dynamic_update_slice(x[0], x[1], start);
+      return rt::dynamic_update_slice(std::move(x[0]), x[1], start);  // in place if unshared
     }
     // Collectives.
     case OpCode::Psum:
@@ -162,9 +162,9 @@ Tensor one(const ir::Instr &in, const std::vector<Tensor> &x, rt::DeviceContext 
       return ctx.ppermute(x[0], a.axes, a.perm);
     case OpCode::AxisIndex:
       return Tensor::scalar(DType::I32, static_cast<double>(ctx.axis_index(a.axes)));
-    case OpCode::For:  // loops are unrolled before execution (transforms/unroll_loops.h)
-    case OpCode::Call:
-      break;  // several results: handled by eval_op
+    case OpCode::For:   // a region: run by the interpreter (interpreter.cpp, run_loop)
+    case OpCode::Call:  // several results: handled by eval_op
+      break;
   }
   throw std::logic_error("interpreter: `" + std::string(op_spelling(in.op)) +
                          "` has no single-result evaluation");
@@ -268,9 +268,9 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
   return {};
 }
 
-std::vector<rt::Tensor> eval_op(const ir::Instr &instr, const std::vector<rt::Tensor> &operands,
+std::vector<rt::Tensor> eval_op(const ir::Instr &instr, std::vector<rt::Tensor> &operands,
                                 rt::DeviceContext &ctx, const CallFn &call) {
-  if (instr.op == OpCode::Call) return call(instr.attrs.callee, operands);
+  if (instr.op == OpCode::Call) return call(instr.attrs.callee, std::move(operands));
   if (operands.size() != 1 && is_combinable_reduce(instr.op))  // psum((a, b), axes)
     return ctx.all_reduce(operands, instr.attrs.axes, reduce_op(instr.op));
   return {one(instr, operands, ctx)};

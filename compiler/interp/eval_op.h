@@ -27,8 +27,10 @@ struct ElementwiseKernel {
 };
 ElementwiseKernel elementwise_kernel(OpCode op);
 
-/// Executes `instr` on this device; returns one tensor per result.
-std::vector<rt::Tensor> eval_op(const ir::Instr &instr, const std::vector<rt::Tensor> &operands,
+/// Executes `instr` on this device; returns one tensor per result. It may
+/// take `operands` over (dynamic_update_slice updates a tensor no other value
+/// shares in place), so the caller passes operands it no longer needs by move.
+std::vector<rt::Tensor> eval_op(const ir::Instr &instr, std::vector<rt::Tensor> &operands,
                                 rt::DeviceContext &ctx, const CallFn &call);
 
 }  // namespace spmd::interp::detail

@@ -44,7 +44,8 @@ struct Home {
 
 }  // namespace
 
-std::vector<Tensor> eval_fused_group(const ir::Function &f, const backend::FusedGroup &group,
+std::vector<Tensor> eval_fused_group(const ir::Function &f, const std::vector<ir::Instr> &body,
+                                     const backend::FusedGroup &group,
                                      const std::vector<Tensor> &env) {
   const int64_t n = rt::num_elements(group.shape);
   std::map<ir::ValueId, Home> homes;
@@ -59,7 +60,7 @@ std::vector<Tensor> eval_fused_group(const ir::Function &f, const backend::Fused
   }
   const int64_t tile = std::min<int64_t>(kTile, std::max<int64_t>(n, 1));
   for (size_t i : group.members) {
-    const ir::ValueId r = f.body[i].results[0];
+    const ir::ValueId r = body[i].results[0];
     if (homes.count(r)) continue;
     keep.push_back(Tensor::empty(f.type(r).dtype, {tile}));
     Home h;
@@ -69,7 +70,7 @@ std::vector<Tensor> eval_fused_group(const ir::Function &f, const backend::Fused
     homes[r] = h;
   }
   for (size_t i : group.members) {
-    for (ir::ValueId v : f.body[i].operands) {
+    for (ir::ValueId v : body[i].operands) {
       if (homes.count(v)) continue;  // a member, or already classified
       Tensor t = env.at(static_cast<size_t>(v));
       if (!t.defined()) throw std::logic_error("interpreter: fused group reads a freed value");
@@ -89,7 +90,7 @@ std::vector<Tensor> eval_fused_group(const ir::Function &f, const backend::Fused
   for (int64_t offset = 0; offset < n; offset += tile) {
     const int64_t count = std::min(tile, n - offset);
     for (size_t i : group.members) {
-      const ir::Instr &in = f.body[i];
+      const ir::Instr &in = body[i];
       auto arg = [&](size_t k) {
         const Home &h = homes.at(in.operands[k]);
         return rt::SpanArg{h.at(offset), h.scalar};

@@ -19,9 +19,11 @@
 
 namespace spmd::interp::detail {
 
-/// Evaluates `group` of `f`. `env` holds every value the group reads from
-/// outside (indexed by ValueId); returns the tensors of group.outputs, in order.
-std::vector<rt::Tensor> eval_fused_group(const ir::Function &f, const backend::FusedGroup &group,
+/// Evaluates `group` of the block `body` of `f` (its body or a loop body).
+/// `env` holds every value the group reads from outside (indexed by ValueId);
+/// returns the tensors of group.outputs, in order.
+std::vector<rt::Tensor> eval_fused_group(const ir::Function &f, const std::vector<ir::Instr> &body,
+                                         const backend::FusedGroup &group,
                                          const std::vector<rt::Tensor> &env);
 
 }  // namespace spmd::interp::detail

@@ -3,9 +3,10 @@
 // run_shmap validates the inputs, then starts the mesh (rt::run_on_mesh). Each
 // device shards the global inputs by the in_specs, evaluates the body with a
 // DeviceEvaluator (values in a vector indexed by ValueId, each freed after its
-// last use, calls of def instances evaluated recursively; chains of elementwise
-// ops grouped by the backend's fusion plan and run a tile at a time,
-// interp/fused_group.h) and leaves its local
+// last use, calls of def instances evaluated recursively, loops run as loops
+// with their bodies planned like blocks; chains of elementwise ops grouped by
+// the backend's fusion plan and run a tile at a time, interp/fused_group.h)
+// and leaves its local
 // results in a per-device slot. The global results are assembled with
 // rt::unshard by the out_specs. With check_replication, every value's hash is
 // recorded and compared across devices afterwards (interp/replication.h).
@@ -18,6 +19,7 @@
 #include "interp/eval_op.h"
 #include "interp/fused_group.h"
 #include "interp/replication.h"
+#include "ir/loops.h"
 #include "spmdrt/collectives.h"
 
 namespace spmd::interp {
@@ -25,58 +27,72 @@ namespace {
 
 using rt::Tensor;
 
-/// How one function runs: the backend's fusion plan (elementwise chains run as
-/// tiled groups, interp/fused_group.h) and when each value can be dropped.
-struct FunctionPlan {
+/// How one block (a function body or a loop body) runs: the backend's fusion
+/// plan of the block (elementwise chains run as tiled groups,
+/// interp/fused_group.h), when each value can be dropped, which operands
+/// each instruction may take over, and the plan of every loop in it.
+struct BlockPlan {
   backend::FusionPlan fusion;
-  std::vector<ir::ValueId> dead_params;              // unused parameters, dropped at entry
+  std::vector<ir::ValueId> dead_params;              // block parameters never read
   std::vector<std::vector<ir::ValueId>> free_after;  // per step of fusion.steps
+  std::vector<std::vector<bool>> takes_over;         // per instruction, per operand
+  std::map<size_t, BlockPlan> loops;                 // by the loop's instruction index
 };
 
 /// Every instruction its own step (no fusion).
-backend::FusionPlan unfused_plan(const ir::Function &f) {
+backend::FusionPlan unfused_plan(const std::vector<ir::Instr> &body) {
   backend::FusionPlan plan;
-  plan.group_of_instr.assign(f.body.size(), -1);
-  plan.folded_constant.assign(f.body.size(), false);
-  for (size_t i = 0; i < f.body.size(); ++i) plan.steps.push_back({false, i});
+  plan.body = &body;
+  plan.group_of_instr.assign(body.size(), -1);
+  plan.folded_constant.assign(body.size(), false);
+  for (size_t i = 0; i < body.size(); ++i) plan.steps.push_back({false, i});
   return plan;
 }
 
-/// Fusion plans and last uses of every function of the module, computed once
-/// per run and shared read-only by all devices. Without `fuse` every value is
-/// computed (the replication check hashes each one).
-std::vector<FunctionPlan> plan_module(const ir::Module &module, bool fuse) {
-  std::vector<FunctionPlan> plans(module.functions.size());
-  for (size_t fi = 0; fi < module.functions.size(); ++fi) {
-    const ir::Function &f = module.functions[fi];
-    FunctionPlan &p = plans[fi];
-    p.fusion = fuse ? backend::plan_fusion(f) : unfused_plan(f);
-    // A one-op group runs its tensor kernel directly.
-    for (backend::Step &s : p.fusion.steps)
-      if (s.is_group && p.fusion.groups[s.index].members.size() == 1)
-        s = {false, p.fusion.groups[s.index].members[0]};
-    const int n = static_cast<int>(p.fusion.steps.size());
-    constexpr int kNever = -2;  // returned: kept to the end
-    std::vector<int> last(f.values.size(), -1);
-    auto read = [&](ir::ValueId v, int step) { last[v] = std::max(last[v], step); };
-    for (int s = 0; s < n; ++s) {
-      const backend::Step &step = p.fusion.steps[s];
-      if (step.is_group) {
-        for (size_t i : p.fusion.groups[step.index].members) {
-          for (ir::ValueId r : f.body[i].results) read(r, s);
-          for (ir::ValueId v : f.body[i].operands) read(v, s);
-        }
-      } else {
-        for (ir::ValueId r : f.body[step.index].results) read(r, s);
-        for (ir::ValueId v : f.body[step.index].operands) read(v, s);
-      }
+/// The plan of `body`, whose parameters are `params` and whose results
+/// (`returns` or a loop's next values) are `kept` to its end. A value defined
+/// outside the block is read by the whole loop that holds it: the enclosing
+/// block frees it after that loop. Without `fuse` every value is computed
+/// (the replication check hashes each one).
+BlockPlan plan_block(const ir::Function &f, const std::vector<ir::Instr> &body,
+                     const std::vector<ir::ValueId> &params, const std::vector<ir::ValueId> &kept,
+                     bool fuse) {
+  BlockPlan p;
+  p.fusion = fuse ? backend::plan_fusion(f, body, kept) : unfused_plan(body);
+  // A one-op group runs its tensor kernel directly.
+  for (backend::Step &s : p.fusion.steps)
+    if (s.is_group && p.fusion.groups[s.index].members.size() == 1)
+      s = {false, p.fusion.groups[s.index].members[0]};
+  const std::vector<int> at = backend::step_positions(p.fusion);
+  ir::BlockUses uses = ir::block_uses(body, params, kept, at);
+  p.free_after.resize(p.fusion.steps.size());
+  for (ir::ValueId v : params)
+    if (uses.last.at(v) == ir::BlockUses::kUnused) p.dead_params.push_back(v);
+  for (size_t i = 0; i < body.size(); ++i)
+    for (ir::ValueId r : body[i].results) {
+      const int last = uses.last.at(r);
+      if (last != ir::BlockUses::kKept)  // unused results go right after their step
+        p.free_after[static_cast<size_t>(last >= 0 ? last : at[i])].push_back(r);
     }
-    for (ir::ValueId v : f.returns) last[v] = kNever;
-    p.free_after.resize(static_cast<size_t>(n));
-    for (const ir::Param &param : f.params)
-      if (last[param.value] == -1) p.dead_params.push_back(param.value);
-    for (size_t v = 0; v < last.size(); ++v)
-      if (last[v] >= 0) p.free_after[last[v]].push_back(static_cast<ir::ValueId>(v));
+  for (ir::ValueId v : params)
+    if (uses.last.at(v) >= 0) p.free_after[static_cast<size_t>(uses.last.at(v))].push_back(v);
+  p.takes_over = std::move(uses.takes_over);
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i].op != OpCode::For) continue;
+    const ir::Region &r = body[i].regions.at(0);
+    p.loops[i] = plan_block(f, r.body, r.params, r.yields, fuse);
+  }
+  return p;
+}
+
+/// The plans of every function of the module, computed once per run and
+/// shared read-only by all devices.
+std::vector<BlockPlan> plan_module(const ir::Module &module, bool fuse) {
+  std::vector<BlockPlan> plans;
+  for (const ir::Function &f : module.functions) {
+    std::vector<ir::ValueId> params;
+    for (const ir::Param &p : f.params) params.push_back(p.value);
+    plans.push_back(plan_block(f, f.body, params, f.returns, fuse));
   }
   return plans;
 }
@@ -84,19 +100,28 @@ std::vector<FunctionPlan> plan_module(const ir::Module &module, bool fuse) {
 /// Evaluates functions on one device.
 class DeviceEvaluator {
  public:
-  DeviceEvaluator(const ir::Module &module, const std::vector<FunctionPlan> &plans,
+  DeviceEvaluator(const ir::Module &module, const std::vector<BlockPlan> &plans,
                   rt::DeviceContext &ctx, std::vector<detail::Record> *records)
       : module_(module), plans_(plans), ctx_(ctx), records_(records) {}
 
   std::vector<Tensor> call(int index, std::vector<Tensor> args) {
     const ir::Function &f = module_.functions.at(static_cast<size_t>(index));
-    const FunctionPlan &plan = plans_[static_cast<size_t>(index)];
+    const BlockPlan &plan = plans_[static_cast<size_t>(index)];
     if (args.size() != f.params.size())
       throw std::logic_error("interpreter: `" + f.name + "` called with the wrong arity");
     std::vector<Tensor> env(f.values.size());
     for (size_t k = 0; k < args.size(); ++k) env[f.params[k].value] = std::move(args[k]);
     for (ir::ValueId v : plan.dead_params) env[v] = Tensor();
+    run_block(f, f.body, plan, env);
+    std::vector<Tensor> results;
+    results.reserve(f.returns.size());
+    for (ir::ValueId v : f.returns) results.push_back(env[v]);
+    return results;
+  }
 
+ private:
+  void run_block(const ir::Function &f, const std::vector<ir::Instr> &body, const BlockPlan &plan,
+                 std::vector<Tensor> &env) {
     const detail::CallFn call_fn = [this](int callee, std::vector<Tensor> a) {
       return call(callee, std::move(a));
     };
@@ -105,12 +130,19 @@ class DeviceEvaluator {
       const backend::Step &step = plan.fusion.steps[s];
       if (step.is_group) {
         const backend::FusedGroup &group = plan.fusion.groups[step.index];
-        std::vector<Tensor> out = detail::eval_fused_group(f, group, env);
+        std::vector<Tensor> out = detail::eval_fused_group(f, body, group, env);
         for (size_t k = 0; k < out.size(); ++k) env[group.outputs[k]] = std::move(out[k]);
+      } else if (body[step.index].op == OpCode::For) {
+        run_loop(f, body[step.index], plan.loops.at(step.index), plan.takes_over[step.index],
+                 env);
       } else {
-        const ir::Instr &instr = f.body[step.index];
+        const ir::Instr &instr = body[step.index];
+        const std::vector<bool> &takes_over = plan.takes_over[step.index];
         operands.clear();
-        for (ir::ValueId v : instr.operands) operands.push_back(env[v]);
+        for (size_t k = 0; k < instr.operands.size(); ++k) {
+          Tensor &slot = env[instr.operands[k]];
+          operands.push_back(takes_over[k] ? std::move(slot) : slot);
+        }
         std::vector<Tensor> out = detail::eval_op(instr, operands, ctx_, call_fn);
         operands.clear();
         if (out.size() != instr.results.size())
@@ -124,15 +156,40 @@ class DeviceEvaluator {
       }
       for (ir::ValueId v : plan.free_after[s]) env[v] = Tensor();
     }
-    std::vector<Tensor> results;
-    results.reserve(f.returns.size());
-    for (ir::ValueId v : f.returns) results.push_back(env[v]);
-    return results;
   }
 
- private:
+  /// `for k in range(...)`: the body once per iteration; the carried values
+  /// move from the next values into the parameters, so a carried array the
+  /// body updates in place is never shared.
+  void run_loop(const ir::Function &f, const ir::Instr &loop, const BlockPlan &plan,
+                const std::vector<bool> &takes_over, std::vector<Tensor> &env) {
+    const ir::Region &r = loop.regions.at(0);
+    std::vector<Tensor> carried;
+    carried.reserve(loop.operands.size());
+    for (size_t k = 0; k < loop.operands.size(); ++k) {
+      Tensor &slot = env[loop.operands[k]];
+      carried.push_back(takes_over[k] ? std::move(slot) : slot);
+    }
+    const int64_t trips = ir::trip_count(loop.attrs);
+    for (int64_t n = 0; n < trips; ++n) {
+      env[r.params[0]] =
+          Tensor::scalar(DType::I32, static_cast<double>(ir::loop_index_at(loop.attrs, n)));
+      for (size_t k = 0; k < carried.size(); ++k) env[r.params[k + 1]] = std::move(carried[k]);
+      for (ir::ValueId v : plan.dead_params) env[v] = Tensor();
+      run_block(f, r.body, plan, env);
+      for (size_t k = 0; k < carried.size(); ++k) carried[k] = env[r.yields[k]];
+      for (ir::ValueId v : r.yields) env[v] = Tensor();
+      for (ir::ValueId v : r.params) env[v] = Tensor();
+    }
+    for (size_t k = 0; k < carried.size(); ++k) {
+      if (records_)
+        records_->push_back({&f, loop.results[k], &loop, detail::hash_tensor(carried[k])});
+      env[loop.results[k]] = std::move(carried[k]);
+    }
+  }
+
   const ir::Module &module_;
-  const std::vector<FunctionPlan> &plans_;
+  const std::vector<BlockPlan> &plans_;
   rt::DeviceContext &ctx_;
   std::vector<detail::Record> *records_;
 };
@@ -183,7 +240,7 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
 
   const rt::Mesh &mesh = module.mesh_of(f);
   const auto devices = static_cast<size_t>(mesh.num_devices());
-  const std::vector<FunctionPlan> plans = plan_module(module, !options.check_replication);
+  const std::vector<BlockPlan> plans = plan_module(module, !options.check_replication);
   std::vector<std::vector<Tensor>> locals(f.results.size(), std::vector<Tensor>(devices));
   std::vector<std::vector<detail::Record>> records(options.check_replication ? devices : 0);
 

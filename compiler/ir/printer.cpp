@@ -217,8 +217,16 @@ class FunctionPrinter {
         out << " = " << init << "\n";
       }
     }
+    if (in.attrs.unroll || in.attrs.remat) {
+      out << indent << "[[";
+      if (in.attrs.unroll) out << "unroll" << (in.attrs.remat ? ", " : "");
+      if (in.attrs.remat) out << "remat";
+      out << "]]\n";
+    }
     out << indent << "for " << namer_.name(r.params[0]) << " in range(" << in.attrs.dim << ", "
-        << in.attrs.dim2 << ") {";
+        << in.attrs.dim2;
+    if (in.attrs.step != 1) out << ", " << in.attrs.step;
+    out << ") {";
     if (o_.types && !in.results.empty()) {
       out << "  # carries";
       for (size_t i = 0; i < order.size(); ++i)
@@ -651,6 +659,9 @@ std::string dump_ir(const Module &module) {
                 break;
               case OpKind::Control:
                 out << " range=" << a.dim << ".." << a.dim2;
+                if (a.step != 1) out << " step=" << a.step;
+                if (a.unroll) out << " unroll";
+                if (a.remat) out << " remat";
                 break;
               default:
                 if (in.op == OpCode::Cast) out << " dtype=" << dtype_name(a.dtype);

@@ -5,109 +5,141 @@
 #include "ops/variance_rules.h"
 
 namespace spmd::ir {
+namespace {
 
-std::vector<std::string> verify_function(const Module &m, const Function &f) {
-  std::vector<std::string> errors;
-  const rt::Mesh &mesh = m.mesh_of(f);
-  auto err = [&](size_t i, const std::string &msg) {
-    errors.push_back(f.name + ": instruction " + std::to_string(i) + ": " + msg);
-  };
-  std::vector<bool> defined(f.values.size(), false);
-  for (const Param &p : f.params) {
-    if (p.value < 0 || static_cast<size_t>(p.value) >= f.values.size()) {
-      errors.push_back(f.name + ": parameter with an invalid value id");
-      return errors;
+class FunctionVerifier {
+ public:
+  FunctionVerifier(const Module &m, const Function &f)
+      : m_(m),
+        f_(f),
+        mesh_(m.mesh_of(f)),
+        visible_(f.values.size(), false),
+        defined_(f.values.size(), false),
+        varying_constant_(f.values.size(), false) {}
+
+  std::vector<std::string> run() {
+    for (const Param &p : f_.params) {
+      if (!valid(p.value)) {
+        errors_.push_back(f_.name + ": parameter with an invalid value id");
+        return errors_;
+      }
+      define(p.value);
+      if (f_.kind == FunctionKind::Shmap) {
+        if (f_.type(p.value).variance != spec_axes(p.spec))
+          errors_.push_back(f_.name + ": parameter `" + f_.values[p.value].name +
+                            "` variance differs from its in_spec");
+        if (f_.type(p.value).shape != rt::local_shape(mesh_, p.global_shape, p.spec))
+          errors_.push_back(f_.name + ": parameter `" + f_.values[p.value].name +
+                            "` local shape differs from its in_spec");
+      }
     }
-    defined[p.value] = true;
-    if (f.kind == FunctionKind::Shmap) {
-      AxisSet want;
-      for (const auto &d : p.spec) want = want | AxisSet::of_all(d);
-      if (f.type(p.value).variance != want)
-        errors.push_back(f.name + ": parameter `" + f.values[p.value].name +
-                         "` variance differs from its in_spec");
-      if (f.type(p.value).shape != rt::local_shape(mesh, p.global_shape, p.spec))
-        errors.push_back(f.name + ": parameter `" + f.values[p.value].name +
-                         "` local shape differs from its in_spec");
-    }
+    block(f_.body, "");
+    returns();
+    return errors_;
   }
-  // Constants typed varying; the printed program types them by their context.
-  std::vector<bool> varying_constant(f.values.size(), false);
-  auto check_constant_use = [&](size_t i, ValueId v, const char *where) {
-    if (varying_constant[static_cast<size_t>(v)])
-      err(i, "constant %" + std::to_string(v) + " typed " + axis_set_str(f.type(v).variance, mesh) +
-                 " is used " + where + ", where the printed program would type it invariant");
-  };
-  for (size_t i = 0; i < f.body.size(); ++i) {
-    const Instr &in = f.body[i];
+
+ private:
+  static AxisSet spec_axes(const rt::PartitionSpec &spec) {
+    AxisSet s;
+    for (const auto &d : spec) s = s | AxisSet::of_all(d);
+    return s;
+  }
+  bool valid(ValueId v) const { return v >= 0 && static_cast<size_t>(v) < f_.values.size(); }
+  bool visible(ValueId v) const { return valid(v) && visible_[v]; }
+
+  /// Marks `v` defined (and visible); false for an invalid id.
+  bool define(ValueId v) {
+    if (!valid(v)) {
+      error("invalid value id %" + std::to_string(v));
+      return false;
+    }
+    if (defined_[v]) error("value %" + std::to_string(v) + " is defined twice");
+    defined_[v] = visible_[v] = true;
+    return true;
+  }
+
+  void error(const std::string &msg) {
+    errors_.push_back(f_.name + ": instruction " + where_ + ": " + msg);
+  }
+
+  void check_constant_use(ValueId v, const char *where) {
+    if (varying_constant_[static_cast<size_t>(v)])
+      error("constant %" + std::to_string(v) + " typed " +
+            axis_set_str(f_.type(v).variance, mesh_) + " is used " + where +
+            ", where the printed program would type it invariant");
+  }
+
+  /// Checks `body`; `prefix` names its position ("3." inside the loop at 3).
+  /// The values a region defines are not visible after it; `yields` (a
+  /// region's next values) must be visible at its end.
+  void block(const std::vector<Instr> &body, const std::string &prefix,
+             const std::vector<ValueId> &yields = {}) {
+    std::vector<ValueId> local;
+    for (size_t i = 0; i < body.size(); ++i) {
+      where_ = prefix + std::to_string(i);
+      instr(body[i], prefix + std::to_string(i) + ".");
+      for (ValueId r : body[i].results)
+        if (valid(r)) local.push_back(r);
+    }
+    where_ = prefix + "yield";
+    for (ValueId y : yields)
+      if (!visible(y)) error("next value %" + std::to_string(y) + " is not defined");
+    if (!prefix.empty())
+      for (ValueId v : local) visible_[v] = false;
+  }
+
+  void instr(const Instr &in, const std::string &inner_prefix) {
     std::vector<Type> ops;
     bool ok = true;
     for (ValueId o : in.operands) {
-      if (o < 0 || static_cast<size_t>(o) >= f.values.size() || !defined[o]) {
-        err(i, "operand %" + std::to_string(o) + " is used before it is defined");
+      if (!visible(o)) {
+        error("operand %" + std::to_string(o) + " is used before it is defined");
         ok = false;
         continue;
       }
-      ops.push_back(f.type(o));
+      ops.push_back(f_.type(o));
     }
-    for (ValueId r : in.results) {
-      if (r < 0 || static_cast<size_t>(r) >= f.values.size()) {
-        err(i, "invalid result id");
-        ok = false;
-        continue;
-      }
-      if (defined[r]) err(i, "value %" + std::to_string(r) + " is defined twice");
-      defined[r] = true;
+    if (in.op == OpCode::For) {
+      loop(in, ok, inner_prefix);
+      return;
     }
-    if (!ok) continue;
+    for (ValueId r : in.results) ok = define(r) && ok;
+    if (!ok) return;
     if (op_kind(in.op) == OpKind::Creation)
-      for (ValueId r : in.results) varying_constant[r] = !f.type(r).variance.empty();
+      for (ValueId r : in.results) varying_constant_[r] = !f_.type(r).variance.empty();
     bool all_constant = !in.operands.empty();
-    for (ValueId o : in.operands) all_constant = all_constant && varying_constant[o];
+    for (ValueId o : in.operands) all_constant = all_constant && varying_constant_[o];
     if (!constant_operand_adapts(in.op))
-      for (ValueId o : in.operands) check_constant_use(i, o, "by a collective or call");
+      for (ValueId o : in.operands) check_constant_use(o, "by a collective or call");
     else if (all_constant)
-      check_constant_use(i, in.operands[0], "by an op whose operands are all constants");
+      check_constant_use(in.operands[0], "by an op whose operands are all constants");
     std::string name(op_spelling(in.op));
     if (in.op == OpCode::Call) {
-      if (in.attrs.callee < 0 || static_cast<size_t>(in.attrs.callee) >= m.functions.size()) {
-        err(i, "call of an unknown function");
-        continue;
-      }
-      const Function &c = m.functions[static_cast<size_t>(in.attrs.callee)];
-      if (c.params.size() != in.operands.size() || c.returns.size() != in.results.size()) {
-        err(i, "call arity differs from `" + c.name + "`");
-        continue;
-      }
-      for (size_t k = 0; k < ops.size(); ++k)
-        if (!(c.type(c.params[k].value) == ops[k]))
-          err(i, "argument " + std::to_string(k + 1) + " type differs from `" + c.name + "`");
-      for (size_t k = 0; k < in.results.size(); ++k)
-        if (!(c.type(c.returns[k]) == f.type(in.results[k])))
-          err(i, "result " + std::to_string(k + 1) + " type differs from `" + c.name + "`");
-      continue;
+      call(in, ops);
+      return;
     }
-    ShapeRuleResult shapes = infer_shapes(in.op, ops, in.attrs, mesh);
+    ShapeRuleResult shapes = infer_shapes(in.op, ops, in.attrs, mesh_);
     if (!shapes.ok()) {
-      err(i, name + ": " + shapes.error);
-      continue;
+      error(name + ": " + shapes.error);
+      return;
     }
     if (shapes.results.size() != in.results.size()) {
-      err(i, name + ": wrong number of results");
-      continue;
+      error(name + ": wrong number of results");
+      return;
     }
     AxisSet uni;
     for (const Type &t : ops) uni = uni | t.variance;
     OpKind kind = op_kind(in.op);
     if (kind != OpKind::Collective && kind != OpKind::Creation)
       for (const Type &t : ops)
-        if (t.variance != uni) err(i, name + ": operands differ in variance");
+        if (t.variance != uni) error(name + ": operands differ in variance");
     AxisSet axes = AxisSet::of_all(in.attrs.axes);
     AxisRequirement req = operand_requirement(in.op);
     for (const Type &t : ops) {
       if (req == AxisRequirement::Varying && !t.variance.contains_all(axes))
-        err(i, name + ": operand must vary along " + axis_set_str(axes, mesh));
+        error(name + ": operand must vary along " + axis_set_str(axes, mesh_));
       if (req == AxisRequirement::Invariant && !(t.variance & axes).empty())
-        err(i, name + ": operand must be invariant along " + axis_set_str(axes, mesh));
+        error(name + ": operand must be invariant along " + axis_set_str(axes, mesh_));
     }
     std::vector<AxisSet> operand_vars;
     for (const Type &t : ops) operand_vars.push_back(t.variance);
@@ -115,44 +147,118 @@ std::vector<std::string> verify_function(const Module &m, const Function &f) {
         result_variances(in.op, operand_vars, in.results.size(), in.attrs);
     for (size_t k = 0; k < in.results.size(); ++k) {
       const AxisSet rv = rvs[k];
-      const Type &t = f.type(in.results[k]);
+      const Type &t = f_.type(in.results[k]);
       if (t.dtype != shapes.results[k].dtype || t.shape != shapes.results[k].shape)
-        err(i, name + ": result type " + type_str(t, mesh) + " differs from the shape rule's " +
-                   shape_type_str(shapes.results[k].dtype, shapes.results[k].shape));
+        error(name + ": result type " + type_str(t, mesh_) + " differs from the shape rule's " +
+              shape_type_str(shapes.results[k].dtype, shapes.results[k].shape));
       // A creation op may be typed with any variance (a constant is equal everywhere).
       if (kind != OpKind::Creation && t.variance != rv)
-        err(i, name + ": result variance " + axis_set_str(t.variance, mesh) +
-                   " differs from the rule's " + axis_set_str(rv, mesh));
+        error(name + ": result variance " + axis_set_str(t.variance, mesh_) +
+              " differs from the rule's " + axis_set_str(rv, mesh_));
     }
   }
-  if (f.returns.size() != f.results.size())
-    errors.push_back(f.name + ": returns " + std::to_string(f.returns.size()) + " values for " +
-                     std::to_string(f.results.size()) + " results");
-  for (size_t k = 0; k < f.returns.size() && k < f.results.size(); ++k) {
-    ValueId v = f.returns[k];
-    if (v < 0 || static_cast<size_t>(v) >= f.values.size() || !defined[v]) {
-      errors.push_back(f.name + ": returned value is not defined");
-      continue;
+
+  void call(const Instr &in, const std::vector<Type> &ops) {
+    if (in.attrs.callee < 0 || static_cast<size_t>(in.attrs.callee) >= m_.functions.size()) {
+      error("call of an unknown function");
+      return;
     }
-    if (f.kind != FunctionKind::Shmap) {
-      if (varying_constant[static_cast<size_t>(v)])
-        errors.push_back(f.name + ": returns a constant typed " +
-                         axis_set_str(f.type(v).variance, mesh) +
-                         ", which the printed def would return invariant");
-      continue;
+    const Function &c = m_.functions[static_cast<size_t>(in.attrs.callee)];
+    if (c.params.size() != in.operands.size() || c.returns.size() != in.results.size()) {
+      error("call arity differs from `" + c.name + "`");
+      return;
     }
-    const Result &r = f.results[k];
-    AxisSet want;
-    for (const auto &d : r.spec) want = want | AxisSet::of_all(d);
-    if (f.type(v).variance != want)
-      errors.push_back(f.name + ": result " + std::to_string(k + 1) + " has variance " +
-                       axis_set_str(f.type(v).variance, mesh) + " but its out_spec needs " +
-                       axis_set_str(want, mesh));
-    if (f.type(v).shape != rt::local_shape(mesh, r.global_shape, r.spec))
-      errors.push_back(f.name + ": result " + std::to_string(k + 1) +
-                       " local shape differs from its out_spec");
+    for (size_t k = 0; k < ops.size(); ++k)
+      if (!(c.type(c.params[k].value) == ops[k]))
+        error("argument " + std::to_string(k + 1) + " type differs from `" + c.name + "`");
+    for (size_t k = 0; k < in.results.size(); ++k)
+      if (!(c.type(c.returns[k]) == f_.type(in.results[k])))
+        error("result " + std::to_string(k + 1) + " type differs from `" + c.name + "`");
   }
-  return errors;
+
+  /// A loop: one region with parameters (k, carried...); each carried value
+  /// has one type (variance included) as initial value, parameter, next value
+  /// and result.
+  void loop(const Instr &in, bool operands_ok, const std::string &inner_prefix) {
+    const std::string here = where_;
+    if (in.regions.size() != 1) {
+      error("for: expected one region");
+      return;
+    }
+    const Region &r = in.regions[0];
+    const size_t n = in.operands.size();
+    if (r.params.size() != n + 1 || r.yields.size() != n || in.results.size() != n) {
+      error("for: " + std::to_string(n) + " initial values, " + std::to_string(r.params.size()) +
+            " region parameters, " + std::to_string(r.yields.size()) + " next values and " +
+            std::to_string(in.results.size()) + " results do not match");
+      return;
+    }
+    if (in.attrs.step == 0) error("for: the step is zero");
+    for (ValueId p : r.params)
+      if (!define(p)) return;
+    if (!(f_.type(r.params[0]) == Type{DType::I32, {}, {}}))
+      error("for: the loop index is not an invariant i32 scalar");
+    block(r.body, inner_prefix, r.yields);
+    where_ = here;
+    for (size_t k = 0; k < n; ++k) {
+      const Type &carried = f_.type(r.params[k + 1]);
+      const std::string what =
+          "for: carried value " + std::to_string(k + 1) + " (" + type_str(carried, mesh_) + ")";
+      if (operands_ok && !(f_.type(in.operands[k]) == carried))
+        error(what + " starts as " + type_str(f_.type(in.operands[k]), mesh_));
+      if (valid(r.yields[k]) && !(f_.type(r.yields[k]) == carried))
+        error(what + " continues as " + type_str(f_.type(r.yields[k]), mesh_));
+      if (valid(in.results[k]) && !(f_.type(in.results[k]) == carried))
+        error(what + " ends as " + type_str(f_.type(in.results[k]), mesh_));
+    }
+    for (ValueId p : r.params) visible_[p] = false;
+    for (ValueId res : in.results) define(res);
+  }
+
+  void returns() {
+    where_ = "return";
+    if (f_.returns.size() != f_.results.size())
+      errors_.push_back(f_.name + ": returns " + std::to_string(f_.returns.size()) +
+                        " values for " + std::to_string(f_.results.size()) + " results");
+    for (size_t k = 0; k < f_.returns.size() && k < f_.results.size(); ++k) {
+      ValueId v = f_.returns[k];
+      if (!visible(v)) {
+        errors_.push_back(f_.name + ": returned value is not defined");
+        continue;
+      }
+      if (f_.kind != FunctionKind::Shmap) {
+        if (varying_constant_[static_cast<size_t>(v)])
+          errors_.push_back(f_.name + ": returns a constant typed " +
+                            axis_set_str(f_.type(v).variance, mesh_) +
+                            ", which the printed def would return invariant");
+        continue;
+      }
+      const Result &r = f_.results[k];
+      AxisSet want = spec_axes(r.spec);
+      if (f_.type(v).variance != want)
+        errors_.push_back(f_.name + ": result " + std::to_string(k + 1) + " has variance " +
+                          axis_set_str(f_.type(v).variance, mesh_) + " but its out_spec needs " +
+                          axis_set_str(want, mesh_));
+      if (f_.type(v).shape != rt::local_shape(mesh_, r.global_shape, r.spec))
+        errors_.push_back(f_.name + ": result " + std::to_string(k + 1) +
+                          " local shape differs from its out_spec");
+    }
+  }
+
+  const Module &m_;
+  const Function &f_;
+  const rt::Mesh &mesh_;
+  std::vector<bool> visible_;           // defined and in scope
+  std::vector<bool> defined_;           // defined anywhere so far (a second definition is an error)
+  std::vector<bool> varying_constant_;  // constants typed varying
+  std::vector<std::string> errors_;
+  std::string where_;  // "4" or "3.1" (instruction 1 inside the loop at 3)
+};
+
+}  // namespace
+
+std::vector<std::string> verify_function(const Module &m, const Function &f) {
+  return FunctionVerifier(m, f).run();
 }
 
 std::vector<std::string> verify_module(const Module &m) {

@@ -10,8 +10,10 @@
 // used only where a literal takes its context's variance
 // (constant_operand_adapts, beside a non-constant operand, or as a shmap's
 // result), so the printed program re-checks with automatic pbroadcast off
-// (transforms/explicit_pbroadcast.h). Loops are not checked (the verifier
-// runs after unroll_loops). A failure is a compiler bug.
+// (transforms/explicit_pbroadcast.h). A loop's body is checked like a block
+// whose values are visible only inside it, and each carried value must have
+// one type (dtype, shape and variance) as initial value, region parameter,
+// next value and result. A failure is a compiler bug.
 #pragma once
 
 #include <string>

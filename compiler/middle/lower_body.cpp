@@ -5,6 +5,7 @@
 #include <set>
 
 #include "frontend/format.h"
+#include "ir/loops.h"
 #include "middle/lower_internal.h"
 #include "ops/shape_rules.h"
 
@@ -276,31 +277,46 @@ void assigned_names(const ast::Block &block, std::vector<std::string> &out) {
 
 }  // namespace
 
-namespace {
-
-/// Replaces every use of `from` by `to` in `body` (nested regions included) and `yields`.
-void replace_uses(std::vector<ir::Instr> &body, std::vector<ir::ValueId> &yields, ir::ValueId from,
-                  ir::ValueId to) {
-  for (auto &y : yields)
-    if (y == from) y = to;
-  for (auto &in : body) {
-    for (auto &o : in.operands)
-      if (o == from) o = to;
-    for (auto &r : in.regions) replace_uses(r.body, r.yields, from, to);
-  }
-}
-
-}  // namespace
-
 void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
-  std::optional<int64_t> start = int64_t{0};
+  bool unroll = false, remat = false;
+  for (const ast::Ident &attr : loop.attributes) {
+    if (attr.name == "unroll") {
+      unroll = true;
+    } else if (attr.name == "remat") {
+      remat = true;
+    } else {
+      diags().error("unknown-attribute", attr.span,
+                    "unknown loop attribute `" + attr.name + "` (known: unroll, remat)");
+    }
+  }
+  std::optional<int64_t> start = int64_t{0}, step = int64_t{1};
   if (loop.start) start = eval_int(*loop.start, "a loop bound");
   std::optional<int64_t> stop = eval_int(*loop.stop, "a loop bound");
-  if (!start || !stop) return;
-  if (*stop - *start > 4096) {
-    diags().error("loop-too-long", span,
-                  "this loop runs " + std::to_string(*stop - *start) +
-                      " times; static loops are unrolled, so at most 4096 iterations are allowed");
+  if (loop.step) step = eval_int(*loop.step, "a loop step");
+  if (!start || !stop || !step) return;
+  if (*step == 0) {
+    diags().error("bad-loop-range", loop.step->span, "the step of `range` must not be zero");
+    return;
+  }
+  const int64_t trips = ir::trip_count(*start, *stop, *step);
+  // The index is an i32 value: every index the loop takes must fit.
+  if (trips > 0) {
+    const __int128 last = static_cast<__int128>(*start) + static_cast<__int128>(trips - 1) * *step;
+    for (__int128 v : {static_cast<__int128>(*start), last}) {
+      if (v >= INT32_MIN && v <= INT32_MAX) continue;
+      diags().error("bad-loop-range", span,
+                    "this loop's index reaches " + std::to_string(static_cast<int64_t>(v)) +
+                        ", which does not fit in i32, the type of the loop index");
+      return;
+    }
+  }
+  if (unroll && trips > ir::kMaxUnrolledIterations) {
+    diags()
+        .error("loop-too-long", span,
+               "this loop is marked [[unroll]] but runs " + std::to_string(trips) +
+                   " times; at most " + std::to_string(ir::kMaxUnrolledIterations) +
+                   " iterations are unrolled")
+        .fix = "remove [[unroll]]: a loop runs as a loop, whatever its length";
     return;
   }
   // Loop-carried: names bound before the loop and assigned in its body.
@@ -313,10 +329,18 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   instr.op = OpCode::For;
   instr.span = span;
   instr.attrs.dim = *start;
-  instr.attrs.dim2 = std::max(*start, *stop);
+  instr.attrs.dim2 = *stop;
+  instr.attrs.step = *step;
+  instr.attrs.unroll = unroll;
+  instr.attrs.remat = remat;
   ir::Region region;
   region.params.push_back(
       function_.add_value(Type{DType::I32, {}, {}}, loop.var.name, loop.var.span));
+  if (trips > 0) {
+    const int64_t first = ir::loop_index_at(instr.attrs, 0);
+    const int64_t last = ir::loop_index_at(instr.attrs, trips - 1);
+    loop_indices_[region.params[0]] = {std::min(first, last), std::max(first, last), span};
+  }
   auto saved_env = env;
   env[loop.var.name] = region.params[0];
   for (const auto &n : carried) {
@@ -359,7 +383,7 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   // really carried: the body reads the initial value directly.
   for (size_t k = carried.size(); k-- > 0;) {
     if (region.yields[k] != region.params[k + 1]) continue;
-    replace_uses(region.body, region.yields, region.params[k + 1], instr.operands[k]);
+    ir::replace_uses(region.body, region.yields, region.params[k + 1], instr.operands[k]);
     carried.erase(carried.begin() + static_cast<long>(k));
     instr.operands.erase(instr.operands.begin() + static_cast<long>(k));
     region.params.erase(region.params.begin() + static_cast<long>(k + 1));
@@ -693,7 +717,7 @@ LExpr BodyLowerer::emit_call(int callee, std::vector<ir::ValueId> args, SourceSp
 LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
   ir::ValueId base = lower_value(*index.base);
   if (base == ir::kNoValue) return {};
-  const Type &t = function_.type(base);
+  const Type t = function_.type(base);
   if (static_cast<int64_t>(index.subscripts.size()) > t.rank()) {
     diags().error("bad-index", span,
                   "too many subscripts (" + std::to_string(index.subscripts.size()) +
@@ -702,13 +726,19 @@ LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
   }
   Attrs attrs;
   std::vector<int64_t> squeeze;
+  // Integer indices that are not compile-time constants (a loop index, `me`):
+  // dimension and the i32 value, sliced with dynamic_slice after the static slice.
+  std::vector<std::pair<int64_t, ir::ValueId>> dynamic;
   for (int64_t d = 0; d < t.rank(); ++d) {
     int64_t n = t.shape[d];
     int64_t b = 0, e = n, st = 1;
     if (d < static_cast<int64_t>(index.subscripts.size())) {
       const ast::Subscript &s = index.subscripts[d];
       auto normalize = [&](int64_t v) { return v < 0 ? v + n : v; };
-      if (!s.is_slice) {
+      if (!s.is_slice && !is_static_int(*s.index)) {
+        if (!lower_dynamic_index(*s.index, d, n, dynamic)) return {};
+        squeeze.push_back(d);
+      } else if (!s.is_slice) {
         auto i = eval_int(*s.index, "an index");
         if (!i) return {};
         int64_t k = normalize(*i);
@@ -748,13 +778,144 @@ LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
     attrs.limit.push_back(e);
     attrs.stride.push_back(st);
   }
-  ir::ValueId v = emit(OpCode::Slice, {base}, attrs, span);
+  bool whole = true;  // no static slicing (only run-time indices)
+  for (int64_t d = 0; d < t.rank(); ++d)
+    whole = whole && attrs.start[d] == 0 && attrs.limit[d] == t.shape[d] && attrs.stride[d] == 1;
+  ir::ValueId v = whole && !dynamic.empty() ? base : emit(OpCode::Slice, {base}, attrs, span);
+  for (const auto &[d, i] : dynamic) {
+    if (v == ir::kNoValue) return {};
+    Attrs ds;  // block i of size 1 along d
+    ds.dim = d;
+    ds.shape = function_.type(v).shape;
+    ds.shape[static_cast<size_t>(d)] = 1;
+    v = emit(OpCode::DynamicSlice, {v, i}, ds, span);
+  }
   if (v == ir::kNoValue || squeeze.empty()) return LExpr::of(v, span);
   Attrs r;
   const Shape &sliced = function_.type(v).shape;
   for (int64_t d = 0; d < static_cast<int64_t>(sliced.size()); ++d)
     if (std::find(squeeze.begin(), squeeze.end(), d) == squeeze.end()) r.shape.push_back(sliced[d]);
   return LExpr::of(emit(OpCode::Reshape, {v}, r, span, ir::Origin::Lowering), span);
+}
+
+bool BodyLowerer::lower_dynamic_index(const ast::Expr &expr, int64_t dim, int64_t size,
+                                      std::vector<std::pair<int64_t, ir::ValueId>> &out) {
+  SourceSpan loop;
+  if (auto bounds = index_bounds(expr, loop)) {
+    const auto [lo, hi] = *bounds;
+    if (lo < 0 || hi >= size) {
+      const std::string text = format_expr(expr);
+      auto &d = diags().error(
+          "bad-index", expr.span,
+          "index `" + text + "` takes values from " + std::to_string(lo) + " to " +
+              std::to_string(hi) + ", out of bounds for dimension " + std::to_string(dim) +
+              " of size " + std::to_string(size) +
+              (lo < 0 ? " (an index computed at run time is not counted from the end)" : ""));
+      if (loop.valid()) d.notes.push_back({loop, "the loop that sets its range"});
+      return false;
+    }
+  }
+  ir::ValueId i = lower_value(expr, DType::I32);
+  if (i == ir::kNoValue) return false;
+  const Type it = function_.type(i);
+  if (it.dtype != DType::I32 || it.rank() != 0) {
+    diags().error(
+        "bad-index", expr.span,
+        "an index must be an i32 scalar, but this is " + shape_type_str(it.dtype, it.shape));
+    return false;
+  }
+  out.emplace_back(dim, i);
+  return true;
+}
+
+namespace {
+
+/// The elements of an axis argument: `i` or `(i, j)`.
+std::vector<const ast::Expr *> axis_exprs(const ast::Expr &expr) {
+  std::vector<const ast::Expr *> items;
+  if (auto *t = std::get_if<ast::TupleExpr>(&expr.node)) {
+    for (const auto &e : t->elements) items.push_back(e.get());
+  } else {
+    items.push_back(&expr);
+  }
+  return items;
+}
+
+}  // namespace
+
+bool BodyLowerer::is_static_int(const ast::Expr &expr) const {
+  if (std::holds_alternative<ast::IntLit>(expr.node)) return true;
+  if (auto *name = std::get_if<ast::NameExpr>(&expr.node)) return dim_symbols.count(name->name);
+  if (auto *u = std::get_if<ast::UnaryExpr>(&expr.node))
+    return u->op == ast::UnaryOpKind::Neg && is_static_int(*u->operand);
+  if (auto *b = std::get_if<ast::BinaryExpr>(&expr.node))
+    return (b->op == ast::BinaryOpKind::Add || b->op == ast::BinaryOpKind::Sub ||
+            b->op == ast::BinaryOpKind::Mul || b->op == ast::BinaryOpKind::Div) &&
+           is_static_int(*b->lhs) && is_static_int(*b->rhs);
+  if (auto *c = std::get_if<ast::CallExpr>(&expr.node))
+    return c->callee.name == "axis_size" && c->args.size() == 1;
+  return false;
+}
+
+std::optional<std::pair<int64_t, int64_t>> BodyLowerer::index_bounds(const ast::Expr &expr,
+                                                                     SourceSpan &loop) {
+  using Bounds = std::pair<int64_t, int64_t>;
+  constexpr int64_t kLimit = int64_t{1} << 31;  // keeps products of bounds exact
+  auto fits = [&](const Bounds &b) -> std::optional<Bounds> {
+    if (b.first < -kLimit || b.second > kLimit) return std::nullopt;
+    return b;
+  };
+  if (auto *lit = std::get_if<ast::IntLit>(&expr.node)) return fits({lit->value, lit->value});
+  if (auto *name = std::get_if<ast::NameExpr>(&expr.node)) {
+    if (auto d = dim_symbols.find(name->name); d != dim_symbols.end())
+      return fits({d->second, d->second});
+    auto v = env.find(name->name);
+    if (v == env.end()) return std::nullopt;
+    auto l = loop_indices_.find(v->second);
+    if (l == loop_indices_.end()) return std::nullopt;
+    loop = l->second.loop;
+    return Bounds{l->second.lo, l->second.hi};
+  }
+  if (auto *u = std::get_if<ast::UnaryExpr>(&expr.node)) {
+    if (u->op != ast::UnaryOpKind::Neg) return std::nullopt;
+    auto b = index_bounds(*u->operand, loop);
+    if (!b) return std::nullopt;
+    return Bounds{-b->second, -b->first};
+  }
+  if (auto *bin = std::get_if<ast::BinaryExpr>(&expr.node)) {
+    auto l = index_bounds(*bin->lhs, loop);
+    auto r = l ? index_bounds(*bin->rhs, loop) : std::nullopt;
+    if (!l || !r) return std::nullopt;
+    switch (bin->op) {
+      case ast::BinaryOpKind::Add:
+        return fits({l->first + r->first, l->second + r->second});
+      case ast::BinaryOpKind::Sub:
+        return fits({l->first - r->second, l->second - r->first});
+      case ast::BinaryOpKind::Mul: {
+        const int64_t c[] = {l->first * r->first, l->first * r->second, l->second * r->first,
+                             l->second * r->second};
+        return fits({*std::min_element(c, c + 4), *std::max_element(c, c + 4)});
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+  if (auto *c = std::get_if<ast::CallExpr>(&expr.node)) {
+    if ((c->callee.name != "axis_index" && c->callee.name != "axis_size") || c->args.size() != 1 ||
+        !c->args[0].keyword.empty())
+      return std::nullopt;
+    std::vector<int> axes;
+    for (const ast::Expr *e : axis_exprs(*c->args[0].value)) {
+      auto *n = std::get_if<ast::NameExpr>(&e->node);
+      int a = n ? mesh().find_axis(n->name) : -1;
+      if (a < 0) return std::nullopt;  // lowering the call reports it
+      axes.push_back(a);
+    }
+    const int64_t n = axes_size(mesh(), axes);
+    if (c->callee.name == "axis_size") return Bounds{n, n};
+    return Bounds{0, n - 1};
+  }
+  return std::nullopt;
 }
 
 std::optional<int64_t> BodyLowerer::eval_int(const ast::Expr &expr, const char *what) {

@@ -93,12 +93,28 @@ class BodyLowerer {
   /// infer_variance types them); a tuple when it returns several values.
   LExpr emit_call(int callee, std::vector<ir::ValueId> args, SourceSpan span);
   LExpr lower_index(const ast::IndexExpr &index, SourceSpan span);
+  /// The values an integer index expression can take, when its form shows
+  /// them: literals, dimension symbols, loop indices, axis_index/axis_size and
+  /// + - * of those. `loop` is set to the loop whose index it reads, if any.
+  std::optional<std::pair<int64_t, int64_t>> index_bounds(const ast::Expr &expr, SourceSpan &loop);
+  /// Checks a run-time index of dimension `dim` (of `size`) against the range
+  /// its form shows, lowers it and appends (dim, value) to `out`.
+  bool lower_dynamic_index(const ast::Expr &expr, int64_t dim, int64_t size,
+                           std::vector<std::pair<int64_t, ir::ValueId>> &out);
+  /// True when `expr` is a compile-time integer (eval_int would succeed).
+  bool is_static_int(const ast::Expr &expr) const;
   LExpr lower_name(const std::string &name, SourceSpan span);
 
   ProgramLowerer &program_;
   ir::Function &function_;
   ir::Builder builder_;
   int module_index_;
+  /// The range of each loop index (lowest and highest value) and its loop.
+  struct LoopIndex {
+    int64_t lo, hi;
+    SourceSpan loop;
+  };
+  std::map<ir::ValueId, LoopIndex> loop_indices_;
 };
 
 /// Builtin functions of the language (lower_builtins.cpp).

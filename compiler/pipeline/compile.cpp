@@ -47,10 +47,14 @@ void run_phases(Compilation &c, const CompileOptions &options) {
   // program could not re-derive their variance.
   timed("explicit_pbroadcast",
         [&] { make_pbroadcasts_explicit(*c.module, ir::Origin::AutoPbroadcast); });
-  if (has_loops(*c.module)) {
+  // Loops stay loops; those marked [[unroll]] (or short enough for
+  // --unroll) are unrolled here, an optimisation.
+  UnrollPolicy unroll;
+  unroll.max_trip_count = options.unroll_max_trip_count;
+  if (unrolls_any(*c.module, unroll)) {
     c.structured = *c.module;
     timed("unroll_loops", [&] {
-      unroll_loops(*c.module);
+      unroll_loops(*c.module, unroll);
       make_pbroadcasts_explicit(*c.module, ir::Origin::AutoPbroadcast);
     });
   }

@@ -5,7 +5,9 @@
 //   infer_variance (middle/infer_variance.h) ir::Module -> ir::Module (variance, pbroadcasts)
 //   make_pbroadcasts_explicit (transforms/explicit_pbroadcast.h) constants typed
 //                  varying read through pbroadcasts where the text needs them
-//   unroll_loops   (transforms/unroll_loops.h) loops -> straight-line code
+//   unroll_loops   (transforms/unroll_loops.h) loops marked [[unroll]] (or with
+//                  at most `unroll_max_trip_count` iterations) -> straight-line
+//                  code; every other loop stays a loop
 //   verify_module  (ir/verifier.h)           a failure here is a compiler bug
 //
 // compile_source stops after the phase named by `stop_after`, or at the first
@@ -31,6 +33,9 @@ struct CompileOptions {
   std::vector<std::string> library_paths;  // searched before the default stdlib paths
   Phase stop_after = Phase::Variance;
   int max_errors = 100;
+  /// Loops with at most this many iterations are unrolled after checking
+  /// (`--unroll N`); loops marked [[unroll]] always are.
+  int64_t unroll_max_trip_count = 0;
 };
 
 struct Compilation {
@@ -38,11 +43,11 @@ struct Compilation {
   DiagnosticEngine diags;
   FileId main_file = kNoFile;
   Program program;
-  /// The checked program, loops unrolled: what the transforms, the
-  /// interpreter and the backends take. Set when lowering ran.
+  /// The checked program, the loops chosen for unrolling unrolled: what the
+  /// transforms, the interpreter and the backends take. Set when lowering ran.
   std::optional<ir::Module> module;
-  /// The checked program as written, loops kept (what `spmdc print` shows);
-  /// set only when it has loops.
+  /// The checked program as written, every loop kept (what `spmdc print`
+  /// shows); set only when some loop was unrolled.
   std::optional<ir::Module> structured;
   const ir::Module &printable() const { return structured ? *structured : *module; }
   Phase reached = Phase::Parse;  // the last phase that ran

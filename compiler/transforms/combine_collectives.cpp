@@ -132,10 +132,13 @@ int combine_collectives(ir::Function &f, const CombineOptions &options) {
   return merged;
 }
 
-void split_collectives(ir::Function &f) {
+namespace {
+
+void split_block(std::vector<ir::Instr> &block) {
   std::vector<ir::Instr> body;
-  body.reserve(f.body.size());
-  for (ir::Instr &in : f.body) {
+  body.reserve(block.size());
+  for (ir::Instr &in : block) {
+    for (ir::Region &r : in.regions) split_block(r.body);  // loop bodies too
     if (!is_combinable_reduce(in.op) || in.operands.size() == 1) {
       body.push_back(std::move(in));
       continue;
@@ -151,7 +154,11 @@ void split_collectives(ir::Function &f) {
       body.push_back(std::move(one));
     }
   }
-  f.body = std::move(body);
+  block = std::move(body);
 }
+
+}  // namespace
+
+void split_collectives(ir::Function &f) { split_block(f.body); }
 
 }  // namespace spmd

@@ -36,11 +36,12 @@ struct CombineOptions {
   int64_t threshold_bytes = int64_t{32} << 20;
 };
 
-/// Combines independent all-reduces of `f` (a flat function: no loops);
-/// returns how many instructions were merged away.
+/// Combines independent all-reduces of `f` (a flat function; one with loops
+/// is left alone for now); returns how many instructions were merged away.
 int combine_collectives(ir::Function &f, const CombineOptions &options = {});
 
-/// Replaces every combined all-reduce of `f` by one all-reduce per operand.
+/// Replaces every combined all-reduce of `f` (loop bodies included) by one
+/// all-reduce per operand.
 void split_collectives(ir::Function &f);
 
 }  // namespace spmd

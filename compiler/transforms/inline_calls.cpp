@@ -6,43 +6,69 @@
 namespace spmd {
 namespace {
 
-/// Appends the body of `callee` to `out`, reading `args` for its parameters;
-/// returns the values it returns.
-std::vector<ir::ValueId> inline_body(const ir::Module &m, const ir::Function &callee,
-                                     const std::vector<ir::ValueId> &args, ir::Function &out,
-                                     int depth) {
-  if (depth > 1000) throw std::logic_error("inline_calls: call depth over 1000");
-  std::unordered_map<ir::ValueId, ir::ValueId> map;
-  for (size_t i = 0; i < callee.params.size(); ++i) map[callee.params[i].value] = args[i];
-  for (const ir::Instr &in : callee.body) {
-    std::vector<ir::ValueId> operands;
-    for (ir::ValueId o : in.operands) operands.push_back(map.at(o));
-    if (in.op == OpCode::Call) {
-      const ir::Function &c = m.functions.at(static_cast<size_t>(in.attrs.callee));
-      auto results = inline_body(m, c, operands, out, depth + 1);
-      for (size_t k = 0; k < in.results.size(); ++k) {
-        map[in.results[k]] = results[k];
-        // The caller's name for a result is the more meaningful one.
-        if (!callee.values[in.results[k]].name.empty())
-          out.values[results[k]].name = callee.values[in.results[k]].name;
-      }
-      continue;
-    }
-    ir::Instr copy = in;
-    copy.operands = operands;
-    copy.results.clear();
-    for (ir::ValueId r : in.results) {
-      const ir::Value &v = callee.values[r];
-      ir::ValueId nr = out.add_value(v.type, v.name, v.span);
-      map[r] = nr;
-      copy.results.push_back(nr);
-    }
-    out.body.push_back(std::move(copy));
+using ValueMap = std::unordered_map<ir::ValueId, ir::ValueId>;
+
+class Inliner {
+ public:
+  Inliner(const ir::Module &m, ir::Function &out) : m_(m), out_(out) {}
+
+  /// Appends the body of `callee` to `body`, reading `args` for its
+  /// parameters; returns the values it returns.
+  std::vector<ir::ValueId> inline_function(const ir::Function &callee,
+                                           const std::vector<ir::ValueId> &args,
+                                           std::vector<ir::Instr> &body, int depth) {
+    if (depth > 1000) throw std::logic_error("inline_calls: call depth over 1000");
+    ValueMap map;
+    for (size_t i = 0; i < callee.params.size(); ++i) map[callee.params[i].value] = args[i];
+    inline_block(callee, callee.body, map, body, depth);
+    std::vector<ir::ValueId> results;
+    for (ir::ValueId r : callee.returns) results.push_back(map.at(r));
+    return results;
   }
-  std::vector<ir::ValueId> results;
-  for (ir::ValueId r : callee.returns) results.push_back(map.at(r));
-  return results;
-}
+
+ private:
+  ir::ValueId fresh(const ir::Function &from, ir::ValueId v, ValueMap &map) {
+    const ir::Value &old = from.values[v];
+    ir::ValueId nv = out_.add_value(old.type, old.name, old.span);
+    map[v] = nv;
+    return nv;
+  }
+
+  void inline_block(const ir::Function &callee, const std::vector<ir::Instr> &block, ValueMap &map,
+                    std::vector<ir::Instr> &body, int depth) {
+    for (const ir::Instr &in : block) {
+      std::vector<ir::ValueId> operands;
+      for (ir::ValueId o : in.operands) operands.push_back(map.at(o));
+      if (in.op == OpCode::Call) {
+        const ir::Function &c = m_.functions.at(static_cast<size_t>(in.attrs.callee));
+        auto results = inline_function(c, operands, body, depth + 1);
+        for (size_t k = 0; k < in.results.size(); ++k) {
+          map[in.results[k]] = results[k];
+          // The caller's name for a result is the more meaningful one.
+          if (!callee.values[in.results[k]].name.empty())
+            out_.values[results[k]].name = callee.values[in.results[k]].name;
+        }
+        continue;
+      }
+      ir::Instr copy = in;
+      copy.operands = operands;
+      copy.regions.clear();
+      for (const ir::Region &r : in.regions) {  // a loop body, calls inlined into it
+        ir::Region nr;
+        for (ir::ValueId p : r.params) nr.params.push_back(fresh(callee, p, map));
+        inline_block(callee, r.body, map, nr.body, depth);
+        for (ir::ValueId y : r.yields) nr.yields.push_back(map.at(y));
+        copy.regions.push_back(std::move(nr));
+      }
+      copy.results.clear();
+      for (ir::ValueId r : in.results) copy.results.push_back(fresh(callee, r, map));
+      body.push_back(std::move(copy));
+    }
+  }
+
+  const ir::Module &m_;
+  ir::Function &out_;
+};
 
 }  // namespace
 
@@ -56,7 +82,9 @@ ir::Function inline_calls(const ir::Module &module, const ir::Function &function
     p.value = out.add_value(v.type, v.name, v.span);
     args.push_back(p.value);
   }
-  out.returns = inline_body(module, function, args, out, 0);
+  std::vector<ir::Instr> body;
+  out.returns = Inliner(module, out).inline_function(function, args, body, 0);
+  out.body = std::move(body);
   return out;
 }
 

@@ -5,6 +5,9 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "ir/loops.h"
+#include "transforms/dce.h"
+
 namespace spmd {
 namespace {
 
@@ -14,10 +17,25 @@ class Simplifier {
 
   ir::Function run() {
     ir::Function out = in_;
-    out.body.clear();
-    for (const ir::Instr &orig : in_.body) {
+    out.body = simplify_block(out, in_.body);
+    for (auto &r : out.returns) r = resolve(r);
+    eliminate_dead_code(out);
+    return out;
+  }
+
+ private:
+  /// The simplified copy of `block`. Common subexpressions found inside it are
+  /// forgotten at its end: values defined in a loop body are not visible after it.
+  std::vector<ir::Instr> simplify_block(ir::Function &out, const std::vector<ir::Instr> &block) {
+    std::vector<ir::Instr> body;
+    const size_t scope = cse_log_.size();
+    for (const ir::Instr &orig : block) {
       ir::Instr in = orig;
       for (auto &o : in.operands) o = resolve(o);
+      if (in.op == OpCode::For) {
+        simplify_loop(out, std::move(in), body);
+        continue;
+      }
       if (auto v = fold(out, in)) {
         remap_[in.results[0]] = *v;
         continue;
@@ -28,17 +46,40 @@ class Simplifier {
         for (size_t k = 0; k < in.results.size(); ++k) remap_[in.results[k]] = prev->results[k];
         continue;
       }
-      def_[in.results.empty() ? -1 : in.results[0]] = out.body.size();
-      for (auto r : in.results) def_[r] = out.body.size();
-      cse_[key(in)].push_back(out.body.size());
-      out.body.push_back(std::move(in));
+      for (auto r : in.results) def_[r] = in;
+      if (!in.results.empty()) {
+        const std::string k = key(in);
+        cse_[k].push_back(in.results[0]);
+        cse_log_.push_back(k);
+      }
+      body.push_back(std::move(in));
     }
-    for (auto &r : out.returns) r = resolve(r);
-    eliminate_dead(out);
-    return out;
+    while (cse_log_.size() > scope) {
+      cse_[cse_log_.back()].pop_back();
+      cse_log_.pop_back();
+    }
+    return body;
   }
 
- private:
+  /// A loop of zero iterations is its initial values; a carried value the
+  /// body passes on unchanged is its initial value throughout.
+  void simplify_loop(ir::Function &out, ir::Instr loop, std::vector<ir::Instr> &body) {
+    if (ir::trip_count(loop.attrs) == 0) {
+      for (size_t k = 0; k < loop.results.size(); ++k) remap_[loop.results[k]] = loop.operands[k];
+      return;
+    }
+    ir::Region &r = loop.regions.at(0);
+    r.body = simplify_block(out, r.body);
+    for (auto &y : r.yields) y = resolve(y);
+    for (size_t k = loop.results.size(); k-- > 0;) {
+      if (r.yields[k] != r.params[k + 1]) continue;
+      ir::replace_uses(r.body, r.yields, r.params[k + 1], loop.operands[k]);
+      remap_[loop.results[k]] = loop.operands[k];
+      ir::erase_carry(loop, k);
+    }
+    body.push_back(std::move(loop));
+  }
+
   ir::ValueId resolve(ir::ValueId v) const {
     for (int i = 0; i < 1000; ++i) {
       auto it = remap_.find(v);
@@ -48,9 +89,9 @@ class Simplifier {
     return v;
   }
 
-  const ir::Instr *def(const ir::Function &out, ir::ValueId v) const {
+  const ir::Instr *def(const ir::Function &, ir::ValueId v) const {
     auto it = def_.find(v);
-    return it == def_.end() ? nullptr : &out.body[it->second];
+    return it == def_.end() ? nullptr : &it->second;
   }
 
   /// The scalar value of a constant or full op defining `v`, if any.
@@ -247,8 +288,8 @@ class Simplifier {
   const ir::Instr *find_equal(const ir::Function &out, const ir::Instr &in) const {
     auto it = cse_.find(key(in));
     if (it == cse_.end()) return nullptr;
-    for (size_t idx : it->second) {
-      const ir::Instr &prev = out.body[idx];
+    for (ir::ValueId first : it->second) {
+      const ir::Instr &prev = def_.at(first);
       if (prev.op != in.op || prev.operands != in.operands || !(prev.attrs == in.attrs) ||
           prev.results.size() != in.results.size())
         continue;
@@ -260,28 +301,14 @@ class Simplifier {
     return nullptr;
   }
 
-  static void eliminate_dead(ir::Function &f) {
-    std::vector<bool> live(f.values.size(), false);
-    for (auto r : f.returns) live[r] = true;
-    std::vector<bool> keep(f.body.size(), false);
-    for (size_t i = f.body.size(); i-- > 0;) {
-      const ir::Instr &in = f.body[i];
-      bool used = false;
-      for (auto r : in.results) used |= live[r];
-      if (!used) continue;
-      keep[i] = true;
-      for (auto o : in.operands) live[o] = true;
-    }
-    std::vector<ir::Instr> body;
-    for (size_t i = 0; i < f.body.size(); ++i)
-      if (keep[i]) body.push_back(std::move(f.body[i]));
-    f.body = std::move(body);
-  }
-
   const ir::Function &in_;
   std::unordered_map<ir::ValueId, ir::ValueId> remap_;
-  std::unordered_map<ir::ValueId, size_t> def_;
-  std::unordered_map<std::string, std::vector<size_t>> cse_;
+  /// The (simplified) instruction defining each value; loops are not recorded.
+  std::unordered_map<ir::ValueId, ir::Instr> def_;
+  /// Candidates for CSE by key (their first result), and the keys in the order
+  /// they were added, so a block's entries can be dropped at its end.
+  std::unordered_map<std::string, std::vector<ir::ValueId>> cse_;
+  std::vector<std::string> cse_log_;
 };
 
 }  // namespace

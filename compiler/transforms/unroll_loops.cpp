@@ -3,17 +3,32 @@
 
 #include <unordered_map>
 
+#include "ir/loops.h"
+
 namespace spmd {
 namespace {
 
+bool should_unroll(const ir::Instr &loop, const UnrollPolicy &policy) {
+  return loop.attrs.unroll ||
+         (policy.max_trip_count > 0 && ir::trip_count(loop.attrs) <= policy.max_trip_count);
+}
+
+bool block_unrolls(const std::vector<ir::Instr> &body, const UnrollPolicy &policy) {
+  for (const ir::Instr &in : body) {
+    if (in.op != OpCode::For) continue;
+    if (should_unroll(in, policy) || block_unrolls(in.regions.at(0).body, policy)) return true;
+  }
+  return false;
+}
+
 class Unroller {
  public:
-  explicit Unroller(ir::Function &f) : f_(f) {}
+  Unroller(ir::Function &f, const UnrollPolicy &policy) : f_(f), policy_(policy) {}
 
   void run() {
     std::vector<ir::Instr> body = std::move(f_.body);
     f_.body.clear();
-    emit_block(body, f_.body, /*copy_results=*/false);
+    emit_block(body, f_.body, /*fresh=*/false);
     for (auto &r : f_.returns) r = get(r);
   }
 
@@ -23,38 +38,48 @@ class Unroller {
     return it == map_.end() ? v : it->second;
   }
 
-  /// Appends `block` to `out`, remapping operands; with copy_results every
-  /// result gets a fresh value (a loop iteration), else results keep their ids.
-  void emit_block(const std::vector<ir::Instr> &block, std::vector<ir::Instr> &out,
-                  bool copy_results) {
+  /// A new value like `v`, recorded as its replacement.
+  ir::ValueId renew(ir::ValueId v) {
+    const ir::Value old = f_.values[v];
+    ir::ValueId nv = f_.add_value(old.type, old.name, old.span);
+    map_[v] = nv;
+    return nv;
+  }
+
+  /// Appends `block` to `out`, remapping operands; with `fresh` every value the
+  /// block defines gets a new id (an iteration of an unrolled loop).
+  void emit_block(const std::vector<ir::Instr> &block, std::vector<ir::Instr> &out, bool fresh) {
     for (const ir::Instr &in : block) {
-      if (in.op == OpCode::For) {
-        emit_loop(in, out);
+      if (in.op == OpCode::For && should_unroll(in, policy_)) {
+        emit_unrolled(in, out);
         continue;
       }
       ir::Instr copy = in;
       for (auto &o : copy.operands) o = get(o);
-      if (copy_results) {
-        for (auto &r : copy.results) {
-          const ir::Value v = f_.values[r];
-          ir::ValueId nr = f_.add_value(v.type, v.name, v.span);
-          map_[r] = nr;
-          r = nr;
-        }
+      copy.regions.clear();
+      for (const ir::Region &r : in.regions) {
+        ir::Region nr;
+        for (ir::ValueId p : r.params) nr.params.push_back(fresh ? renew(p) : p);
+        emit_block(r.body, nr.body, fresh);
+        for (ir::ValueId y : r.yields) nr.yields.push_back(get(y));
+        copy.regions.push_back(std::move(nr));
       }
+      if (fresh)
+        for (auto &r : copy.results) r = renew(r);
       out.push_back(std::move(copy));
     }
   }
 
-  void emit_loop(const ir::Instr &loop, std::vector<ir::Instr> &out) {
+  void emit_unrolled(const ir::Instr &loop, std::vector<ir::Instr> &out) {
     const ir::Region &region = loop.regions.at(0);
     std::vector<ir::ValueId> carried;
     for (ir::ValueId o : loop.operands) carried.push_back(get(o));
-    for (int64_t k = loop.attrs.dim; k < loop.attrs.dim2; ++k) {
+    const int64_t trips = ir::trip_count(loop.attrs);
+    for (int64_t n = 0; n < trips; ++n) {
       ir::Instr counter;
       counter.op = OpCode::Constant;
       counter.attrs.dtype = DType::I32;
-      counter.attrs.value = static_cast<double>(k);
+      counter.attrs.value = static_cast<double>(ir::loop_index_at(loop.attrs, n));
       counter.span = loop.span;
       counter.origin = ir::Origin::Lowering;
       const ir::Value &kv = f_.values[region.params[0]];
@@ -62,33 +87,31 @@ class Unroller {
       map_[region.params[0]] = counter.results[0];
       out.push_back(std::move(counter));
       for (size_t j = 0; j < carried.size(); ++j) map_[region.params[j + 1]] = carried[j];
-      emit_block(region.body, out, /*copy_results=*/true);
+      emit_block(region.body, out, /*fresh=*/true);
       for (size_t j = 0; j < carried.size(); ++j) carried[j] = get(region.yields[j]);
     }
     for (size_t j = 0; j < loop.results.size(); ++j) map_[loop.results[j]] = carried[j];
   }
 
   ir::Function &f_;
+  const UnrollPolicy &policy_;
   std::unordered_map<ir::ValueId, ir::ValueId> map_;
 };
 
-bool block_has_loops(const std::vector<ir::Instr> &body) {
-  for (const auto &in : body)
-    if (in.op == OpCode::For) return true;
-  return false;
-}
-
 }  // namespace
 
-bool has_loops(const ir::Module &module) {
+bool unrolls_any(const ir::Module &module, const UnrollPolicy &policy) {
   for (const auto &f : module.functions)
-    if (block_has_loops(f.body)) return true;
+    if (block_unrolls(f.body, policy)) return true;
   return false;
 }
 
-void unroll_loops(ir::Module &module) {
-  for (auto &f : module.functions)
-    if (block_has_loops(f.body)) Unroller(f).run();
+void unroll_loops(ir::Module &module, const UnrollPolicy &policy) {
+  for (auto &f : module.functions) unroll_loops(f, policy);
+}
+
+void unroll_loops(ir::Function &function, const UnrollPolicy &policy) {
+  if (block_unrolls(function.body, policy)) Unroller(function, policy).run();
 }
 
 }  // namespace spmd

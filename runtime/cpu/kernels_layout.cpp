@@ -171,22 +171,38 @@ Tensor dynamic_slice(const Tensor &x, std::span<const int64_t> start,
   return slice(x, begin, limit, stride);
 }
 
-Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, std::span<const int64_t> start) {
-  check_rank("dynamic_update_slice", x, start.size(), "start");
-  if (update.rank() != x.rank() || update.dtype() != x.dtype()) {
+namespace {
+
+/// Writes `update` into `out` (already holding the operand) at `start`, clamped.
+void update_in(Tensor &out, const Tensor &update, std::span<const int64_t> start) {
+  check_rank("dynamic_update_slice", out, start.size(), "start");
+  if (update.rank() != out.rank() || update.dtype() != out.dtype()) {
     fail("dynamic_update_slice: update " + std::string(dtype_name(update.dtype())) +
-         shape_str(update.shape()) + " does not match operand " + dtype_name(x.dtype()) +
-         shape_str(x.shape()));
+         shape_str(update.shape()) + " does not match operand " + dtype_name(out.dtype()) +
+         shape_str(out.shape()));
   }
   std::vector<int64_t> begin =
-      clamp_start(x.shape(), start, update.shape(), "dynamic_update_slice");
-  Tensor out = x.clone();
-  const std::vector<int64_t> strides = detail::row_major_strides(x.shape());
+      clamp_start(out.shape(), start, update.shape(), "dynamic_update_slice");
+  const std::vector<int64_t> strides = detail::row_major_strides(out.shape());
   int64_t offset = 0;
   for (size_t d = 0; d < begin.size(); ++d) offset += begin[d] * strides[d];
-  const size_t esize = dtype_size(x.dtype());
+  const size_t esize = dtype_size(out.dtype());
   detail::strided_copy(out.raw() + offset * esize, strides, update.raw(),
                        detail::row_major_strides(update.shape()), update.shape(), esize);
+}
+
+}  // namespace
+
+Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, std::span<const int64_t> start) {
+  Tensor out = x.clone();
+  update_in(out, update, start);
+  return out;
+}
+
+Tensor dynamic_update_slice(Tensor &&x, const Tensor &update, std::span<const int64_t> start) {
+  // A unique x cannot alias `update` (that would hold a second reference).
+  Tensor out = x.unique() ? std::move(x) : x.clone();
+  update_in(out, update, start);
   return out;
 }
 

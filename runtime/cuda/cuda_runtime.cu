@@ -294,13 +294,29 @@ Tensor dynamic_slice(const Tensor &x, const Tensor &index, int64_t dim, int64_t 
   return slice(x, start, limit, stride);
 }
 
+namespace {
+
+/// Writes `update` into `out` (already holding the operand) at block `index`, clamped.
+void update_in(Tensor &out, const Tensor &update, const Tensor &index, int64_t dim) {
+  const int64_t size = update.shape()[dim];
+  const int64_t s = std::clamp<int64_t>(read_index(index) * size, 0, out.shape()[dim] - size);
+  const auto st = strides_of(out.shape());
+  strided_copy(update, out, update.shape(), strides_of(update.shape()), st, 0, s * st[dim]);
+}
+
+}  // namespace
+
 Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, const Tensor &index, int64_t dim) {
   Tensor out = Tensor::empty(x.dtype(), x.shape());
   check_cuda(cudaMemcpyAsync(out.data<void>(), x.data<void>(), x.nbytes(), cudaMemcpyDeviceToDevice, tl_stream), "copy");
-  const int64_t size = update.shape()[dim];
-  const int64_t s = std::clamp<int64_t>(read_index(index) * size, 0, x.shape()[dim] - size);
-  const auto st = strides_of(x.shape());
-  strided_copy(update, out, update.shape(), strides_of(update.shape()), st, 0, s * st[dim]);
+  update_in(out, update, index, dim);
+  return out;
+}
+
+Tensor dynamic_update_slice(Tensor &&x, const Tensor &update, const Tensor &index, int64_t dim) {
+  if (!x.unique()) return dynamic_update_slice(static_cast<const Tensor &>(x), update, index, dim);
+  Tensor out = std::move(x);
+  update_in(out, update, index, dim);
   return out;
 }
 

@@ -32,9 +32,9 @@
 #include "frontend/parser.h"
 #include "ir/printer.h"
 #include "pipeline/compile.h"
-#include "transforms/derive.h"
 #include "support/diagnostics.h"
 #include "support/source.h"
+#include "transforms/derive.h"
 
 namespace {
 
@@ -142,6 +142,16 @@ shmap step(p: f32[4, 4] @ P(), x: f32[16] @ P(i)) -> f32[] @ P() on M {
 }
 )",
     "def f(x: f32[]) -> f32[] { return -x**2 + (x - -x) / x != x }\n",
+    // Loops: attributes, steps, rows picked by the loop index, permuting carries.
+    R"(mesh M = (i: 2)
+shmap f(xs: f32[8, 4] @ P(None, i), a: f32[4] @ P(i), b: f32[4] @ P(i)) -> f32[4] @ P(i) on M {
+  [[remat]]
+  for k in range(7, -1, -2) { a = a * xs[k] + b; b = a - b }
+  [[unroll]] for k in range(0, 4, 3) { t = a; a = b; b = t }
+  for k in range(3) { for j in range(k, 4) { a = a + xs[j] * cast(k, f32) } }
+  return a + b
+}
+)",
 };
 
 std::vector<std::string> load_seeds() {
@@ -180,17 +190,72 @@ struct Rng {
   size_t below(size_t n) { return n == 0 ? 0 : static_cast<size_t>(next() % n); }
 };
 
-const std::string kTokens[] = {
-    "(",      ")",    "[",      "]",     "{",        "}",
-    ",",      ":",    "@",      "=",     "->",       "+",
-    "*",      "**",   "-",      "/",     "<",        "==",
-    "psum",   "P",    "P(",     "None",  "1e999",    "99999999999999999999",
-    "\"",     "\"\\", "#",      "\n",    ";",        ".",
-    "..",     "not",  "and",    "def",   "shmap",    "mesh",
-    "import", "on",   "return", "for",   "in",       "range",
-    "if",     "else", "true",   "0",     "1.",       ".5",
-    "[[",     "]]",   "x",      "f32[]", "@ P(i)",   "\\",
-    "$",      "\t",   "\r",     "\xff",  "\xc3\xa9", std::string(1, '\0')};
+const std::string kTokens[] = {"(",
+                               ")",
+                               "[",
+                               "]",
+                               "{",
+                               "}",
+                               ",",
+                               ":",
+                               "@",
+                               "=",
+                               "->",
+                               "+",
+                               "*",
+                               "**",
+                               "-",
+                               "/",
+                               "<",
+                               "==",
+                               "psum",
+                               "P",
+                               "P(",
+                               "None",
+                               "1e999",
+                               "99999999999999999999",
+                               "\"",
+                               "\"\\",
+                               "#",
+                               "\n",
+                               ";",
+                               ".",
+                               "..",
+                               "not",
+                               "and",
+                               "def",
+                               "shmap",
+                               "mesh",
+                               "import",
+                               "on",
+                               "return",
+                               "for",
+                               "in",
+                               "range",
+                               "if",
+                               "else",
+                               "true",
+                               "0",
+                               "1.",
+                               ".5",
+                               "[[",
+                               "]]",
+                               "x",
+                               "f32[]",
+                               "@ P(i)",
+                               "\\",
+                               "[[unroll]]",
+                               "[[remat]]",
+                               "range(0, 8, 2)",
+                               "xs[k]",
+                               "for k in range(3) {",
+                               "x[k]",
+                               "$",
+                               "\t",
+                               "\r",
+                               "\xff",
+                               "\xc3\xa9",
+                               std::string(1, '\0')};
 
 std::string nesting(Rng &rng) {
   static const size_t kDepths[] = {10, 150, 199, 200, 201, 250, 499, 501, 600, 5000};

@@ -66,6 +66,8 @@ class Tensor {
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * rt::dtype_size(dtype_); }
   bool defined() const { return buffer_ != nullptr; }
+  /// True when no other tensor shares this one's buffer (it may be updated in place).
+  bool unique() const { return buffer_ != nullptr && buffer_.use_count() == 1; }
   template <typename T>
   T *data() const {
     return reinterpret_cast<T *>(buffer_.get());
@@ -102,6 +104,8 @@ Tensor concat(const std::vector<Tensor> &parts, int64_t dim);
 Tensor dynamic_slice(const Tensor &x, const Tensor &index, int64_t dim, int64_t size);
 Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, const Tensor &index,
                             int64_t dim);
+/// The same, writing into `x`'s own buffer when no other tensor shares it.
+Tensor dynamic_update_slice(Tensor &&x, const Tensor &update, const Tensor &index, int64_t dim);
 /// Layout kernels around collectives: pack_blocks splits `dim` into n blocks and
 /// makes the block index the leading dimension ([.., n*b, ..] -> [n, .., b, ..]);
 /// unpack_blocks is its inverse.

@@ -18,11 +18,36 @@
 
 namespace spmd::rt {
 
-enum class UnaryOp : uint8_t { Neg, Exp, Log, Sin, Cos, Tanh, Sqrt, Rsqrt, Abs, Sign, Logistic, Not };
+enum class UnaryOp : uint8_t {
+  Neg,
+  Exp,
+  Log,
+  Sin,
+  Cos,
+  Tanh,
+  Sqrt,
+  Rsqrt,
+  Abs,
+  Sign,
+  Logistic,
+  Not
+};
 enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, Pow, Max, Min,   // arithmetic: result has the operands' dtype
-  Lt, Le, Gt, Ge, Eq, Ne,              // comparisons: result is Bool
-  And, Or                              // logical, Bool operands
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Max,
+  Min,  // arithmetic: result has the operands' dtype
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,  // comparisons: result is Bool
+  And,
+  Or  // logical, Bool operands
 };
 enum class ReduceOp : uint8_t { Sum, Max, Min };
 
@@ -75,9 +100,13 @@ Tensor slice(const Tensor &x, std::span<const int64_t> start, std::span<const in
 Tensor pad_into(const Tensor &x, const Shape &shape, std::span<const int64_t> start,
                 std::span<const int64_t> stride);
 /// Slice of `sizes` at runtime offsets `start` (clamped like XLA's dynamic_slice).
-Tensor dynamic_slice(const Tensor &x, std::span<const int64_t> start, std::span<const int64_t> sizes);
+Tensor dynamic_slice(const Tensor &x, std::span<const int64_t> start,
+                     std::span<const int64_t> sizes);
 /// Copy of `x` with `update` written at `start`.
 Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, std::span<const int64_t> start);
+/// The same, writing into `x`'s own buffer when no other tensor shares it (a
+/// loop's stacked values grow in place instead of being copied every step).
+Tensor dynamic_update_slice(Tensor &&x, const Tensor &update, std::span<const int64_t> start);
 Tensor concat(std::span<const Tensor> parts, int64_t axis);
 /// Values 0, 1, 2, ... along dimension `dim` of `shape`, broadcast over the others.
 Tensor iota(DType dtype, const Shape &shape, int64_t dim);

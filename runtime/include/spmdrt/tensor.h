@@ -57,11 +57,19 @@ class Tensor {
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
   bool defined() const { return buffer_ != nullptr; }
+  /// True when no other tensor shares this one's buffer (it may be updated in place).
+  bool unique() const { return buffer_ != nullptr && buffer_.use_count() == 1; }
 
   std::byte *raw() { return buffer_.get(); }
   const std::byte *raw() const { return buffer_.get(); }
-  template <typename T> T *data() { return reinterpret_cast<T *>(buffer_.get()); }
-  template <typename T> const T *data() const { return reinterpret_cast<const T *>(buffer_.get()); }
+  template <typename T>
+  T *data() {
+    return reinterpret_cast<T *>(buffer_.get());
+  }
+  template <typename T>
+  const T *data() const {
+    return reinterpret_cast<const T *>(buffer_.get());
+  }
 
   /// Element i (flat C-order index) converted to double; for tests and printing.
   double get(int64_t flat_index) const;

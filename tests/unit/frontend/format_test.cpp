@@ -229,3 +229,23 @@ TEST_CASE("dump_ast: one node per line with positions", "[frontend][format]") {
         "          Name x <3:11>\n"
         "          Int 0 <3:13>\n");
 }
+
+TEST_CASE("loop attributes and steps format canonically", "[frontend][loops]") {
+  // `[[` after an expression opens the next statement's attributes, not a subscript.
+  const std::string text =
+      "def f(x: f32[4]) -> f32[4] { y = x [[unroll, remat]] for k in range(8, -1, -2) "
+      "{ y = y * x[k] }; return y }\n";
+  const std::string once = fmt(text);
+  CHECK(once ==
+        "def f(x: f32[4]) -> f32[4] {\n"
+        "  y = x\n"
+        "  [[unroll, remat]]\n"
+        "  for k in range(8, -1, -2) {\n"
+        "    y = y * x[k]\n"
+        "  }\n"
+        "  return y\n"
+        "}\n");
+  CHECK(fmt(once) == once);
+  CHECK(shape(text) == shape(once));
+  CHECK(shape(text).find("Attribute remat") != std::string::npos);
+}

@@ -110,7 +110,7 @@ TEST_CASE("a loop-carried value's variance is the join over iterations", "[loops
       "mesh M = (i: 4)\nshmap f(x: f32[8] @ P(i)) -> f32[8] @ P(i) on M {\n"
       "  acc = zeros((2,))\n  for k in range(3) { acc = acc * 0.5 + x }\n"
       "  return acc\n}\n");
-  const ir::Module &m = *c->structured;
+  const ir::Module &m = *c->module;  // loops stay loops
   const ir::Instr *loop = nullptr;
   for (const auto &in : m.functions[0].body)
     if (in.op == OpCode::For) loop = &in;
