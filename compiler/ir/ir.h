@@ -102,6 +102,31 @@ struct Function {
   Type &type(ValueId v) { return values.at(static_cast<size_t>(v)).type; }
 };
 
+/// The derivatives a program can name: `spmdc transpose|jvp|vjp|grad`, and
+/// `transpose(f)`, `jvp(f)`, `vjp(f)`, `grad(f)` called in a body.
+enum class DeriveKind : uint8_t { Transpose, Jvp, Vjp, Grad };
+
+/// One derivative of a function: the kind, the parameters it is taken with
+/// respect to (`wrt`, one flag per parameter) and, for vjp and grad, the
+/// results that receive a cotangent (`of`, one flag per result).
+struct DeriveStep {
+  DeriveKind kind = DeriveKind::Grad;
+  std::vector<bool> wrt;
+  std::vector<bool> of;
+  bool operator==(const DeriveStep &) const = default;
+};
+
+/// A function a call like `grad(loss, wrt=w)(w, x)` names: `steps` applied
+/// in order to function `base` (a shmap, or a def instance typed for the
+/// call). Lowering records it; infer_variance builds the function and
+/// rewrites the call.
+struct DerivedCallee {
+  int base = -1;
+  std::vector<DeriveStep> steps;
+  std::string text;  // as written, for messages: `grad(loss, wrt=w)`
+  bool operator==(const DerivedCallee &) const = default;
+};
+
 /// The user-facing name of result k: its written name, else the function's
 /// name for a single result, else "out<k>". `spmdc run --out NAME=file` uses it.
 std::string result_name(const Function &f, size_t k);
@@ -109,6 +134,9 @@ std::string result_name(const Function &f, size_t k);
 struct Module {
   std::vector<MeshDef> meshes;
   std::vector<Function> functions;
+  /// Derived functions still to build (between lowering and infer_variance):
+  /// a call with `attrs.derived = k` calls derived_callees[k].
+  std::vector<DerivedCallee> derived_callees;
 
   const rt::Mesh &mesh_of(const Function &f) const;
   /// Index of the function named `name` or -1.

@@ -155,10 +155,17 @@ void BodyLowerer::lower_stmt(const ast::Stmt &stmt) {
       stmt.node);
 }
 
+void BodyLowerer::forget_targets(const ast::AssignStmt &assign) {
+  for (const auto &t : assign.targets) {
+    env.erase(t.name.name);
+    failed_names.insert(t.name.name);
+  }
+}
+
 void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
   LExpr value = lower_expr(*assign.value);
   if (!value.ok()) {
-    for (const auto &t : assign.targets) env.erase(t.name.name);  // avoid follow-on errors
+    forget_targets(assign);
     return;
   }
   std::vector<ir::ValueId> values;
@@ -173,6 +180,7 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
                       (values.size() == 1 ? "" : "s") + " to " +
                       std::to_string(assign.targets.size()) + " name" +
                       (assign.targets.size() == 1 ? "" : "s"));
+    forget_targets(assign);
     return;
   }
   for (size_t i = 0; i < values.size(); ++i) {
@@ -180,6 +188,7 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
     ir::ValueId v = values[i];
     if (v == ir::kNoValue) {
       env.erase(target.name.name);
+      failed_names.insert(target.name.name);
       continue;
     }
     if (mesh().find_axis(target.name.name) >= 0)
@@ -235,6 +244,7 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
     ir::Value &info = function_.values[v];
     if (info.name.empty()) info.name = target.name.name;
     env[target.name.name] = v;
+    failed_names.erase(target.name.name);
   }
 }
 
@@ -470,7 +480,7 @@ LExpr BodyLowerer::lower_name(const std::string &name, SourceSpan span) {
         ") for its size";
     return {};
   }
-  diags().error("unknown-name", span, "unknown name `" + name + "`");
+  if (!failed_names.count(name)) diags().error("unknown-name", span, "unknown name `" + name + "`");
   return {};
 }
 
@@ -623,6 +633,7 @@ LExpr BodyLowerer::lower_expr(const ast::Expr &expr) {
 }
 
 LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
+  if (call.function) return lower_derived_call(call, span);
   const std::string &name = call.callee.name;
   if (const BuiltinHandler *h = find_builtin(name)) return (*h)(*this, call, span);
   int def_module = -1;
@@ -661,22 +672,10 @@ LExpr BodyLowerer::call_shmap(const ast::FuncDecl &decl, int decl_module,
                               std::vector<ir::ValueId> args, SourceSpan callee_span,
                               SourceSpan span) {
   int callee = program_.shmap_function(decl, decl_module, span);
-  if (callee < 0) return {};
+  if (callee < 0 || !check_callee_mesh(callee, decl, callee_span)) return {};
   const ir::Module &m = program_.module;
   const ir::Function &g = m.functions[static_cast<size_t>(callee)];
   const rt::Mesh &callee_mesh = m.mesh_of(g);
-  if (mesh_text(callee_mesh) != mesh_text(mesh())) {
-    const std::string &here = m.meshes[static_cast<size_t>(function_.mesh)].name;
-    const std::string &there = m.meshes[static_cast<size_t>(g.mesh)].name;
-    diags()
-        .error("mesh-mismatch", callee_span,
-               "`" + g.name + "` runs on mesh `" + there + "` " + mesh_text(callee_mesh) +
-                   ", but this body runs on mesh `" + here + "` " + mesh_text(mesh()) +
-                   "; a shmap can be called only from a body on the same mesh")
-        .notes.push_back({decl.mesh ? decl.mesh->span : decl.name.span,
-                          "`" + g.name + "` is declared on `" + there + "` here"});
-    return {};
-  }
   bool ok = true;
   for (size_t k = 0; k < args.size(); ++k) {
     const Type &have = function_.type(args[k]);
@@ -699,13 +698,34 @@ LExpr BodyLowerer::call_shmap(const ast::FuncDecl &decl, int decl_module,
   return emit_call(callee, std::move(args), span);
 }
 
+bool BodyLowerer::check_callee_mesh(int callee, const ast::FuncDecl &decl, SourceSpan at) {
+  const ir::Module &m = program_.module;
+  const ir::Function &g = m.functions[static_cast<size_t>(callee)];
+  const rt::Mesh &callee_mesh = m.mesh_of(g);
+  if (mesh_text(callee_mesh) == mesh_text(mesh())) return true;
+  const std::string &here = m.meshes[static_cast<size_t>(function_.mesh)].name;
+  const std::string &there = m.meshes[static_cast<size_t>(g.mesh)].name;
+  diags()
+      .error("mesh-mismatch", at,
+             "`" + g.name + "` runs on mesh `" + there + "` " + mesh_text(callee_mesh) +
+                 ", but this body runs on mesh `" + here + "` " + mesh_text(mesh()) +
+                 "; a shmap can be called only from a body on the same mesh")
+      .notes.push_back({decl.mesh ? decl.mesh->span : decl.name.span,
+                        "`" + g.name + "` is declared on `" + there + "` here"});
+  return false;
+}
+
 LExpr BodyLowerer::emit_call(int callee, std::vector<ir::ValueId> args, SourceSpan span) {
   const ir::Function &f = program_.module.functions[static_cast<size_t>(callee)];
   std::vector<Type> result_types;
   for (auto v : f.returns) result_types.push_back(f.type(v).with_variance({}));
   Attrs attrs;
   attrs.callee = callee;
-  auto results = builder_.add_typed(OpCode::Call, std::move(args), attrs, result_types, span);
+  return tuple_or_value(builder_.add_typed(OpCode::Call, std::move(args), attrs, result_types, span),
+                        span);
+}
+
+LExpr BodyLowerer::tuple_or_value(const std::vector<ir::ValueId> &results, SourceSpan span) {
   if (results.size() == 1) return LExpr::of(results[0], span);
   LExpr e;
   e.kind = LExpr::Kind::Tuple;

@@ -8,9 +8,12 @@
 #include <string>
 #include <vector>
 
+#include <set>
+
 #include "frontend/ast.h"
 #include "ir/builder.h"
 #include "middle/lower.h"
+#include "transforms/derive.h"
 
 namespace spmd::lowering {
 
@@ -38,6 +41,13 @@ struct LExpr {
 };
 
 class ProgramLowerer;
+
+/// One derivative as written: `grad(f, wrt=(a, b), of=0)` (lower_derivatives.cpp).
+struct DerivativeStepSyntax {
+  DeriveKind kind = DeriveKind::Grad;
+  std::vector<std::string> wrt, of;  // names or indices, as written
+  SourceSpan span;
+};
 
 /// `(data: 2, model: 4)`: a mesh's axes as written.
 std::string mesh_text(const rt::Mesh &mesh);
@@ -76,12 +86,16 @@ class BodyLowerer {
   int module_index() const { return module_index_; }
 
   std::map<std::string, ir::ValueId> env;      // local names
+  /// Names whose binding failed (reported): a use fails without another error.
+  std::set<std::string> failed_names;
   std::map<std::string, int64_t> dim_symbols;  // def dimension symbols
   bool returned = false;
 
  private:
   void lower_stmt(const ast::Stmt &stmt);
   void lower_assign(const ast::AssignStmt &assign, SourceSpan span);
+  /// After a failed assignment: its names are unbound, and their uses fail silently.
+  void forget_targets(const ast::AssignStmt &assign);
   void lower_return(const ast::ReturnStmt &ret, SourceSpan span);
   void lower_for(const ast::ForStmt &loop, SourceSpan span);
   void lower_if(const ast::IfStmt &branch, SourceSpan span);
@@ -92,6 +106,22 @@ class BodyLowerer {
   /// The call instruction of function `callee` (its results typed invariant;
   /// infer_variance types them); a tuple when it returns several values.
   LExpr emit_call(int callee, std::vector<ir::ValueId> args, SourceSpan span);
+  LExpr tuple_or_value(const std::vector<ir::ValueId> &values, SourceSpan span);
+  /// False (after an error at `at`) when shmap `callee` runs on a mesh with
+  /// other axes than this body's.
+  bool check_callee_mesh(int callee, const ast::FuncDecl &decl, SourceSpan at);
+  /// `grad(f, wrt=w)(args)` and the other derivatives (lower_derivatives.cpp).
+  LExpr lower_derived_call(const ast::CallExpr &call, SourceSpan span);
+  /// The parameter types of def `decl` when the derivative `steps` of it is
+  /// called with arguments of types `args`; nullopt after an error (or,
+  /// silently, when the argument count is wrong).
+  std::optional<std::vector<Type>> derivative_param_types(
+      const ast::FuncDecl &decl, const std::vector<DerivativeStepSyntax> &steps,
+      const std::vector<Type> &args, SourceSpan span);
+  /// select_step, its TransformError reported at `at`.
+  ir::DeriveStep select_derive_step(const FunctionSignature &sig, DeriveKind kind,
+                                    const std::vector<std::string> &wrt,
+                                    const std::vector<std::string> &of, SourceSpan at, bool &ok);
   LExpr lower_index(const ast::IndexExpr &index, SourceSpan span);
   /// The values an integer index expression can take, when its form shows
   /// them: literals, dimension symbols, loop indices, axis_index/axis_size and

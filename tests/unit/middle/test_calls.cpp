@@ -14,18 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<rt::Tensor> run_named(const Compilation &c, const std::string &fn,
-                                  const std::vector<rt::Tensor> &inputs) {
-  interp::InterpOptions o;
-  o.check_replication = true;
-  return interp::run_shmap(*c.module, find_shmap(*c.module, fn), inputs, o);
-}
-
-void require_same_bits(const rt::Tensor &a, const rt::Tensor &b) {
-  REQUIRE(a.shape() == b.shape());
-  for (int64_t e = 0; e < a.numel(); ++e) CHECK(a.get(e) == b.get(e));
-}
-
 TEST_CASE("calls: a shmap call computes what its body written in place does", "[calls]") {
   auto c = compile_ok(R"(
 mesh M = (data: 2, model: 2)
