@@ -325,7 +325,8 @@ class VarianceInference {
   /// typed for the variance the arguments give its parameters), then each
   /// derivative is taken in turn. False after reporting an error.
   bool resolve_derived_call(FunctionState &st, ir::Instr &in) {
-    const ir::DerivedCallee callee = module_.derived_callees.at(static_cast<size_t>(in.attrs.derived));
+    const ir::DerivedCallee callee =
+        module_.derived_callees.at(static_cast<size_t>(in.attrs.derived));
     int fn = callee.base;
     if (pristine_[static_cast<size_t>(fn)].kind == ir::FunctionKind::Shmap) {
       if (!process_shmap(static_cast<size_t>(fn))) return false;
@@ -399,12 +400,12 @@ class VarianceInference {
       ir::ValueId x = in.operands[k];
       AxisSet extra = f.type(x).variance - want[k];
       if (!extra.empty()) {
-        auto &d = diags_->error(
-            "argument-varies", in.span,
-            "argument " + std::to_string(k + 1) + " of `" + callee + "` (`" + names[k] +
-                "`) may differ between devices along " + axes_names(extra, st.mesh) +
-                ", but the derivative was taken for a `" + names[k] + "` that is the same on " +
-                "every device there");
+        auto &d = diags_->error("argument-varies", in.span,
+                                "argument " + std::to_string(k + 1) + " of `" + callee + "` (`" +
+                                    names[k] + "`) may differ between devices along " +
+                                    axes_names(extra, st.mesh) +
+                                    ", but the derivative was taken for a `" + names[k] +
+                                    "` that is the same on " + "every device there");
         d.notes.push_back(trace_origin(st, x, extra.axes()[0]));
         d.fix = "make the argument the same along " + axes_names(extra, st.mesh) +
                 " first, or pass values to the primal parameters that vary as much";

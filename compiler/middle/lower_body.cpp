@@ -721,8 +721,8 @@ LExpr BodyLowerer::emit_call(int callee, std::vector<ir::ValueId> args, SourceSp
   for (auto v : f.returns) result_types.push_back(f.type(v).with_variance({}));
   Attrs attrs;
   attrs.callee = callee;
-  return tuple_or_value(builder_.add_typed(OpCode::Call, std::move(args), attrs, result_types, span),
-                        span);
+  return tuple_or_value(
+      builder_.add_typed(OpCode::Call, std::move(args), attrs, result_types, span), span);
 }
 
 LExpr BodyLowerer::tuple_or_value(const std::vector<ir::ValueId> &results, SourceSpan span) {

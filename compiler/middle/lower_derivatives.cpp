@@ -61,8 +61,8 @@ class DerivativeParser {
           return false;
         }
         function = arg.value.get();
-      } else if (arg.keyword == "wrt" || (arg.keyword == "of" && (*kind == DeriveKind::Grad ||
-                                                                 *kind == DeriveKind::Vjp))) {
+      } else if (arg.keyword == "wrt" ||
+                 (arg.keyword == "of" && (*kind == DeriveKind::Grad || *kind == DeriveKind::Vjp))) {
         std::vector<std::string> &names = arg.keyword == "wrt" ? step.wrt : step.of;
         if (!names.empty()) {
           diags_.error("bad-derivative", arg.span, "`" + arg.keyword + "` is given twice");
@@ -72,8 +72,7 @@ class DerivativeParser {
       } else {
         diags_.error("bad-derivative", arg.span,
                      "`" + what + "` has no option `" + arg.keyword + "` (it takes wrt=" +
-                         (*kind == DeriveKind::Grad || *kind == DeriveKind::Vjp ? " and of="
-                                                                                 : "") +
+                         (*kind == DeriveKind::Grad || *kind == DeriveKind::Vjp ? " and of=" : "") +
                          ")");
         return false;
       }
@@ -107,8 +106,8 @@ class DerivativeParser {
         out.push_back(std::to_string(i->value));
       } else {
         diags_.error("bad-derivative", x->span,
-                     "`" + option + "=` takes names or indices, e.g. `" + option +
-                         "=x` or `" + option + "=(x, 1)`");
+                     "`" + option + "=` takes names or indices, e.g. `" + option + "=x` or `" +
+                         option + "=(x, 1)`");
         return false;
       }
     }
@@ -142,8 +141,8 @@ FunctionSignature declared_signature(const ast::FuncDecl &decl) {
   }
   for (size_t k = 0; k < decl.results.size(); ++k) {
     std::string name = decl.results.size() == 1 ? decl.name.name : "out" + std::to_string(k);
-    sig.results.push_back({name, type_of(decl.results[k].type), {}, {}, decl.results[k].span,
-                           true, k});
+    sig.results.push_back(
+        {name, type_of(decl.results[k].type), {}, {}, decl.results[k].span, true, k});
     sig.cotangent_bases.push_back(name);
   }
   return sig;
@@ -161,8 +160,8 @@ void bind_symbols(const ast::TypeExpr &written, const Type &type,
 
 ir::DeriveStep BodyLowerer::select_derive_step(const FunctionSignature &sig, DeriveKind kind,
                                                const std::vector<std::string> &wrt,
-                                               const std::vector<std::string> &of,
-                                               SourceSpan at, bool &ok) {
+                                               const std::vector<std::string> &of, SourceSpan at,
+                                               bool &ok) {
   try {
     return select_step(sig, kind, wrt, of, at);
   } catch (const TransformError &e) {
@@ -286,8 +285,7 @@ LExpr BodyLowerer::lower_derived_call(const ast::CallExpr &call, SourceSpan span
         .error("arity-mismatch", span,
                "`" + text + "` takes " + std::to_string(sig.params.size()) + " argument" +
                    (sig.params.size() == 1 ? "" : "s") + " (" + names + ") but " +
-                   std::to_string(args.size()) + (args.size() == 1 ? " was" : " were") +
-                   " given")
+                   std::to_string(args.size()) + (args.size() == 1 ? " was" : " were") + " given")
         .notes.push_back({decl->name.span, "`" + base.name + "` is defined here"});
     return {};
   }

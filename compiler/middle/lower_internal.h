@@ -5,10 +5,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
-
-#include <set>
 
 #include "frontend/ast.h"
 #include "ir/builder.h"
@@ -85,7 +84,7 @@ class BodyLowerer {
   ProgramLowerer &program() { return program_; }
   int module_index() const { return module_index_; }
 
-  std::map<std::string, ir::ValueId> env;      // local names
+  std::map<std::string, ir::ValueId> env;  // local names
   /// Names whose binding failed (reported): a use fails without another error.
   std::set<std::string> failed_names;
   std::map<std::string, int64_t> dim_symbols;  // def dimension symbols

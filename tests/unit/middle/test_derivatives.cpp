@@ -66,7 +66,8 @@ TEST_CASE("derivatives: grad(loss) in a step is the program `spmdc grad` derives
   require_same_bits(got[0], want[0]);
   require_same_bits(got[1], want[1]);
   for (int64_t e = 0; e < got[2].numel(); ++e)
-    CHECK(got[2].get(e) == static_cast<float>(in[0].get(e) - static_cast<float>(0.5f * want[1].get(e))));
+    CHECK(got[2].get(e) ==
+          static_cast<float>(in[0].get(e) - static_cast<float>(0.5f * want[1].get(e))));
 
   // The printed program checks strictly and computes the same bits.
   auto again = compile_ok(printed, /*auto_pb=*/false);
@@ -131,16 +132,17 @@ TEST_CASE("derivatives: jvp, vjp, grad, transpose and nesting of defs", "[deriva
     auto plus = run_named(*p, "primal", {x, axpy(h, v, w)})[0];
     auto minus = run_named(*p, "primal", {x, axpy(-h, v, w)})[0];
     for (int64_t e = 0; e < 8; ++e)
-      CHECK(out[0].get(e) == Approx((plus.get(e) - minus.get(e)) / (2 * h)).epsilon(1e-2).margin(1e-3));
+      CHECK(out[0].get(e) ==
+            Approx((plus.get(e) - minus.get(e)) / (2 * h)).epsilon(1e-2).margin(1e-3));
     // The dot-product identity: <jvp(v), u> = <v, vjp(u)_w>.
     CHECK(dot(out[0], u) == Approx(dot(v, out[1])).epsilon(1e-5));
     for (int64_t e = 0; e < 8; ++e) {
       double xe = x.get(e), we = w.get(e), th = std::tanh(xe * we);
       // By hand: d/dx [tanh(x w) w] = (1 - tanh²) w², times the cotangent u.
       CHECK(out[2].get(e) == Approx((1 - th * th) * we * we * u.get(e)).epsilon(1e-4).margin(1e-6));
-      CHECK(out[3].get(e) == Approx(3 * xe * xe).epsilon(1e-5));            // grad(cube)
-      CHECK(out[4].get(e) == Approx(6 * xe * v.get(e)).epsilon(1e-5));      // its jvp: H v
-      CHECK(out[5].get(e) == Approx(3 * u.get(e)).epsilon(1e-6));           // transpose(3x)
+      CHECK(out[3].get(e) == Approx(3 * xe * xe).epsilon(1e-5));        // grad(cube)
+      CHECK(out[4].get(e) == Approx(6 * xe * v.get(e)).epsilon(1e-5));  // its jvp: H v
+      CHECK(out[5].get(e) == Approx(3 * u.get(e)).epsilon(1e-6));       // transpose(3x)
     }
   }
 }

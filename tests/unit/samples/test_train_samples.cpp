@@ -28,9 +28,8 @@ std::string sample(const std::string &name) {
 /// The inputs of `train`: w1, b1, w2, b2, teacher, x (uniform in [-1, 1)).
 std::vector<rt::Tensor> train_inputs(uint64_t seed) {
   std::vector<rt::Tensor> in;
-  for (const rt::Shape &shape :
-       {rt::Shape{16, 32}, rt::Shape{32}, rt::Shape{32, 4}, rt::Shape{4}, rt::Shape{16, 4},
-        rt::Shape{256, 16}})
+  for (const rt::Shape &shape : {rt::Shape{16, 32}, rt::Shape{32}, rt::Shape{32, 4}, rt::Shape{4},
+                                 rt::Shape{16, 4}, rt::Shape{256, 16}})
     in.push_back(rt::random_tensor(DType::F32, shape, seed * 1009 + in.size()));
   return in;
 }
@@ -83,8 +82,8 @@ Trained train_on_host(const Compilation &c, const std::vector<rt::Tensor> &in) {
     if (step == 0) t.first_grad.assign(out.begin() + 1, out.end());
     for (size_t k = 0; k < 4; ++k)
       for (int64_t e = 0; e < params[k].numel(); ++e)
-        params[k].set(e, static_cast<float>(params[k].get(e) -
-                                            static_cast<float>(0.5f * out[1 + k].get(e))));
+        params[k].set(
+            e, static_cast<float>(params[k].get(e) - static_cast<float>(0.5f * out[1 + k].get(e))));
   }
   t.params = params;
   return t;
