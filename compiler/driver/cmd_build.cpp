@@ -36,11 +36,6 @@ struct BuildOptions {
   bool show_command = false;
 };
 
-int fail(const std::string &message) {
-  std::cerr << "spmdc: error: " << message << "\n";
-  return kExitUserError;
-}
-
 std::string default_output(const std::string &input) {
   std::string base = input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
   if (base.size() > 5 && base.substr(base.size() - 5) == ".spmd") base.resize(base.size() - 5);
@@ -48,6 +43,9 @@ std::string default_output(const std::string &input) {
 }
 
 int run_build(const CommonOptions &common, const BuildOptions &o) {
+  auto fail_build = [&](const std::string &message) {
+    return report_error(common, "build-error", message);
+  };
   backend::Target target =
       backend::cuda_configured() ? backend::Target::Cuda : backend::Target::Cpu;
   if (o.target == "cpu") {
@@ -55,18 +53,18 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   } else if (o.target == "cuda") {
     target = backend::Target::Cuda;
   } else if (!o.target.empty()) {
-    return fail("unknown --target `" + o.target + "` (expected `cpu` or `cuda`)");
+    return fail_build("unknown --target `" + o.target + "` (expected `cpu` or `cuda`)");
   }
   const bool build_exe = !o.output.empty() || o.emit_source.empty();
   const std::string output = o.output.empty() ? default_output(common.input) : o.output;
   if (build_exe && !rt::is_directory(rt::parent_dir(output)))
-    return fail("cannot write `" + output + "`: directory `" + rt::parent_dir(output) +
-                "` does not exist");
+    return fail_build("cannot write `" + output + "`: directory `" + rt::parent_dir(output) +
+                      "` does not exist");
   if (!o.emit_source.empty() && !rt::is_directory(rt::parent_dir(o.emit_source)))
-    return fail("cannot write `" + o.emit_source + "`: directory `" +
-                rt::parent_dir(o.emit_source) + "` does not exist");
+    return fail_build("cannot write `" + o.emit_source + "`: directory `" +
+                      rt::parent_dir(o.emit_source) + "` does not exist");
   if (build_exe && target == backend::Target::Cuda && !backend::cuda_configured())
-    return fail(
+    return fail_build(
         "--target cuda needs the CUDA toolkit (nvcc) and NCCL, which were not found when spmdc "
         "was configured (or it was configured with -DSPMDC_ENABLE_CUDA=OFF); use --target cpu, "
         "or --emit-source FILE.cu to only write the CUDA source");
@@ -79,7 +77,7 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   try {
     index = find_shmap(module, o.fn);
   } catch (const TransformError &e) {
-    return fail(e.what());
+    return fail_build(e.what());
   }
   backend::EmitOptions eo;
   eo.target = target;
@@ -88,12 +86,12 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   const std::string source = backend::emit_program(module, &c.sources, eo);
 
   if (!o.emit_source.empty() && !write_file_atomically(o.emit_source, source))
-    return fail("cannot write `" + o.emit_source + "`");
+    return fail_build("cannot write `" + o.emit_source + "`");
   if (!build_exe) return kExitOk;
 
   std::string error;
   auto tc = backend::find_toolchain(error);
-  if (!tc) return fail(error);
+  if (!tc) return fail_build(error);
   // The source goes to a private temporary directory unless the user kept it.
   // (nvcc needs a .cu name; the C++ compiler is told the language with -x c++.)
   std::string src_path = o.emit_source;
@@ -105,10 +103,11 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
     std::string pattern = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/spmdc-build-XXXXXX";
     std::vector<char> buf(pattern.begin(), pattern.end());
     buf.push_back('\0');
-    if (!::mkdtemp(buf.data())) return fail("cannot create a temporary directory in /tmp");
+    if (!::mkdtemp(buf.data())) return fail_build("cannot create a temporary directory in /tmp");
     temp_dir = buf.data();
     src_path = temp_dir + (target == backend::Target::Cuda ? "/program.cu" : "/program.cpp");
-    if (!write_file_atomically(src_path, source)) return fail("cannot write `" + src_path + "`");
+    if (!write_file_atomically(src_path, source))
+      return fail_build("cannot write `" + src_path + "`");
   }
   const std::string tmp_out = output + ".tmp." + std::to_string(::getpid());
   std::vector<std::string> cmd = backend::compile_command(*tc, target, src_path, tmp_out);
@@ -136,13 +135,13 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
       msg += " (kept for inspection)";
     else
       cleanup();
-    std::cerr << "spmdc: error: " << msg << "\n";
+    report_error(common, "build-error", msg);
     return rc > 0 ? kExitInternalError : kExitUserError;
   }
   cleanup();
   if (std::rename(tmp_out.c_str(), output.c_str()) != 0) {
     std::remove(tmp_out.c_str());
-    return fail("cannot write `" + output + "`");
+    return fail_build("cannot write `" + output + "`");
   }
   if (o.keep_source && !temp_dir.empty()) std::cerr << "spmdc: source kept in " << src_path << "\n";
   return kExitOk;

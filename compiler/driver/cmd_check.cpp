@@ -39,11 +39,21 @@ bool write_file_atomically(const std::string &path, const std::string &text) {
   return true;
 }
 
+int write_output(const CommonOptions &common, const std::string &path, const std::string &text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return kExitOk;
+  }
+  if (!write_file_atomically(path, text))
+    return report_error(common, "io-error", "cannot write `" + path + "`");
+  return kExitOk;
+}
+
 int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after) {
   CompileOptions options = common.compile_options();
   options.stop_after = stop_after;
   compile_file(c, common.input, options);
-  if (!c.diags.all().empty()) std::cerr << render_diagnostics(c.diags, c.sources, common.color);
+  print_diagnostics(c.diags, c.sources, common);
   if (c.diags.has_internal_errors()) return kExitInternalError;
   if (c.diags.has_errors()) return kExitUserError;
   return kExitOk;
@@ -85,18 +95,16 @@ int run_fmt(const CommonOptions &common, const FmtOptions &options) {
   const std::string &original = c.sources.file(c.main_file).text();
   if (options.check) {
     if (formatted == original) return kExitOk;
-    std::cerr << common.input << ": not formatted (run `spmdc fmt -i " << common.input << "`)\n";
-    return kExitUserError;
+    return report_error(common, "not-formatted", "`" + common.input + "` is not formatted",
+                        "run `spmdc fmt -i " + common.input + "`");
   }
   if (!options.in_place) {
     std::cout << formatted;
     return kExitOk;
   }
   if (formatted == original) return kExitOk;
-  if (!write_file_atomically(common.input, formatted)) {
-    std::cerr << "spmdc: error: cannot replace `" << common.input << "`\n";
-    return kExitUserError;
-  }
+  if (!write_file_atomically(common.input, formatted))
+    return report_error(common, "io-error", "cannot replace `" + common.input + "`");
   return kExitOk;
 }
 

@@ -27,10 +27,10 @@ struct CostOptions {
 int run_cost(const CommonOptions &common, const CostOptions &o) {
   std::optional<HardwareProfile> profile = find_profile(o.profile);
   if (!profile) {
-    std::cerr << "spmdc: error: unknown profile `" << o.profile << "`; known:";
-    for (const HardwareProfile &p : builtin_profiles()) std::cerr << " " << p.name;
-    std::cerr << "\n";
-    return kExitUserError;
+    std::string known;
+    for (const HardwareProfile &p : builtin_profiles()) known += " " + p.name;
+    return report_error(common, "bad-command-line",
+                        "unknown profile `" + o.profile + "`; known:" + known);
   }
   if (o.flops_per_s || o.bw_bytes_per_s || o.latency_s) {
     profile->name += " (modified)";
@@ -39,9 +39,9 @@ int run_cost(const CommonOptions &common, const CostOptions &o) {
     if (o.latency_s) profile->latency_s = *o.latency_s;
   }
   if (profile->flops_per_s <= 0 || profile->bw_bytes_per_s <= 0 || profile->latency_s < 0) {
-    std::cerr << "spmdc: error: --flops-per-s and --bw-bytes-per-s must be positive and "
-                 "--latency-s not negative\n";
-    return kExitUserError;
+    return report_error(common, "bad-command-line",
+                        "--flops-per-s and --bw-bytes-per-s must be positive and --latency-s not "
+                        "negative");
   }
 
   Compilation c;
@@ -78,7 +78,7 @@ int run_cost(const CommonOptions &common, const CostOptions &o) {
   } catch (const TransformError &e) {
     DiagnosticEngine diags;
     diags.error(e.code, e.span, e.what());
-    std::cerr << render_diagnostics(diags, c.sources, common.color);
+    print_diagnostics(diags, c.sources, common);
     return kExitUserError;
   }
 }

@@ -25,6 +25,7 @@ struct CommonOptions {
   std::vector<std::string> library_paths;
   int max_errors = 50;
   bool color = false;
+  DiagnosticsFormat diagnostics_format = DiagnosticsFormat::Text;
   int64_t unroll = 0;  // --unroll N
 
   CompileOptions compile_options() const;
@@ -33,6 +34,19 @@ struct CommonOptions {
 /// Compiles, prints diagnostics to stderr, and returns the exit status the
 /// diagnostics call for (0 when there were none or only warnings).
 int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after);
+
+/// Prints `diags` to stderr in the chosen format (text or JSON Lines).
+void print_diagnostics(const DiagnosticEngine &diags, const SourceManager &sources,
+                       const CommonOptions &common);
+
+/// Prints one problem that has no source location (a bad command line, an
+/// unreadable input, a failed build) as `spmdc: error: message [code]` plus an
+/// optional help line, or as one JSON diagnostic; returns kExitUserError.
+int report_error(const CommonOptions &common, const std::string &code, const std::string &message,
+                 const std::string &help = "");
+/// Prints a one-line status note (`spmdc: note: ...`) unless quiet; in JSON mode
+/// it is a diagnostic of severity "note".
+void report_note(const CommonOptions &common, const std::string &code, const std::string &message);
 
 /// A subcommand: its CLI11 node and what runs when it is chosen.
 struct Command {
@@ -43,6 +57,10 @@ struct Command {
 /// Writes `text` to a temporary file beside `path`, then renames it over
 /// `path`: the file is complete or unchanged. False on failure.
 bool write_file_atomically(const std::string &path, const std::string &text);
+
+/// Writes `text` to stdout when `path` is empty or "-", else atomically to
+/// `path`; returns the exit status (report_error when it cannot write).
+int write_output(const CommonOptions &common, const std::string &path, const std::string &text);
 
 /// Adds the options shared by file-compiling commands (the input file, ...).
 void add_common_options(CLI::App &cmd, CommonOptions &common);

@@ -13,10 +13,24 @@
 #include "driver/cli_docs.h"
 #include "driver/commands.h"
 #include "driver/version.h"
+#include "support/suggest.h"
 
 namespace {
 
 using namespace spmd::driver;
+using spmd::closest_match;
+using spmd::DiagnosticsFormat;
+
+/// `--diagnostics-format json` / `--diagnostics-format=json` anywhere in argv.
+DiagnosticsFormat diagnostics_format_from_argv(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--diagnostics-format=json" ||
+        (a == "--diagnostics-format" && i + 1 < argc && std::string_view(argv[i + 1]) == "json"))
+      return DiagnosticsFormat::Json;
+  }
+  return DiagnosticsFormat::Text;
+}
 
 int real_main(int argc, char **argv) {
   CLI::App app{
@@ -29,8 +43,17 @@ int real_main(int argc, char **argv) {
   app.add_flag("-v,--verbose", verbosity, "More logging on stderr (-v debug, -vv trace)");
   bool color = false;
   app.add_flag("--color", color, "Color diagnostics when stderr is a terminal");
-
   CommonOptions common;
+  // Known before parsing, so that CLI11's own errors come out in the chosen format.
+  common.diagnostics_format = diagnostics_format_from_argv(argc, argv);
+  std::string format_name = "text";
+  app.add_option("--diagnostics-format", format_name,
+                 "How diagnostics are printed on stderr: text (default) or json (JSON Lines, one "
+                 "object per diagnostic; see docs/diagnostics.md)")
+      ->check(CLI::IsMember({"text", "json"}));
+  // Global options are accepted after the command word too (`spmdc check f.spmd -v`).
+  app.fallthrough();
+
   std::vector<Command> commands;
   register_check_commands(app, common, commands);
   register_derive_commands(app, common, commands);
@@ -49,9 +72,14 @@ int real_main(int argc, char **argv) {
       if (is_visible(*c.app)) names += (names.empty() ? "" : ", ") + c.app->get_name();
     }
     if (!known) {
-      std::cerr << "spmdc: error: unknown command `" << argv[1] << "` (commands: " << names
-                << "; see spmdc --help)\n";
-      return kExitUserError;
+      std::vector<std::string> command_names;
+      for (const Command &c : commands)
+        if (is_visible(*c.app)) command_names.push_back(c.app->get_name());
+      auto best = closest_match(argv[1], command_names);
+      return report_error(common, "bad-command-line",
+                          "unknown command `" + std::string(argv[1]) + "` (commands: " + names +
+                              "; see spmdc --help)",
+                          best ? "did you mean `" + *best + "`?" : "");
     }
   }
   try {
@@ -59,10 +87,14 @@ int real_main(int argc, char **argv) {
   } catch (const CLI::Success &e) {
     return app.exit(e);
   } catch (const CLI::ParseError &e) {
-    app.exit(e);
-    return kExitUserError;
+    // CLI11's message, in spmdc's own format (`spmdc: error: ...`).
+    return report_error(common, "bad-command-line", e.what(),
+                        "see `spmdc " + std::string(argc > 1 && argv[1][0] != '-' ? argv[1] : "") +
+                            (argc > 1 && argv[1][0] != '-' ? " " : "") + "--help`");
   }
   common.color = color && isatty(2);
+  common.diagnostics_format =
+      format_name == "json" ? DiagnosticsFormat::Json : DiagnosticsFormat::Text;
 
   auto logger = spdlog::stderr_logger_st("spmdc");
   spdlog::set_default_logger(logger);
@@ -79,14 +111,22 @@ int real_main(int argc, char **argv) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  auto internal_error = [&](const std::string &what) {
+    if (diagnostics_format_from_argv(argc, argv) == DiagnosticsFormat::Json) {
+      spmd::DiagnosticEngine diags;
+      diags.internal({}, what);
+      std::cerr << spmd::render_diagnostics_json(diags, spmd::SourceManager{});
+    } else {
+      std::cerr << "spmdc: internal compiler error: " << what
+                << "\nThis is a bug in spmdc; please report it with the input file.\n";
+    }
+    return kExitInternalError;
+  };
   try {
     return real_main(argc, argv);
   } catch (const std::exception &e) {
-    std::cerr << "spmdc: internal compiler error: " << e.what()
-              << "\nThis is a bug in spmdc; please report it with the input file.\n";
-    return kExitInternalError;
+    return internal_error(e.what());
   } catch (...) {
-    std::cerr << "spmdc: internal compiler error: unknown exception\n";
-    return kExitInternalError;
+    return internal_error("unknown exception");
   }
 }

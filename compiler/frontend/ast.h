@@ -46,9 +46,11 @@ struct SpecDim {
   SourceSpan span;
 };
 
-/// `P(i, None)`, `P((data, model))`, `P()`.
+/// `P(i, None)`, `P((data, model))`, `P()`, or `auto` (in a `sharded` signature: the
+/// compiler chooses).
 struct SpecExpr {
   std::vector<SpecDim> dims;
+  bool is_auto = false;
   SourceSpan span;
 };
 
@@ -76,6 +78,9 @@ struct BoolLit {
 struct StringLit {
   std::string value;  // unescaped
 };
+/// `None`: an unsplit dimension in a partition spec written as an argument
+/// (`constrain(x, P(i, None))`); lowering rejects it anywhere else.
+struct NoneLit {};
 struct UnaryExpr {
   UnaryOpKind op;
   ExprPtr operand;
@@ -118,8 +123,8 @@ struct ListExpr {
 };
 
 struct Expr {
-  std::variant<NameExpr, IntLit, FloatLit, BoolLit, StringLit, UnaryExpr, BinaryExpr, CallExpr,
-               IndexExpr, TupleExpr, ListExpr>
+  std::variant<NameExpr, IntLit, FloatLit, BoolLit, StringLit, NoneLit, UnaryExpr, BinaryExpr,
+               CallExpr, IndexExpr, TupleExpr, ListExpr>
       node;
   SourceSpan span;
   /// True when the source wrapped this expression in parentheses (for printing).
@@ -196,20 +201,28 @@ struct MeshDecl {
 struct Param {
   Ident name;
   TypeExpr type;
-  std::optional<SpecExpr> spec;  // shmap parameters only
+  std::optional<SpecExpr> spec;  // shmap and sharded parameters only
   SourceSpan span;
 };
 struct Result {
   std::optional<Ident> name;  // `-> (loss: f32[] @ P(), ...)`
   TypeExpr type;
-  std::optional<SpecExpr> spec;  // shmap results only
+  std::optional<SpecExpr> spec;  // shmap and sharded results only
   SourceSpan span;
 };
 
-enum class FuncKind { Def, Shmap };
+/// What an unnamed result of a function with several results is called
+/// (`spmdc run --out out1=...`, diagnostics): `out0`, `out1`, ... (0-based,
+/// like `--of 0`).
+inline std::string unnamed_result_name(size_t k) { return "out" + std::to_string(k); }
 
-/// `def g(x: f32[n, 3]) -> f32[] { ... }` or
-/// `[[no_auto_pbroadcast]] shmap f(x: f32[32] @ P(i)) -> f32[] @ P() on M { ... }`.
+/// `def`, `shmap` (per-device body), or `sharded` (a global-view body: global
+/// shapes, no collectives; the compiler chooses how to split it).
+enum class FuncKind { Def, Shmap, Sharded };
+
+/// `def g(x: f32[n, 3]) -> f32[] { ... }`,
+/// `[[no_auto_pbroadcast]] shmap f(x: f32[32] @ P(i)) -> f32[] @ P() on M { ... }` or
+/// `sharded f(x: f32[32, 8] @ P(i), w: f32[8, 8] @ auto) -> f32[32, 8] @ P(i) on M { ... }`.
 struct FuncDecl {
   FuncKind kind = FuncKind::Def;
   Ident name;
@@ -217,7 +230,7 @@ struct FuncDecl {
   std::vector<Param> params;
   std::vector<Result> results;  // several = tuple result, written `-> (A, B)`
   bool results_parenthesized = false;
-  std::optional<Ident> mesh;  // shmap only
+  std::optional<Ident> mesh;  // shmap and sharded only
   Block body;
 };
 

@@ -78,9 +78,43 @@ std::vector<std::string> default_library_paths() {
   return paths;
 }
 
+std::optional<std::string> library_module_defining(const std::string &name,
+                                                   const std::vector<std::string> &library_paths) {
+  // Small and bounded: library folders hold a handful of modules.
+  constexpr int kMaxFiles = 200;
+  int seen = 0;
+  for (const std::string &dir : library_paths) {
+    std::error_code ec;
+    fs::recursive_directory_iterator it(dir, ec), end;
+    for (; !ec && it != end && seen < kMaxFiles; it.increment(ec)) {
+      if (it.depth() > 3) it.disable_recursion_pending();
+      if (!it->is_regular_file(ec) || it->path().extension() != ".spmd") continue;
+      ++seen;
+      SourceManager scratch;
+      DiagnosticEngine ignored;
+      std::string error;
+      FileId file = scratch.load(it->path().string(), error);
+      if (file == kNoFile) continue;
+      ast::Module module = parse(scratch, file, ignored);
+      for (const ast::Decl &d : module.decls) {
+        auto *fn = std::get_if<ast::FuncDecl>(&d.node);
+        if (!fn || fn->name.name != name || fn->kind != ast::FuncKind::Def) continue;
+        fs::path relative = fs::relative(it->path(), dir, ec);
+        relative.replace_extension();
+        std::string module_name;
+        for (const fs::path &part : relative)
+          module_name += (module_name.empty() ? "" : ".") + part.string();
+        return module_name;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 Program load_program(SourceManager &sources, FileId main_file,
                      const std::vector<std::string> &library_paths, DiagnosticEngine &diags) {
   Program program;
+  program.library_paths = library_paths;
   program.modules.push_back({"", parse(sources, main_file, diags)});
   std::set<std::string> loaded_names;
   std::set<std::string> loaded_paths{canonical_or_same(sources.file(main_file).path())};

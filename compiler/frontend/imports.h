@@ -11,6 +11,7 @@
 // import ("unknown-module").
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,17 @@ struct ParsedModule {
 struct Program {
   /// modules[0] is the main file; imported modules follow in load order.
   std::vector<ParsedModule> modules;
+  /// The directories imports were searched in (for "add `import std.nn`" hints).
+  std::vector<std::string> library_paths;
 };
 
 /// The default library search path (see the file comment).
 std::vector<std::string> default_library_paths();
+
+/// The name of a library module (`std.nn`) under `library_paths` that defines
+/// a function `name`, if any: what an unknown-function error suggests importing.
+std::optional<std::string> library_module_defining(const std::string &name,
+                                                   const std::vector<std::string> &library_paths);
 
 /// Parses `main_file` and everything it imports.
 Program load_program(SourceManager &sources, FileId main_file,

@@ -1,6 +1,8 @@
 // ir/ir.cpp — small helpers of the IR data structures.
 #include "ir/ir.h"
 
+#include "frontend/ast.h"
+
 namespace spmd::ir {
 
 ValueId Function::add_value(Type type, std::string name, SourceSpan span) {
@@ -12,10 +14,50 @@ ValueId Function::add_value(Type type, std::string name, SourceSpan span) {
   return static_cast<ValueId>(values.size() - 1);
 }
 
+const char *function_keyword(FunctionKind kind) {
+  switch (kind) {
+    case FunctionKind::Shmap:
+      return "shmap";
+    case FunctionKind::Def:
+      return "def";
+    case FunctionKind::Sharded:
+      return "sharded";
+  }
+  return "def";
+}
+
+Function Function::without_body() const {
+  Function f;
+  f.name = name;
+  f.kind = kind;
+  f.mesh = mesh;
+  f.auto_pbroadcast = auto_pbroadcast;
+  f.entry = entry;
+  f.no_auto_pbroadcast_span = no_auto_pbroadcast_span;
+  f.params = params;
+  f.results = results;
+  f.returns = returns;
+  f.return_span = return_span;
+  f.span = span;
+  f.comment = comment;
+  f.source_name = source_name;
+  return f;
+}
+
 std::string result_name(const Function &f, size_t k) {
   if (k < f.results.size() && !f.results[k].name.empty()) return f.results[k].name;
   if (f.results.size() == 1) return f.name;
-  return "out" + std::to_string(k);
+  return ast::unnamed_result_name(k);
+}
+
+std::string describe_result(const Function &f, size_t k) {
+  return describe_result(f.name, f.results.size(), result_name(f, k));
+}
+
+std::string describe_result(const std::string &function, size_t num_results,
+                            const std::string &result) {
+  if (num_results == 1) return "the result of `" + function + "`";
+  return "result `" + result + "` of `" + function + "`";
 }
 
 const rt::Mesh &Module::mesh_of(const Function &f) const {

@@ -59,7 +59,10 @@ class VarianceInference {
     ir::Function f = pristine_[i];
     std::vector<AxisSet> param_var;
     for (const auto &p : f.params) param_var.push_back(spec_axes(p.spec));
+    const ir::Function *caller_shmap = shmap_;
+    shmap_ = &f;
     process_function(f, param_var, f.auto_pbroadcast);
+    shmap_ = caller_shmap;
     module_.functions[i] = std::move(f);
     bool ok = diags_->num_errors() == errors_before;
     diags_ = caller_diags;
@@ -172,33 +175,65 @@ class VarianceInference {
   }
 
   /// Where `value` got its variance along `axis`: walks back to a parameter or
-  /// to the op that introduced it.
-  DiagnosticLabel trace_origin(const FunctionState &st, ir::ValueId value, int axis) {
+  /// to the op that introduced it, and notes on the way the first `if`/`where`
+  /// whose condition varies (the predicate makes the chosen value vary).
+  void add_origin_notes(Diagnostic &diag, const FunctionState &st, ir::ValueId value, int axis) {
     const ir::Function &f = st.f;
     const std::string &axis_name = st.mesh.axes()[axis].name;
+    bool predicate_noted = false;
     for (int steps = 0; steps < 10000; ++steps) {
       for (const auto &p : f.params)
-        if (p.value == value)
-          return {p.span, "`" + f.values[value].name + "` varies along `" + axis_name +
-                              "` because of this argument"};
+        if (p.value == value) {
+          diag.note(p.span, "`" + f.values[value].name + "` varies along `" + axis_name +
+                                "` because of this argument");
+          return;
+        }
       auto it = st.defs.find(value);
       if (it == st.defs.end()) break;
       const DefInfo &d = it->second;
       bool introduces =
           d.op == OpCode::Pbroadcast || d.op == OpCode::Pscatter || d.op == OpCode::AxisIndex;
-      if (introduces && std::find(d.axes.begin(), d.axes.end(), axis) != d.axes.end())
-        return {d.span, std::string("`") + std::string(op_spelling(d.op)) +
-                            "` makes the value vary along `" + axis_name + "` here"};
+      if (introduces && std::find(d.axes.begin(), d.axes.end(), axis) != d.axes.end()) {
+        diag.note(d.span, std::string("`") + std::string(op_spelling(d.op)) +
+                              "` makes the value vary along `" + axis_name + "` here");
+        return;
+      }
+      if (d.op == OpCode::Select && !predicate_noted &&
+          f.type(d.operands[0]).variance.contains(axis)) {
+        std::string who = f.values[value].name.empty() ? std::string("the value")
+                                                       : "`" + f.values[value].name + "`";
+        diag.note(d.span, "this condition varies along `" + axis_name + "`, so the devices along " +
+                              "it may choose differently and " + who + " varies too");
+        predicate_noted = true;
+      }
       ir::ValueId next = ir::kNoValue;
       for (ir::ValueId o : d.operands)
         if (f.type(o).variance.contains(axis)) {
           next = o;
           break;
         }
-      if (next == ir::kNoValue) return {d.span, "this value varies along `" + axis_name + "`"};
+      if (next == ir::kNoValue) {
+        diag.note(d.span, "this value varies along `" + axis_name + "`");
+        return;
+      }
       value = next;
     }
-    return {f.values[value].span, "this value varies along `" + axis_name + "`"};
+    diag.note(f.values[value].span, "this value varies along `" + axis_name + "`");
+  }
+
+  /// The end of a help line for code that needs a pbroadcast while automatic
+  /// insertion is off: how to turn it back on.
+  std::string enable_auto_text() const {
+    if (shmap_ && shmap_->no_auto_pbroadcast_span.valid())
+      return "or remove `[[no_auto_pbroadcast]]` from `" + shmap_->name +
+             "` to let spmdc insert it";
+    return "or run without --no-auto-pbroadcast to let spmdc insert it";
+  }
+  /// Points at the attribute that turned automatic insertion off, if any.
+  void note_no_auto(Diagnostic &d) const {
+    if (shmap_ && shmap_->no_auto_pbroadcast_span.valid())
+      d.note(shmap_->no_auto_pbroadcast_span,
+             "automatic pbroadcast insertion is off for `" + shmap_->name + "` here");
   }
 
   // ------------------------------------------------------------ blocks
@@ -254,14 +289,17 @@ class VarianceInference {
               if (st.auto_pb) {
                 operand = lift(st, body, x, f.type(x).variance | missing, in.span);
               } else {
-                diags_
-                    ->error("invariant-operand", in.span,
-                            "`" + op + "` needs an operand that varies along " +
-                                axes_names(missing, mesh) + ", but " + name_of(st, x) +
-                                " is the same on every device along " +
-                                (missing.size() == 1 ? "it" : "them"))
-                    .fix = "write `" + op + "(" + pbroadcast_text(f.values[x].name, missing, mesh) +
-                           ", ...)`, or enable automatic pbroadcast insertion";
+                Diagnostic &d =
+                    diags_
+                        ->error("invariant-operand", in.span,
+                                "`" + op + "` needs an operand that varies along " +
+                                    axes_names(missing, mesh) + ", but " + name_of(st, x) +
+                                    " is the same on every device along " +
+                                    (missing.size() == 1 ? "it" : "them"))
+                        .help("write `" + op + "(" +
+                              pbroadcast_text(f.values[x].name, missing, mesh) + ", ...)`, " +
+                              enable_auto_text());
+                note_no_auto(d);
               }
             }
           }
@@ -274,7 +312,7 @@ class VarianceInference {
                                         "device along " + axes_names(extra, mesh) + ", but " +
                                         name_of(st, x) + " varies along " +
                                         (extra.size() == 1 ? "it" : "them"));
-            d.notes.push_back(trace_origin(st, x, extra.axes()[0]));
+            add_origin_notes(d, st, x, extra.axes()[0]);
             d.fix = in.op == OpCode::Pbroadcast
                         ? "the value already varies there; remove the pbroadcast"
                         : "use a collective that takes a varying operand (e.g. psum_scatter)";
@@ -289,16 +327,19 @@ class VarianceInference {
             o = lift(st, body, o, uni, in.span);
           } else {
             AxisSet missing = uni - f.type(o).variance;
-            diags_
-                ->error("variance-mismatch", in.span,
+            Diagnostic &d =
+                diags_
+                    ->error(
+                        "variance-mismatch", in.span,
                         "the operands of `" + std::string(op_display_name(in.op)) +
                             "` disagree in variance: " + name_of(st, o) +
                             (f.type(o).variance.empty()
                                  ? std::string(" is the same on every device")
                                  : " varies only along " + axes_names(f.type(o).variance, mesh)) +
                             ", but the result varies along " + axes_names(uni, mesh))
-                .fix = "write `" + pbroadcast_text(f.values[o].name, missing, mesh) +
-                       "`, or enable automatic pbroadcast insertion";
+                    .help("write `" + pbroadcast_text(f.values[o].name, missing, mesh) + "`, " +
+                          enable_auto_text());
+            note_no_auto(d);
           }
         }
         break;
@@ -406,7 +447,7 @@ class VarianceInference {
                                     axes_names(extra, st.mesh) +
                                     ", but the derivative was taken for a `" + names[k] +
                                     "` that is the same on " + "every device there");
-        d.notes.push_back(trace_origin(st, x, extra.axes()[0]));
+        add_origin_notes(d, st, x, extra.axes()[0]);
         d.fix = "make the argument the same along " + axes_names(extra, st.mesh) +
                 " first, or pass values to the primal parameters that vary as much";
         continue;
@@ -461,7 +502,7 @@ class VarianceInference {
                 "` needs the same value on every device along " +
                 (extra.size() == 1 ? "it" : "them"));
         d.notes.push_back({params[k].span, "the in_spec leaves out `" + axis_name + "` here"});
-        d.notes.push_back(trace_origin(st, x, axis));
+        add_origin_notes(d, st, x, axis);
         d.fix = "make the argument the same along `" + axis_name +
                 "` first (psum, pmean, all_gather_invariant, ...), or map `" + params[k].name +
                 "` along `" + axis_name + "` in the in_spec of `" + callee + "`";
@@ -501,7 +542,7 @@ class VarianceInference {
             diags_->error("annotation-mismatch", info.annotation_span,
                           "`" + info.name + "` is annotated " + axis_set_str(declared, st.mesh) +
                               " but it varies along " + axes_names(extra, st.mesh));
-        d.notes.push_back(trace_origin(st, r, extra.axes()[0]));
+        add_origin_notes(d, st, r, extra.axes()[0]);
         continue;
       }
       if (liftable(st, r)) {
@@ -511,7 +552,8 @@ class VarianceInference {
             ->error("annotation-mismatch", info.annotation_span,
                     "`" + info.name + "` is annotated " + axis_set_str(declared, st.mesh) +
                         " but it is invariant along " + axes_names(declared - actual, st.mesh))
-            .fix = "write `" + pbroadcast_text(info.name, declared - actual, st.mesh) + "`";
+            .help("write `" + pbroadcast_text(info.name, declared - actual, st.mesh) + "`, " +
+                  enable_auto_text());
       }
     }
   }
@@ -573,7 +615,8 @@ class VarianceInference {
             ->error("loop-variance", in.span,
                     "loop-carried `" + name + "` starts out the same on every device but the " +
                         "loop makes it vary along " + axes_names(missing, st.mesh))
-            .fix = "initialise it with `" + pbroadcast_text(name, missing, st.mesh) + "`";
+            .help("initialise it with `" + pbroadcast_text(name, missing, st.mesh) + "`, " +
+                  enable_auto_text());
       }
     }
     // 3. Type the body for good and lift the yields that vary less.
@@ -591,8 +634,8 @@ class VarianceInference {
             ->error("loop-variance", in.span,
                     "loop-carried `" + name + "` varies along " + axes_names(carried[k], st.mesh) +
                         " in some iterations but its next " + "value does not")
-            .fix = "assign `" + pbroadcast_text(name, carried[k] - f.type(y).variance, st.mesh) +
-                   "` at the end of the loop body";
+            .help("assign `" + pbroadcast_text(name, carried[k] - f.type(y).variance, st.mesh) +
+                  "` at the end of the loop body, " + enable_auto_text());
       }
     }
     st.lifted.pop_back();
@@ -614,15 +657,14 @@ class VarianceInference {
       if (!extra.empty()) {
         int axis = extra.axes()[0];
         const std::string axis_name = mesh.axes()[axis].name;
-        std::string what = f.returns.size() == 1 ? "the result" : "result " + std::to_string(k + 1);
         auto &d =
             diags_->error("unmapped-output-varies", f.return_span,
-                          what + " of `" + f.name + "` may differ between devices along " +
+                          ir::describe_result(f, k) + " may differ between devices along " +
                               axes_names(extra, mesh) + ", but its out_spec does not mention " +
                               (extra.size() == 1 ? "that axis" : "those axes") +
                               ", so every device along it must hold the same value");
         d.notes.push_back({f.results[k].span, "the out_spec leaves out `" + axis_name + "` here"});
-        d.notes.push_back(trace_origin(st, v, axis));
+        add_origin_notes(d, st, v, axis);
         d.fix = "reduce it with `psum(..., " + axis_list_str(extra.axes(), mesh) +
                 ")` (or pmean/all_gather_invariant), or map the output along `" + axis_name +
                 "` in its out_spec";
@@ -635,10 +677,11 @@ class VarianceInference {
       } else {
         diags_
             ->error("invariant-output", f.return_span,
-                    "the out_spec of result " + std::to_string(k + 1) + " maps it along " +
+                    "the out_spec of " + ir::describe_result(f, k) + " maps it along " +
                         axes_names(missing, mesh) +
                         ", but the value is the same on every device there")
-            .fix = "return `" + pbroadcast_text(f.values[v].name, missing, mesh) + "`";
+            .help("return `" + pbroadcast_text(f.values[v].name, missing, mesh) + "`, " +
+                  enable_auto_text());
       }
     }
   }
@@ -678,6 +721,7 @@ class VarianceInference {
   };
 
   ir::Module &module_;
+  const ir::Function *shmap_ = nullptr;  // the shmap being typed (defs follow its settings)
   DiagnosticEngine *diags_;
   DiagnosticEngine *const top_diags_;
   std::vector<ir::Function> pristine_;

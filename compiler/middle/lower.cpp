@@ -6,6 +6,7 @@
 
 #include "frontend/format.h"
 #include "middle/lower_internal.h"
+#include "middle/spellings.h"
 #include "ops/shape_rules.h"
 
 namespace spmd {
@@ -32,6 +33,25 @@ std::string qualified_alias(const std::string &module_name) {
 
 std::string mesh_text(const rt::Mesh &mesh) { return mesh_text(mesh.axes()); }
 
+void report_unknown_dtype(DiagnosticEngine &diags, SourceSpan span, const std::string &name) {
+  Diagnostic &d = diags.error(
+      "unknown-dtype", span, "unknown dtype `" + name + "` (expected f32, f64, bf16, i32 or bool)");
+  suggest(d, span, name, foreign_dtype(name), {"f32", "f64", "bf16", "i32", "bool"});
+}
+
+void report_unknown_axis(DiagnosticEngine &diags, SourceSpan span, const std::string &name,
+                         const rt::Mesh &mesh) {
+  std::string names;
+  std::vector<std::string> axes;
+  for (const auto &ax : mesh.axes()) {
+    names += (names.empty() ? "`" : ", `") + ax.name + "`";
+    axes.push_back(ax.name);
+  }
+  Diagnostic &d = diags.error(
+      "unknown-axis", span, "`" + name + "` is not an axis of the mesh (its axes: " + names + ")");
+  suggest(d, span, name, std::nullopt, axes);
+}
+
 // ============================================================== ProgramLowerer
 
 ProgramLowerer::ProgramLowerer(const Program &program, const SourceManager &sources,
@@ -46,19 +66,19 @@ void ProgramLowerer::collect() {
         if (auto known = meshes_.find(mesh->name.name); known != meshes_.end()) {
           // An imported module (a derived program, say) may declare the same
           // mesh as the importer: equal declarations are one mesh.
-          if (known->second >= 0 && m > 0 &&
-              mesh_text(module.meshes[static_cast<size_t>(known->second)].mesh) == mesh_text(*mesh))
-            continue;
-          auto &d = diags.error("duplicate-definition", mesh->name.span,
-                                "mesh `" + mesh->name.name + "` is defined twice" +
-                                    (m > 0 ? " with different axes" : ""));
-          if (known->second >= 0)
-            d.notes.push_back(
-                {module.meshes[static_cast<size_t>(known->second)].span,
-                 "first defined here as " +
-                     mesh_text(module.meshes[static_cast<size_t>(known->second)].mesh)});
+          const ir::MeshDef *first =
+              known->second >= 0 ? &module.meshes[static_cast<size_t>(known->second)] : nullptr;
+          if (first && m > 0 && mesh_text(first->mesh) == mesh_text(*mesh)) continue;
+          diags
+              .error("duplicate-definition", mesh->name.span,
+                     "mesh `" + mesh->name.name + "` is defined twice" +
+                         (m > 0 ? " with different axes" : ""))
+              .note(mesh_spans_[mesh->name.name],
+                    "first defined here" +
+                        (first && m > 0 ? " as " + mesh_text(first->mesh) : std::string()));
           continue;
         }
+        mesh_spans_[mesh->name.name] = mesh->name.span;
         std::vector<rt::MeshAxis> axes;
         std::set<std::string> seen;
         bool ok = true;
@@ -129,7 +149,20 @@ const ast::FuncDecl *ProgramLowerer::find_def(const std::string &name, int from_
                                               SourceSpan span, int &def_module) {
   auto it = funcs_.find(name);
   if (it == funcs_.end() || it->second.empty()) {
-    diags.error("unknown-function", span, "unknown function `" + name + "`");
+    Diagnostic &d = diags.error("unknown-function", span, "unknown function `" + name + "`");
+    std::string bare(strip_foreign_prefix(name));
+    if (auto module_name = library_module_defining(bare, program_.library_paths)) {
+      d.help("`" + bare + "` is defined in the library module `" + *module_name +
+             "`: add `import " + *module_name + "` at the top of the file");
+      d.fixit(SourceSpan{program_.modules[0].ast.file, 0, 0}, "import " + *module_name + "\n");
+      if (bare != name) d.fixit(span, bare);
+      return nullptr;
+    }
+    std::vector<std::string> candidates;
+    for (const auto &[fname, syms] : funcs_)
+      if (!syms.empty()) candidates.push_back(fname);
+    for (const std::string &b : builtin_names()) candidates.push_back(b);
+    suggest(d, span, name, foreign_function(name, is_builtin), candidates);
     return nullptr;
   }
   const auto &cands = it->second;
@@ -159,8 +192,7 @@ std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type,
   auto dtype = parse_dtype(type.dtype.name);
   bool ok = true;
   if (!dtype) {
-    diags.error("unknown-dtype", type.dtype.span,
-                "unknown dtype `" + type.dtype.name + "` (expected f32, f64, bf16, i32 or bool)");
+    report_unknown_dtype(diags, type.dtype.span, type.dtype.name);
     ok = false;
   }
   Shape shape;
@@ -218,10 +250,7 @@ std::optional<rt::PartitionSpec> ProgramLowerer::resolve_spec(const ast::SpecExp
     for (const auto &axis : spec.dims[d].axes) {
       int a = mesh.find_axis(axis.name);
       if (a < 0) {
-        std::string names;
-        for (const auto &ax : mesh.axes()) names += (names.empty() ? "`" : ", `") + ax.name + "`";
-        diags.error("unknown-axis", axis.span,
-                    "`" + axis.name + "` is not an axis of the mesh (its axes: " + names + ")");
+        report_unknown_axis(diags, axis.span, axis.name, mesh);
         ok = false;
         continue;
       }
@@ -274,29 +303,44 @@ int ProgramLowerer::shmap_function(const ast::FuncDecl &decl, int module_index,
 
 std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &decl,
                                                         int module_index) {
+  // A sharded function is lowered like a shmap whose every value has its
+  // global shape: its specs are requirements for `spmdc shard`, not a split.
+  const bool sharded = decl.kind == ast::FuncKind::Sharded;
+  const char *what = sharded ? "sharded function" : "shmap";
   ir::Function f;
   f.name = decl.name.name;
-  f.kind = ir::FunctionKind::Shmap;
+  f.kind = sharded ? ir::FunctionKind::Sharded : ir::FunctionKind::Shmap;
   f.span = decl.name.span;
   f.auto_pbroadcast = options_.auto_pbroadcast;
   for (const auto &attr : decl.attributes) {
-    if (attr.name == "no_auto_pbroadcast") {
+    if (sharded) {
+      diags.error("unknown-attribute", attr.span,
+                  "a sharded function takes no attributes (`" + attr.name +
+                      "` applies to shmaps); `spmdc shard` decides where pbroadcasts go");
+    } else if (attr.name == "no_auto_pbroadcast") {
       f.auto_pbroadcast = false;
+      f.no_auto_pbroadcast_span = attr.span;
     } else if (attr.name == "auto_pbroadcast") {
       f.auto_pbroadcast = true;
     } else {
-      diags.error(
+      Diagnostic &d = diags.error(
           "unknown-attribute", attr.span,
           "unknown attribute `" + attr.name + "` (known: no_auto_pbroadcast, auto_pbroadcast)");
+      suggest(d, attr.span, attr.name, std::nullopt, {"no_auto_pbroadcast", "auto_pbroadcast"});
     }
   }
   if (!decl.mesh) {  // the parser reports a missing `on MESH`
-    diags.internal(decl.name.span, "shmap `" + f.name + "` without a mesh reached lowering");
+    diags.internal(decl.name.span,
+                   std::string(what) + " `" + f.name + "` without a mesh reached lowering");
     return std::nullopt;
   }
   auto mit = meshes_.find(decl.mesh->name);
   if (mit == meshes_.end()) {
-    diags.error("unknown-mesh", decl.mesh->span, "unknown mesh `" + decl.mesh->name + "`");
+    Diagnostic &d =
+        diags.error("unknown-mesh", decl.mesh->span, "unknown mesh `" + decl.mesh->name + "`");
+    std::vector<std::string> names;
+    for (const auto &[n, index] : meshes_) names.push_back(n);
+    suggest(d, decl.mesh->span, decl.mesh->name, std::nullopt, names);
     return std::nullopt;
   }
   if (mit->second < 0) return std::nullopt;  // the mesh itself was reported
@@ -311,27 +355,34 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
                   "parameter `" + p.name.name + "` is declared twice");
       ok = false;
     }
+    // A parameter whose type or spec is wrong is poisoned in the body, which
+    // is still checked for its own mistakes.
     auto type = resolve_type(p.type, nullptr, false, nullptr);
     if (!type) {
       ok = false;
+      bindings.emplace_back(p.name.name, kPoisoned);
       continue;
     }
     if (!p.spec) {  // the parser reports a missing spec
-      diags.internal(p.span,
-                     "shmap parameter `" + p.name.name + "` without a spec reached lowering");
+      diags.internal(p.span, std::string(what) + " parameter `" + p.name.name +
+                                 "` without a spec reached lowering");
       ok = false;
       continue;
     }
     auto spec = resolve_spec(*p.spec, mesh, type->shape, p.type.span);
     if (!spec) {
       ok = false;
+      bindings.emplace_back(p.name.name, kPoisoned);
       continue;
     }
     ir::Param param;
     param.global_shape = type->shape;
     param.spec = *spec;
+    param.auto_spec = p.spec->is_auto;
     param.span = p.span;
-    Type local{type->dtype, rt::local_shape(mesh, type->shape, *spec), {}};
+    param.spec_span = p.spec->span;
+    Type local{type->dtype,
+               sharded ? type->shape : rt::local_shape(mesh, type->shape, *spec), {}};
     param.value = f.add_value(local, p.name.name, p.name.span);
     f.params.push_back(param);
     bindings.emplace_back(p.name.name, param.value);
@@ -343,7 +394,7 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
       continue;
     }
     if (!r.spec) {  // the parser reports a missing spec
-      diags.internal(r.span, "shmap result without a spec reached lowering");
+      diags.internal(r.span, std::string(what) + " result without a spec reached lowering");
       ok = false;
       continue;
     }
@@ -356,13 +407,19 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
     if (r.name) result.name = r.name->name;
     result.global_shape = type->shape;
     result.spec = *spec;
+    result.auto_spec = r.spec->is_auto;
     result.span = r.span;
+    result.spec_span = r.spec->span;
     f.results.push_back(result);
-    f.results.back().global_shape = type->shape;
-    // Remember the dtype through a placeholder value type check below.
-    (void)type;
   }
-  if (!ok) return std::nullopt;
+  if (!ok) {
+    // Check the body anyway (its result types are unknown, so returns are not checked).
+    ir::Function scratch = f;
+    BodyLowerer body(*this, scratch, module_index);
+    for (auto &[n, v] : bindings) body.env[n] = v;
+    body.lower_block(decl.body);
+    return std::nullopt;
+  }
   // Result dtypes are needed to check returns; keep them in a side vector.
   std::vector<DType> result_dtypes;
   for (const ast::Result &r : decl.results)
@@ -377,7 +434,7 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
     body.lower_block(decl.body);
     if (!body.returned && diags.num_errors() == errors_before)
       diags.error("missing-return", decl.name.span,
-                  "shmap `" + fn.name + "` does not end with a `return`");
+                  std::string(what) + " `" + fn.name + "` does not end with a `return`");
   }
   if (diags.num_errors() != errors_before) return std::nullopt;
   if (fn.returns.size() != fn.results.size()) {
@@ -389,11 +446,23 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
   }
   for (size_t k = 0; k < fn.returns.size(); ++k) {
     const Type &t = fn.type(fn.returns[k]);
+    if (sharded) {
+      if (t.dtype != result_dtypes[k] || t.shape != fn.results[k].global_shape) {
+        diags
+            .error("return-type-mismatch", fn.return_span,
+                   "result " + std::to_string(k + 1) + " of `" + fn.name + "` is " +
+                       shape_type_str(t.dtype, t.shape) + " but the signature declares " +
+                       shape_type_str(result_dtypes[k], fn.results[k].global_shape))
+            .notes.push_back({fn.results[k].span, "declared here"});
+        return std::nullopt;
+      }
+      continue;
+    }
     Shape local = rt::local_shape(mesh, fn.results[k].global_shape, fn.results[k].spec);
     if (t.dtype != result_dtypes[k] || t.shape != local) {
       diags
           .error("return-type-mismatch", fn.return_span,
-                 "result " + std::to_string(k + 1) + " of `" + fn.name + "` has local type " +
+                 ir::describe_result(fn, k) + " has local type " +
                      shape_type_str(t.dtype, t.shape) + " but the signature needs " +
                      shape_type_str(result_dtypes[k], local) + " on each device (global " +
                      shape_type_str(result_dtypes[k], fn.results[k].global_shape) + ")")
@@ -401,7 +470,51 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
       return std::nullopt;
     }
   }
+  if (sharded && !check_global_view(fn)) return std::nullopt;
   return f;
+}
+
+bool ProgramLowerer::check_global_view(const ir::Function &f) {
+  bool ok = true;
+  std::set<int> seen;
+  // (function, the call in the sharded function that reached it)
+  std::vector<std::pair<int, SourceSpan>> stack;
+  std::vector<const std::vector<ir::Instr> *> own = {&f.body};  // with loop bodies
+  while (!own.empty()) {
+    const std::vector<ir::Instr> *body = own.back();
+    own.pop_back();
+    for (const ir::Instr &in : *body) {
+      for (const ir::Region &r : in.regions) own.push_back(&r.body);
+      if (in.op == OpCode::Call && seen.insert(in.attrs.callee).second)
+        stack.emplace_back(in.attrs.callee, in.span);
+    }
+  }
+  while (!stack.empty()) {
+    auto [index, call_span] = stack.back();
+    stack.pop_back();
+    const ir::Function &callee = module.functions.at(static_cast<size_t>(index));
+    std::vector<const std::vector<ir::Instr> *> blocks = {&callee.body};
+    while (!blocks.empty()) {
+      const std::vector<ir::Instr> *body = blocks.back();
+      blocks.pop_back();
+      for (const ir::Instr &in : *body) {
+        for (const ir::Region &r : in.regions) blocks.push_back(&r.body);
+        if (in.op == OpCode::Call && seen.insert(in.attrs.callee).second)
+          stack.emplace_back(in.attrs.callee, call_span);
+        if (op_kind(in.op) != OpKind::Collective) continue;
+        auto &d = diags.error(
+            "collective-in-sharded", in.span,
+            "`" + std::string(op_spelling(in.op)) + "` in `" + callee.name +
+                "`, which the sharded function `" + f.name +
+                "` calls: a sharded function works on global arrays, so it cannot use "
+                "collectives or axis_index, even through a def");
+        d.notes.push_back({call_span, "`" + f.name + "` calls it here"});
+        d.fix = "call a def without collectives, or write this part as a shmap";
+        ok = false;
+      }
+    }
+  }
+  return ok;
 }
 
 int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
@@ -429,7 +542,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
     const Type &arg = arg_types[i];
     auto dtype = parse_dtype(p.type.dtype.name);
     if (!dtype) {
-      diags.error("unknown-dtype", p.type.dtype.span, "unknown dtype `" + p.type.dtype.name + "`");
+      report_unknown_dtype(diags, p.type.dtype.span, p.type.dtype.name);
       ok = false;
       continue;
     }
@@ -448,7 +561,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
     if (!match) {
       diags
           .error("argument-type-mismatch", call_span,
-                 "argument " + std::to_string(i + 1) + " of `" + decl.name.name + "` has type " +
+                 "argument `" + p.name.name + "` of `" + decl.name.name + "` has type " +
                      shape_type_str(arg.dtype, arg.shape) + ", which does not match `" +
                      format_type(p.type) + "`")
           .notes.push_back({p.span, "parameter declared here"});
@@ -482,6 +595,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
       continue;
     }
     ir::Result result;
+    if (r.name) result.name = r.name->name;
     result.global_shape = t->shape;
     result.span = r.span;
     f.results.push_back(result);
@@ -514,8 +628,8 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
         if (t.dtype != result_types[k].dtype || t.shape != result_types[k].shape)
           diags
               .error("return-type-mismatch", fn.return_span,
-                     "result " + std::to_string(k + 1) + " of `" + fn.name + "` is " +
-                         shape_type_str(t.dtype, t.shape) + " but the signature declares " +
+                     ir::describe_result(fn, k) + " is " + shape_type_str(t.dtype, t.shape) +
+                         " but the signature declares " +
                          shape_type_str(result_types[k].dtype, result_types[k].shape))
               .notes.push_back({fn.results[k].span, "declared here"});
       }
@@ -543,7 +657,7 @@ ir::Module ProgramLowerer::run() {
   for (size_t m = 0; m < 1; ++m)
     for (const ast::Decl &decl : program_.modules[m].ast.decls)
       if (auto *fn = std::get_if<ast::FuncDecl>(&decl.node)) {
-        if (fn->kind == ast::FuncKind::Shmap) shmap_function(*fn, static_cast<int>(m), {});
+        if (fn->kind != ast::FuncKind::Def) shmap_function(*fn, static_cast<int>(m), {});
         if (diags.at_limit()) break;
       }
   return std::move(module);

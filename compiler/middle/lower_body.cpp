@@ -3,10 +3,12 @@
 // Part of the lowering pass (lower.h); builtins are in lower_builtins.cpp and
 // declarations, signatures and def instantiation in lower.cpp.
 #include <set>
+#include <utility>
 
 #include "frontend/format.h"
 #include "ir/loops.h"
 #include "middle/lower_internal.h"
+#include "middle/spellings.h"
 #include "ops/shape_rules.h"
 
 namespace spmd {
@@ -120,6 +122,18 @@ std::vector<ir::ValueId> BodyLowerer::emit_all(OpCode op, std::vector<ir::ValueI
                                                Attrs attrs, SourceSpan span, ir::Origin origin) {
   for (ir::ValueId v : operands)
     if (v == ir::kNoValue) return {};
+  if (function_.kind == ir::FunctionKind::Sharded && op_kind(op) == OpKind::Collective) {
+    std::string name = builtin_name_.empty() ? std::string(op_spelling(op)) : builtin_name_;
+    diags()
+        .error("collective-in-sharded", span,
+               "`" + name + "` is not allowed in the sharded function `" + function_.name +
+                   "`: its body works on global arrays, and the compiler places the "
+                   "collectives when it splits them (`spmdc shard`)" +
+                   (op == OpCode::AxisIndex ? "; a device's position has no meaning there" : ""))
+        .fix = "write the global computation (e.g. `sum(x)` instead of `psum(sum(x), i)`), or "
+               "make the function a shmap";
+    return {};
+  }
   std::string error;
   auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error, origin);
   if (results.empty())
@@ -155,17 +169,25 @@ void BodyLowerer::lower_stmt(const ast::Stmt &stmt) {
       stmt.node);
 }
 
-void BodyLowerer::forget_targets(const ast::AssignStmt &assign) {
-  for (const auto &t : assign.targets) {
-    env.erase(t.name.name);
-    failed_names.insert(t.name.name);
-  }
+void BodyLowerer::bind(const std::string &name, ir::ValueId v) {
+  env[name] = v == ir::kNoValue ? kPoisoned : v;
+  out_of_scope.erase(name);
+}
+
+std::vector<std::string> BodyLowerer::visible_names() const {
+  std::vector<std::string> names;
+  for (const auto &[n, v] : env) names.push_back(n);
+  for (const auto &[n, size] : dim_symbols) names.push_back(n);
+  return names;
 }
 
 void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
   LExpr value = lower_expr(*assign.value);
+  auto poison_targets = [&] {
+    for (const auto &t : assign.targets) bind(t.name.name, kPoisoned);
+  };
   if (!value.ok()) {
-    forget_targets(assign);
+    poison_targets();  // the error is reported; later uses stay silent
     return;
   }
   std::vector<ir::ValueId> values;
@@ -180,15 +202,14 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
                       (values.size() == 1 ? "" : "s") + " to " +
                       std::to_string(assign.targets.size()) + " name" +
                       (assign.targets.size() == 1 ? "" : "s"));
-    forget_targets(assign);
+    poison_targets();
     return;
   }
   for (size_t i = 0; i < values.size(); ++i) {
     const ast::AssignTarget &target = assign.targets[i];
     ir::ValueId v = values[i];
     if (v == ir::kNoValue) {
-      env.erase(target.name.name);
-      failed_names.insert(target.name.name);
+      bind(target.name.name, kPoisoned);
       continue;
     }
     if (mesh().find_axis(target.name.name) >= 0)
@@ -199,8 +220,7 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
       auto dtype = parse_dtype(ann.dtype.name);
       Shape shape;
       bool ok = dtype.has_value();
-      if (!dtype)
-        diags().error("unknown-dtype", ann.dtype.span, "unknown dtype `" + ann.dtype.name + "`");
+      if (!dtype) report_unknown_dtype(diags(), ann.dtype.span, ann.dtype.name);
       for (const auto &d : ann.dims) {
         if (auto *n = std::get_if<int64_t>(&d.value)) {
           shape.push_back(*n);
@@ -226,8 +246,7 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
         for (const auto &axis : *ann.variance) {
           int a = mesh().find_axis(axis.name);
           if (a < 0) {
-            diags().error("unknown-axis", axis.span,
-                          "`" + axis.name + "` is not an axis of the mesh");
+            report_unknown_axis(diags(), axis.span, axis.name, mesh());
             ok = false;
           } else {
             declared = declared | AxisSet::of(a);
@@ -243,8 +262,7 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
     }
     ir::Value &info = function_.values[v];
     if (info.name.empty()) info.name = target.name.name;
-    env[target.name.name] = v;
-    failed_names.erase(target.name.name);
+    bind(target.name.name, v);
   }
 }
 
@@ -288,6 +306,13 @@ void assigned_names(const ast::Block &block, std::vector<std::string> &out) {
 }  // namespace
 
 void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
+  std::vector<std::string> assigned, carried;
+  assigned_names(loop.body, assigned);
+  // A loop that cannot be lowered leaves every name it assigns poisoned.
+  auto poison_assigned = [&] {
+    for (const auto &n : assigned)
+      if (env.count(n)) bind(n, kPoisoned);
+  };
   bool unroll = false, remat = false;
   for (const ast::Ident &attr : loop.attributes) {
     if (attr.name == "unroll") {
@@ -303,10 +328,10 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   if (loop.start) start = eval_int(*loop.start, "a loop bound");
   std::optional<int64_t> stop = eval_int(*loop.stop, "a loop bound");
   if (loop.step) step = eval_int(*loop.step, "a loop step");
-  if (!start || !stop || !step) return;
+  if (!start || !stop || !step) return poison_assigned();
   if (*step == 0) {
     diags().error("bad-loop-range", loop.step->span, "the step of `range` must not be zero");
-    return;
+    return poison_assigned();
   }
   const int64_t trips = ir::trip_count(*start, *stop, *step);
   // The index is an i32 value: every index the loop takes must fit.
@@ -317,7 +342,7 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
       diags().error("bad-loop-range", span,
                     "this loop's index reaches " + std::to_string(static_cast<int64_t>(v)) +
                         ", which does not fit in i32, the type of the loop index");
-      return;
+      return poison_assigned();
     }
   }
   if (unroll && trips > ir::kMaxUnrolledIterations) {
@@ -327,13 +352,14 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
                    " times; at most " + std::to_string(ir::kMaxUnrolledIterations) +
                    " iterations are unrolled")
         .fix = "remove [[unroll]]: a loop runs as a loop, whatever its length";
-    return;
+    return poison_assigned();
   }
-  // Loop-carried: names bound before the loop and assigned in its body.
-  std::vector<std::string> assigned, carried;
-  assigned_names(loop.body, assigned);
-  for (const auto &n : assigned)
-    if (n != loop.var.name && env.count(n)) carried.push_back(n);
+  // Loop-carried: names bound before the loop and assigned in its body (a
+  // poisoned name is not carried: it stays poisoned after the loop).
+  for (const auto &n : assigned) {
+    auto it = env.find(n);
+    if (n != loop.var.name && it != env.end() && it->second != kPoisoned) carried.push_back(n);
+  }
 
   ir::Instr instr;
   instr.op = OpCode::For;
@@ -366,13 +392,13 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   lower_block(loop.body);
   builder_.set_body(outer);
   if (returned && !returned_before) {
-    diags().error("unsupported", span, "`return` inside a loop is not supported");
+    report_nested_return("a loop", span);
     returned = returned_before;
   }
   bool ok = diags().num_errors() == errors_before;
   for (size_t k = 0; ok && k < carried.size(); ++k) {
     auto it = env.find(carried[k]);
-    if (it == env.end()) {
+    if (it == env.end() || it->second == kPoisoned) {
       ok = false;
       break;
     }
@@ -387,8 +413,12 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
     }
     region.yields.push_back(it->second);
   }
+  // Names first bound in the body are local to it.
+  for (const auto &n : assigned)
+    if (!saved_env.count(n) && n != loop.var.name)
+      out_of_scope[n] = {loop.var.span, "`" + n + "` is bound only inside this loop"};
   env = std::move(saved_env);
-  if (!ok) return;  // carried names keep their values from before the loop
+  if (!ok) return poison_assigned();
   // A name the body assigns but leaves equal to its value on entry is not
   // really carried: the body reads the initial value directly.
   for (size_t k = carried.size(); k-- > 0;) {
@@ -403,7 +433,7 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
     ir::ValueId r =
         function_.add_value(function_.type(instr.operands[k]).with_variance({}), carried[k], span);
     instr.results.push_back(r);
-    env[carried[k]] = r;
+    bind(carried[k], r);
   }
   instr.regions.push_back(std::move(region));
   std::vector<ir::Instr> *target = builder_.set_body(nullptr);
@@ -413,16 +443,19 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
 
 void BodyLowerer::lower_if(const ast::IfStmt &branch, SourceSpan span) {
   ir::ValueId cond = lower_value(*branch.cond, DType::Bool);
-  if (cond == ir::kNoValue) return;
-  const Type ct = function_.type(cond);
-  if (ct.dtype != DType::Bool || ct.rank() != 0) {
-    diags().error("type-error", branch.cond->span,
-                  "the condition of `if` must be a bool scalar, got " +
-                      shape_type_str(ct.dtype, ct.shape) +
-                      "; use where(...) for elementwise choices");
-    return;
+  if (cond != ir::kNoValue) {
+    const Type ct = function_.type(cond);
+    if (ct.dtype != DType::Bool || ct.rank() != 0) {
+      diags().error("type-error", branch.cond->span,
+                    "the condition of `if` must be a bool scalar, got " +
+                        shape_type_str(ct.dtype, ct.shape) +
+                        "; use where(...) for elementwise choices");
+      cond = ir::kNoValue;
+    }
   }
   // Both branches are computed (they have no side effects); `where` picks.
+  // With a bad condition they are still checked, and what they assign is
+  // poisoned afterwards.
   std::vector<std::string> assigned;
   assigned_names(branch.then_body, assigned);
   assigned_names(branch.else_body, assigned);
@@ -435,17 +468,23 @@ void BodyLowerer::lower_if(const ast::IfStmt &branch, SourceSpan span) {
   auto else_env = env;
   env = saved_env;
   if (returned != returned_before) {
-    diags().error("unsupported", span, "`return` inside `if` is not supported");
+    report_nested_return("`if`", span);
     returned = returned_before;
   }
   for (const auto &n : assigned) {
     auto t = then_env.find(n), e = else_env.find(n);
     if (t == then_env.end() || e == else_env.end()) {
-      env.erase(n);  // bound on one path only: not visible after the `if`
+      // Bound on one path only: not visible after the `if`.
+      env.erase(n);
+      out_of_scope[n] = {branch.cond->span, "`" + n + "` is bound in only one branch of this `if`"};
+      continue;
+    }
+    if (cond == ir::kNoValue || t->second == kPoisoned || e->second == kPoisoned) {
+      bind(n, kPoisoned);
       continue;
     }
     if (t->second == e->second) {
-      env[n] = t->second;
+      bind(n, t->second);
       continue;
     }
     const Type &a = function_.type(t->second), &b = function_.type(e->second);
@@ -454,17 +493,35 @@ void BodyLowerer::lower_if(const ast::IfStmt &branch, SourceSpan span) {
                     "`" + n + "` is " + shape_type_str(a.dtype, a.shape) +
                         " after the `if` branch but " + shape_type_str(b.dtype, b.shape) +
                         " after the `else` branch");
-      continue;  // keeps its value from before the `if`, if any
+      bind(n, kPoisoned);
+      continue;
     }
-    ir::ValueId v = emit(OpCode::Select, {cond, t->second, e->second}, {}, span);
+    // The join is attributed to the condition: that is where a varying
+    // predicate makes the joined value vary (infer_variance's notes point here).
+    ir::ValueId v = emit(OpCode::Select, {cond, t->second, e->second}, {}, branch.cond->span);
     if (v != ir::kNoValue) function_.values[v].name = n;
-    env[n] = v;
+    bind(n, v);
   }
+}
+
+void BodyLowerer::report_nested_return(const char *where, SourceSpan stmt_span) {
+  SourceSpan at = function_.return_span.valid() ? function_.return_span : stmt_span;
+  diags()
+      .error("unsupported", at, std::string("`return` inside ") + where + " is not supported")
+      .note(stmt_span, std::string("the `return` is inside this ") +
+                           (std::string(where) == "a loop" ? "loop" : "`if`"))
+      .help(std::string(where) == "a loop"
+                ? "assign the value to a name in the loop and `return` it after the loop"
+                : "assign the value to the same name in both branches (`y = ...`) and "
+                  "`return y` after the `if`");
 }
 
 LExpr BodyLowerer::lower_name(const std::string &name, SourceSpan span) {
   auto it = env.find(name);
-  if (it != env.end()) return LExpr::of(it->second, span);
+  if (it != env.end()) {
+    if (it->second == kPoisoned) return {};  // its statement failed and was reported
+    return LExpr::of(it->second, span);
+  }
   auto sym = dim_symbols.find(name);
   if (sym != dim_symbols.end()) {
     LExpr e;
@@ -480,7 +537,15 @@ LExpr BodyLowerer::lower_name(const std::string &name, SourceSpan span) {
         ") for its size";
     return {};
   }
-  if (!failed_names.count(name)) diags().error("unknown-name", span, "unknown name `" + name + "`");
+  Diagnostic &d = diags().error("unknown-name", span, "unknown name `" + name + "`");
+  auto scope = out_of_scope.find(name);
+  if (scope != out_of_scope.end()) {
+    d.notes.push_back(scope->second);
+    return {};
+  }
+  std::vector<std::string> candidates = visible_names();
+  candidates.insert(candidates.end(), {"true", "false"});
+  suggest(d, span, name, foreign_value(name), candidates);
   return {};
 }
 
@@ -526,7 +591,8 @@ ir::ValueId BodyLowerer::lower_value(const ast::Expr &expr, std::optional<DType>
   return materialize(lower_expr(expr), hint);
 }
 
-LExpr BodyLowerer::binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan span) {
+LExpr BodyLowerer::binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan span,
+                          const char *matmul_spelling) {
   if (!a.ok() || !b.ok()) return {};
   using K = LExpr::Kind;
   if (a.kind == K::Literal && b.kind == K::Literal && !a.literal_is_bool && !b.literal_is_bool) {
@@ -546,23 +612,140 @@ LExpr BodyLowerer::binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan 
     hint = (a.literal_is_int && b.literal_is_int) ? DType::I32 : DType::F32;
   ir::ValueId va = materialize(a, hint), vb = materialize(b, hint);
   if (va == ir::kNoValue || vb == ir::kNoValue) return {};
-  if (op == OpCode::Einsum) {
-    const Type &ta = function_.type(va), &tb = function_.type(vb);
-    if (ta.rank() < 1 || tb.rank() < 1 || ta.rank() > 2 || tb.rank() > 2) {
-      diags().error("type-error", span,
-                    "`@` takes operands of rank 1 or 2 (use einsum for batched products), got " +
-                        shape_type_str(ta.dtype, ta.shape) + " and " +
-                        shape_type_str(tb.dtype, tb.shape));
-      return {};
+  if (op == OpCode::Einsum) return matmul(va, vb, span, matmul_spelling);
+  ir::ValueId r = emit_checked(op, {va, vb}, {}, span, [&](Diagnostic &d) {
+    if (function_.type(va).shape != function_.type(vb).shape) add_local_shape_notes(d, {va, vb});
+  });
+  return LExpr::of(r, span);
+}
+
+std::optional<DiagnosticLabel> BodyLowerer::local_block_note(ir::ValueId v) const {
+  for (const ir::Param &p : function_.params) {
+    if (p.value != v || function_.kind != ir::FunctionKind::Shmap) continue;
+    const Type &t = function_.type(v);
+    if (t.shape == p.global_shape) return std::nullopt;
+    std::string split;
+    for (size_t d = 0; d < p.spec.size(); ++d) {
+      if (p.spec[d].empty()) continue;
+      split += std::string(split.empty() ? "" : "; ") + "dimension " + std::to_string(d) +
+               " is split over the " + std::to_string(axes_size(mesh(), p.spec[d])) +
+               " devices along `" + axis_list_str(p.spec[d], mesh()) + "`";
     }
-    std::string lhs = ta.rank() == 2 ? "ij" : "j";
-    std::string rhs = tb.rank() == 2 ? "jk" : "j";
-    std::string out = std::string(ta.rank() == 2 ? "i" : "") + (tb.rank() == 2 ? "k" : "");
-    Attrs attrs;
-    attrs.spec = lhs + "," + rhs + "->" + out;
-    return LExpr::of(emit(OpCode::Einsum, {va, vb}, attrs, span), span);
+    return DiagnosticLabel{p.span, "`" + function_.values[v].name + "` is the local block of " +
+                                       shape_type_str(t.dtype, p.global_shape) +
+                                       " (global): " + split};
   }
-  return LExpr::of(emit(op, {va, vb}, {}, span), span);
+  return std::nullopt;
+}
+
+void BodyLowerer::add_local_shape_notes(Diagnostic &d, const std::vector<ir::ValueId> &values) {
+  bool any = false;
+  for (ir::ValueId v : values)
+    if (auto note = local_block_note(v)) {
+      d.notes.push_back(*note);
+      any = true;
+    }
+  if (any && d.message.find("per device") == std::string::npos)
+    d.message += " (shapes are local, per device)";
+}
+
+ir::ValueId BodyLowerer::emit_checked(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
+                                      SourceSpan span,
+                                      const std::function<void(Diagnostic &)> &explain) {
+  size_t before = diags().count();
+  ir::ValueId r = emit(op, std::move(operands), std::move(attrs), span);
+  if (r == ir::kNoValue && diags().count() > before) explain(diags().at(diags().count() - 1));
+  return r;
+}
+
+LExpr BodyLowerer::matmul(ir::ValueId va, ir::ValueId vb, SourceSpan span, const char *spelling) {
+  // NumPy's matmul: rank-1 operands are vectors; otherwise the last two
+  // dimensions multiply and the leading (batch) dimensions broadcast. Lowered
+  // to einsum; a size-1 batch dimension facing a larger one is reshaped away
+  // (einsum broadcasts an index missing from one operand).
+  const Type ta = function_.type(va), tb = function_.type(vb);
+  auto operand_name = [&](ir::ValueId v, const char *side) {
+    const std::string &n = function_.values[v].name;
+    return n.empty() ? std::string("the ") + side + " operand" : "`" + n + "`";
+  };
+  auto shapes = [&] {
+    return operand_name(va, "left") + " is " + shape_type_str(ta.dtype, ta.shape) + " and " +
+           operand_name(vb, "right") + " is " + shape_type_str(tb.dtype, tb.shape);
+  };
+  auto fail = [&](const std::string &what) -> LExpr {
+    Diagnostic &d = diags().error("type-error", span,
+                                  std::string("`") + spelling + "`: " + what + ": " + shapes() +
+                                      " (local shapes, per device)");
+    add_local_shape_notes(d, {va, vb});
+    return {};
+  };
+  if (ta.rank() < 1 || tb.rank() < 1) return fail("operands must have rank 1 or more");
+  if (ta.dtype != tb.dtype) return fail("the operands have different dtypes (use cast(x, dtype))");
+  int64_t ka = ta.shape.back();
+  int64_t kb = tb.rank() == 1 ? tb.shape[0] : tb.shape[tb.rank() - 2];
+  if (ka != kb)
+    return fail("the contracted dimensions differ (" + std::to_string(ka) + " vs " +
+                std::to_string(kb) + ")");
+  Shape batch_a(ta.shape.begin(), ta.shape.end() - std::min<int64_t>(ta.rank(), 2));
+  Shape batch_b(tb.shape.begin(), tb.shape.end() - std::min<int64_t>(tb.rank(), 2));
+  if (ta.rank() == 1) batch_a.clear();
+  if (tb.rank() == 1) batch_b.clear();
+  size_t nb = std::max(batch_a.size(), batch_b.size());
+  if (nb > 49) return fail("too many batch dimensions");
+  Shape batch(nb, 1);
+  for (size_t j = 0; j < nb; ++j) {
+    auto dim = [&](const Shape &s) {
+      return j + s.size() < nb ? int64_t{1} : s[j + s.size() - nb];
+    };
+    int64_t da = dim(batch_a), db = dim(batch_b);
+    if (da != db && da != 1 && db != 1)
+      return fail("the batch dimensions " + rt::shape_str(batch_a) + " and " +
+                  rt::shape_str(batch_b) + " do not broadcast");
+    batch[j] = da == 1 ? db : da;
+  }
+  // Index letters: i (rows), j (contracted), k (columns), as the printer
+  // writes `@` for them; batch dimensions a, b, c, ... (skipping i, j, k).
+  static constexpr std::string_view kBatchLetters =
+      "abcdefghlmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  auto letter = [](size_t k) { return kBatchLetters[k]; };
+  const char kRow = 'i', kInner = 'j', kCol = 'k';
+  // The indices of one operand's batch dimensions; drops size-1 dimensions
+  // that broadcast (through a reshape of the operand).
+  auto batch_indices = [&](ir::ValueId &v, const Shape &own) -> std::optional<std::string> {
+    std::string idx;
+    Shape kept_shape;
+    bool dropped = false;
+    const Type &t = function_.type(v);
+    for (size_t d = 0; d < own.size(); ++d) {
+      size_t j = d + nb - own.size();
+      if (own[d] == 1 && batch[j] != 1) {
+        dropped = true;
+        continue;
+      }
+      idx += letter(j);
+      kept_shape.push_back(own[d]);
+    }
+    if (dropped) {
+      for (size_t d = own.size(); d < t.shape.size(); ++d) kept_shape.push_back(t.shape[d]);
+      Attrs r;
+      r.shape = kept_shape;
+      v = emit(OpCode::Reshape, {v}, r, span, ir::Origin::Lowering);
+      if (v == ir::kNoValue) return std::nullopt;
+    }
+    return idx;
+  };
+  auto ia = batch_indices(va, batch_a);
+  auto ib = batch_indices(vb, batch_b);
+  if (!ia || !ib) return {};
+  std::string lhs = *ia + (ta.rank() >= 2 ? std::string(1, kRow) : "") + kInner;
+  std::string rhs = *ib + kInner + (tb.rank() >= 2 ? std::string(1, kCol) : "");
+  std::string out;
+  for (size_t j = 0; j < nb; ++j) out += letter(j);
+  if (ta.rank() >= 2) out += kRow;
+  if (tb.rank() >= 2) out += kCol;
+  Attrs attrs;
+  attrs.spec = lhs + "," + rhs + "->" + out;
+  return LExpr::of(emit(OpCode::Einsum, {va, vb}, attrs, span), span);
 }
 
 LExpr BodyLowerer::lower_expr(const ast::Expr &expr) {
@@ -598,6 +781,10 @@ LExpr BodyLowerer::lower_expr(const ast::Expr &expr) {
           return e;
         } else if constexpr (std::is_same_v<T, ast::StringLit>) {
           diags().error("type-error", span, "a string is only allowed as an einsum spec");
+          return {};
+        } else if constexpr (std::is_same_v<T, ast::NoneLit>) {
+          diags().error("type-error", span,
+                        "`None` is only allowed in a partition spec, e.g. `P(i, None)`");
           return {};
         } else if constexpr (std::is_same_v<T, ast::UnaryExpr>) {
           LExpr x = lower_expr(*node.operand);
@@ -635,10 +822,22 @@ LExpr BodyLowerer::lower_expr(const ast::Expr &expr) {
 LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
   if (call.function) return lower_derived_call(call, span);
   const std::string &name = call.callee.name;
-  if (const BuiltinHandler *h = find_builtin(name)) return (*h)(*this, call, span);
+  if (const BuiltinHandler *h = find_builtin(name)) {
+    std::string outer = std::exchange(builtin_name_, name);
+    LExpr result = (*h)(*this, call, span);
+    builtin_name_ = std::move(outer);
+    return result;
+  }
   int def_module = -1;
   const ast::FuncDecl *decl = program_.find_def(name, module_index_, call.callee.span, def_module);
   if (!decl) return {};
+  if (decl->kind == ast::FuncKind::Sharded) {
+    diags().error("call-sharded", call.callee.span,
+                  "`" + name +
+                      "` is a sharded function; a body can call only `def` and `shmap` "
+                      "functions (make a shmap of it with `spmdc shard` first)");
+    return {};
+  }
   std::vector<ir::ValueId> args;
   for (const auto &arg : call.args) {
     if (!arg.keyword.empty()) {
@@ -792,6 +991,10 @@ LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
           e = std::clamp<int64_t>(normalize(*v), 0, n);
         }
         if (e < b) e = b;
+        if (e == b && n > 0) {
+          report_empty_slice(base, d, n, s.span);
+          return {};
+        }
       }
     }
     attrs.start.push_back(b);
@@ -816,6 +1019,24 @@ LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
   for (int64_t d = 0; d < static_cast<int64_t>(sliced.size()); ++d)
     if (std::find(squeeze.begin(), squeeze.end(), d) == squeeze.end()) r.shape.push_back(sliced[d]);
   return LExpr::of(emit(OpCode::Reshape, {v}, r, span, ir::Origin::Lowering), span);
+}
+
+void BodyLowerer::report_empty_slice(ir::ValueId base, int64_t dim, int64_t size,
+                                     SourceSpan subscript_span) {
+  const std::string &name = function_.values[base].name;
+  Diagnostic &d =
+      diags().error("empty-slice", subscript_span,
+                    "this slice selects nothing: dimension " + std::to_string(dim) + " of " +
+                        (name.empty() ? std::string("the value") : "`" + name + "`") +
+                        " has size " + std::to_string(size) + " on each device");
+  if (auto note = local_block_note(base)) {
+    d.notes.push_back(*note);
+    d.help(
+        "slices index each device's local block, not the global array; to slice the global "
+        "array, all_gather it first, or compute the local range from axis_index");
+  } else {
+    d.help("slices index each device's local block; indices past the end are clamped");
+  }
 }
 
 bool BodyLowerer::lower_dynamic_index(const ast::Expr &expr, int64_t dim, int64_t size,
@@ -1019,10 +1240,7 @@ std::optional<std::vector<int>> BodyLowerer::eval_axes(const ast::Expr &expr) {
     }
     int a = mesh().find_axis(name->name);
     if (a < 0) {
-      std::string names;
-      for (const auto &ax : mesh().axes()) names += (names.empty() ? "`" : ", `") + ax.name + "`";
-      diags().error("unknown-axis", e->span,
-                    "`" + name->name + "` is not an axis of the mesh (its axes: " + names + ")");
+      report_unknown_axis(diags(), e->span, name->name, mesh());
       return std::nullopt;
     }
     if (std::find(axes.begin(), axes.end(), a) != axes.end()) {

@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "middle/lower_internal.h"
+#include "middle/spellings.h"
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
 
@@ -54,9 +55,16 @@ class Args {
       for (const auto &p : ps) known |= arg.keyword == p.name;
       if (!known) {
         std::string names;
-        for (const auto &p : ps) names += (names.empty() ? "`" : ", `") + std::string(p.name) + "`";
-        fail(arg.span, "`" + call.callee.name + "` has no parameter `" + arg.keyword +
-                           "` (its parameters: " + names + ")");
+        std::vector<std::string> params;
+        for (const auto &p : ps) {
+          names += (names.empty() ? "`" : ", `") + std::string(p.name) + "`";
+          params.emplace_back(p.name);
+        }
+        Diagnostic &d = fail(arg.span, "`" + call.callee.name + "` has no parameter `" +
+                                           arg.keyword + "` (its parameters: " + names + ")");
+        SourceSpan keyword_span{arg.span.file, arg.span.begin,
+                                arg.span.begin + static_cast<uint32_t>(arg.keyword.size())};
+        suggest(d, keyword_span, arg.keyword, foreign_keyword(arg.keyword, params), params);
         return;
       }
       if (bound_.count(arg.keyword)) {
@@ -117,15 +125,19 @@ class Args {
   }
   std::optional<DType> dtype(const char *name, DType dflt) {
     if (!has(name)) return dflt;
-    if (auto *n = std::get_if<ast::NameExpr>(&get(name)->node))
+    const ast::Expr &e = *get(name);
+    auto *n = std::get_if<ast::NameExpr>(&e.node);
+    if (n)
       if (auto d = parse_dtype(n->name)) return d;
-    fail(get(name)->span,
-         std::string("`") + name + "` must be a dtype (f32, f64, bf16, i32, bool)");
+    Diagnostic &d =
+        fail(e.span, std::string("`") + name + "` must be a dtype (f32, f64, bf16, i32, bool)");
+    if (n)
+      suggest(d, e.span, n->name, foreign_dtype(n->name), {"f32", "f64", "bf16", "i32", "bool"});
     return std::nullopt;
   }
-  void fail(SourceSpan s, std::string message) {
-    b_.diags().error("bad-argument", s, std::move(message));
+  Diagnostic &fail(SourceSpan s, std::string message) {
     ok_ = false;
+    return b_.diags().error("bad-argument", s, std::move(message));
   }
 
  private:
@@ -403,6 +415,67 @@ LExpr lower_creation(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span,
   return value_or_invalid(b.emit(op, {}, attrs, span), span);
 }
 
+/// `P(i, None, (j, k))` written as an argument, as the ast::SpecExpr a
+/// signature would hold; reports anything else.
+std::optional<ast::SpecExpr> spec_argument(BodyLowerer &b, const ast::Expr &e) {
+  auto fail = [&](SourceSpan at, const std::string &what) -> std::optional<ast::SpecExpr> {
+    b.diags().error("bad-argument", at, what).fix = "write e.g. `P(i, None)` or `P((i, j))`";
+    return std::nullopt;
+  };
+  auto *call = std::get_if<ast::CallExpr>(&e.node);
+  if (call == nullptr || call->callee.name != "P")
+    return fail(e.span, "expected a partition spec `P(...)`");
+  ast::SpecExpr spec;
+  spec.span = e.span;
+  auto axis = [&](const ast::Expr &x) -> std::optional<ast::Ident> {
+    if (auto *n = std::get_if<ast::NameExpr>(&x.node)) return ast::Ident{n->name, x.span};
+    return std::nullopt;
+  };
+  for (const ast::Argument &arg : call->args) {
+    ast::SpecDim dim;
+    dim.span = arg.span;
+    const ast::Expr &v = *arg.value;
+    if (!arg.keyword.empty()) return fail(arg.span, "a partition spec takes no keyword arguments");
+    if (std::holds_alternative<ast::NoneLit>(v.node)) {
+      // an unsplit dimension
+    } else if (auto name = axis(v)) {
+      dim.axes.push_back(*name);
+    } else if (auto *t = std::get_if<ast::TupleExpr>(&v.node)) {
+      for (const auto &el : t->elements) {
+        auto n = axis(*el);
+        if (!n) return fail(el->span, "expected a mesh axis name");
+        dim.axes.push_back(*n);
+      }
+    } else {
+      return fail(v.span, "expected a mesh axis, a tuple of axes or `None`");
+    }
+    spec.dims.push_back(std::move(dim));
+  }
+  return spec;
+}
+
+LExpr lower_constrain(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"x"}, {"spec"}});
+  if (!a.ok()) return {};
+  if (b.function().kind != ir::FunctionKind::Sharded) {
+    b.diags()
+        .error("constrain-outside-sharded", span,
+               "`constrain` is a sharding requirement for `spmdc shard`: it is only allowed in "
+               "the body of a `sharded` function")
+        .fix = "in a shmap every value is already split by the signature's specs; remove the call";
+    return {};
+  }
+  ir::ValueId x = a.value("x", DType::F32);
+  auto written = spec_argument(b, *a.get("spec"));
+  if (x == ir::kNoValue || !written) return {};
+  const Shape shape = b.function().type(x).shape;
+  auto spec = b.program().resolve_spec(*written, b.mesh(), shape, a.get("x")->span);
+  if (!spec) return {};
+  Attrs attrs;
+  attrs.sharding = *spec;
+  return value_or_invalid(b.emit(OpCode::Constrain, {x}, attrs, span), span);
+}
+
 const std::map<std::string, BuiltinHandler> &builtins() {
   static const std::map<std::string, BuiltinHandler> table = [] {
     std::map<std::string, BuiltinHandler> t;
@@ -454,7 +527,8 @@ const std::map<std::string, BuiltinHandler> &builtins() {
     t["matmul"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"a"}, {"b"}});
       if (!a.ok()) return {};
-      return b.binary(OpCode::Einsum, b.lower_expr(*a.get("a")), b.lower_expr(*a.get("b")), span);
+      return b.binary(OpCode::Einsum, b.lower_expr(*a.get("a")), b.lower_expr(*a.get("b")), span,
+                      "matmul");
     };
     t["einsum"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"spec"}, {"operands"}}, /*variadic_tail=*/true);
@@ -667,6 +741,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       attrs.axes = *axes;
       return value_or_invalid(b.emit(OpCode::AxisIndex, {}, attrs, span), span);
     };
+ t["constrain"] = lower_constrain;
     t["axis_size"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"axes"}});
       if (!a.ok()) return {};
@@ -692,5 +767,11 @@ const BuiltinHandler *find_builtin(const std::string &name) {
 }
 
 bool is_builtin(const std::string &name) { return builtins().count(name) > 0; }
+
+std::vector<std::string> builtin_names() {
+  std::vector<std::string> names;
+  for (const auto &[name, handler] : builtins()) names.push_back(name);
+  return names;
+}
 
 }  // namespace spmd::lowering

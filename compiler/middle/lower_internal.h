@@ -51,6 +51,11 @@ struct DerivativeStepSyntax {
 /// `(data: 2, model: 4)`: a mesh's axes as written.
 std::string mesh_text(const rt::Mesh &mesh);
 
+/// What `env` binds a name to when the statement that bound it failed: every
+/// later use of the name is silently invalid, so one mistake gives one error
+/// (no "unknown name" for each use of a value that could not be computed).
+inline constexpr ir::ValueId kPoisoned = -2;
+
 /// Lowers one function body.
 class BodyLowerer {
  public:
@@ -69,8 +74,20 @@ class BodyLowerer {
   /// Appends an op with several results (a combined `psum((a, b), axes)`); empty on error.
   std::vector<ir::ValueId> emit_all(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
                                     SourceSpan span, ir::Origin origin = ir::Origin::User);
-  /// A binary elementwise op with weak-literal handling.
-  LExpr binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan span);
+  /// A binary elementwise op with weak-literal handling (OpCode::Einsum: a
+  /// matrix product, named `matmul_spelling` in errors).
+  LExpr binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan span,
+               const char *matmul_spelling = "@");
+  /// `a @ b` with NumPy's rules (vectors, batch broadcasting), as einsum.
+  LExpr matmul(ir::ValueId a, ir::ValueId b, SourceSpan span, const char *spelling);
+  /// emit(); on a shape-rule failure `explain` may add to the reported diagnostic.
+  ir::ValueId emit_checked(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
+                           SourceSpan span, const std::function<void(Diagnostic &)> &explain);
+  /// "`x` is the local block of f32[8, 16] (global): ..." for a sharded shmap
+  /// parameter whose local shape differs from its global one.
+  std::optional<DiagnosticLabel> local_block_note(ir::ValueId v) const;
+  /// Adds local_block_note for each of `values` and says that shapes are local.
+  void add_local_shape_notes(Diagnostic &d, const std::vector<ir::ValueId> &values);
 
   /// Compile-time integer expression: literals, dimension symbols, + - * and
   /// exact /, axis_size(...). Reports an error and returns nullopt otherwise.
@@ -84,17 +101,21 @@ class BodyLowerer {
   ProgramLowerer &program() { return program_; }
   int module_index() const { return module_index_; }
 
-  std::map<std::string, ir::ValueId> env;  // local names
-  /// Names whose binding failed (reported): a use fails without another error.
-  std::set<std::string> failed_names;
+  std::map<std::string, ir::ValueId> env;      // local names (kPoisoned after a failed binding)
   std::map<std::string, int64_t> dim_symbols;  // def dimension symbols
+  /// Names no longer visible and why (bound in one branch of an `if` only, or
+  /// inside a loop): a later use says so in a note.
+  std::map<std::string, DiagnosticLabel> out_of_scope;
   bool returned = false;
+
+  /// Binds `name` to `v` (kNoValue poisons it).
+  void bind(const std::string &name, ir::ValueId v);
+  /// Names every later statement may use, for "did you mean" suggestions.
+  std::vector<std::string> visible_names() const;
 
  private:
   void lower_stmt(const ast::Stmt &stmt);
   void lower_assign(const ast::AssignStmt &assign, SourceSpan span);
-  /// After a failed assignment: its names are unbound, and their uses fail silently.
-  void forget_targets(const ast::AssignStmt &assign);
   void lower_return(const ast::ReturnStmt &ret, SourceSpan span);
   void lower_for(const ast::ForStmt &loop, SourceSpan span);
   void lower_if(const ast::IfStmt &branch, SourceSpan span);
@@ -133,11 +154,16 @@ class BodyLowerer {
   /// True when `expr` is a compile-time integer (eval_int would succeed).
   bool is_static_int(const ast::Expr &expr) const;
   LExpr lower_name(const std::string &name, SourceSpan span);
+  /// A slice of dimension `dim` (size `size`) of `base` that selects nothing.
+  void report_empty_slice(ir::ValueId base, int64_t dim, int64_t size, SourceSpan subscript_span);
+  /// `return` inside `where` ("`if`" or "a loop"): an error at the return.
+  void report_nested_return(const char *where, SourceSpan stmt_span);
 
   ProgramLowerer &program_;
   ir::Function &function_;
   ir::Builder builder_;
   int module_index_;
+  std::string builtin_name_;  // the builtin being lowered, as written (for messages)
   /// The range of each loop index (lowest and highest value) and its loop.
   struct LoopIndex {
     int64_t lo, hi;
@@ -146,11 +172,20 @@ class BodyLowerer {
   std::map<ir::ValueId, LoopIndex> loop_indices_;
 };
 
+/// Reports an unknown dtype `name` at `span`, suggesting the closest one.
+void report_unknown_dtype(DiagnosticEngine &diags, SourceSpan span, const std::string &name);
+/// Reports `name`, which is not an axis of `mesh`, listing the axes and
+/// suggesting the closest one.
+void report_unknown_axis(DiagnosticEngine &diags, SourceSpan span, const std::string &name,
+                         const rt::Mesh &mesh);
+
 /// Builtin functions of the language (lower_builtins.cpp).
 using BuiltinHandler = std::function<LExpr(BodyLowerer &, const ast::CallExpr &, SourceSpan)>;
 /// The handler for builtin `name`, or null.
 const BuiltinHandler *find_builtin(const std::string &name);
 bool is_builtin(const std::string &name);
+/// Every builtin's name (for suggestions).
+std::vector<std::string> builtin_names();
 
 /// Whole-program state: symbol tables, the module being built, def instances.
 class ProgramLowerer {
@@ -170,6 +205,10 @@ class ProgramLowerer {
   int instantiate(const ast::FuncDecl &decl, int decl_module, const std::vector<Type> &arg_types,
                   int mesh, SourceSpan call_span);
 
+  /// Checks `spec` against the mesh and the global shape; reports problems.
+  std::optional<rt::PartitionSpec> resolve_spec(const ast::SpecExpr &spec, const rt::Mesh &mesh,
+                                                const Shape &global, SourceSpan type_span);
+
   ir::Module module;
   DiagnosticEngine &diags;
   const SourceManager &sources;
@@ -184,12 +223,14 @@ class ProgramLowerer {
   std::optional<Type> resolve_type(const ast::TypeExpr &type,
                                    const std::map<std::string, int64_t> *symbols,
                                    bool allow_symbols, std::map<std::string, int64_t> *bind);
-  std::optional<rt::PartitionSpec> resolve_spec(const ast::SpecExpr &spec, const rt::Mesh &mesh,
-                                                const Shape &global, SourceSpan type_span);
+  /// A sharded function's callees must not communicate: reports every
+  /// collective in the def instances it reaches. True when there is none.
+  bool check_global_view(const ir::Function &f);
 
   const Program &program_;
   LowerOptions options_;
   std::map<std::string, int> meshes_;
+  std::map<std::string, SourceSpan> mesh_spans_;       // where each mesh name was first defined
   std::map<std::string, std::vector<FuncSym>> funcs_;  // name (plain and qualified) -> decls
   struct InstanceKey {
     const ast::FuncDecl *decl;

@@ -42,9 +42,9 @@ ShapeRuleResult einsum_shapes(std::span<const Type> ops, const Attrs &attrs) {
   for (size_t k = 0; k < ops.size(); ++k) {
     const std::string &idx = spec.inputs[k];
     if (static_cast<int64_t>(idx.size()) != ops[k].rank())
-      return fail("einsum operand " + std::to_string(k + 1) + " has rank " +
-                  std::to_string(ops[k].rank()) + " but its indices `" + idx + "` have " +
-                  std::to_string(idx.size()));
+      return fail(std::string("the ") + (k == 0 ? "first" : "second") +
+                  " einsum operand has rank " + std::to_string(ops[k].rank()) +
+                  " but its indices `" + idx + "` have " + std::to_string(idx.size()));
     if (ops[k].dtype != ops[0].dtype) return fail("einsum operands must have the same dtype");
     for (size_t d = 0; d < idx.size(); ++d) {
       auto [it, inserted] = sizes.emplace(idx[d], ops[k].shape[d]);
@@ -353,6 +353,10 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
         return fail("dynamic_slice dimension out of range");
       return one(x.dtype, attrs.shape);
     }
+    case OpCode::Constrain:
+      if (attrs.sharding.size() > x.shape.size())
+        return fail("the partition spec of `constrain` is longer than the value's rank");
+      return one(x.dtype, x.shape);
     case OpCode::DynamicUpdateSlice: {
       if (ops[2].dtype != DType::I32 || ops[2].rank() != 0)
         return fail("dynamic_update_slice needs an i32 scalar index");

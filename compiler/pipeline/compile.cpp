@@ -84,7 +84,7 @@ void compile_file(Compilation &c, const std::string &path, const CompileOptions 
   std::string error;
   FileId id = c.sources.load(path, error);
   if (id == kNoFile) {
-    c.diags.error("io-error", {}, "cannot read `" + path + "`: " + error);
+    c.diags.error("io-error", {}, error);
     return;
   }
   c.main_file = id;

@@ -5,9 +5,12 @@
 // line (`^~~~`) under the primary span (clamped to that line), then each
 // secondary label as a note with its own excerpt, and finally `help: ...` when
 // a fix is suggested. Diagnostics without a file render as `spmdc: ...`.
+// The JSON form (docs/diagnostics.md) carries the same data, one object per
+// line, with byte offsets and exclusive end positions for editors.
 #include "support/diagnostics.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <tuple>
 
 namespace spmd {
@@ -18,19 +21,20 @@ Diagnostic &DiagnosticEngine::error(std::string code, SourceSpan span, std::stri
     overflow_ = Diagnostic{};
     return overflow_;
   }
-  diags_.push_back(Diagnostic{Severity::Error, std::move(code), span, std::move(message), {}, {}});
+  diags_.push_back(
+      Diagnostic{Severity::Error, std::move(code), span, std::move(message), {}, {}, {}});
   return diags_.back();
 }
 
 Diagnostic &DiagnosticEngine::warning(std::string code, SourceSpan span, std::string message) {
   diags_.push_back(
-      Diagnostic{Severity::Warning, std::move(code), span, std::move(message), {}, {}});
+      Diagnostic{Severity::Warning, std::move(code), span, std::move(message), {}, {}, {}});
   return diags_.back();
 }
 
 Diagnostic &DiagnosticEngine::internal(SourceSpan span, std::string message) {
   ++num_internal_;
-  diags_.push_back(Diagnostic{Severity::Internal, "", span, std::move(message), {}, {}});
+  diags_.push_back(Diagnostic{Severity::Internal, "", span, std::move(message), {}, {}, {}});
   return diags_.back();
 }
 
@@ -147,16 +151,90 @@ void DiagnosticEngine::sort_by_position() {
   std::stable_sort(diags_.begin(), diags_.end(), position_less);
 }
 
-std::string render_diagnostics(const DiagnosticEngine &engine, const SourceManager &sources,
-                               bool color) {
+namespace {
+
+std::vector<const Diagnostic *> sorted_diagnostics(const DiagnosticEngine &engine) {
   std::vector<const Diagnostic *> sorted;
   for (const Diagnostic &d : engine.all()) sorted.push_back(&d);
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const Diagnostic *a, const Diagnostic *b) { return position_less(*a, *b); });
+  return sorted;
+}
+
+using Json = nlohmann::ordered_json;
+
+Json json_position(const SourceFile &file, uint32_t offset) {
+  auto [line, column] = file.line_column(offset);
+  return Json{{"line", line}, {"column", column}, {"offset", offset}};
+}
+
+/// Adds "file", "line", "column" and "range" for `span` (nulls without a file).
+void add_json_location(Json &out, SourceSpan span, const SourceManager &sources) {
+  SourceLocation loc = sources.location(span);
+  if (loc.line == 0) {
+    out["file"] = nullptr;
+    out["line"] = nullptr;
+    out["column"] = nullptr;
+    out["range"] = nullptr;
+    return;
+  }
+  const SourceFile &file = sources.file(span.file);
+  uint32_t end = std::max(span.end, span.begin);
+  out["file"] = std::string(loc.path);
+  out["line"] = loc.line;
+  out["column"] = loc.column;
+  out["range"] =
+      Json{{"start", json_position(file, span.begin)}, {"end", json_position(file, end)}};
+}
+
+const char *json_severity(Severity s) {
+  return s == Severity::Internal ? "internal" : severity_name(s);
+}
+
+}  // namespace
+
+std::string render_diagnostics(const DiagnosticEngine &engine, const SourceManager &sources,
+                               bool color) {
   Style style{color};
   std::string out;
-  for (const Diagnostic *d : sorted) render_one(out, *d, sources, style);
+  for (const Diagnostic *d : sorted_diagnostics(engine)) render_one(out, *d, sources, style);
   return out;
+}
+
+std::string render_diagnostics_json(const DiagnosticEngine &engine, const SourceManager &sources) {
+  std::string out;
+  for (const Diagnostic *d : sorted_diagnostics(engine)) {
+    Json j;
+    j["severity"] = json_severity(d->severity);
+    j["code"] = d->code.empty() ? Json(nullptr) : Json(d->code);
+    j["message"] = d->message;
+    add_json_location(j, d->span, sources);
+    Json notes = Json::array();
+    for (const DiagnosticLabel &label : d->notes) {
+      Json n;
+      n["message"] = label.message;
+      add_json_location(n, label.span, sources);
+      notes.push_back(std::move(n));
+    }
+    j["notes"] = std::move(notes);
+    j["help"] = d->fix.empty() ? Json(nullptr) : Json(d->fix);
+    Json fixits = Json::array();
+    for (const FixIt &f : d->fixits) {
+      Json fj;
+      add_json_location(fj, f.span, sources);
+      fj["replacement"] = f.replacement;
+      if (!fj["file"].is_null()) fixits.push_back(std::move(fj));
+    }
+    j["fixits"] = std::move(fixits);
+    out += j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  }
+  return out;
+}
+
+std::string render_diagnostics(const DiagnosticEngine &engine, const SourceManager &sources,
+                               DiagnosticsFormat format, bool color) {
+  return format == DiagnosticsFormat::Json ? render_diagnostics_json(engine, sources)
+                                           : render_diagnostics(engine, sources, color);
 }
 
 }  // namespace spmd

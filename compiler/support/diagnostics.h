@@ -28,6 +28,13 @@ struct DiagnosticLabel {
   std::string message;
 };
 
+/// A machine-applicable edit: replace the text of `span` by `replacement`
+/// (an empty span inserts). Editors offer these as quick fixes.
+struct FixIt {
+  SourceSpan span;
+  std::string replacement;
+};
+
 struct Diagnostic {
   Severity severity = Severity::Error;
   std::string code;  // kebab-case name, e.g. "unmapped-output-varies"
@@ -35,6 +42,20 @@ struct Diagnostic {
   std::string message;
   std::vector<DiagnosticLabel> notes;  // secondary spans
   std::string fix;                     // "help: ..." text; empty if none
+  std::vector<FixIt> fixits;           // edits that carry out `fix`, when it is mechanical
+
+  Diagnostic &note(SourceSpan at, std::string text) {
+    notes.push_back({at, std::move(text)});
+    return *this;
+  }
+  Diagnostic &help(std::string text) {
+    fix = std::move(text);
+    return *this;
+  }
+  Diagnostic &fixit(SourceSpan at, std::string replacement) {
+    fixits.push_back({at, std::move(replacement)});
+    return *this;
+  }
 };
 
 class DiagnosticEngine {
@@ -69,5 +90,16 @@ class DiagnosticEngine {
 /// Renders all diagnostics, sorted, to text (with source excerpts and carets).
 std::string render_diagnostics(const DiagnosticEngine &engine, const SourceManager &sources,
                                bool color = false);
+
+/// Renders all diagnostics, sorted, as JSON Lines: one object per diagnostic
+/// (the contract is docs/diagnostics.md).
+std::string render_diagnostics_json(const DiagnosticEngine &engine, const SourceManager &sources);
+
+/// How the driver prints diagnostics (`--diagnostics-format`).
+enum class DiagnosticsFormat { Text, Json };
+
+/// render_diagnostics or render_diagnostics_json.
+std::string render_diagnostics(const DiagnosticEngine &engine, const SourceManager &sources,
+                               DiagnosticsFormat format, bool color);
 
 }  // namespace spmd

@@ -1,7 +1,8 @@
 // transforms/derive.cpp — see derive.h.
 #include "transforms/derive.h"
 
-#include "ir/loops.h"
+#include <algorithm>
+
 #include "ir/verifier.h"
 #include "transforms/combine_collectives.h"
 #include "transforms/explicit_pbroadcast.h"
@@ -9,24 +10,9 @@
 #include "transforms/jvp.h"
 #include "transforms/simplify.h"
 #include "transforms/transpose.h"
-#include "transforms/unroll_loops.h"
 
 namespace spmd {
 namespace {
-
-const char *kind_name(DeriveKind k) {
-  switch (k) {
-    case DeriveKind::Transpose:
-      return "transpose";
-    case DeriveKind::Jvp:
-      return "jvp";
-    case DeriveKind::Vjp:
-      return "vjp";
-    case DeriveKind::Grad:
-      return "grad";
-  }
-  return "";
-}
 
 std::string strip_suffix(const std::string &name, const std::string &suffix) {
   if (name.size() > suffix.size() &&
@@ -99,9 +85,29 @@ int find_shmap(const ir::Module &module, const std::string &name) {
   for (size_t i = 0; i < module.functions.size(); ++i)
     if (module.functions[i].kind == ir::FunctionKind::Shmap && module.functions[i].name == name)
       return static_cast<int>(i);
+  int other = module.find_function(name);
+  if (other >= 0 && module.functions[other].kind == ir::FunctionKind::Sharded)
+    throw TransformError("unknown-function", module.functions[other].span,
+                         "`" + name +
+                             "` is a sharded function; make a shmap of it with `spmdc shard` "
+                             "first, then transform that");
   throw TransformError("unknown-function", {},
                        "no shmap named `" + name + "`" +
                            (names.empty() ? std::string() : " (shmaps: " + names + ")"));
+}
+
+const char *derive_kind_name(DeriveKind k) {
+  switch (k) {
+    case DeriveKind::Transpose:
+      return "transpose";
+    case DeriveKind::Jvp:
+      return "jvp";
+    case DeriveKind::Vjp:
+      return "vjp";
+    case DeriveKind::Grad:
+      return "grad";
+  }
+  return "";
 }
 
 FunctionSignature signature_of(const ir::Function &f) {
@@ -212,6 +218,13 @@ ir::DeriveStep select_step(const FunctionSignature &f, DeriveKind kind,
                                  "` is not floating point, so it has no derivative");
       step.wrt[k] = false;  // integer and bool inputs are never differentiated
     }
+  // With nothing selected the derived function would have no parameters (jvp) or no results
+  // (transpose, vjp, grad): a program that cannot be written as source, and has nothing to say.
+  if (std::find(step.wrt.begin(), step.wrt.end(), true) == step.wrt.end())
+    throw TransformError("nothing-to-differentiate", at,
+                         "`" + f.name +
+                             "` has no floating-point parameter, so it has no derivative or "
+                             "transpose to derive");
   if (kind == DeriveKind::Vjp || kind == DeriveKind::Grad) {
     bool grad = kind == DeriveKind::Grad;
     step.of = select_entries(f.results, of, !grad, "unknown-result", "result", f.name, at);
@@ -219,8 +232,8 @@ ir::DeriveStep select_step(const FunctionSignature &f, DeriveKind kind,
       if (step.of[k] && f.results[k].type.rank() != 0)
         throw TransformError(
             "not-scalar", f.results[k].span,
-            "grad needs a scalar output, but result " + std::to_string(k) + " of `" + f.name +
-                "` is " +
+            "grad needs a scalar output, but " +
+                ir::describe_result(f.name, f.results.size(), f.results[k].name) + " is " +
                 shape_type_str(f.results[k].type.dtype, f.kind == ir::FunctionKind::Shmap
                                                             ? f.results[k].global_shape
                                                             : f.results[k].type.shape) +
@@ -250,27 +263,19 @@ std::string describe_step(const FunctionSignature &f, const ir::DeriveStep &step
 }
 
 ir::Function derive_function(const ir::Module &module, const ir::Function &function,
-                             const ir::DeriveStep &step, const CombineOptions &combine) {
+                             const ir::DeriveStep &step, const CombineOptions &combine,
+                             bool remat) {
   // Combined collectives are differentiated component by component; the
   // result is combined again below.
   ir::Function inlined = inline_calls(module, function);
   split_collectives(inlined);
-  ir::Function flat = simplify(module, inlined);
-  // TEMPORARY (stage 1 of loops staying loops): the transforms still work on
-  // straight-line code.
-  UnrollPolicy all;
-  all.max_trip_count = ir::kMaxUnrolledIterations;
-  unroll_loops(flat, all);
-  if (ir::has_loop(flat.body))
-    throw TransformError("unsupported", flat.span,
-                         "differentiating a loop of more than " +
-                             std::to_string(ir::kMaxUnrolledIterations) +
-                             " iterations is not supported yet");
+  ir::Function flat = simplify(module, std::move(inlined));
   std::string name = derived_name(flat.name, step.kind);
   ir::Function result;
   switch (step.kind) {
     case DeriveKind::Transpose: {
       TransposeSpec spec;
+      spec.remat = remat;
       spec.linear_params = step.wrt;
       spec.ct_results.assign(flat.results.size(), true);
       spec.name = name;
@@ -285,6 +290,7 @@ ir::Function derive_function(const ir::Module &module, const ir::Function &funct
       bool grad = step.kind == DeriveKind::Grad;
       JvpResult j = jvp_function(module, flat, step.wrt);
       TransposeSpec spec;
+      spec.remat = remat;
       size_t np = j.num_primal_params, nr = j.num_primal_results;
       spec.linear_params.assign(j.function.params.size(), false);
       for (size_t k = np; k < j.function.params.size(); ++k) spec.linear_params[k] = true;
@@ -301,7 +307,7 @@ ir::Function derive_function(const ir::Module &module, const ir::Function &funct
       break;
     }
   }
-  result = simplify(module, result);
+  result = simplify(module, std::move(result));
   combine_collectives(result, combine);
   make_pbroadcasts_explicit(module, result, ir::Origin::Transform);
   return result;
@@ -314,9 +320,10 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
   ir::DeriveStep step = select_step(sig, request.kind, request.wrt, request.of, original.span);
   ir::Module out;
   out.meshes = module.meshes;
-  ir::Function result = derive_function(module, original, step, request.combine);
-  result.comment = describe_step(sig, step) + "\nGenerated by `spmdc " + kind_name(request.kind) +
-                   "`" + (request.source_path.empty() ? "" : " from " + request.source_path) + ".";
+  ir::Function result = derive_function(module, original, step, request.combine, request.remat);
+  result.comment = describe_step(sig, step) + "\nGenerated by `spmdc " +
+                   derive_kind_name(request.kind) + "`" +
+                   (request.source_path.empty() ? "" : " from " + request.source_path) + ".";
   out.functions.push_back(std::move(result));
   for (const std::string &problem : ir::verify_module(out))
     throw std::logic_error("the derived program does not verify: " + problem);

@@ -32,6 +32,9 @@ namespace spmd {
 
 using ir::DeriveKind;
 
+/// The command that derives `k` (`transpose`, `jvp`, `vjp`, `grad`).
+const char *derive_kind_name(DeriveKind k);
+
 struct DeriveRequest {
   DeriveKind kind = DeriveKind::Transpose;
   std::string function;          // shmap name; empty = the only shmap
@@ -41,6 +44,9 @@ struct DeriveRequest {
   /// Independent psums (pmaxs, pmins) of the result over the same axes become
   /// one combined collective (transforms/combine_collectives.h).
   CombineOptions combine;
+  /// Transposing a loop recomputes what its backward pass needs instead of
+  /// stacking it, as if every loop were marked [[remat]] (`--remat`).
+  bool remat = false;
 };
 
 ir::Module derive(const ir::Module &module, const DeriveRequest &request);
@@ -98,7 +104,8 @@ ir::DeriveStep select_step(const FunctionSignature &f, DeriveKind kind,
 /// The derivative `step` of `function`, a checked function of `module` (which
 /// holds its callees); see the file comment. Throws TransformError.
 ir::Function derive_function(const ir::Module &module, const ir::Function &function,
-                             const ir::DeriveStep &step, const CombineOptions &combine = {});
+                             const ir::DeriveStep &step, const CombineOptions &combine = {},
+                             bool remat = false);
 
 /// One line saying what derive_function(f, step) computes, for comments.
 std::string describe_step(const FunctionSignature &f, const ir::DeriveStep &step);
