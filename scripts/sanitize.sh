@@ -17,12 +17,17 @@
 #
 # Usage: scripts/sanitize.sh [BUILD_DIR]   (default build-sanitize)
 #   FUZZ_COUNT=3000 FUZZ_HOSTILE=400 JOBS=2 scripts/sanitize.sh
+#   STEPS="unit goldens" scripts/sanitize.sh   runs only those steps (of: unit
+#   goldens corpus executables fuzz; default all), to spread a run over
+#   several sittings on a busy machine; the build is reused.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(realpath -m "${1:-$ROOT/build-sanitize}")
 JOBS=${JOBS:-2}
 FUZZ_COUNT=${FUZZ_COUNT:-3000}
 FUZZ_HOSTILE=${FUZZ_HOSTILE:-400}
+STEPS=" ${STEPS:-unit goldens corpus executables fuzz} "
+wanted() { [[ $STEPS == *" $1 "* ]]; }
 export ASAN_OPTIONS=exitcode=99:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=exitcode=99:print_stacktrace=1:halt_on_error=1
 start=$(date +%s)
@@ -47,9 +52,12 @@ checked() {
   return $rc
 }
 
+if wanted unit; then
 step "unit tests"
 checked "$BUILD/tests/spmdc_unit_tests"
+fi
 
+if wanted goldens; then
 step "golden tests and fault scripts"
 mapfile -t goldens < <(find "$ROOT/tests/golden" -name '*.spmd' -not -path '*/modules/*' | sort)
 for g in "${goldens[@]}"; do
@@ -58,7 +66,9 @@ for g in "${goldens[@]}"; do
          || echo "golden mismatch (not a sanitizer report): ${g#$ROOT/}"; }
 done
 for s in "$ROOT"/tests/faults/*.sh; do checked "$s" "$SPMDC" "$ROOT" || echo "fault script failed: $s"; done
+fi
 
+if wanted corpus; then
 step "corpus: check, run, grad, vjp, jvp, transpose"
 mapfile -t corpus < <(find "$ROOT/samples" "$ROOT/stdlib" "$ROOT/tests" -name '*.spmd' | sort)
 commands=0
@@ -72,7 +82,9 @@ for f in "${corpus[@]}"; do
   done
 done
 echo "$commands commands on ${#corpus[@]} files"
+fi
 
+if wanted executables; then
 step "sanitized executables of the samples"
 built=0
 for f in "$ROOT"/samples/*.spmd "$ROOT"/samples/seed/*.spmd; do
@@ -85,10 +97,13 @@ for f in "$ROOT"/samples/*.spmd "$ROOT"/samples/seed/*.spmd; do
   done
 done
 echo "$built sanitized executables"
+fi
 
+if wanted fuzz; then
 step "fuzzer"
 checked "$BUILD/tests/fuzz/fuzz_parser" --count "$FUZZ_COUNT" --hostile "$FUZZ_HOSTILE" --too-slow 60
 tail -1 "$W/out"
+fi
 
 step "done"
 echo "sanitize.sh: $failures sanitizer failure(s) in $(( $(date +%s) - start )) s"
