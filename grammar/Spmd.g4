@@ -23,7 +23,7 @@ decl
   | funcDecl
   ;
 
-importDecl : IMPORT IDENT (DOT IDENT)* SEMI? ;
+importDecl : IMPORT (IDENT (DOT IDENT)* | file=STRING) SEMI? ;
 
 meshDecl : MESH IDENT ASSIGN LPAREN (meshAxis (COMMA meshAxis)* COMMA?)? RPAREN SEMI? ;
 
@@ -103,6 +103,7 @@ expr
   // statement (`x = a [[unroll]] for ...`), so indexing stops before it.
   | expr {_input->LA(2) != SpmdParser::LBRACK}?
     LBRACK subscript (COMMA subscript)* COMMA? RBRACK                      # Index
+  | expr call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN           # Apply
   | <assoc = right> expr op=POW expr                                       # Binary
   | op=MINUS expr                                                          # Unary
   | expr op=(STAR | SLASH | AT) expr                                       # Binary

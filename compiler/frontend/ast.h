@@ -96,8 +96,11 @@ struct Argument {
   SourceSpan span;
 };
 struct CallExpr {
-  Ident callee;  // possibly dotted
+  Ident callee;  // possibly dotted; empty when `function` is set
   std::vector<Argument> args;
+  /// `grad(loss, wrt=w)(w, x)`: the call that names the function called here
+  /// (a CallExpr of a named function); null when `callee` names it.
+  ExprPtr function;
 };
 /// One subscript: either a single index or a slice `start:stop:step` (each optional).
 struct Subscript {
@@ -178,7 +181,10 @@ struct Stmt {
 // ---------------------------------------------------------------- declarations
 
 struct ImportDecl {
-  std::vector<Ident> path;  // import std.nn -> {std, nn}
+  std::vector<Ident> path;  // import std.nn -> {std, nn}; empty for a file import
+  /// `import "grads/loss_grad.spmd"`: a file, relative to the importing file.
+  std::optional<std::string> file;
+  SourceSpan file_span;
 };
 
 struct MeshAxisDecl {
