@@ -4,8 +4,8 @@
 Every fenced code block of README.md and docs/*.md that holds lines starting
 with `$ ` is a terminal session: each `$ ` line (with `\\` continuation lines)
 is a command, and the lines under it, up to the next command or the end of the
-block, are its expected output (stdout then stderr). A line that is exactly
-`...` matches any run of lines (none included), `...` inside a line any text
+block, are its expected output (stdout then stderr). A line that is just
+`...` (indented or not) matches any run of lines (none included), `...` inside a line any text
 (a timing, a commit); trailing spaces are ignored.
 Commands run through `sh` in a scratch directory per document (so a file that
 one command writes with -o is there for the next), in which the repository's
@@ -106,7 +106,7 @@ def matches(expected, actual):
             return memo[(i, j)]
         if i == len(expected):
             r = j == len(actual)
-        elif expected[i] == "...":
+        elif expected[i].strip() == "...":
             r = any(m(i + 1, jj) for jj in range(j, len(actual) + 1))
         else:
             r = j < len(actual) and line_matches(expected[i], actual[j]) and m(i + 1, j + 1)
