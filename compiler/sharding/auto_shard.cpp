@@ -547,7 +547,11 @@ class AutoBuilder {
         if (first_var[v] >= 0) ilp_.start.push_back({first_var[v] + fitting->choice[v], 1.0});
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-    IlpSolution sol = solve_ilp(ilp_, std::max(options_.time_limit_s - elapsed, 1e-9));
+    // The penalised elimination used up the time limit: CBC would only
+    // overrun it (it does not check its clock in the root LP), so do not start it.
+    IlpSolution sol;
+    if (!fitting || elapsed < options_.time_limit_s)
+      sol = solve_ilp(ilp_, std::max(options_.time_limit_s - elapsed, 1e-9));
     report_.solve_seconds = elapsed + sol.seconds;
     using S = IlpSolution::Status;
     // CBC stopped with nothing better than the penalised elimination's plan.
