@@ -65,6 +65,14 @@ const char *kPrograms[] = {
     R"(sharded total(x: T[8, 16] @ P(None, a), w: T[16, 8] @ P(a)) -> T[] @ P() on M {
   return sum(x @ w) * 0.5
 })",
+    // A static loop (unrolled before sharding): a residual block three times.
+    R"(sharded looped(x: T[8, 16] @ P(a), w: T[16, 16] @ auto) -> T[8, 16] @ P(a) on M {
+  h = x
+  for k in range(0, 3) {
+    h = tanh(h @ w) + h
+  }
+  return h
+})",
 };
 
 const char *kMeshes1d[] = {"(a: 1)", "(a: 2)", "(a: 4)", "(a: 8)"};
