@@ -1,18 +1,21 @@
-// driver/cmd_build.cpp — `spmdc build`: compile a shmap into an executable.
+// driver/cmd_build.cpp — `spmdc build`: compile shmaps into an executable.
 //
-//   spmdc build FILE [--fn NAME] [-o EXE] [--target cpu|cuda] [--emit-source PATH]
+//   spmdc build FILE [--fn NAME] [-o EXE] [--target cpu|cuda] [--emit-source PATH] [-q]
 //
 // Compiles and checks the file, emits C++ (CPU) or CUDA C++ for every shmap
-// of it (backend/backend.h) with --fn as the executable's default function,
-// and compiles that with the C++ compiler that built spmdc or with nvcc,
-// linked against the runtime (backend/toolchain.h). --emit-source writes the
-// source (alone, or in addition to -o). Both are written with
+// of it (backend/backend.h) with --fn as the executable's default function
+// (none without --fn when the file has several: the executable then needs
+// --fn), and compiles that with the C++ compiler that built spmdc or with
+// nvcc, linked against the runtime (backend/toolchain.h). --emit-source writes
+// the source (alone, or in addition to -o). Both are written with
 // rt::OutputFiles (all or none; a failed or interrupted build leaves nothing
 // behind). The compiler runs in its own process group, stopped with spmdc on
 // SIGINT/SIGTERM. A default executable name never replaces an input file.
 // Default target: `cuda` when spmdc was configured with the CUDA toolkit and
-// NCCL, else `cpu`. Exit status: 0 ok, 1 user error (including a missing CUDA
-// toolkit for --target cuda, or a failed compiler run), 2 internal error.
+// NCCL *and* a GPU is visible now (backend::gpu_visible), else `cpu`; a
+// one-line note on stderr says which and why (-q silences it). Exit status:
+// 0 ok, 1 user error (including a missing CUDA toolkit for --target cuda, or
+// a failed compiler run), 2 internal error.
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +26,7 @@
 #include "backend/backend.h"
 #include "backend/toolchain.h"
 #include "driver/commands.h"
+#include "driver/version.h"
 #include "spmdrt/output_file.h"
 #include "transforms/derive.h"
 
@@ -37,7 +41,20 @@ struct BuildOptions {
   std::vector<std::string> cxxflags;
   bool keep_source = false;
   bool show_command = false;
+  bool quiet = false;
 };
+
+/// The target --target names (cpu, cuda), or without it the one this machine
+/// can run; `note` then says which and why.
+backend::Target choose_target(const BuildOptions &o, std::string &note) {
+  if (o.target == "cpu") return backend::Target::Cpu;
+  if (o.target == "cuda") return backend::Target::Cuda;
+  std::string why = "spmdc was configured without the CUDA toolkit and NCCL";
+  const bool cuda = backend::cuda_configured() && backend::gpu_visible(why);
+  note = std::string("building for target ") + (cuda ? "cuda" : "cpu") + " (" + why +
+         (cuda ? "; --target cpu for the simulated mesh)" : "; --target cuda to build for GPUs)");
+  return cuda ? backend::Target::Cuda : backend::Target::Cpu;
+}
 
 std::string default_output(const std::string &input) {
   std::string base = input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
@@ -96,15 +113,10 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   auto fail_build = [&](const std::string &message) {
     return report_error(common, "build-error", message);
   };
-  backend::Target target =
-      backend::cuda_configured() ? backend::Target::Cuda : backend::Target::Cpu;
-  if (o.target == "cpu") {
-    target = backend::Target::Cpu;
-  } else if (o.target == "cuda") {
-    target = backend::Target::Cuda;
-  } else if (!o.target.empty()) {
+  if (o.target != "" && o.target != "cpu" && o.target != "cuda")
     return fail_build("unknown --target `" + o.target + "` (expected `cpu` or `cuda`)");
-  }
+  std::string target_note;
+  const backend::Target target = choose_target(o, target_note);
   const bool build_exe = !o.output.empty() || o.emit_source.empty();
   // A default name is derived from the input's and may never replace it
   // (`spmdc build prog` would otherwise overwrite the source `prog`).
@@ -130,16 +142,20 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
   const ir::Module &module = *c.module;
-  int index = -1;
+  backend::EmitOptions eo;
   try {
-    index = find_shmap(module, o.fn);
+    // Without --fn every shmap is built; the only one is the default.
+    size_t shmaps = 0;
+    for (const ir::Function &f : module.functions) shmaps += f.kind == ir::FunctionKind::Shmap;
+    if (!o.fn.empty() || shmaps <= 1)
+      eo.entry = module.functions[static_cast<size_t>(find_shmap(module, o.fn))].name;
   } catch (const TransformError &e) {
     return fail_build(e.what());
   }
-  backend::EmitOptions eo;
+  if (!target_note.empty() && !o.quiet) report_note(common, "build-target", target_note);
   eo.target = target;
-  eo.entry = module.functions[static_cast<size_t>(index)].name;
   eo.source_path = common.input;
+  eo.built_by = version_line();
   const std::string source = backend::emit_program(module, &c.sources, eo);
 
   // The source and the executable are written together, all or none.
@@ -210,17 +226,20 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
   static BuildOptions options;
   CLI::App *cmd = app.add_subcommand(
       "build",
-      "Compile a shmap into an executable (CUDA + NCCL, or the simulated CPU mesh) with the "
-      "command line of `spmdc run`");
+      "Compile the shmaps of a file into one executable (CUDA + NCCL, or the simulated CPU "
+      "mesh) with the command line of `spmdc run`");
   add_common_options(*cmd, common);
   cmd->add_option("--fn", options.fn,
-                  "The executable's default shmap (optional when the file has one)");
+                  "The executable's default shmap (every shmap is built; without --fn a file "
+                  "with several has no default and the executable needs --fn)");
   cmd->add_option("-o,--output", options.output,
                   "The executable to write (default: the input's name without .spmd)")
       ->type_name("FILE");
   cmd->add_option("--target", options.target,
-                  std::string("cpu or cuda (default: ") +
-                      (backend::cuda_configured() ? "cuda, found at configure time" : "cpu") + ")");
+                  backend::cuda_configured()
+                      ? "cpu or cuda (default: cuda when a GPU is visible when building, else "
+                        "cpu; a note on stderr says which)"
+                      : "cpu or cuda (default: cpu: spmdc was configured without CUDA)");
   cmd->add_option("--emit-source", options.emit_source,
                   "Write the emitted C++/CUDA source here (without -o: only write the source)")
       ->type_name("FILE");
@@ -232,6 +251,7 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
   cmd->add_flag("--keep-source", options.keep_source, "Keep the temporary source file");
   cmd->add_flag("--show-command", options.show_command,
                 "Print the compiler command line (quoted for a POSIX shell)");
+  cmd->add_flag("-q,--quiet", options.quiet, "Print no notes (the chosen target)");
   out.push_back({cmd, [&common] { return run_build(common, options); }});
 }
 
