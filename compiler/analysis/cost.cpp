@@ -47,7 +47,8 @@ void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Ins
   for (const ir::Instr &in : body) {
     switch (op_kind(in.op)) {
       case OpKind::Unary:
-        if (in.op != OpCode::Cast) r.elementwise_flops += times * numel(f.type(in.results[0]));
+        if (in.op != OpCode::Cast && in.op != OpCode::StopGradient)
+          r.elementwise_flops += times * numel(f.type(in.results[0]));
         break;
       case OpKind::Binary:
       case OpKind::Compare:

@@ -366,6 +366,16 @@ class TreeBuilder {
       }
       return make_expr(std::move(index), at);
     }
+    if (auto *c = dynamic_cast<P::MemberContext *>(ctx)) {
+      ast::Ident member{c->IDENT() ? text(c->IDENT()) : "<error>",
+                        c->IDENT() ? span(c->IDENT()) : at};
+      if (c->call == nullptr) return make_expr(ast::MemberExpr{expr(c->expr()), member}, at);
+      ast::CallExpr call;
+      call.callee = member;
+      call.receiver = expr(c->expr());
+      call.args = arguments(c->argument(), member.name);
+      return make_expr(std::move(call), at);
+    }
     if (auto *c = dynamic_cast<P::UnaryContext *>(ctx)) {
       bool is_not = c->op != nullptr && c->op->getType() == P::NOT;
       return make_expr(
@@ -396,6 +406,12 @@ class TreeBuilder {
         break;
       case P::SLASH:
         op = ast::BinaryOpKind::Div;
+        break;
+      case P::FLOORDIV:
+        op = ast::BinaryOpKind::FloorDiv;
+        break;
+      case P::PERCENT:
+        op = ast::BinaryOpKind::Mod;
         break;
       case P::POW:
         op = ast::BinaryOpKind::Pow;
@@ -458,8 +474,15 @@ class TreeBuilder {
     if (ctx->call == nullptr) return make_expr(ast::NameExpr{name.name}, at);
     ast::CallExpr call;
     call.callee = name;
+    call.args = arguments(ctx->argument(), name.name);
+    return make_expr(std::move(call), at);
+  }
+
+  std::vector<ast::Argument> arguments(const std::vector<P::ArgumentContext *> &ctxs,
+                                       const std::string &callee) {
+    std::vector<ast::Argument> args;
     bool seen_keyword = false;
-    for (P::ArgumentContext *a : ctx->argument()) {
+    for (P::ArgumentContext *a : ctxs) {
       if (a == nullptr) continue;
       ast::Argument arg;
       arg.span = span(a);
@@ -468,18 +491,22 @@ class TreeBuilder {
         seen_keyword = true;
       } else if (seen_keyword) {
         error(arg.span,
-              "positional argument after a keyword argument in the call to `" + name.name + "`",
+              "positional argument after a keyword argument in the call to `" + callee + "`",
               "put positional arguments first");
       }
       arg.value = expr(a->expr());
-      call.args.push_back(std::move(arg));
+      args.push_back(std::move(arg));
     }
-    return make_expr(std::move(call), at);
+    return args;
   }
 
   ast::Subscript subscript(P::SubscriptContext *ctx) {
     ast::Subscript s;
     s.span = span(ctx);
+    if (ctx->newaxis != nullptr) {
+      s.is_new_axis = true;
+      return s;
+    }
     if (ctx->colon1 == nullptr) {
       s.index = expr(ctx->start);
       return s;

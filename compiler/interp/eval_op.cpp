@@ -76,12 +76,17 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
     case OpCode::Abs:
     case OpCode::Sign:
     case OpCode::Logistic:
+    case OpCode::Erf:
+    case OpCode::Log1p:
+    case OpCode::StopGradient:
     case OpCode::Not:
     case OpCode::Cast:
     case OpCode::Add:
     case OpCode::Sub:
     case OpCode::Mul:
     case OpCode::Div:
+    case OpCode::FloorDiv:
+    case OpCode::Rem:
     case OpCode::Pow:
     case OpCode::Max:
     case OpCode::Min:
@@ -116,6 +121,10 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
       return red(rt::ReduceOp::Max, x, in);
     case OpCode::ReduceMin:
       return red(rt::ReduceOp::Min, x, in);
+    case OpCode::ArgMax:
+      return rt::arg_reduce(rt::ReduceOp::Max, x[0], a.dims);
+    case OpCode::ArgMin:
+      return rt::arg_reduce(rt::ReduceOp::Min, x[0], a.dims);
     // Contraction.
     case OpCode::Einsum:
       return rt::einsum(a.spec, x);
@@ -124,6 +133,8 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
       return rt::reshape(x[0], a.shape);
     case OpCode::Transpose:
       return rt::transpose(x[0], a.dims);
+    case OpCode::Reverse:
+      return rt::reverse(x[0], a.dims);
     case OpCode::BroadcastTo:
       return rt::broadcast_to(x[0], a.shape);
     case OpCode::Slice:

@@ -167,7 +167,7 @@ class Generator {
     const Val x = any(), y = any();
     const std::string L = std::to_string(L_);
     const int d = pick(2);
-    switch (pick(17)) {
+    switch (pick(18)) {
       case 0: {
         static const char *u[] = {"tanh", "sin", "neg", "abs", "sigmoid", "cos"};
         return emit(std::string(u[pick(6)]) + "(" + x.name + ")", x.var);
@@ -268,6 +268,21 @@ class Generator {
       case 15:
         if (coin()) return emit("h(" + x.name + ")", x.var);
         return emit("hp(" + x.name + ")", x.var & ~uint64_t{1});
+      case 16: {  // the NumPy-style ops: local, so variance is the operands' union
+        const std::string a = x.name, b = y.name;
+        const std::string forms[] = {
+            a + " % (abs(" + b + ") + 0.5) + " + a + " // 0.5 * 0.125",
+            "erf(" + a + ") + log1p(" + b + " * " + b + ")",
+            "clip(" + a + ", -0.5, 0.5) + stop_gradient(" + b + ")",
+            "flip(" + a + ", axes=" + std::to_string(d) + ") + " + b + "[::-1, ::-1].T",
+            "squeeze(" + a + "[:, None], 1) - var(" + b + ", axes=1, keepdims=true)",
+            "stack((" + a + ", " + b + "), axis=" + std::to_string(d) + ")" +
+                (d == 0 ? "[1]" : "[:, 0]") + " + cast(argmax(" + a +
+                ", axes=1, keepdims=true), f32)",
+            "(" + a + ".astype(f64) % 0.3).astype(f32) + expand_dims(" + b + "[0], 0)",
+        };
+        return emit(forms[pick(static_cast<int>(std::size(forms)))], x.var | y.var);
+      }
       default:
         return emit(x.name + " * 2.0 + 1.0", x.var);
     }
