@@ -804,7 +804,7 @@ LExpr BodyLowerer::lower_member(const LExpr &base, const std::string &member, So
     return LExpr::of(emit(OpCode::Transpose, {x}, attrs, span), span);
   }
   Diagnostic &d =
-      diags().error("unknown-attribute", span,
+      diags().error("unknown-member", span,
                     "values have no attribute `" + member + "` (they have `.T`, " +
                         "`.astype(dtype)` and, in sizes, `.shape[k]`, `.ndim`, `.size`)");
   if (member == "shape" || member == "ndim" || member == "size")

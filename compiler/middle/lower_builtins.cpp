@@ -963,7 +963,7 @@ LExpr BodyLowerer::lower_method(const LExpr &self, const ast::CallExpr &call, So
     return value_or_invalid(emit(OpCode::Cast, {x}, attrs, span), span);
   }
   Diagnostic &d =
-      diags().error("unknown-attribute", call.callee.span,
+      diags().error("unknown-member", call.callee.span,
                     "values have no method `" + method + "` (the only method is `.astype(dtype)`)");
   if (is_builtin(method)) {
     std::string self_text =
