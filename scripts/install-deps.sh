@@ -13,6 +13,9 @@ PKGS=(
   libopenblas-dev                # BLAS for matmul/einsum on the CPU
   python3 python3-numpy          # test helpers read/write .npy with NumPy
   bc                             # bench/build_vs_run.sh arithmetic
+  dpkg-dev file pkg-config       # packaging tests: CPack's Debian package, pkg-config
+  man-db zsh                     # packaging tests: the man page renders, zsh completion parses
+  vim                            # editors/vim is tested in a headless Vim
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -52,6 +52,21 @@ std::string real(const std::string &path) {
   return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
 }
 
+/// PREFIX when this spmdc is PREFIX/<bindir>/spmdc and PREFIX holds the
+/// runtime's library and headers in the configured layout; else empty.
+std::string relocated_prefix() {
+  const std::string bin = real(self_dir());
+  const std::string suffix = "/" SPMDC_REL_BIN_DIR;
+  if (bin.size() <= suffix.size() ||
+      bin.compare(bin.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return "";
+  const std::string prefix = bin.substr(0, bin.size() - suffix.size());
+  if (!exists(prefix + "/" SPMDC_REL_LIB_DIR "/libspmdrt.a") ||
+      !exists(prefix + "/" SPMDC_REL_INCLUDE_DIR "/spmdrt/program.h"))
+    return "";
+  return prefix;
+}
+
 }  // namespace
 
 bool cuda_configured() { return SPMDC_HAVE_CUDA != 0; }
@@ -73,6 +88,9 @@ std::optional<Toolchain> find_toolchain(std::string &error) {
   const bool install_ok = exists(std::string(SPMDC_INSTALL_LIB_DIR) + "/libspmdrt.a") &&
                           exists(std::string(SPMDC_INSTALL_INCLUDE_DIR) + "/spmdrt/program.h");
   const bool installed_spmdc = real(self_dir()) == real(SPMDC_INSTALL_BIN_DIR);
+  // An installed tree that was moved (`cmake --install --prefix P`, a package
+  // built for another prefix): PREFIX/bin/spmdc beside PREFIX/lib/libspmdrt.a.
+  const std::string moved_prefix = relocated_prefix();
   if (const char *prefix = std::getenv("SPMDC_RUNTIME_PREFIX"); prefix && *prefix) {
     tc.where = std::string("SPMDC_RUNTIME_PREFIX ") + prefix;
     tc.include_dir = std::string(prefix) + "/include";
@@ -82,6 +100,10 @@ std::optional<Toolchain> find_toolchain(std::string &error) {
               "/libspmdrt.a` does not exist";
       return std::nullopt;
     }
+  } else if (!moved_prefix.empty() && !installed_spmdc) {
+    tc.where = "install prefix " + moved_prefix;
+    tc.include_dir = moved_prefix + "/" SPMDC_REL_INCLUDE_DIR;
+    tc.lib_dir = moved_prefix + "/" SPMDC_REL_LIB_DIR;
   } else if (install_ok && (installed_spmdc || !build_ok)) {
     tc.where = "install prefix " SPMDC_INSTALL_PREFIX;
     tc.include_dir = SPMDC_INSTALL_INCLUDE_DIR;

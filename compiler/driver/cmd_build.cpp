@@ -159,12 +159,14 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
   cmd->add_option("--fn", options.fn,
                   "The executable's default shmap (optional when the file has one)");
   cmd->add_option("-o,--output", options.output,
-                  "The executable to write (default: the input's name without .spmd)");
+                  "The executable to write (default: the input's name without .spmd)")
+      ->type_name("FILE");
   cmd->add_option("--target", options.target,
                   std::string("cpu or cuda (default: ") +
                       (backend::cuda_configured() ? "cuda, found at configure time" : "cpu") + ")");
   cmd->add_option("--emit-source", options.emit_source,
-                  "Write the emitted C++/CUDA source here (without -o: only write the source)");
+                  "Write the emitted C++/CUDA source here (without -o: only write the source)")
+      ->type_name("FILE");
   cmd->add_flag("--keep-source", options.keep_source, "Keep the temporary source file");
   cmd->add_flag("--show-command", options.show_command, "Print the compiler command line");
   out.push_back({cmd, [&common] { return run_build(common, options); }});

@@ -104,12 +104,14 @@ namespace spmd::driver {
 
 void add_common_options(CLI::App &cmd, CommonOptions &common) {
   cmd.add_option("file", common.input, "The .spmd source file (- reads standard input)")
-      ->required();
+      ->required()
+      ->type_name("FILE");
   cmd.add_flag("--no-auto-pbroadcast", common.no_auto_pbroadcast,
                "Do not insert pbroadcast automatically; report each place that needs one");
   cmd.add_option("--lib-path", common.library_paths,
                  "Directory searched for imported modules before the standard library "
-                 "(repeatable)");
+                 "(repeatable)")
+      ->type_name("DIR");
   cmd.add_option("--max-errors", common.max_errors, "Stop after this many errors")
       ->check(CLI::Range(1, 10000));
   cmd.add_option("--unroll", common.unroll,

@@ -73,7 +73,8 @@ void add_derive(CLI::App &app, CommonOptions &common, std::vector<Command> &out,
                         ? "Scalar output(s) to differentiate, by name or index (default: 0)"
                         : "Outputs that receive cotangents, by name or index (default: all)")
         ->delimiter(',');
-  cmd->add_option("-o,--output", o.output, "Write the .spmd source here (default: stdout)");
+  cmd->add_option("-o,--output", o.output, "Write the .spmd source here (default: stdout)")
+      ->type_name("FILE");
   cmd->add_flag("--types", o.types, "Annotate the output with types and variance");
   cmd->add_option("--combine-threshold", o.combine_threshold,
                   "Combine independent psums over the same axes into one `psum((a, b), axes)` "

@@ -139,9 +139,12 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
       "run", "Run a shmap on a simulated CPU mesh (one simulated device per mesh position)");
   add_common_options(*run, common);
   run->add_option("--fn", options.fn, "The shmap to run (optional when the file has one)");
-  run->add_option("--in", options.inputs, "Input NAME=PATH.npy, NAME a parameter (repeatable)");
-  run->add_option("--out", options.outputs, "Write output NAME to PATH.npy (repeatable)");
-  run->add_option("--out-dir", options.out_dir, "Write every output as DIR/NAME.npy");
+  run->add_option("--in", options.inputs, "Input NAME=PATH.npy, NAME a parameter (repeatable)")
+      ->type_name("NAME=PATH");
+  run->add_option("--out", options.outputs, "Write output NAME to PATH.npy (repeatable)")
+      ->type_name("NAME=PATH");
+  run->add_option("--out-dir", options.out_dir, "Write every output as DIR/NAME.npy")
+      ->type_name("DIR");
   run->add_option("--random", options.random_seed,
                   "Make every input not given with --in from this seed (uniform in [-1, 1))");
   run->add_flag("--check-replication", options.check_replication,

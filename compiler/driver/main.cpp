@@ -10,7 +10,9 @@
 
 #include <iostream>
 
+#include "driver/cli_docs.h"
 #include "driver/commands.h"
+#include "driver/version.h"
 #include "support/suggest.h"
 
 namespace {
@@ -34,7 +36,8 @@ int real_main(int argc, char **argv) {
   CLI::App app{
       "spmdc — a compiler for SPMD programs over a named device mesh.\n"
       "Every value's type carries its dtype, local shape and device variance."};
-  app.set_version_flag("--version", std::string("spmdc ") + SPMDC_VERSION);
+  app.set_version_flag("--version", version_text(),
+                       "Print the version, the commit and the build configuration, then exit");
   app.require_subcommand(1);
   int verbosity = 0;
   app.add_flag("-v,--verbose", verbosity, "More logging on stderr (-v debug, -vv trace)");
@@ -57,6 +60,7 @@ int real_main(int argc, char **argv) {
   register_run_command(app, common, commands);
   register_build_command(app, common, commands);
   register_cost_command(app, common, commands);
+  register_doc_commands(app, commands);
 
   // An unknown command word would otherwise read as "a subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
@@ -64,11 +68,12 @@ int real_main(int argc, char **argv) {
     std::string names;
     for (const Command &c : commands) {
       known = known || c.app->get_name() == argv[1];
-      names += (names.empty() ? "" : ", ") + c.app->get_name();
+      if (is_visible(*c.app)) names += (names.empty() ? "" : ", ") + c.app->get_name();
     }
     if (!known) {
       std::vector<std::string> command_names;
-      for (const Command &c : commands) command_names.push_back(c.app->get_name());
+      for (const Command &c : commands)
+        if (is_visible(*c.app)) command_names.push_back(c.app->get_name());
       auto best = closest_match(argv[1], command_names);
       return report_error(common, "bad-command-line",
                           "unknown command `" + std::string(argv[1]) + "` (commands: " + names +

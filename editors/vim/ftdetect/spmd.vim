@@ -1,0 +1,2 @@
+" .spmd files are spmdc programs (editors/README.md).
+autocmd BufRead,BufNewFile *.spmd setfiletype spmd
