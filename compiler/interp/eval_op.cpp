@@ -109,6 +109,8 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
           return rt::select(x[0], x[1], x[2]);
         case ElementwiseKernel::Kind::Cast:
           return rt::cast(x[0], a.dtype);
+        case ElementwiseKernel::Kind::Identity:
+          return x[0];
         case ElementwiseKernel::Kind::None:
           break;
       }
@@ -210,6 +212,12 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
       return un(rt::UnaryOp::Sign);
     case OpCode::Logistic:
       return un(rt::UnaryOp::Logistic);
+    case OpCode::Erf:
+      return un(rt::UnaryOp::Erf);
+    case OpCode::Log1p:
+      return un(rt::UnaryOp::Log1p);
+    case OpCode::StopGradient:  // the identity when running; it only matters to derivatives
+      return {K::Identity};
     case OpCode::Not:
       return un(rt::UnaryOp::Not);
     case OpCode::Cast:
@@ -222,6 +230,10 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
       return bin(rt::BinaryOp::Mul);
     case OpCode::Div:
       return bin(rt::BinaryOp::Div);
+    case OpCode::FloorDiv:
+      return bin(rt::BinaryOp::FloorDiv);
+    case OpCode::Rem:
+      return bin(rt::BinaryOp::Rem);
     case OpCode::Pow:
       return bin(rt::BinaryOp::Pow);
     case OpCode::Max:
@@ -252,9 +264,12 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
     case OpCode::ReduceSum:
     case OpCode::ReduceMax:
     case OpCode::ReduceMin:
+    case OpCode::ArgMax:
+    case OpCode::ArgMin:
     case OpCode::Einsum:
     case OpCode::Reshape:
     case OpCode::Transpose:
+    case OpCode::Reverse:
     case OpCode::BroadcastTo:
     case OpCode::Slice:
     case OpCode::Pad:
