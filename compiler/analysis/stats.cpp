@@ -14,21 +14,21 @@ double bytes_of(const Type &t) {
   return static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
 }
 
-/// Adds what `body` (of `f`) communicates when it runs `times` times.
-void accumulate(const ir::Module &m, const ir::Function &f, const std::vector<ir::Instr> &body,
-                int64_t times, FunctionStats &stats, int depth) {
+/// Appends the collectives `body` (of `f`) runs, each `times` times per run.
+void collect(const ir::Module &m, const ir::Function &f, const std::vector<ir::Instr> &body,
+             int64_t times, std::vector<CollectiveEvent> &out, int depth) {
   if (depth > 1000) return;
   const rt::Mesh &mesh = m.mesh_of(f);
   for (const ir::Instr &in : body) {
     if (in.op == OpCode::Call) {
       const ir::Function &callee = m.functions.at(static_cast<size_t>(in.attrs.callee));
-      accumulate(m, callee, callee.body, times, stats, depth + 1);
+      collect(m, callee, callee.body, times, out, depth + 1);
       continue;
     }
     if (in.op == OpCode::For) {
       const int64_t trips = ir::trip_count(in.attrs);
       const int64_t n = trips > 0 && times > INT64_MAX / trips ? INT64_MAX : times * trips;
-      accumulate(m, f, in.regions.at(0).body, n, stats, depth + 1);
+      collect(m, f, in.regions.at(0).body, n, out, depth + 1);
       continue;
     }
     if (op_kind(in.op) != OpKind::Collective) continue;
@@ -61,16 +61,17 @@ void accumulate(const ir::Module &m, const ir::Function &f, const std::vector<ir
       default:  // pbroadcast, pscatter, axis_index: no communication
         break;
     }
-    CollectiveStat &s = stats.by_op[std::string(op_spelling(in.op))];
-    const int64_t values = in.operands.empty() ? 1 : static_cast<int64_t>(in.operands.size());
-    auto add = [](int64_t acc, int64_t a, int64_t b) {  // acc + a * b, saturating
-      const __int128 r = static_cast<__int128>(acc) + static_cast<__int128>(a) * b;
-      return r > INT64_MAX ? INT64_MAX : static_cast<int64_t>(r);
-    };
-    s.count = add(s.count, times, 1);
-    s.values = add(s.values, times, values);
-    s.size_bytes += static_cast<double>(times) * size;
-    s.moved_bytes += static_cast<double>(times) * moved;
+    CollectiveEvent e;
+    e.op = std::string(op_spelling(in.op));
+    e.axes = axis_list_str(in.attrs.axes, mesh);
+    for (ir::ValueId v : in.operands)
+      e.operand_types += (e.operand_types.empty() ? "" : ", ") + type_str(f.type(v), mesh);
+    e.size_bytes = size;
+    e.moved_bytes = moved;
+    e.values = in.operands.empty() ? 1 : static_cast<int64_t>(in.operands.size());
+    e.times = times;
+    e.span = in.span;
+    out.push_back(std::move(e));
   }
 }
 
@@ -91,9 +92,26 @@ int64_t FunctionStats::communicating_count() const {
   return c;
 }
 
+std::vector<CollectiveEvent> collective_events(const ir::Module &module,
+                                               const ir::Function &function) {
+  std::vector<CollectiveEvent> events;
+  collect(module, function, function.body, 1, events, 0);
+  return events;
+}
+
 FunctionStats collective_stats(const ir::Module &module, const ir::Function &function) {
   FunctionStats stats;
-  accumulate(module, function, function.body, 1, stats, 0);
+  auto add = [](int64_t acc, int64_t a, int64_t b) {  // acc + a * b, saturating
+    const __int128 r = static_cast<__int128>(acc) + static_cast<__int128>(a) * b;
+    return r > INT64_MAX ? INT64_MAX : static_cast<int64_t>(r);
+  };
+  for (const CollectiveEvent &e : collective_events(module, function)) {
+    CollectiveStat &s = stats.by_op[e.op];
+    s.count = add(s.count, e.times, 1);
+    s.values = add(s.values, e.times, e.values);
+    s.size_bytes += static_cast<double>(e.times) * e.size_bytes;
+    s.moved_bytes += static_cast<double>(e.times) * e.moved_bytes;
+  }
   return stats;
 }
 

@@ -14,6 +14,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -31,6 +32,22 @@ struct FunctionStats {
   double total_moved_bytes() const;
   int64_t communicating_count() const;  // collectives that move data
 };
+
+/// One collective in a function's body (calls expanded, in program order):
+/// what one run of it moves per device, and how often it runs per call of the
+/// function (its loops' trip counts multiplied).
+struct CollectiveEvent {
+  std::string op;             // spelling: "psum", "all_gather", ...
+  std::string axes;           // `i` / `(i, j)`
+  std::string operand_types;  // `f32[8, 4]{i}`, comma-separated
+  double size_bytes = 0, moved_bytes = 0;
+  int64_t values = 1;  // tensors it carries
+  int64_t times = 1;   // runs per call (saturating)
+  SourceSpan span;
+};
+
+std::vector<CollectiveEvent> collective_events(const ir::Module &module,
+                                               const ir::Function &function);
 
 FunctionStats collective_stats(const ir::Module &module, const ir::Function &function);
 

@@ -68,6 +68,7 @@ void register_derive_commands(CLI::App &app, CommonOptions &common, std::vector<
 void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_cost_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
+void register_show_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 
 int run_check(const CommonOptions &common);
 

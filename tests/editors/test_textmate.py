@@ -173,6 +173,10 @@ def main():
             ("psum(w", "psum", "support.function.collective.spmd"),
             ("psum(w", "w", "variable.other.spmd"),
         ], failures)
+    with open(os.path.join(root, "exercises/01-replicate/starter.spmd")) as f:
+        expect(tokenize, f.read(), "exercises/01-replicate/starter.spmd", [
+            ("return ???", "???", "keyword.other.hole.spmd"),
+        ], failures)
     expect(tokenize, fixture_text, "tests/editors/tokens.spmd", [
         ("[[no_auto", "no_auto_pbroadcast", "storage.modifier.attribute.spmd"),
         ("einsum(", "\\n", "constant.character.escape.spmd"),

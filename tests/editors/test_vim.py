@@ -120,6 +120,7 @@ def main():
         ("psum(w", "return", "spmdControl"), ("psum(w", "psum", "spmdCollective"),
         ("w = g(x)", "w", ""),
     ])
+    expect(os.path.join(root, "exercises/01-replicate/starter.spmd"), [("return ???", "???", "spmdHole")])
     expect(fixture, [
         ("[[no_auto", "no_auto_pbroadcast", "spmdAttribute"), ("einsum(", "\\n", "spmdEscape"),
         ("axis=0", "axis", "spmdKeywordArg"), ("x: f32[4]{i}", "i}", "spmdAxis"),

@@ -37,6 +37,8 @@ syn match   spmdComment "#.*$" contains=spmdTodo,@Spell
 syn keyword spmdTodo TODO FIXME XXX NOTE contained
 " Anything else that is not a name, number, operator or bracket is an error.
 syn match   spmdError "[^[:space:][:alnum:]_#\"()\[\]{},;:.=+\-*/<>!@]"
+" A hole `???` of an exercise's starter (exercises/).
+syn match   spmdHole "???"
 
 hi def link spmdDeclaration  Statement
 hi def link spmdFunctionName Function
@@ -66,5 +68,6 @@ hi def link spmdEscape       SpecialChar
 hi def link spmdComment      Comment
 hi def link spmdTodo         Todo
 hi def link spmdError        Error
+hi def link spmdHole         Todo
 
 let b:current_syntax = 'spmd'

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# make-pictures.sh [SPMDC] [OUT_DIR] — regenerates the pictures of docs/pictures/
+# (the tutorial shows them) with `spmdc show --format svg`. The test
+# pictures/current (tests/pictures/CMakeLists.txt) runs it into a temporary
+# directory and fails when a committed picture is out of date.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+spmdc=${1:-$root/build/compiler/spmdc}
+out=${2:-$root/docs/pictures}
+mkdir -p "$out"
+for sample in collectives101 shard_local dp_tp moe; do
+  (cd "$root" && "$spmdc" show "samples/$sample.spmd" --format svg -o "$out/$sample.svg")
+done

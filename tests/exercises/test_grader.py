@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""test_grader.py SPMDC SOURCE_DIR — scripts/grade.py on every exercise.
+
+For each exercises/NN-*/: the reference solution passes; the starter (with
+its holes) does not, and says where the holes are; every wrong solution in
+tests/exercises/NN-*/ fails with the message its first line promises
+(`# EXPECT: text`). The reference of exercise 08 (a backward written by
+hand) is also checked against `spmdc vjp` of the forward in its header, on
+the same random inputs: the compiler's derivative is an independent answer.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+spmdc, src = sys.argv[1], sys.argv[2]
+grader = os.path.join(src, "scripts", "grade.py")
+failures = []
+
+
+def grade(exercise, student):
+    r = subprocess.run([sys.executable, grader, exercise, student, "--spmdc", spmdc, "--seeds", "0,1"],
+                       capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+exercises = sorted(glob.glob(os.path.join(src, "exercises", "[0-9][0-9]-*")))
+if len(exercises) < 8:
+    failures.append(f"only {len(exercises)} exercises")
+wrong_count = 0
+for ex in exercises:
+    name = os.path.basename(ex)
+    for f in ("task.md", "starter.spmd", "solution.spmd", "grade.json"):
+        if not os.path.exists(os.path.join(ex, f)):
+            failures.append(f"{name}: no {f}")
+    rc, out = grade(ex, os.path.join(ex, "solution.spmd"))
+    if rc != 0 or "PASS" not in out:
+        failures.append(f"{name}: the reference does not pass: {out}")
+    rc, out = grade(ex, os.path.join(ex, "starter.spmd"))
+    if rc != 1 or "fill in the holes marked ???" not in out:
+        failures.append(f"{name}: the starter: {out}")
+    wrong = sorted(glob.glob(os.path.join(src, "tests", "exercises", name, "*.spmd")))
+    if len(wrong) < 2:
+        failures.append(f"{name}: fewer than two wrong solutions in tests/exercises/{name}")
+    for w in wrong:
+        wrong_count += 1
+        expect = re.match(r"# EXPECT: (.*)", open(w).readline())
+        rc, out = grade(ex, w)
+        if rc != 1 or "NOT YET" not in out or not expect or expect.group(1) not in out:
+            failures.append(f"{name}/{os.path.basename(w)}: exit {rc}, expected "
+                            f"`{expect.group(1) if expect else '?'}`, got: {out.strip()}")
+
+# Exercise 08's reference against spmdc vjp of its forward.
+ex8 = next((e for e in exercises if os.path.basename(e).startswith("08-")), None)
+if ex8:
+    header = open(os.path.join(ex8, "starter.spmd")).read()
+    fwd = "mesh M = (i: 4)\n\n" + "\n".join(
+        line[4:] for line in header.splitlines() if line.startswith("#   ")) + "\n"
+    rng = np.random.default_rng(7)
+    with tempfile.TemporaryDirectory() as tmp:
+        fwd_path = os.path.join(tmp, "fwd.spmd")
+        open(fwd_path, "w").write(fwd)
+        vjp_path = os.path.join(tmp, "vjp.spmd")
+        r = subprocess.run([spmdc, "vjp", fwd_path, "--wrt", "x", "-o", vjp_path], capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"spmdc vjp of exercise 08's forward: {r.stderr}")
+        else:
+            arrays = {"x": (16, 8), "w1": (8, 32), "w2": (32, 8), "dy": (16, 8)}
+            for name, shape in arrays.items():
+                np.save(os.path.join(tmp, name + ".npy"), rng.uniform(-1, 1, shape).astype(np.float32))
+            ins = lambda names: sum((["--in", f"{k}={os.path.join(tmp, v + '.npy')}"] for k, v in names), [])
+            subprocess.run([spmdc, "run", vjp_path, "--out-dir", tmp, "-q"] +
+                           ins([("x", "x"), ("w1", "w1"), ("w2", "w2"), ("sp_fwd_bar", "dy")]), check=True)
+            ref_dir = os.path.join(tmp, "ref")
+            os.mkdir(ref_dir)
+            subprocess.run([spmdc, "run", os.path.join(ex8, "solution.spmd"), "--out-dir", ref_dir, "-q"] +
+                           ins([("w1", "w1"), ("w2", "w2"), ("dy", "dy")]), check=True)
+            want = np.load(os.path.join(tmp, "x_bar.npy"))
+            got = np.load(os.path.join(ref_dir, "sp_bwd.npy"))
+            if not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+                failures.append(f"exercise 08's reference differs from spmdc vjp: max error "
+                                f"{np.abs(got - want).max()}")
+
+for f in failures:
+    print("FAIL:", f)
+print(f"exercises: {len(exercises)} exercises, {wrong_count} wrong solutions, {len(failures)} failures")
+sys.exit(1 if failures else 0)
