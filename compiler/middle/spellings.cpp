@@ -113,6 +113,18 @@ std::string_view strip_foreign_prefix(std::string_view name) {
   return name;
 }
 
+namespace {
+
+/// `x.T` -> {"x", "T"}; nullopt for a name without a dot or with a NumPy/JAX module prefix.
+std::optional<std::pair<std::string, std::string>> member_of(std::string_view name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || strip_foreign_prefix(name) != name)
+    return std::nullopt;
+  return std::pair{std::string(name.substr(0, dot)), std::string(name.substr(dot + 1))};
+}
+
+}  // namespace
+
 std::optional<ForeignSpelling> foreign_value(std::string_view name) {
   std::string_view bare = strip_foreign_prefix(name);
   for (const Entry &e : kValues) {
@@ -120,6 +132,10 @@ std::optional<ForeignSpelling> foreign_value(std::string_view name) {
     if (e.from.size() <= 2 && bare == name) continue;
     if (bare == e.from) return ForeignSpelling{std::string(e.replacement), std::string(e.help)};
   }
+  if (auto m = member_of(name); m && m->second == "T")  // NumPy's x.T
+    return ForeignSpelling{
+        "transpose(" + m->first + ")",
+        "spmdc writes NumPy's `.T` as `transpose(" + m->first + ")` (all dimensions reversed)"};
   return std::nullopt;
 }
 
@@ -130,6 +146,14 @@ std::optional<ForeignSpelling> foreign_function(std::string_view name,
     if (bare == e.from) return ForeignSpelling{std::string(e.replacement), std::string(e.help)};
   if (bare != name && is_builtin(std::string(bare)))
     return ForeignSpelling{std::string(bare), "spmdc's builtins have no module prefix"};
+  if (auto m = member_of(name)) {  // NumPy's methods: x.astype(f32), x.sum(...)
+    if (m->second == "astype")
+      return ForeignSpelling{
+          "", "spmdc has functions, not methods: write `cast(" + m->first + ", dtype)`"};
+    if (is_builtin(m->second))
+      return ForeignSpelling{
+          "", "spmdc has functions, not methods: write `" + m->second + "(" + m->first + ", ...)`"};
+  }
   return std::nullopt;
 }
 
