@@ -1,18 +1,40 @@
-// bench/collectives_bench.cpp — nccl-tests style figures for the simulated CPU mesh.
+// bench/collectives_bench.cpp — nccl-tests style figures for the CPU collectives.
 //
-// For all_reduce, all_gather, reduce_scatter and all_to_all over a 1-D mesh of
-// --devices simulated devices (default 8), message sizes double from 8 B to
-// --max-bytes (default 64 MB). Size is the per-device buffer as nccl-tests counts
-// it (all_gather: the output; reduce_scatter: the input). Prints size, element
-// count (f32), time per call (us), algbw = size / time and busbw = algbw times the
-// nccl-tests factor: 2(n-1)/n for all_reduce, (n-1)/n for the others.
+// Threads mode (default): all_reduce, all_gather, reduce_scatter and all_to_all
+// over a 1-D mesh of --devices simulated devices (default 8), one thread each.
+// MPI mode (--mpi, run as `mpirun -np N collectives_bench --mpi`): the same
+// collectives over a mesh of the N processes through the runtime's MPI fabric
+// (what `--executor mpi` executables call), each timed next to the bare MPI
+// call of the same size on preallocated buffers (MPI_Allreduce, MPI_Allgather,
+// MPI_Reduce_scatter_block, MPI_Alltoall), with the runtime's overhead over it,
+// and next to the threads executor on a mesh of N simulated devices (measured
+// by rank 0 before MPI starts, while the other processes wait in MPI_Init);
+// plus all_reduce and reduce_scatter in deterministic (rank-order) mode.
+//
+// Message sizes double from 8 B to --max-bytes (default 64 MB). Size is the
+// per-device buffer as nccl-tests counts it (all_gather: the output;
+// reduce_scatter: the input). Prints size, element count (f32), time per call
+// (us), algbw = size / time and busbw = algbw times the nccl-tests factor:
+// 2(n-1)/n for all_reduce, (n-1)/n for the others. MPI times are the largest
+// over the processes of the median time of one call (each call after a
+// barrier); each figure is the best of --rounds rounds (default 3), the
+// runtime and bare calls alternating.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "spmdrt/collectives.h"
+
+#ifdef SPMDC_BENCH_MPI
+#include <mpi.h>
+
+#include "spmdrt/mpi.h"
+#endif
 
 using namespace spmd::rt;
 
@@ -20,32 +42,66 @@ namespace {
 
 enum class Op { AllReduce, AllGather, ReduceScatter, AllToAll };
 
-/// Average microseconds per call of `op` on `bytes` per-device bytes.
-double measure(const Mesh &mesh, Op op, int64_t bytes, int iterations) {
+struct Named {
+  Op op;
+  const char *name;
+  double factor;
+};
+
+std::vector<Named> ops(double n) {
+  return {{Op::AllReduce, "all_reduce", 2 * (n - 1) / n},
+          {Op::AllGather, "all_gather", (n - 1) / n},
+          {Op::ReduceScatter, "reduce_scatter", (n - 1) / n},
+          {Op::AllToAll, "all_to_all", (n - 1) / n}};
+}
+
+/// Input elements per device: all_gather sends count/n, the others count.
+int64_t input_count(Op op, int64_t count, int64_t n) {
+  return op == Op::AllGather ? count / n : count;
+}
+
+Tensor call(DeviceContext &ctx, Op op, const Tensor &x) {
+  switch (op) {
+    case Op::AllReduce:
+      return ctx.all_reduce(x, {0}, ReduceOp::Sum);
+    case Op::AllGather:
+      return ctx.all_gather(x, {0}, 0, true);
+    case Op::ReduceScatter:
+      return ctx.reduce_scatter(x, {0}, 0, true);
+    case Op::AllToAll:
+      return ctx.all_to_all(x, {0}, 0, 0);
+  }
+  return x;
+}
+
+int iterations_for(int64_t bytes) { return bytes <= (1 << 16) ? 50 : bytes <= (1 << 22) ? 10 : 3; }
+
+bool sizes_fit(Op op, int64_t bytes, int64_t n) {
+  // Sizes must split evenly into n f32 blocks for the sharded collectives.
+  return op == Op::AllReduce || (bytes / 4) % n == 0;
+}
+
+void print_header(const char *name, bool mpi) {
+  if (mpi) {
+    std::printf("\n# %s\n#%12s %12s %12s %10s %10s %12s %10s %9s %12s %10s\n", name, "size(B)",
+                "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "bare(us)", "bare_busbw",
+                "overhead", "threads(us)", "thr_busbw");
+  } else {
+    std::printf("\n# %s\n#%12s %12s %12s %10s %10s\n", name, "size(B)", "count", "time(us)",
+                "algbw(GB/s)", "busbw(GB/s)");
+  }
+}
+
+/// Average microseconds per call of `op` on `bytes` per-device bytes, threads.
+double measure_threads(const Mesh &mesh, Op op, int64_t bytes, int iterations) {
   const int64_t n = mesh.num_devices();
-  const int64_t count = bytes / 4;
   double seconds = 0;
   run_on_mesh(mesh, [&](DeviceContext &ctx) {
-    // Input size per device: all_gather sends count/n, the others count.
-    const int64_t input = op == Op::AllGather ? count / n : count;
-    Tensor x = Tensor::full(DType::F32, {input}, 1.0);
-    auto once = [&] {
-      switch (op) {
-        case Op::AllReduce:
-          return ctx.all_reduce(x, {0}, ReduceOp::Sum);
-        case Op::AllGather:
-          return ctx.all_gather(x, {0}, 0, true);
-        case Op::ReduceScatter:
-          return ctx.reduce_scatter(x, {0}, 0, true);
-        case Op::AllToAll:
-          return ctx.all_to_all(x, {0}, 0, 0);
-      }
-      return x;
-    };
-    once();  // warm-up
+    Tensor x = Tensor::full(DType::F32, {input_count(op, bytes / 4, n)}, 1.0);
+    call(ctx, op, x);  // warm-up
     ctx.barrier();
     auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iterations; ++i) once();
+    for (int i = 0; i < iterations; ++i) call(ctx, op, x);
     ctx.barrier();
     auto stop = std::chrono::steady_clock::now();
     if (ctx.device() == 0) seconds = std::chrono::duration<double>(stop - start).count();
@@ -53,47 +109,15 @@ double measure(const Mesh &mesh, Op op, int64_t bytes, int iterations) {
   return seconds / iterations * 1e6;
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
-  int64_t devices = 8;
-  int64_t max_bytes = 64LL << 20;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--devices") && i + 1 < argc) {
-      devices = std::atoll(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
-      max_bytes = std::atoll(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: %s [--devices N] [--max-bytes BYTES]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (devices < 1 || max_bytes < 8) {
-    std::fprintf(stderr, "need --devices >= 1 and --max-bytes >= 8\n");
-    return 2;
-  }
+int threads_main(int64_t devices, int64_t max_bytes) {
   const Mesh mesh({{"d", devices}});
-  const double n = static_cast<double>(devices);
-  struct Named {
-    Op op;
-    const char *name;
-    double factor;
-  };
-  const Named ops[] = {{Op::AllReduce, "all_reduce", 2 * (n - 1) / n},
-                       {Op::AllGather, "all_gather", (n - 1) / n},
-                       {Op::ReduceScatter, "reduce_scatter", (n - 1) / n},
-                       {Op::AllToAll, "all_to_all", (n - 1) / n}};
   std::printf("# simulated CPU mesh: %lld devices (threads), f32\n",
               static_cast<long long>(devices));
-  for (const Named &named : ops) {
-    std::printf("\n# %s\n#%12s %12s %12s %10s %10s\n", named.name, "size(B)", "count", "time(us)",
-                "algbw(GB/s)", "busbw(GB/s)");
+  for (const Named &named : ops(static_cast<double>(devices))) {
+    print_header(named.name, false);
     for (int64_t bytes = 8; bytes <= max_bytes; bytes *= 2) {
-      // Sizes must split evenly into devices f32 blocks for the sharded collectives.
-      if ((bytes / 4) % devices != 0 && named.op != Op::AllReduce) continue;
-      // Fewer iterations for large messages keeps the run short.
-      const int iterations = bytes <= (1 << 16) ? 50 : bytes <= (1 << 22) ? 10 : 2;
-      const double us = measure(mesh, named.op, bytes, iterations);
+      if (!sizes_fit(named.op, bytes, devices)) continue;
+      const double us = measure_threads(mesh, named.op, bytes, iterations_for(bytes));
       const double algbw = static_cast<double>(bytes) / (us * 1e-6) / 1e9;
       std::printf(" %12lld %12lld %12.1f %10.3f %10.3f\n", static_cast<long long>(bytes),
                   static_cast<long long>(bytes / 4), us, algbw, algbw * named.factor);
@@ -101,4 +125,150 @@ int main(int argc, char **argv) {
     }
   }
   return 0;
+}
+
+#ifdef SPMDC_BENCH_MPI
+/// The largest over the processes of the median microseconds of one call of
+/// `once` (each call timed alone: on a shared machine the median shrugs off the
+/// calls a descheduled process stretched, which an average does not).
+double time_mpi(MpiProcesses &procs, int iterations, const std::function<void()> &once) {
+  once();  // warm-up
+  std::vector<double> us;
+  for (int i = 0; i < iterations; ++i) {
+    procs.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    once();
+    us.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() *
+                 1e6);
+  }
+  std::sort(us.begin(), us.end());
+  return procs.max(us[us.size() / 2]);
+}
+
+/// The bare MPI call of `op` on preallocated f32 buffers.
+void bare(Op op, const float *in, float *out, int count, int n) {
+  switch (op) {
+    case Op::AllReduce:
+      MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      break;
+    case Op::AllGather:
+      MPI_Allgather(in, count, MPI_FLOAT, out, count, MPI_FLOAT, MPI_COMM_WORLD);
+      break;
+    case Op::ReduceScatter:
+      MPI_Reduce_scatter_block(in, out, count / n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      break;
+    case Op::AllToAll:
+      MPI_Alltoall(in, count / n, MPI_FLOAT, out, count / n, MPI_FLOAT, MPI_COMM_WORLD);
+      break;
+  }
+}
+
+/// This process's world rank and the world size from the launcher's
+/// environment, before MPI starts; -1 when unknown.
+std::pair<int, int> launcher_rank_and_size() {
+  auto read = [](std::initializer_list<const char *> names) {
+    for (const char *name : names)
+      if (const char *v = std::getenv(name); v && *v) return std::atoi(v);
+    return -1;
+  };
+  return {read({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}),
+          read({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})};
+}
+
+int mpi_main(int64_t max_bytes, int rounds) {
+  // The threads figures for the same mesh size, taken by rank 0 alone while the
+  // other processes wait in MPI_Init (so nothing else competes for the cores).
+  std::map<std::pair<int, int64_t>, double> threads_us;
+  if (auto [rank, size] = launcher_rank_and_size(); rank == 0 && size > 0) {
+    const Mesh mesh({{"d", size}});
+    for (const Named &named : ops(size))
+      for (int64_t bytes = 8; bytes <= max_bytes; bytes *= 2)
+        if (sizes_fit(named.op, bytes, size))
+          threads_us[{static_cast<int>(named.op), bytes}] =
+              measure_threads(mesh, named.op, bytes, iterations_for(bytes));
+  }
+  std::unique_ptr<MpiProcesses> procs = start_mpi_processes();
+  const int n = procs->size();
+  const bool root = procs->rank() == 0;
+  const Mesh mesh({{"d", n}});
+  if (root)
+    std::printf("# MPI: %d processes (one mesh position each), f32; bare = the MPI call alone\n",
+                n);
+  for (bool deterministic : {false, true}) {
+    std::unique_ptr<Fabric> fabric = make_mpi_fabric(mesh, deterministic);
+    DeviceContext ctx(*fabric, procs->rank());
+    for (const Named &named : ops(n)) {
+      if (deterministic && named.op != Op::AllReduce && named.op != Op::ReduceScatter) continue;
+      const std::string title =
+          std::string(named.name) + (deterministic ? " --deterministic (rank order)" : "");
+      if (root) print_header(title.c_str(), true);
+      for (int64_t bytes = 8; bytes <= max_bytes; bytes *= 2) {
+        if (!sizes_fit(named.op, bytes, n)) continue;
+        const int64_t in_count = input_count(named.op, bytes / 4, n);
+        Tensor x = Tensor::full(DType::F32, {in_count}, 1.0);
+        std::vector<float> out(static_cast<size_t>(bytes / 4) + 1);
+        const int iterations = iterations_for(bytes);
+        double runtime_us = 1e300, bare_us = 1e300;
+        for (int r = 0; r < rounds; ++r) {
+          runtime_us =
+              std::min(runtime_us, time_mpi(*procs, iterations, [&] { call(ctx, named.op, x); }));
+          bare_us =
+              std::min(bare_us, time_mpi(*procs, iterations, [&] {
+                         bare(named.op, x.data<float>(), out.data(), static_cast<int>(in_count), n);
+                       }));
+        }
+        const double algbw = static_cast<double>(bytes) / (runtime_us * 1e-6) / 1e9;
+        const double bare_algbw = static_cast<double>(bytes) / (bare_us * 1e-6) / 1e9;
+        const auto threads = threads_us.find({static_cast<int>(named.op), bytes});
+        const double thr_us = threads == threads_us.end() ? 0.0 : threads->second;
+        const double thr_busbw =
+            thr_us > 0 ? static_cast<double>(bytes) / (thr_us * 1e-6) / 1e9 * named.factor : 0.0;
+        if (root)
+          std::printf(" %12lld %12lld %12.1f %10.3f %10.3f %12.1f %10.3f %8.1f%% %12.1f %10.3f\n",
+                      static_cast<long long>(bytes), static_cast<long long>(bytes / 4), runtime_us,
+                      algbw, algbw * named.factor, bare_us, bare_algbw * named.factor,
+                      (runtime_us / bare_us - 1.0) * 100.0, thr_us, thr_busbw);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  int64_t devices = 8;
+  int64_t max_bytes = 64LL << 20;
+  int rounds = 3;
+  bool mpi = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--devices") && i + 1 < argc) {
+      devices = std::atoll(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
+      max_bytes = std::atoll(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) {
+      rounds = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--mpi")) {
+      mpi = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--devices N] [--max-bytes BYTES]\n"
+                   "       mpirun -np N %s --mpi [--max-bytes BYTES] [--rounds R]\n",
+                   argv[0], argv[0]);
+      return 2;
+    }
+  }
+  if (devices < 1 || max_bytes < 8 || rounds < 1) {
+    std::fprintf(stderr, "need --devices >= 1, --max-bytes >= 8 and --rounds >= 1\n");
+    return 2;
+  }
+  if (!mpi) return threads_main(devices, max_bytes);
+#ifdef SPMDC_BENCH_MPI
+  return mpi_main(max_bytes, rounds);
+#else
+  std::fprintf(stderr, "--mpi: this benchmark was built without MPI\n");
+  return 2;
+#endif
 }

@@ -4,7 +4,8 @@
 # It installs under /usr exactly what `cmake --install` installs. Depends:
 # the shared libraries spmdc links (found by dpkg-shlibdeps: libc, libstdc++,
 # the ANTLR runtime, spdlog/fmt, OpenBLAS), plus what `spmdc build` runs: a
-# C++20 compiler (g++) and OpenBLAS's development files to link executables.
+# C++20 compiler (g++) and OpenBLAS's development files to link executables
+# (and Open MPI's, when built with MPI: every executable links the MPI executor).
 # A package built with CUDA records that toolkit's location, like the build
 # itself; CUDA is not a Debian package and is not declared.
 set(CPACK_GENERATOR "DEB")
@@ -25,7 +26,12 @@ set(CPACK_DEBIAN_PACKAGE_SECTION "devel")
 set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "g++ (>= 4:12), libopenblas-dev")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "cmake, pkg-config")
+if(SPMDC_HAVE_MPI)  # built executables link libspmdrt_mpi.a and Open MPI; mpirun starts them
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libopenmpi-dev")
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "openmpi-bin, cmake, pkg-config")
+else()
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "cmake, pkg-config")
+endif()
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
 set(CPACK_PACKAGE_DIRECTORY "${PROJECT_BINARY_DIR}/packages")
 include(CPack)

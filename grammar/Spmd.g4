@@ -30,7 +30,7 @@ meshDecl : MESH IDENT ASSIGN LPAREN (meshAxis (COMMA meshAxis)* COMMA?)? RPAREN 
 meshAxis : IDENT COLON INT ;
 
 funcDecl
-  : attributes* kind=(DEF | SHMAP) IDENT
+  : attributes* kind=(DEF | SHMAP | SHARDED) IDENT
     LPAREN (param (COMMA param)* COMMA?)? RPAREN
     (ARROW results)? (ON mesh=IDENT)? block
   ;
@@ -54,7 +54,8 @@ dim : INT | IDENT ;
 
 variance : LBRACE (IDENT (COMMA IDENT)* COMMA?)? RBRACE ;
 
-specExpr : IDENT LPAREN (specDim (COMMA specDim)* COMMA?)? RPAREN ;
+// `P(...)`, or a bare `auto` (a `sharded` function lets the compiler choose).
+specExpr : IDENT (LPAREN (specDim (COMMA specDim)* COMMA?)? RPAREN)? ;
 
 specDim
   : NONE
@@ -97,6 +98,7 @@ expr
   | FLOAT                                                                  # Float
   | (TRUE | FALSE)                                                         # Bool
   | STRING                                                                 # String
+  | NONE                                                                   # NoneLiteral
   | LPAREN (expr (COMMA expr)* COMMA?)? RPAREN                             # ParenOrTuple
   | LBRACK (expr (COMMA expr)* COMMA?)? RBRACK                             # List
   // `[[` never starts a subscript: it opens the attributes of a following
@@ -118,10 +120,12 @@ dottedName : IDENT (DOT IDENT)* ;
 
 argument : (keyword=IDENT ASSIGN)? expr ;
 
+// `x[None]` / `x[:, None]` insert an axis (NumPy's newaxis); listed first so a lone `None`
+// is never read as an index expression.
 subscript
-  : start=expr (colon1=COLON (stop=expr)? (colon2=COLON (step=expr)?)?)?
+  : newaxis=NONE
+  | start=expr (colon1=COLON (stop=expr)? (colon2=COLON (step=expr)?)?)?
   | colon1=COLON (stop=expr)? (colon2=COLON (step=expr)?)?
-  | newaxis=NONE
   ;
 
 // ------------------------------------------------------------------------ tokens
@@ -130,6 +134,7 @@ IMPORT : 'import' ;
 MESH   : 'mesh' ;
 DEF    : 'def' ;
 SHMAP  : 'shmap' ;
+SHARDED : 'sharded' ;
 ON     : 'on' ;
 RETURN : 'return' ;
 FOR    : 'for' ;

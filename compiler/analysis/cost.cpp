@@ -20,8 +20,7 @@ namespace {
 double numel(const Type &t) { return static_cast<double>(t.numel()); }
 
 /// 2 * product of the sizes of the distinct indices of an einsum.
-double einsum_flops(const ir::Function &f, const ir::Instr &in) {
-  const std::string &spec = in.attrs.spec;
+double einsum_flops(std::span<const Type> operands, const std::string &spec) {
   std::string lhs = spec.substr(0, spec.find("->"));
   std::map<char, int64_t> size;
   size_t operand = 0, pos = 0;
@@ -31,8 +30,8 @@ double einsum_flops(const ir::Function &f, const ir::Instr &in) {
       pos = 0;
       continue;
     }
-    if (!std::isalpha(static_cast<unsigned char>(ch)) || operand >= in.operands.size()) continue;
-    const Type &t = f.type(in.operands[operand]);
+    if (!std::isalpha(static_cast<unsigned char>(ch)) || operand >= operands.size()) continue;
+    const Type &t = operands[operand];
     if (pos < t.shape.size()) size[ch] = std::max(size[ch], t.shape[pos]);
     ++pos;
   }
@@ -44,24 +43,27 @@ double einsum_flops(const ir::Function &f, const ir::Instr &in) {
 void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Instr> &body,
            double times, CostReport &r, int depth) {
   if (depth > 1000) return;
+  std::vector<Type> operands, results;
   for (const ir::Instr &in : body) {
     switch (op_kind(in.op)) {
       case OpKind::Unary:
-        if (in.op != OpCode::Cast && in.op != OpCode::StopGradient)
-          r.elementwise_flops += times * numel(f.type(in.results[0]));
-        break;
       case OpKind::Binary:
       case OpKind::Compare:
       case OpKind::Logical:
       case OpKind::Select:
-        r.elementwise_flops += times * numel(f.type(in.results[0]));
-        break;
       case OpKind::Reduce:
-        r.reduction_flops += times * numel(f.type(in.operands[0]));
+      case OpKind::Contraction: {
+        operands.clear();
+        results.clear();
+        for (ir::ValueId v : in.operands) operands.push_back(f.type(v));
+        for (ir::ValueId v : in.results) results.push_back(f.type(v));
+        double flops = times * op_flops(in.op, operands, results, in.attrs);
+        OpKind kind = op_kind(in.op);
+        (kind == OpKind::Reduce        ? r.reduction_flops
+         : kind == OpKind::Contraction ? r.einsum_flops
+                                       : r.elementwise_flops) += flops;
         break;
-      case OpKind::Contraction:
-        r.einsum_flops += times * einsum_flops(f, in);
-        break;
+      }
       case OpKind::Call: {
         const ir::Function &callee = m.functions.at(static_cast<size_t>(in.attrs.callee));
         count(m, callee, callee.body, times, r, depth + 1);
@@ -155,6 +157,35 @@ std::optional<HardwareProfile> find_profile(const std::string &name) {
   for (const HardwareProfile &p : builtin_profiles())
     if (p.name == lower) return p;
   return std::nullopt;
+}
+
+double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type> results,
+                const Attrs &attrs) {
+  switch (op_kind(op)) {
+    case OpKind::Unary:
+      return op == OpCode::Cast || op == OpCode::StopGradient ? 0 : numel(results[0]);
+    case OpKind::Binary:
+    case OpKind::Compare:
+    case OpKind::Logical:
+    case OpKind::Select:
+      return numel(results[0]);
+    case OpKind::Reduce:
+      return numel(operands[0]);
+    case OpKind::Contraction:
+      return einsum_flops(operands, attrs.spec);
+    case OpKind::Creation:
+    case OpKind::Layout:
+    case OpKind::Collective:
+    case OpKind::Call:
+    case OpKind::Control:
+      return 0;
+  }
+  return 0;
+}
+
+double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile) {
+  if (!op_communicates(op)) return 0;
+  return profile.latency_s + (profile.bw_bytes_per_s > 0 ? moved_bytes / profile.bw_bytes_per_s : 0);
 }
 
 std::optional<double> CostReport::intensity() const {

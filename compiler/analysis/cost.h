@@ -34,6 +34,7 @@
 
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,15 @@ struct CostReport {
   double total_s() const { return compute_s + comm_s; }
   bool compute_bound() const { return compute_s >= comm_s; }
 };
+
+/// Flops of one instruction whose operands and results have these (local)
+/// types, by the conventions above; 0 for calls and loops (count their bodies).
+double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type> results,
+                const Attrs &attrs);
+/// Seconds of one collective that sends `moved_bytes` per device under
+/// `profile`: alpha + moved_bytes / bandwidth for a collective that moves
+/// data (op_communicates), 0 for pbroadcast, pscatter and axis_index.
+double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile);
 
 /// Counts flops and communication of `function` (a shmap of `module`) per
 /// device and prices them with `profile`.

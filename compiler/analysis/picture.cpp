@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -109,6 +110,18 @@ std::string xml(const std::string &text) {
   return out;
 }
 
+/// A source path as a reader of the picture wants it: relative to the current directory when the
+/// file lies inside it (so a picture made in one checkout is the same in every other), else as
+/// given.
+std::string shown_path(std::string_view path) {
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  if (ec) return std::string(path);
+  const std::filesystem::path rel = std::filesystem::path(path).lexically_proximate(cwd);
+  if (rel.empty() || rel.is_absolute() || *rel.begin() == "..") return std::string(path);
+  return rel.string();
+}
+
 /// A qualitative palette (Tableau 20): neighbouring blocks get distinct colours.
 const char *const kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                 "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
@@ -159,7 +172,7 @@ ShownShmap describe_shmap(const ir::Module &module, const ir::Function &f,
     std::string where;
     if (e.span.valid()) {
       SourceLocation loc = sources.location(e.span);
-      where = std::string(loc.path) + ":" + std::to_string(loc.line);
+      where = shown_path(loc.path) + ":" + std::to_string(loc.line);
     }
     s.collectives.push_back({std::move(e), where});
   }

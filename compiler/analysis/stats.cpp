@@ -33,41 +33,20 @@ void collect(const ir::Module &m, const ir::Function &f, const std::vector<ir::I
     }
     if (op_kind(in.op) != OpKind::Collective) continue;
     double n = static_cast<double>(axes_size(mesh, in.attrs.axes));
-    double size = 0, moved = 0;
-    switch (in.op) {
-      case OpCode::Psum:
-      case OpCode::Pmax:
-      case OpCode::Pmin:  // a combined psum((a, b), axes) is one collective of all its bytes
-        for (ir::ValueId v : in.operands) size += bytes_of(f.type(v));
-        moved = 2 * (n - 1) / n * size;
-        break;
-      case OpCode::AllGather:
-      case OpCode::AllGatherInvariant:
-        size = bytes_of(f.type(in.results[0]));
-        moved = (n - 1) / n * size;
-        break;
-      case OpCode::PsumScatter:
-      case OpCode::AllToAll:
-        size = bytes_of(f.type(in.operands[0]));
-        moved = (n - 1) / n * size;
-        break;
-      case OpCode::Ppermute: {
-        size = bytes_of(f.type(in.operands[0]));
-        bool moves = false;
-        for (auto &p : in.attrs.perm) moves |= p.first != p.second;
-        moved = moves ? size : 0;
-        break;
-      }
-      default:  // pbroadcast, pscatter, axis_index: no communication
-        break;
-    }
+    bool permutes = false;
+    for (auto &p : in.attrs.perm) permutes |= p.first != p.second;
+    // A combined psum((a, b), axes) is one collective of all its operands' bytes.
+    double operand_bytes = 0;
+    for (ir::ValueId v : in.operands) operand_bytes += bytes_of(f.type(v));
+    CollectiveTraffic t = collective_traffic(in.op, n, operand_bytes,
+                                             bytes_of(f.type(in.results[0])), permutes);
     CollectiveEvent e;
     e.op = std::string(op_spelling(in.op));
     e.axes = axis_list_str(in.attrs.axes, mesh);
     for (ir::ValueId v : in.operands)
       e.operand_types += (e.operand_types.empty() ? "" : ", ") + type_str(f.type(v), mesh);
-    e.size_bytes = size;
-    e.moved_bytes = moved;
+    e.size_bytes = t.size_bytes;
+    e.moved_bytes = t.moved_bytes;
     e.values = in.operands.empty() ? 1 : static_cast<int64_t>(in.operands.size());
     e.times = times;
     e.span = in.span;
@@ -76,6 +55,36 @@ void collect(const ir::Module &m, const ir::Function &f, const std::vector<ir::I
 }
 
 }  // namespace
+
+CollectiveTraffic collective_traffic(OpCode op, double n, double operand_bytes,
+                                     double result_bytes, bool permutes) {
+  CollectiveTraffic t;
+  switch (op) {
+    case OpCode::Psum:
+    case OpCode::Pmax:
+    case OpCode::Pmin:
+      t.size_bytes = operand_bytes;
+      t.moved_bytes = 2 * (n - 1) / n * t.size_bytes;
+      break;
+    case OpCode::AllGather:
+    case OpCode::AllGatherInvariant:
+      t.size_bytes = result_bytes;
+      t.moved_bytes = (n - 1) / n * t.size_bytes;
+      break;
+    case OpCode::PsumScatter:
+    case OpCode::AllToAll:
+      t.size_bytes = operand_bytes;
+      t.moved_bytes = (n - 1) / n * t.size_bytes;
+      break;
+    case OpCode::Ppermute:
+      t.size_bytes = operand_bytes;
+      t.moved_bytes = permutes ? t.size_bytes : 0;
+      break;
+    default:  // pbroadcast, pscatter, axis_index: no communication
+      break;
+  }
+  return t;
+}
 
 double FunctionStats::total_moved_bytes() const {
   double t = 0;

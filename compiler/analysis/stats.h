@@ -51,6 +51,17 @@ std::vector<CollectiveEvent> collective_events(const ir::Module &module,
 
 FunctionStats collective_stats(const ir::Module &module, const ir::Function &function);
 
+/// One collective's traffic under the convention above.
+struct CollectiveTraffic {
+  double size_bytes = 0;   // nccl-tests buffer size
+  double moved_bytes = 0;  // what one device sends
+};
+/// The traffic of `op` over `n` devices whose (local) operand and result hold
+/// `operand_bytes` and `result_bytes`; `permutes` says whether a ppermute
+/// sends anything (a permutation that maps every rank to itself does not).
+CollectiveTraffic collective_traffic(OpCode op, double n, double operand_bytes,
+                                     double result_bytes, bool permutes = true);
+
 /// A readable table of the stats of every shmap in the module.
 std::string format_stats(const ir::Module &module);
 

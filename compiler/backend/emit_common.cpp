@@ -57,7 +57,7 @@ std::string sanitize(const std::string &text) {
 }
 
 Names::Names(const ir::Function &f) {
-  used_ = kReserved;
+  for (const std::string &word : kReserved) used_.reserve(word);
   names_.resize(f.values.size());
   // Parameters first so they keep their source names.
   std::vector<bool> is_param(f.values.size(), false);
@@ -69,13 +69,7 @@ Names::Names(const ir::Function &f) {
     if (!is_param[v]) names_[v] = fresh(f.values[v].name.empty() ? "t" : f.values[v].name);
 }
 
-std::string Names::fresh(const std::string &hint) {
-  std::string base = sanitize(hint);
-  std::string name = base;
-  for (int k = 2; used_.count(name); ++k) name = base + "_" + std::to_string(k);
-  used_.insert(name);
-  return name;
-}
+std::string Names::fresh(const std::string &hint) { return used_.claim(sanitize(hint)); }
 
 const char *storage_type(DType dtype) {
   switch (dtype) {
@@ -209,12 +203,9 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
                                             const std::map<ir::ValueId, std::string> &input_expr,
                                             const std::string &elem_suffix) {
   const std::vector<ir::Instr> &body = *plan.body;
-  std::map<ir::ValueId, const ir::Instr *> constants;
-  for (const ir::Instr &in : body)
-    if (in.op == OpCode::Constant) constants[in.results[0]] = &in;
   auto operand = [&](ir::ValueId v) -> std::string {
     if (auto it = input_expr.find(v); it != input_expr.end()) return it->second;
-    if (auto it = constants.find(v); it != constants.end())
+    if (auto it = plan.constant_def.find(v); it != plan.constant_def.end())
       return compute_literal(it->second->attrs.dtype, it->second->attrs.value);
     return names[v] + elem_suffix;
   };
@@ -351,6 +342,7 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
       case OpCode::ArgMin:
       case OpCode::Einsum:
       case OpCode::Reshape:
+      case OpCode::Constrain:
       case OpCode::Transpose:
       case OpCode::Reverse:
       case OpCode::BroadcastTo:

@@ -19,6 +19,7 @@
 #include "backend/fusion.h"
 #include "ir/ir.h"
 #include "support/source.h"
+#include "support/unique_names.h"
 
 namespace spmd::backend {
 
@@ -34,7 +35,7 @@ class Names {
 
  private:
   std::vector<std::string> names_;
-  std::set<std::string> used_;
+  UniqueNames used_{2};  // the second `x` is `x_2`
 };
 
 /// Makes `text` a valid identifier fragment (letters, digits, '_').

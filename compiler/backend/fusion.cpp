@@ -59,8 +59,10 @@ FusionPlan plan_fusion(const ir::Function &f, const std::vector<ir::Instr> &body
   plan.folded_constant.assign(n, false);
 
   std::unordered_map<ir::ValueId, int> def;  // values defined in this block
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < n; ++i) {
     for (ir::ValueId r : body[i].results) def[r] = static_cast<int>(i);
+    if (body[i].op == OpCode::Constant) plan.constant_def[body[i].results[0]] = &body[i];
+  }
   auto def_of = [&](ir::ValueId v) {
     auto it = def.find(v);
     return it == def.end() ? -1 : it->second;

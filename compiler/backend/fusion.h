@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/ir.h"
@@ -46,6 +47,8 @@ struct FusionPlan {
   std::vector<Step> steps;            // what to emit, in order
   std::vector<bool> folded_constant;  // per instruction: a constant only groups read
   std::vector<int> group_of_instr;    // per instruction: its group or -1
+  /// The scalar constants defined in the block, by value (what groups inline).
+  std::unordered_map<ir::ValueId, const ir::Instr *> constant_def;
 };
 
 /// The step at which each instruction of the planned block runs (a group's

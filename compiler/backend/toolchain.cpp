@@ -75,6 +75,7 @@ std::optional<Toolchain> find_toolchain(std::string &error) {
   Toolchain tc;
   tc.cxx = SPMDC_CXX_COMPILER;
   tc.blas_libraries = split_list(SPMDC_BLAS_LIBRARIES);
+  tc.mpi_libraries = split_list(SPMDC_MPI_LIBRARIES);
   tc.have_cuda = SPMDC_HAVE_CUDA != 0;
   tc.nvcc = SPMDC_NVCC;
   tc.cuda_include_dir = SPMDC_CUDA_INCLUDE_DIR;
@@ -130,20 +131,19 @@ std::vector<std::string> compile_command(const Toolchain &tc, Target target,
       // so fused loops match the kernels bit for bit; -O3 -fno-trapping-math vectorise them.
       cmd = {tc.cxx, "-std=c++20", "-O3", "-fno-fast-math", "-fno-trapping-math", "-ffp-contract=off",
              "-I" + tc.include_dir, "-x", "c++", source, "-x", "none", "-o", output,
-             tc.lib_dir + "/libspmdrt.a"};
-      for (const std::string &lib : tc.blas_libraries) cmd.push_back(lib);
-      cmd.push_back("-lpthread");
+             tc.lib_dir + "/libspmdrt_mpi.a", tc.lib_dir + "/libspmdrt.a"};
       break;
     case Target::Cuda:
       cmd = {tc.nvcc, "-std=c++20", "-O3", "-ccbin", tc.cxx, "-arch=sm_" + tc.cuda_arch,
              "-I" + tc.include_dir, "-I" + tc.cuda_include_dir, "-I" + tc.nccl_include_dir,
              source, "-o", output, tc.lib_dir + "/libspmdrt_cuda.a",
-             tc.lib_dir + "/libspmdrt.a", tc.nccl_library, "-L" + tc.cuda_lib_dir, "-lcublas",
-             "-lcudart"};
-      for (const std::string &lib : tc.blas_libraries) cmd.push_back(lib);
-      cmd.push_back("-lpthread");
+             tc.lib_dir + "/libspmdrt_mpi.a", tc.lib_dir + "/libspmdrt.a", tc.nccl_library,
+             "-L" + tc.cuda_lib_dir, "-lcublas", "-lcudart"};
       break;
   }
+  for (const std::string &lib : tc.blas_libraries) cmd.push_back(lib);
+  for (const std::string &lib : tc.mpi_libraries) cmd.push_back(lib);
+  cmd.push_back("-lpthread");
   return cmd;
 }
 

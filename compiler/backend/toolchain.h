@@ -25,6 +25,7 @@ struct Toolchain {
   std::string include_dir;   // holds spmdrt/*.h
   std::string lib_dir;       // holds libspmdrt.a (and libspmdrt_cuda.a)
   std::vector<std::string> blas_libraries;
+  std::vector<std::string> mpi_libraries;  // empty without MPI (spmdrt_mpi is then stubs)
   bool have_cuda = false;    // CUDA toolkit + NCCL found at configure time
   std::string nvcc, cuda_include_dir, cuda_lib_dir, nccl_include_dir, nccl_library, cuda_arch;
 };

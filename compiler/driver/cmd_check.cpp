@@ -39,6 +39,16 @@ bool write_file_atomically(const std::string &path, const std::string &text) {
   return true;
 }
 
+int write_output(const CommonOptions &common, const std::string &path, const std::string &text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return kExitOk;
+  }
+  if (!write_file_atomically(path, text))
+    return report_error(common, "io-error", "cannot write `" + path + "`");
+  return kExitOk;
+}
+
 int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after) {
   CompileOptions options = common.compile_options();
   options.stop_after = stop_after;

@@ -18,18 +18,9 @@ struct DeriveOptions {
   std::vector<std::string> of;
   std::string output;
   bool types = false;
+  bool remat = false;
   int64_t combine_threshold = CombineOptions{}.threshold_bytes;
 };
-
-int write_output(const CommonOptions &common, const std::string &path, const std::string &text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    return kExitOk;
-  }
-  if (!write_file_atomically(path, text))
-    return report_error(common, "io-error", "cannot write `" + path + "`");
-  return kExitOk;
-}
 
 int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind kind) {
   Compilation c;
@@ -42,6 +33,7 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
   request.of = o.of;
   request.source_path = common.input;
   request.combine.threshold_bytes = o.combine_threshold;
+  request.remat = o.remat;
   try {
     ir::Module derived = derive(*c.module, request);
     ir::PrintOptions po;
@@ -80,6 +72,11 @@ void add_derive(CLI::App &app, CommonOptions &common, std::vector<Command> &out,
                   "Combine independent psums over the same axes into one `psum((a, b), axes)` "
                   "of at most this many bytes per device; 0 combines none (default 33554432)")
       ->check(CLI::NonNegativeNumber);
+  if (kind != DeriveKind::Jvp)
+    cmd->add_flag("--remat", o.remat,
+                  "Backward loops recompute each iteration's intermediate values from the "
+                  "carried values instead of saving them all, as if every loop were marked "
+                  "[[remat]]: less memory, one more forward pass of each loop body");
   out.push_back({cmd, [&common, &o, kind] { return run_derive(common, o, kind); }});
 }
 

@@ -37,23 +37,26 @@ using UsageError = rt::CliError;
 using rt::join_names;
 
 int choose_function(const ir::Module &module, const std::string &fn, const std::string &file) {
-  std::vector<std::string> shmaps;
+  std::vector<std::string> names;  // shmap and sharded functions
   int only = -1;
+  bool any_sharded = false;
   for (size_t i = 0; i < module.functions.size(); ++i)
-    if (module.functions[i].kind == ir::FunctionKind::Shmap) {
-      shmaps.push_back(module.functions[i].name);
+    if (ir::is_top_level(module.functions[i])) {
+      names.push_back(module.functions[i].name);
+      any_sharded |= module.functions[i].kind == ir::FunctionKind::Sharded;
       only = static_cast<int>(i);
     }
+  const std::string plural = any_sharded ? "functions" : "shmaps";
   if (fn.empty()) {
-    if (shmaps.size() == 1) return only;
-    if (shmaps.empty()) throw UsageError{"`" + file + "` defines no shmap to run"};
-    throw UsageError{"`" + file + "` defines " + std::to_string(shmaps.size()) + " shmaps (" +
-                     join_names(shmaps) + "); choose one with --fn NAME"};
+    if (names.size() == 1) return only;
+    if (names.empty()) throw UsageError{"`" + file + "` defines no shmap to run"};
+    throw UsageError{"`" + file + "` defines " + std::to_string(names.size()) + " " + plural +
+                     " (" + join_names(names) + "); choose one with --fn NAME"};
   }
   int index = module.find_function(fn);
-  if (index >= 0 && module.functions[index].kind == ir::FunctionKind::Shmap) return index;
-  throw UsageError{"`" + file + "` has no shmap named `" + fn +
-                   "` (its shmaps: " + join_names(shmaps) + ")"};
+  if (index >= 0 && ir::is_top_level(module.functions[index])) return index;
+  throw UsageError{"`" + file + "` has no " + (any_sharded ? "function" : "shmap") + " named `" +
+                   fn + "` (its " + plural + ": " + join_names(names) + ")"};
 }
 
 /// Reads, checks and (for bf16 parameters) casts every input.
@@ -136,7 +139,9 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
 void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out) {
   static RunOptions options;
   CLI::App *run = app.add_subcommand(
-      "run", "Run a shmap on a simulated CPU mesh (one simulated device per mesh position)");
+      "run",
+      "Run a shmap on a simulated CPU mesh (one simulated device per mesh position), or a "
+      "sharded function unsharded on one device (the reference for `spmdc shard`)");
   add_common_options(*run, common);
   run->add_option("--fn", options.fn, "The shmap to run (optional when the file has one)");
   run->add_option("--in", options.inputs, "Input NAME=PATH.npy, NAME a parameter (repeatable)")

@@ -33,21 +33,13 @@ int run_show(const CommonOptions &common, const ShowOptions &o) {
   } catch (const TransformError &e) {
     DiagnosticEngine diags;
     diags.error(e.code, e.span, e.what());
-    std::cerr << render_diagnostics(diags, c.sources, common.color);
+    print_diagnostics(diags, c.sources, common);
     return kExitUserError;
   }
-  if (shown.empty()) {
-    std::cerr << "spmdc: error: " << common.input << " has no shmap to show\n";
-    return kExitUserError;
-  }
-  std::string text = o.format == "svg" ? picture_svg(shown) : picture_text(shown);
-  if (o.output.empty() || o.output == "-") {
-    std::cout << text;
-  } else if (!write_file_atomically(o.output, text)) {
-    std::cerr << "spmdc: error: cannot write `" << o.output << "`\n";
-    return kExitUserError;
-  }
-  return kExitOk;
+  if (shown.empty())
+    return report_error(common, "unknown-function", common.input + " has no shmap to show");
+  return write_output(common, o.output,
+                      o.format == "svg" ? picture_svg(shown) : picture_text(shown));
 }
 
 }  // namespace

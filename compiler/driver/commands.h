@@ -58,6 +58,10 @@ struct Command {
 /// `path`: the file is complete or unchanged. False on failure.
 bool write_file_atomically(const std::string &path, const std::string &text);
 
+/// Writes `text` to stdout when `path` is empty or "-", else atomically to
+/// `path`; returns the exit status (report_error when it cannot write).
+int write_output(const CommonOptions &common, const std::string &path, const std::string &text);
+
 /// Adds the options shared by file-compiling commands (the input file, ...).
 void add_common_options(CLI::App &cmd, CommonOptions &common);
 

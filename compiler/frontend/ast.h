@@ -46,9 +46,11 @@ struct SpecDim {
   SourceSpan span;
 };
 
-/// `P(i, None)`, `P((data, model))`, `P()`.
+/// `P(i, None)`, `P((data, model))`, `P()`, or `auto` (in a `sharded` signature: the
+/// compiler chooses).
 struct SpecExpr {
   std::vector<SpecDim> dims;
+  bool is_auto = false;
   SourceSpan span;
 };
 
@@ -93,6 +95,9 @@ struct BoolLit {
 struct StringLit {
   std::string value;  // unescaped
 };
+/// `None`: an unsplit dimension in a partition spec written as an argument
+/// (`constrain(x, P(i, None))`); lowering rejects it anywhere else.
+struct NoneLit {};
 struct UnaryExpr {
   UnaryOpKind op;
   ExprPtr operand;
@@ -143,8 +148,8 @@ struct ListExpr {
 };
 
 struct Expr {
-  std::variant<NameExpr, IntLit, FloatLit, BoolLit, StringLit, UnaryExpr, BinaryExpr, CallExpr,
-               IndexExpr, MemberExpr, TupleExpr, ListExpr>
+  std::variant<NameExpr, IntLit, FloatLit, BoolLit, StringLit, NoneLit, UnaryExpr, BinaryExpr,
+               CallExpr, IndexExpr, MemberExpr, TupleExpr, ListExpr>
       node;
   SourceSpan span;
   /// True when the source wrapped this expression in parentheses (for printing).
@@ -218,13 +223,13 @@ struct MeshDecl {
 struct Param {
   Ident name;
   TypeExpr type;
-  std::optional<SpecExpr> spec;  // shmap parameters only
+  std::optional<SpecExpr> spec;  // shmap and sharded parameters only
   SourceSpan span;
 };
 struct Result {
   std::optional<Ident> name;  // `-> (loss: f32[] @ P(), ...)`
   TypeExpr type;
-  std::optional<SpecExpr> spec;  // shmap results only
+  std::optional<SpecExpr> spec;  // shmap and sharded results only
   SourceSpan span;
 };
 
@@ -233,10 +238,13 @@ struct Result {
 /// like `--of 0`).
 inline std::string unnamed_result_name(size_t k) { return "out" + std::to_string(k); }
 
-enum class FuncKind { Def, Shmap };
+/// `def`, `shmap` (per-device body), or `sharded` (a global-view body: global
+/// shapes, no collectives; the compiler chooses how to split it).
+enum class FuncKind { Def, Shmap, Sharded };
 
-/// `def g(x: f32[n, 3]) -> f32[] { ... }` or
-/// `[[no_auto_pbroadcast]] shmap f(x: f32[32] @ P(i)) -> f32[] @ P() on M { ... }`.
+/// `def g(x: f32[n, 3]) -> f32[] { ... }`,
+/// `[[no_auto_pbroadcast]] shmap f(x: f32[32] @ P(i)) -> f32[] @ P() on M { ... }` or
+/// `sharded f(x: f32[32, 8] @ P(i), w: f32[8, 8] @ auto) -> f32[32, 8] @ P(i) on M { ... }`.
 struct FuncDecl {
   FuncKind kind = FuncKind::Def;
   Ident name;
@@ -244,7 +252,7 @@ struct FuncDecl {
   std::vector<Param> params;
   std::vector<Result> results;  // several = tuple result, written `-> (A, B)`
   bool results_parenthesized = false;
-  std::optional<Ident> mesh;  // shmap only
+  std::optional<Ident> mesh;  // shmap and sharded only
   Block body;
 };
 

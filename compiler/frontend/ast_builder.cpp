@@ -8,7 +8,8 @@
 // whose bracket nesting or operator chains would recurse too deeply
 // (`nesting-too-deep`). Syntax errors are reported by a custom error strategy
 // that words them in plain language ("expected `)` to close the call to
-// `psum`"); ANTLR's console output is never used.
+// `psum`"); ANTLR's console output is never used. The parser first runs with
+// SLL prediction and falls back to full LL only when that fails.
 #include "frontend/ast_builder.h"
 
 #include <algorithm>
@@ -154,6 +155,7 @@ bool starts_declaration_or_statement(size_t t) {
     case SpmdParser::MESH:
     case SpmdParser::DEF:
     case SpmdParser::SHMAP:
+    case SpmdParser::SHARDED:
     case SpmdParser::RETURN:
     case SpmdParser::FOR:
     case SpmdParser::IF:
@@ -204,8 +206,8 @@ std::string describe_expected(const antlr4::misc::IntervalSet &set,
   std::vector<std::string> items;
   using P = SpmdParser;
   if (has(P::DEF) && has(P::SHMAP) && has(P::MESH)) {
-    items.push_back("a declaration (`import`, `mesh`, `def` or `shmap`)");
-    drop({P::IMPORT, P::MESH, P::DEF, P::SHMAP, P::LBRACK});
+    items.push_back("a declaration (`import`, `mesh`, `def`, `shmap` or `sharded`)");
+    drop({P::IMPORT, P::MESH, P::DEF, P::SHMAP, P::SHARDED, P::LBRACK});
   }
   if (has(P::RETURN) && has(P::FOR) && has(P::IF)) {
     items.push_back("a statement");
@@ -213,8 +215,8 @@ std::string describe_expected(const antlr4::misc::IntervalSet &set,
   }
   if (has(P::INT) && has(P::FLOAT) && has(P::LPAREN)) {
     items.push_back("an expression");
-    drop({P::IDENT, P::INT, P::FLOAT, P::STRING, P::TRUE, P::FALSE, P::LPAREN, P::LBRACK, P::MINUS,
-          P::NOT});
+    drop({P::IDENT, P::INT, P::FLOAT, P::STRING, P::TRUE, P::FALSE, P::NONE, P::LPAREN, P::LBRACK,
+          P::MINUS, P::NOT});
   }
   if (has(P::PLUS) && has(P::STAR)) {
     items.push_back("an operator");
@@ -351,7 +353,8 @@ class FriendlyErrorStrategy : public antlr4::DefaultErrorStrategy {
       if (!name.empty() && name.front() != '.') {
         antlr4::Token *before = i > 0 ? tokens_.get(i - 1) : nullptr;
         if (before != nullptr &&
-            (before->getType() == SpmdParser::DEF || before->getType() == SpmdParser::SHMAP))
+            (before->getType() == SpmdParser::DEF || before->getType() == SpmdParser::SHMAP ||
+             before->getType() == SpmdParser::SHARDED))
           return "the parameter list of `" + name + "`";
         if (name == "P") return "the partition spec `P(...)`";
         return "the call to `" + name + "`";
@@ -513,12 +516,29 @@ RawParse build_ast(const SourceFile &file, FileId id, DiagnosticEngine &diags) {
 
     SpmdParser parser(&tokens);
     parser.removeErrorListeners();
-    parser.setErrorHandler(std::make_shared<FriendlyErrorStrategy>(sink, tokens));
+    // Two stages, the usual way to run ANTLR fast: SLL prediction (no full
+    // context, much cheaper) bailing out at the first syntax error; only when
+    // that fails (a real error, or a rare input SLL cannot decide) parse
+    // again with full LL prediction and the error strategy that reports.
+    auto *atn = parser.getInterpreter<antlr4::atn::ParserATNSimulator>();
+    atn->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+    parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
     SpmdParser::Module_Context *tree = nullptr;
     try {
       tree = parser.module_();
     } catch (const antlr4::ParseCancellationException &) {
-      return result;  // too many errors; what was built is not worth converting
+      tree = nullptr;
+    }
+    if (tree == nullptr) {
+      tokens.seek(0);
+      parser.reset();
+      atn->setPredictionMode(antlr4::atn::PredictionMode::LL);
+      parser.setErrorHandler(std::make_shared<FriendlyErrorStrategy>(sink, tokens));
+      try {
+        tree = parser.module_();
+      } catch (const antlr4::ParseCancellationException &) {
+        return result;  // too many errors; what was built is not worth converting
+      }
     }
     result.module = build_module(tree, sink, diags);
     result.module.file = id;

@@ -5,7 +5,8 @@
 // checked; a missing expression becomes the placeholder name `<error>` so that
 // the module stays well formed (it is never lowered when errors exist). The
 // grammar is permissive, so this is where signature rules are enforced with
-// located messages: partition specs and `on MESH` on shmap only, `P(...)`,
+// located messages: partition specs and `on MESH` on shmap and sharded only, `P(...)`
+// or `auto` (sharded only),
 // variance sets only on local variables, no chained comparisons, positional
 // arguments before keyword ones, and literal ranges (`literal-out-of-range`).
 // Recursion follows the parse tree, whose depth the nesting guard in
@@ -104,8 +105,15 @@ class TreeBuilder {
 
   ast::FuncDecl function(P::FuncDeclContext *ctx) {
     ast::FuncDecl f;
-    bool is_shmap = ctx->kind != nullptr && ctx->kind->getType() == P::SHMAP;
-    f.kind = is_shmap ? ast::FuncKind::Shmap : ast::FuncKind::Def;
+    size_t kind_token = ctx->kind != nullptr ? ctx->kind->getType() : static_cast<size_t>(P::DEF);
+    f.kind = kind_token == P::SHMAP     ? ast::FuncKind::Shmap
+             : kind_token == P::SHARDED ? ast::FuncKind::Sharded
+                                        : ast::FuncKind::Def;
+    // Signatures of shmap and sharded functions have specs and a mesh.
+    bool is_shmap = f.kind != ast::FuncKind::Def;
+    const char *kind_word = f.kind == ast::FuncKind::Shmap     ? "shmap"
+                            : f.kind == ast::FuncKind::Sharded ? "sharded function"
+                                                               : "function";
     antlr4::tree::TerminalNode *name_node = ctx->IDENT(0);
     if (name_node != nullptr && name_node->getSymbol() == ctx->mesh) name_node = nullptr;
     f.name = ident(name_node);
@@ -113,7 +121,7 @@ class TreeBuilder {
       if (group == nullptr) continue;
       for (antlr4::tree::TerminalNode *name : group->IDENT()) f.attributes.push_back(ident(name));
     }
-    std::string what = std::string(is_shmap ? "shmap" : "function") + " `" + f.name.name + "`";
+    std::string what = std::string(kind_word) + " `" + f.name.name + "`";
     // Complain about a missing `->` or `on` only when the parser got to the body
     // (otherwise it has already reported the real problem).
     bool has_body = ctx->block() != nullptr && ctx->block()->LBRACE() != nullptr &&
@@ -127,7 +135,7 @@ class TreeBuilder {
       if (p->variance() != nullptr)
         error(span(p->variance()), "a variance set `{...}` is only allowed on local variables",
               "the variance of a shmap parameter follows from its partition spec");
-      if (p->specExpr() != nullptr) param.spec = spec(p->specExpr());
+      if (p->specExpr() != nullptr) param.spec = spec(p->specExpr(), f.kind);
       check_spec(is_shmap, param.spec.has_value(), p->specExpr(),
                  param.type.span.valid() ? param.type.span : param.span,
                  "parameter `" + param.name.name + "` of " + what);
@@ -143,7 +151,7 @@ class TreeBuilder {
         if (r->name != nullptr) result.name = ast::Ident{text(r->name), span(r->name)};
         result.type = type(r->typeExpr());
         result.span = span(r);
-        if (r->specExpr() != nullptr) result.spec = spec(r->specExpr());
+        if (r->specExpr() != nullptr) result.spec = spec(r->specExpr(), f.kind);
         check_spec(is_shmap, result.spec.has_value(), r->specExpr(), result.span,
                    result_ctxs.size() == 1
                        ? "the result of " + what
@@ -160,14 +168,17 @@ class TreeBuilder {
     if (ctx->mesh != nullptr) {
       f.mesh = ast::Ident{text(ctx->mesh), span(ctx->mesh)};
       if (!is_shmap)
-        error(span(ctx->ON()), "`on MESH` is only allowed on `shmap`; " + what + " is a `def`",
+        error(span(ctx->ON()),
+              "`on MESH` is only allowed on `shmap` and `sharded`; " + what + " is a `def`",
               "a `def` runs on every device of its caller; remove `on " + f.mesh->name + "`");
     } else if (is_shmap && has_body) {
       SourceSpan at = ctx->ON() != nullptr      ? span(ctx->ON())
                       : ctx->block() != nullptr ? span(ctx->block()->getStart())
                                                 : span(ctx->getStop());
       error(at, "expected `on MESH` before the body of " + what,
-            "a shmap runs on a mesh declared with `mesh`; write e.g. `on M {`");
+            std::string(f.kind == ast::FuncKind::Shmap ? "a shmap runs"
+                                                       : "a sharded function is split") +
+                " on a mesh declared with `mesh`; write e.g. `on M {`");
     }
     f.body = block(ctx->block());
     return f;
@@ -182,7 +193,7 @@ class TreeBuilder {
             "mesh axis `i`");
     } else if (!is_shmap && has_spec) {
       error(span(spec_ctx), "a `def` signature cannot have partition specs (" + what + ")",
-            "partition specs belong to `shmap` signatures; remove `@ P(...)`");
+            "partition specs belong to `shmap` and `sharded` signatures; remove `@ P(...)`");
     }
   }
 
@@ -216,10 +227,26 @@ class TreeBuilder {
     return axes;
   }
 
-  ast::SpecExpr spec(P::SpecExprContext *ctx) {
+  ast::SpecExpr spec(P::SpecExprContext *ctx, ast::FuncKind kind) {
     ast::SpecExpr s;
     s.span = span(ctx);
-    if (antlr4::tree::TerminalNode *head = ctx->IDENT(); head != nullptr && text(head) != "P")
+    antlr4::tree::TerminalNode *head = ctx->IDENT();
+    if (ctx->LPAREN() == nullptr) {  // a bare name: only `auto` is a spec
+      if (head != nullptr && text(head) == "auto") {
+        s.is_auto = true;
+        if (kind != ast::FuncKind::Sharded)
+          error(span(head),
+                "`auto` is only allowed in the signature of a `sharded` function; a shmap "
+                "needs every partition spec written",
+                "write the spec, e.g. `@ P()`, or declare the function `sharded` to let the "
+                "compiler choose");
+      } else if (head != nullptr) {
+        error(span(head), "a partition spec is written `P(...)` or `auto`, not " +
+                              quote_source_text(text(head)));
+      }
+      return s;
+    }
+    if (head != nullptr && text(head) != "P")
       error(span(head),
             "a partition spec is written `P(...)`, not " + quote_source_text(text(head) + "(...)"));
     for (P::SpecDimContext *d : ctx->specDim()) {
@@ -342,6 +369,7 @@ class TreeBuilder {
     if (auto *c = dynamic_cast<P::BoolContext *>(ctx))
       return make_expr(ast::BoolLit{c->TRUE() != nullptr}, at);
     if (auto *c = dynamic_cast<P::StringContext *>(ctx)) return string_literal(c->STRING(), at);
+    if (dynamic_cast<P::NoneLiteralContext *>(ctx) != nullptr) return make_expr(ast::NoneLit{}, at);
     if (auto *c = dynamic_cast<P::ParenOrTupleContext *>(ctx)) {
       std::vector<P::ExprContext *> elements = c->expr();
       if (elements.size() == 1 && c->COMMA().empty()) {

@@ -153,6 +153,7 @@ struct ExprPrinter {
   void operator()(const FloatLit &f) { out += f.spelling; }
   void operator()(const BoolLit &b) { out += b.value ? "true" : "false"; }
   void operator()(const StringLit &s) { out += quote_string(s.value); }
+  void operator()(const NoneLit &) { out += "None"; }
   void operator()(const UnaryExpr &u) {
     if (u.op == UnaryOpKind::Not) {
       out += "not ";
@@ -245,7 +246,20 @@ std::string join_idents(const std::vector<Ident> &ids, const char *sep) {
   return out;
 }
 
+const char *func_keyword(FuncKind kind) {
+  switch (kind) {
+    case FuncKind::Def:
+      return "def";
+    case FuncKind::Shmap:
+      return "shmap";
+    case FuncKind::Sharded:
+      return "sharded";
+  }
+  return "def";
+}
+
 std::string format_spec(const SpecExpr &spec) {
+  if (spec.is_auto) return "auto";
   std::string out = "P(";
   for (size_t i = 0; i < spec.dims.size(); ++i) {
     if (i > 0) out += ", ";
@@ -325,7 +339,7 @@ class ModulePrinter {
 
   void print_func(const FuncDecl &f) {
     if (!f.attributes.empty()) line(0, "[[" + join_idents(f.attributes, ", ") + "]]");
-    std::string prefix = (f.kind == FuncKind::Shmap ? "shmap " : "def ") + f.name.name + "(";
+    std::string prefix = std::string(func_keyword(f.kind)) + " " + f.name.name + "(";
     std::vector<std::string> params;
     for (const Param &p : f.params)
       params.push_back(p.name.name + ": " + format_type(p.type) +
@@ -498,7 +512,7 @@ class AstDumper {
       for (const MeshAxisDecl &a : mesh->axes)
         node(depth + 1, "Axis " + a.name.name + " = " + std::to_string(a.size), a.name.span);
     } else if (auto *f = std::get_if<FuncDecl>(&d.node)) {
-      std::string head = f->kind == FuncKind::Shmap ? "FuncDecl shmap " : "FuncDecl def ";
+      std::string head = "FuncDecl " + std::string(func_keyword(f->kind)) + " ";
       head += f->name.name;
       if (f->mesh) head += " on " + f->mesh->name;
       node(depth, head, d.span);
@@ -572,6 +586,8 @@ class AstDumper {
             node(depth, std::string("Bool ") + (n.value ? "true" : "false") + paren, e->span);
           } else if constexpr (std::is_same_v<T, StringLit>) {
             node(depth, "String " + quote_string(n.value) + paren, e->span);
+          } else if constexpr (std::is_same_v<T, NoneLit>) {
+            node(depth, "None" + paren, e->span);
           } else if constexpr (std::is_same_v<T, UnaryExpr>) {
             node(depth, std::string("Unary ") + (n.op == UnaryOpKind::Neg ? "-" : "not") + paren,
                  e->span);

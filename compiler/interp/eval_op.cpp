@@ -133,6 +133,8 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
     // Layout.
     case OpCode::Reshape:
       return rt::reshape(x[0], a.shape);
+    case OpCode::Constrain:  // a sharding hint: the identity
+      return x[0];
     case OpCode::Transpose:
       return rt::transpose(x[0], a.dims);
     case OpCode::Reverse:
@@ -276,6 +278,7 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
     case OpCode::Concat:
     case OpCode::DynamicSlice:
     case OpCode::DynamicUpdateSlice:
+    case OpCode::Constrain:
     case OpCode::Psum:
     case OpCode::Pmax:
     case OpCode::Pmin:

@@ -237,7 +237,7 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
     throw std::invalid_argument("run_shmap: no function with index " +
                                 std::to_string(function_index));
   const ir::Function &f = module.functions[static_cast<size_t>(function_index)];
-  if (f.kind != ir::FunctionKind::Shmap)
+  if (f.kind == ir::FunctionKind::Def)
     throw std::invalid_argument("run_shmap: `" + f.name + "` is a def, not a shmap");
   if (inputs.size() != f.params.size())
     throw InputError(function_desc(f) + " takes " + std::to_string(f.params.size()) + " input" +
@@ -249,7 +249,14 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
     if (!problem.empty()) throw InputError(problem);
   }
 
-  const rt::Mesh &mesh = module.mesh_of(f);
+  // A sharded function is the unsharded reference: its body runs once, on
+  // one device, over the global arrays (its specs only guide `spmdc shard`).
+  const bool global_view = f.kind == ir::FunctionKind::Sharded;
+  const rt::Mesh one_device({{"device", 1}});
+  const rt::Mesh &mesh = global_view ? one_device : module.mesh_of(f);
+  auto spec_of = [&](const rt::PartitionSpec &spec, size_t rank) {
+    return global_view ? rt::PartitionSpec(rank) : spec;
+  };
   const auto devices = static_cast<size_t>(mesh.num_devices());
   const std::vector<BlockPlan> plans = plan_module(module, !options.check_replication);
   std::vector<std::vector<Tensor>> locals(f.results.size(), std::vector<Tensor>(devices));
@@ -263,7 +270,9 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
     std::vector<Tensor> args;
     args.reserve(inputs.size());
     for (size_t k = 0; k < inputs.size(); ++k) {
-      args.push_back(rt::shard(mesh, inputs[k], f.params[k].spec, ctx.device()));
+      args.push_back(rt::shard(mesh, inputs[k],
+                               spec_of(f.params[k].spec, f.params[k].global_shape.size()),
+                               ctx.device()));
       if (rec) rec->push_back({&f, f.params[k].value, nullptr, detail::hash_tensor(args.back())});
     }
     rt::run_steps(ctx, options.timing, clock, times, [&](int it) {
@@ -279,7 +288,8 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
   std::vector<Tensor> results;
   results.reserve(f.results.size());
   for (size_t k = 0; k < f.results.size(); ++k)
-    results.push_back(rt::unshard(mesh, locals[k], f.results[k].spec));
+    results.push_back(rt::unshard(
+        mesh, locals[k], spec_of(f.results[k].spec, f.results[k].global_shape.size())));
   return results;
 }
 

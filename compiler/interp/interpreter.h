@@ -55,7 +55,8 @@ class ReplicationError : public std::runtime_error {
   SourceSpan span_;
 };
 
-/// Runs shmap `function_index` of a checked module. `inputs` are the global
+/// Runs shmap `function_index` of a checked module (a sharded function runs
+/// unsharded, on one device: the reference for `spmdc shard`'s programs). `inputs` are the global
 /// arrays of its parameters, in order, with exactly the declared dtype and
 /// global shape; the results are the global arrays of its results. Throws
 /// InputError, ReplicationError or rt::RuntimeError (e.g. integer division by

@@ -28,6 +28,8 @@ class Builder {
     return body;
   }
   const rt::Mesh &mesh() const { return module_.mesh_of(function_); }
+  /// Appends an instruction built elsewhere (its values already exist).
+  void append(Instr in) { body_->push_back(std::move(in)); }
 
   /// Appends `op`; on a shape-rule failure returns {} and sets `error`.
   std::vector<ValueId> add(OpCode op, std::vector<ValueId> operands, Attrs attrs, SourceSpan span,

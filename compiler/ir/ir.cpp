@@ -14,6 +14,34 @@ ValueId Function::add_value(Type type, std::string name, SourceSpan span) {
   return static_cast<ValueId>(values.size() - 1);
 }
 
+const char *function_keyword(FunctionKind kind) {
+  switch (kind) {
+    case FunctionKind::Shmap:
+      return "shmap";
+    case FunctionKind::Def:
+      return "def";
+    case FunctionKind::Sharded:
+      return "sharded";
+  }
+  return "def";
+}
+
+Function Function::without_body() const {
+  Function f;
+  f.name = name;
+  f.kind = kind;
+  f.mesh = mesh;
+  f.auto_pbroadcast = auto_pbroadcast;
+  f.params = params;
+  f.results = results;
+  f.returns = returns;
+  f.return_span = return_span;
+  f.span = span;
+  f.comment = comment;
+  f.source_name = source_name;
+  return f;
+}
+
 std::string result_name(const Function &f, size_t k) {
   if (k < f.results.size() && !f.results[k].name.empty()) return f.results[k].name;
   if (f.results.size() == 1) return f.name;

@@ -52,9 +52,16 @@ struct Instr {
   SourceSpan span;
   Origin origin = Origin::User;
   std::vector<Region> regions;  // only for control flow (OpKind::Control)
+  /// Printed after the instruction as `# comment` (e.g. which global op a
+  /// collective emitted by `spmdc shard` serves). Not part of its meaning.
+  std::string comment;
 };
 
-enum class FunctionKind : uint8_t { Shmap, Def };
+/// Shmap: a per-device body over local shapes. Def: an instance of a `def`.
+/// Sharded: a global-view body (`sharded f(...) on M`): global shapes, no
+/// collectives, every value invariant; its specs say how the compiler should
+/// split it (sharding/shard.h) and `auto` ones are chosen by the compiler.
+enum class FunctionKind : uint8_t { Shmap, Def, Sharded };
 
 struct MeshDef {
   std::string name;
@@ -64,16 +71,20 @@ struct MeshDef {
 
 struct Param {
   ValueId value = kNoValue;
-  Shape global_shape;      // shmap: as written; def: = local shape
-  rt::PartitionSpec spec;  // shmap only
+  Shape global_shape;      // shmap: as written; def and sharded: = the value's shape
+  rt::PartitionSpec spec;  // shmap and sharded (empty dims when auto_spec)
+  bool auto_spec = false;  // sharded only: written `@ auto`
   SourceSpan span;
+  SourceSpan spec_span;  // the written spec (shmap and sharded)
 };
 
 struct Result {
   std::string name;  // as written in the signature (`-> (loss: f32[] @ P())`), or empty
   Shape global_shape;
   rt::PartitionSpec spec;
-  SourceSpan span;  // the result type in the signature
+  bool auto_spec = false;  // sharded only: written `@ auto`
+  SourceSpan span;         // the result type in the signature
+  SourceSpan spec_span;    // the written spec
 };
 
 struct Function {
@@ -96,9 +107,19 @@ struct Function {
   std::string source_name;
 
   ValueId add_value(Type type, std::string name, SourceSpan span);
+  /// A copy of every field but `values` and `body` (passes that rebuild a
+  /// function start from it, so a large body is not copied only to be
+  /// cleared). A new field of Function must be added there too (ir.cpp).
+  Function without_body() const;
   const Type &type(ValueId v) const { return values.at(static_cast<size_t>(v)).type; }
   Type &type(ValueId v) { return values.at(static_cast<size_t>(v)).type; }
 };
+
+/// Shmap and sharded functions are declared in source with a mesh and specs;
+/// def instances are not.
+inline bool is_top_level(const Function &f) { return f.kind != FunctionKind::Def; }
+/// `shmap`, `def` or `sharded`.
+const char *function_keyword(FunctionKind kind);
 
 /// The user-facing name of result k: its written name, else the function's
 /// name for a single result, else "out<k>". `spmdc run --out NAME=file` uses it.

@@ -85,8 +85,8 @@ BlockUses block_uses(const std::vector<Instr> &body, const std::vector<ValueId> 
       auto it = u.last.find(ops[k]);
       const bool in_region =
           std::find(captured[i].begin(), captured[i].end(), ops[k]) != captured[i].end();
-      u.takes_over[i][k] = it != u.last.end() && it->second == at(i) &&
-                           readers_at_last[ops[k]] == 1 && !in_region;
+      u.takes_over[i][k] =
+          it != u.last.end() && it->second == at(i) && readers_at_last[ops[k]] == 1 && !in_region;
     }
   }
   return u;
@@ -103,10 +103,10 @@ void replace_uses(std::vector<Instr> &body, std::vector<ValueId> &yields, ValueI
   }
 }
 
-void remap_uses(std::vector<Instr> &body, std::vector<ValueId> &yields, const ValueMap &map) {
+void remap_uses(std::vector<Instr> &body, std::vector<ValueId> &yields,
+                const ValueMap<ValueId> &map) {
   auto get = [&](ValueId &v) {
-    auto it = map.find(v);
-    if (it != map.end()) v = it->second;
+    if (const ValueId *to = map.find(v)) v = *to;
   };
   for (auto &y : yields) get(y);
   for (auto &in : body) {
@@ -117,21 +117,21 @@ void remap_uses(std::vector<Instr> &body, std::vector<ValueId> &yields, const Va
 
 namespace {
 
-ValueId renew(Function &f, ValueId v, ValueMap &map) {
+ValueId renew(Function &f, ValueId v, ValueMap<ValueId> &map) {
   const Value old = f.values[v];
   const ValueId nv = f.add_value(old.type, old.name, old.span);
   map[v] = nv;
   return nv;
 }
 
-ValueId read(const ValueMap &map, ValueId v) {
-  auto it = map.find(v);
-  return it == map.end() ? v : it->second;
+ValueId read(const ValueMap<ValueId> &map, ValueId v) {
+  const ValueId *to = map.find(v);
+  return to ? *to : v;
 }
 
 }  // namespace
 
-void clone_instr(Function &f, const Instr &in, ValueMap &map, std::vector<Instr> &out) {
+void clone_instr(Function &f, const Instr &in, ValueMap<ValueId> &map, std::vector<Instr> &out) {
   Instr copy;
   copy.op = in.op;
   copy.attrs = in.attrs;

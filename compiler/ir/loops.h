@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "ir/value_map.h"
 
 namespace spmd::ir {
 
@@ -59,16 +60,15 @@ BlockUses block_uses(const std::vector<Instr> &body, const std::vector<ValueId> 
 /// and in `yields`.
 void replace_uses(std::vector<Instr> &body, std::vector<ValueId> &yields, ValueId from, ValueId to);
 
-using ValueMap = std::unordered_map<ValueId, ValueId>;
-
 /// Reads every operand and next value of `body` (nested regions included)
 /// through `map`: a value with an entry is replaced by it.
-void remap_uses(std::vector<Instr> &body, std::vector<ValueId> &yields, const ValueMap &map);
+void remap_uses(std::vector<Instr> &body, std::vector<ValueId> &yields,
+                const ValueMap<ValueId> &map);
 
 /// Appends a copy of `in` (its regions included) to `out`: operands are read
 /// through `map`, and every value `in` defines (results, region parameters,
 /// values inside its regions) gets a new id in `f`, recorded in `map`.
-void clone_instr(Function &f, const Instr &in, ValueMap &map, std::vector<Instr> &out);
+void clone_instr(Function &f, const Instr &in, ValueMap<ValueId> &map, std::vector<Instr> &out);
 
 /// Removes carried value `k` of `loop` (operand, parameter k + 1, next value
 /// and result); the caller has replaced every use of its parameter and result.

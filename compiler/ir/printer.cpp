@@ -11,6 +11,7 @@
 
 #include "ir/parallel_copy.h"
 #include "ops/shape_rules.h"
+#include "support/unique_names.h"
 
 namespace spmd::ir {
 namespace {
@@ -25,7 +26,7 @@ std::string shape_tuple(const Shape &s) {
 std::string int_tuple(const std::vector<int64_t> &v) { return shape_tuple(v); }
 
 bool is_keyword(const std::string &n) {
-  static const std::set<std::string> kw = {"import", "mesh", "def",   "shmap", "on",   "return",
+  static const std::set<std::string> kw = {"import", "mesh", "def",   "shmap", "sharded", "on",   "return",
                                            "for",    "in",   "range", "if",    "else", "and",
                                            "or",     "not",  "true",  "false", "None"};
   return kw.count(n) > 0;
@@ -35,7 +36,7 @@ bool is_keyword(const std::string &n) {
 class Namer {
  public:
   Namer(const Function &f, const rt::Mesh &mesh) : f_(f) {
-    for (const auto &a : mesh.axes()) taken_.insert(a.name);
+    for (const auto &a : mesh.axes()) taken_.reserve(a.name);
     names_.resize(f.values.size());
     for (const auto &p : f.params) assign(p.value);
   }
@@ -49,8 +50,8 @@ class Namer {
   std::string fresh() {
     std::string n;
     do n = "t" + std::to_string(next_temp_++);
-    while (taken_.count(n));
-    taken_.insert(n);
+    while (taken_.taken(n));
+    taken_.reserve(n);
     return n;
   }
 
@@ -67,14 +68,11 @@ class Namer {
     if (us != std::string::npos && us > 0 && us + 1 < base.size() &&
         base.find_first_not_of("0123456789", us + 1) == std::string::npos)
       base = base.substr(0, us);
-    std::string n = base;
-    for (int k = 1; taken_.count(n); ++k) n = base + "_" + std::to_string(k);
-    names_[v] = n;
-    taken_.insert(n);
+    names_[v] = taken_.claim(base);
   }
   const Function &f_;
   std::vector<std::string> names_;
-  std::set<std::string> taken_;
+  UniqueNames taken_;
   int next_temp_ = 0;
 };
 
@@ -83,17 +81,9 @@ class FunctionPrinter {
   FunctionPrinter(const Module &m, const Function &f, const PrintOptions &o,
                   const std::vector<std::string> &fn_names)
       : m_(m), f_(f), o_(o), mesh_(m.mesh_of(f)), namer_(f, mesh_), fn_names_(fn_names) {
-    collect(f.body);
-    for (const Instr *in : all_)
-      for (ValueId r : in->results) def_[r] = in;
-  }
-
-  /// Every instruction, regions included, in program order.
-  void collect(const std::vector<Instr> &body) {
-    for (const Instr &in : body) {
-      all_.push_back(&in);
-      for (const Region &r : in.regions) collect(r.body);
-    }
+    def_.assign(f.values.size(), nullptr);
+    record_definitions(f.body);
+    decide_inlining();
   }
 
   std::string print() {
@@ -103,15 +93,16 @@ class FunctionPrinter {
       std::string line;
       while (std::getline(lines, line)) out << "# " << line << "\n";
     }
-    bool shmap = f_.kind == FunctionKind::Shmap;
-    if (shmap && !f_.auto_pbroadcast) out << "[[no_auto_pbroadcast]]\n";
-    out << (shmap ? "shmap " : "def ") << fn_names_[index_of()] << "(";
+    bool shmap = is_top_level(f_);  // a signature with global types, specs and a mesh
+    if (f_.kind == FunctionKind::Shmap && !f_.auto_pbroadcast) out << "[[no_auto_pbroadcast]]\n";
+    out << function_keyword(f_.kind) << " " << fn_names_[index_of()] << "(";
     for (size_t i = 0; i < f_.params.size(); ++i) {
       const Param &p = f_.params[i];
       const Type &t = f_.type(p.value);
       out << (i ? ", " : "") << namer_.name(p.value) << ": ";
       if (shmap) {
-        out << shape_type_str(t.dtype, p.global_shape) << " @ " << spec_str(p.spec);
+        out << shape_type_str(t.dtype, p.global_shape) << " @ "
+            << (p.auto_spec ? "auto" : spec_str(p.spec));
       } else {
         out << shape_type_str(t.dtype, t.shape);
       }
@@ -125,7 +116,7 @@ class FunctionPrinter {
       if (shmap) {
         if (!f_.results[k].name.empty()) out << f_.results[k].name << ": ";
         out << shape_type_str(t.dtype, f_.results[k].global_shape) << " @ "
-            << spec_str(f_.results[k].spec);
+            << (f_.results[k].auto_spec ? "auto" : spec_str(f_.results[k].spec));
       } else {
         out << shape_type_str(t.dtype, t.shape);
       }
@@ -168,6 +159,7 @@ class FunctionPrinter {
       }
       out << " = " << expr(in);
       if (o_.types && o_.mark_inserted && in.origin == Origin::AutoPbroadcast) out << "  # auto";
+      if (!in.comment.empty()) out << "  # " << in.comment;
       out << "\n";
     }
   }
@@ -265,23 +257,39 @@ class FunctionPrinter {
     return s + ")";
   }
 
-  /// A constant used only as a partner of a binary op with a same-dtype
-  /// non-constant operand is printed in place as a literal.
-  bool inlined(const Instr &in) const {
-    if (in.op != OpCode::Constant) return false;
-    ValueId v = in.results[0];
-    for (const Instr *user : all_) {
-      for (size_t k = 0; k < user->operands.size(); ++k) {
-        if (user->operands[k] != v) continue;
-        if (!literal_ok_in(*user, k)) return false;
-      }
-      for (const Region &r : user->regions)
-        for (ValueId y : r.yields)
-          if (y == v) return false;
+  void record_definitions(const std::vector<Instr> &body) {
+    for (const Instr &in : body) {
+      for (ValueId r : in.results) def_[static_cast<size_t>(r)] = &in;
+      for (const Region &r : in.regions) record_definitions(r.body);
     }
-    for (ValueId r : f_.returns)
-      if (r == v) return false;
-    return true;
+  }
+
+  bool is_constant(ValueId v) const {
+    const Instr *d = def_[static_cast<size_t>(v)];
+    return d && d->op == OpCode::Constant;
+  }
+
+  /// A constant used only as a partner of a binary op with a same-dtype
+  /// non-constant operand is printed in place as a literal. One pass over
+  /// every use decides it for all constants.
+  void decide_inlining() {
+    inline_.assign(f_.values.size(), true);
+    visit_uses(f_.body);
+    for (ValueId r : f_.returns) inline_[static_cast<size_t>(r)] = false;
+  }
+  void visit_uses(const std::vector<Instr> &body) {
+    for (const Instr &user : body) {
+      for (size_t k = 0; k < user.operands.size(); ++k)
+        if (is_constant(user.operands[k]) && !literal_ok_in(user, k))
+          inline_[static_cast<size_t>(user.operands[k])] = false;
+      for (const Region &r : user.regions) {
+        for (ValueId y : r.yields) inline_[static_cast<size_t>(y)] = false;
+        visit_uses(r.body);
+      }
+    }
+  }
+  bool inlined(const Instr &in) const {
+    return in.op == OpCode::Constant && inline_[static_cast<size_t>(in.results[0])];
   }
   bool literal_ok_in(const Instr &user, size_t k) const {
     OpKind kind = op_kind(user.op);
@@ -290,8 +298,7 @@ class FunctionPrinter {
     DType d = f_.type(user.operands[k]).dtype;
     for (size_t j = 0; j < user.operands.size(); ++j) {
       if (j == k || (kind == OpKind::Select && j == 0)) continue;
-      auto it = def_.find(user.operands[j]);
-      bool other_const = it != def_.end() && it->second->op == OpCode::Constant;
+      bool other_const = is_constant(user.operands[j]);
       if (!other_const && f_.type(user.operands[j]).dtype == d &&
           f_.type(user.operands[j]).variance.contains_all(f_.type(user.operands[k]).variance))
         return true;
@@ -302,9 +309,9 @@ class FunctionPrinter {
   std::string literal(const Instr &c) { return format_number(c.attrs.value, c.attrs.dtype); }
 
   std::string operand(ValueId v, std::optional<int> /*unused*/) {
-    auto it = def_.find(v);
-    if (it != def_.end() && it->second->op == OpCode::Constant && inlined(*it->second)) {
-      std::string lit = literal(*it->second);
+    const Instr *d = def_[static_cast<size_t>(v)];
+    if (d && inlined(*d)) {
+      std::string lit = literal(*d);
       return lit[0] == '-' ? "(" + lit + ")" : lit;
     }
     return namer_.name(v);
@@ -416,6 +423,8 @@ class FunctionPrinter {
       }
       case OpCode::Reshape:
         return "reshape(" + op(in.operands[0]) + ", " + shape_tuple(a.shape) + ")";
+      case OpCode::Constrain:
+        return "constrain(" + op(in.operands[0]) + ", " + spec_str(a.sharding) + ")";
       case OpCode::Transpose:
         return "transpose(" + op(in.operands[0]) + ", " + int_tuple(a.dims) + ")";
       case OpCode::BroadcastTo:
@@ -509,8 +518,8 @@ class FunctionPrinter {
   const rt::Mesh &mesh_;
   Namer namer_;
   const std::vector<std::string> &fn_names_;
-  std::map<ValueId, const Instr *> def_;
-  std::vector<const Instr *> all_;
+  std::vector<const Instr *> def_;  // by value; null for parameters
+  std::vector<bool> inline_;        // by value: a constant printed as a literal
 };
 
 /// Unique printed names for functions (def instances of one source name get suffixes).
@@ -518,9 +527,9 @@ std::vector<std::string> function_names(const Module &m) {
   std::vector<std::string> names;
   std::set<std::string> taken;
   for (const auto &f : m.functions)
-    if (f.kind == FunctionKind::Shmap) taken.insert(f.name);
+    if (is_top_level(f)) taken.insert(f.name);
   for (const auto &f : m.functions) {
-    if (f.kind == FunctionKind::Shmap) {
+    if (is_top_level(f)) {
       names.push_back(f.name);
       continue;
     }
@@ -540,12 +549,13 @@ void for_each_call(const std::vector<Instr> &body, Fn &&fn) {
   }
 }
 
-/// Def instances reachable from shmaps (others are leftovers of specialisation).
+/// Def instances reachable from shmaps and sharded functions (others are
+/// leftovers of specialisation).
 std::vector<bool> reachable(const Module &m) {
   std::vector<bool> seen(m.functions.size(), false);
   std::vector<size_t> stack;
   for (size_t i = 0; i < m.functions.size(); ++i)
-    if (m.functions[i].kind == FunctionKind::Shmap) {
+    if (is_top_level(m.functions[i])) {
       seen[i] = true;
       stack.push_back(i);
     }
@@ -615,7 +625,7 @@ std::string print_module(const Module &module, const PrintOptions &options) {
   std::vector<bool> done(module.functions.size(), false);
   std::vector<size_t> order;
   for (size_t i = 0; i < module.functions.size(); ++i)
-    if (module.functions[i].kind == FunctionKind::Shmap) post_order(module, i, done, order);
+    if (is_top_level(module.functions[i])) post_order(module, i, done, order);
   for (size_t i : order) {
     if (!live[i]) continue;
     if (!first) out << "\n";
@@ -630,7 +640,7 @@ std::string dump_ir(const Module &module) {
   for (size_t i = 0; i < module.functions.size(); ++i) {
     const Function &f = module.functions[i];
     const rt::Mesh &mesh = module.mesh_of(f);
-    out << "func @" << i << " " << (f.kind == FunctionKind::Shmap ? "shmap " : "def ") << f.name;
+    out << "func @" << i << " " << function_keyword(f.kind) << " " << f.name;
     if (f.mesh >= 0) out << " mesh=" << module.meshes[static_cast<size_t>(f.mesh)].name;
     out << " auto_pbroadcast=" << (f.auto_pbroadcast ? "on" : "off") << "\n";
     for (const auto &p : f.params)

@@ -32,6 +32,9 @@ class FunctionVerifier {
           errors_.push_back(f_.name + ": parameter `" + f_.values[p.value].name +
                             "` local shape differs from its in_spec");
       }
+      if (f_.kind == FunctionKind::Sharded && f_.type(p.value).shape != p.global_shape)
+        errors_.push_back(f_.name + ": parameter `" + f_.values[p.value].name +
+                          "` of a sharded function does not have its global shape");
     }
     block(f_.body, "");
     returns();
@@ -114,6 +117,9 @@ class FunctionVerifier {
     else if (all_constant)
       check_constant_use(in.operands[0], "by an op whose operands are all constants");
     std::string name(op_spelling(in.op));
+    if (f_.kind == FunctionKind::Sharded && op_kind(in.op) == OpKind::Collective)
+      error(name + ": a collective in a sharded function");
+    if (f_.kind == FunctionKind::Shmap && in.op == OpCode::Constrain) error("constrain in a shmap");
     if (in.op == OpCode::Call) {
       call(in, ops);
       return;
@@ -226,6 +232,9 @@ class FunctionVerifier {
         errors_.push_back(f_.name + ": returned value is not defined");
         continue;
       }
+      if (f_.kind == FunctionKind::Sharded && f_.type(v).shape != f_.results[k].global_shape)
+        errors_.push_back(f_.name + ": result " + std::to_string(k + 1) +
+                          " of a sharded function does not have its global shape");
       if (f_.kind != FunctionKind::Shmap) {
         if (varying_constant_[static_cast<size_t>(v)])
           errors_.push_back(f_.name + ": returns a constant typed " +

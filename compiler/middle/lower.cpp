@@ -260,13 +260,21 @@ std::optional<rt::PartitionSpec> ProgramLowerer::resolve_spec(const ast::SpecExp
 }
 
 void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
+  // A sharded function is lowered like a shmap whose every value has its
+  // global shape: its specs are requirements for `spmdc shard`, not a split.
+  const bool sharded = decl.kind == ast::FuncKind::Sharded;
+  const char *what = sharded ? "sharded function" : "shmap";
   ir::Function f;
   f.name = decl.name.name;
-  f.kind = ir::FunctionKind::Shmap;
+  f.kind = sharded ? ir::FunctionKind::Sharded : ir::FunctionKind::Shmap;
   f.span = decl.name.span;
   f.auto_pbroadcast = options_.auto_pbroadcast;
   for (const auto &attr : decl.attributes) {
-    if (attr.name == "no_auto_pbroadcast") {
+    if (sharded) {
+      diags.error("unknown-attribute", attr.span,
+                  "a sharded function takes no attributes (`" + attr.name +
+                      "` applies to shmaps); `spmdc shard` decides where pbroadcasts go");
+    } else if (attr.name == "no_auto_pbroadcast") {
       f.auto_pbroadcast = false;
       f.no_auto_pbroadcast_span = attr.span;
     } else if (attr.name == "auto_pbroadcast") {
@@ -279,7 +287,8 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     }
   }
   if (!decl.mesh) {  // the parser reports a missing `on MESH`
-    diags.internal(decl.name.span, "shmap `" + f.name + "` without a mesh reached lowering");
+    diags.internal(decl.name.span,
+                   std::string(what) + " `" + f.name + "` without a mesh reached lowering");
     return;
   }
   auto mit = meshes_.find(decl.mesh->name);
@@ -312,8 +321,8 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
       continue;
     }
     if (!p.spec) {  // the parser reports a missing spec
-      diags.internal(p.span,
-                     "shmap parameter `" + p.name.name + "` without a spec reached lowering");
+      diags.internal(p.span, std::string(what) + " parameter `" + p.name.name +
+                                 "` without a spec reached lowering");
       ok = false;
       continue;
     }
@@ -326,8 +335,11 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     ir::Param param;
     param.global_shape = type->shape;
     param.spec = *spec;
+    param.auto_spec = p.spec->is_auto;
     param.span = p.span;
-    Type local{type->dtype, rt::local_shape(mesh, type->shape, *spec), {}};
+    param.spec_span = p.spec->span;
+    Type local{type->dtype,
+               sharded ? type->shape : rt::local_shape(mesh, type->shape, *spec), {}};
     param.value = f.add_value(local, p.name.name, p.name.span);
     f.params.push_back(param);
     bindings.emplace_back(p.name.name, param.value);
@@ -339,7 +351,7 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
       continue;
     }
     if (!r.spec) {  // the parser reports a missing spec
-      diags.internal(r.span, "shmap result without a spec reached lowering");
+      diags.internal(r.span, std::string(what) + " result without a spec reached lowering");
       ok = false;
       continue;
     }
@@ -352,7 +364,9 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     if (r.name) result.name = r.name->name;
     result.global_shape = type->shape;
     result.spec = *spec;
+    result.auto_spec = r.spec->is_auto;
     result.span = r.span;
+    result.spec_span = r.spec->span;
     f.results.push_back(result);
   }
   if (!ok) {
@@ -377,7 +391,7 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     body.lower_block(decl.body);
     if (!body.returned && diags.num_errors() == errors_before)
       diags.error("missing-return", decl.name.span,
-                  "shmap `" + fn.name + "` does not end with a `return`");
+                  std::string(what) + " `" + fn.name + "` does not end with a `return`");
   }
   if (diags.num_errors() != errors_before) return;
   if (fn.returns.size() != fn.results.size()) {
@@ -389,6 +403,18 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
   }
   for (size_t k = 0; k < fn.returns.size(); ++k) {
     const Type &t = fn.type(fn.returns[k]);
+    if (sharded) {
+      if (t.dtype != result_dtypes[k] || t.shape != fn.results[k].global_shape) {
+        diags
+            .error("return-type-mismatch", fn.return_span,
+                   "result " + std::to_string(k + 1) + " of `" + fn.name + "` is " +
+                       shape_type_str(t.dtype, t.shape) + " but the signature declares " +
+                       shape_type_str(result_dtypes[k], fn.results[k].global_shape))
+            .notes.push_back({fn.results[k].span, "declared here"});
+        return;
+      }
+      continue;
+    }
     Shape local = rt::local_shape(mesh, fn.results[k].global_shape, fn.results[k].spec);
     if (t.dtype != result_dtypes[k] || t.shape != local) {
       diags
@@ -401,7 +427,51 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
       return;
     }
   }
+  if (sharded && !check_global_view(fn)) return;
   module.functions.push_back(std::move(f));
+}
+
+bool ProgramLowerer::check_global_view(const ir::Function &f) {
+  bool ok = true;
+  std::set<int> seen;
+  // (function, the call in the sharded function that reached it)
+  std::vector<std::pair<int, SourceSpan>> stack;
+  std::vector<const std::vector<ir::Instr> *> own = {&f.body};  // with loop bodies
+  while (!own.empty()) {
+    const std::vector<ir::Instr> *body = own.back();
+    own.pop_back();
+    for (const ir::Instr &in : *body) {
+      for (const ir::Region &r : in.regions) own.push_back(&r.body);
+      if (in.op == OpCode::Call && seen.insert(in.attrs.callee).second)
+        stack.emplace_back(in.attrs.callee, in.span);
+    }
+  }
+  while (!stack.empty()) {
+    auto [index, call_span] = stack.back();
+    stack.pop_back();
+    const ir::Function &callee = module.functions.at(static_cast<size_t>(index));
+    std::vector<const std::vector<ir::Instr> *> blocks = {&callee.body};
+    while (!blocks.empty()) {
+      const std::vector<ir::Instr> *body = blocks.back();
+      blocks.pop_back();
+      for (const ir::Instr &in : *body) {
+        for (const ir::Region &r : in.regions) blocks.push_back(&r.body);
+        if (in.op == OpCode::Call && seen.insert(in.attrs.callee).second)
+          stack.emplace_back(in.attrs.callee, call_span);
+        if (op_kind(in.op) != OpKind::Collective) continue;
+        auto &d = diags.error(
+            "collective-in-sharded", in.span,
+            "`" + std::string(op_spelling(in.op)) + "` in `" + callee.name +
+                "`, which the sharded function `" + f.name +
+                "` calls: a sharded function works on global arrays, so it cannot use "
+                "collectives or axis_index, even through a def");
+        d.notes.push_back({call_span, "`" + f.name + "` calls it here"});
+        d.fix = "call a def without collectives, or write this part as a shmap";
+        ok = false;
+      }
+    }
+  }
+  return ok;
 }
 
 int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
@@ -544,7 +614,7 @@ ir::Module ProgramLowerer::run() {
   for (size_t m = 0; m < 1; ++m)
     for (const ast::Decl &decl : program_.modules[m].ast.decls)
       if (auto *fn = std::get_if<ast::FuncDecl>(&decl.node)) {
-        if (fn->kind == ast::FuncKind::Shmap) lower_shmap(*fn, static_cast<int>(m));
+        if (fn->kind != ast::FuncKind::Def) lower_shmap(*fn, static_cast<int>(m));
         if (diags.at_limit()) break;
       }
   return std::move(module);

@@ -3,6 +3,7 @@
 // Part of the lowering pass (lower.h); builtins are in lower_builtins.cpp and
 // declarations, signatures and def instantiation in lower.cpp.
 #include <set>
+#include <utility>
 
 #include "frontend/format.h"
 #include "ir/loops.h"
@@ -92,6 +93,18 @@ std::vector<ir::ValueId> BodyLowerer::emit_all(OpCode op, std::vector<ir::ValueI
                                                Attrs attrs, SourceSpan span, ir::Origin origin) {
   for (ir::ValueId v : operands)
     if (v == ir::kNoValue) return {};
+  if (function_.kind == ir::FunctionKind::Sharded && op_kind(op) == OpKind::Collective) {
+    std::string name = builtin_name_.empty() ? std::string(op_spelling(op)) : builtin_name_;
+    diags()
+        .error("collective-in-sharded", span,
+               "`" + name + "` is not allowed in the sharded function `" + function_.name +
+                   "`: its body works on global arrays, and the compiler places the "
+                   "collectives when it splits them (`spmdc shard`)" +
+                   (op == OpCode::AxisIndex ? "; a device's position has no meaning there" : ""))
+        .fix = "write the global computation (e.g. `sum(x)` instead of `psum(sum(x), i)`), or "
+               "make the function a shmap";
+    return {};
+  }
   std::string error;
   auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error, origin);
   if (results.empty())
@@ -746,6 +759,10 @@ LExpr BodyLowerer::lower_expr(const ast::Expr &expr) {
         } else if constexpr (std::is_same_v<T, ast::StringLit>) {
           diags().error("type-error", span, "a string is only allowed as an einsum spec");
           return {};
+        } else if constexpr (std::is_same_v<T, ast::NoneLit>) {
+          diags().error("type-error", span,
+                        "`None` is only allowed in a partition spec, e.g. `P(i, None)`");
+          return {};
         } else if constexpr (std::is_same_v<T, ast::UnaryExpr>) {
           LExpr x = lower_expr(*node.operand);
           if (!x.ok()) return {};
@@ -833,13 +850,20 @@ LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
     if (!self.ok()) return {};
     return lower_method(self, call, span, path->back());
   }
-  if (const BuiltinHandler *h = find_builtin(name)) return (*h)(*this, call, span);
+  if (const BuiltinHandler *h = find_builtin(name)) {
+    std::string outer = std::exchange(builtin_name_, name);
+    LExpr result = (*h)(*this, call, span);
+    builtin_name_ = std::move(outer);
+    return result;
+  }
   int def_module = -1;
   const ast::FuncDecl *decl = program_.find_def(name, module_index_, call.callee.span, def_module);
   if (!decl) return {};
-  if (decl->kind == ast::FuncKind::Shmap) {
+  if (decl->kind != ast::FuncKind::Def) {
     diags().error("call-shmap", call.callee.span,
-                  "`" + name + "` is a shmap; a body can call only `def` functions");
+                  "`" + name + "` is a " +
+                      (decl->kind == ast::FuncKind::Shmap ? "shmap" : "sharded function") +
+                      "; a body can call only `def` functions");
     return {};
   }
   std::vector<ir::ValueId> args;

@@ -562,25 +562,39 @@ LExpr lower_expand_dims(BodyLowerer &b, const ast::CallExpr &call, SourceSpan sp
   return value_or_invalid(b.emit(OpCode::Reshape, {x}, attrs, span), span);
 }
 
+/// The values of a tuple or list argument (`concat((a, b))`, `stack([a, b])`), lowered;
+/// `elements` (if given) receives the element expressions, for locating later errors.
+std::optional<std::vector<ir::ValueId>> lower_value_list(
+    BodyLowerer &b, const ast::Expr &values, const char *builtin,
+    const std::vector<ast::ExprPtr> **elements = nullptr) {
+  auto *list = std::get_if<ast::ListExpr>(&values.node);
+  auto *tuple = std::get_if<ast::TupleExpr>(&values.node);
+  const std::vector<ast::ExprPtr> *elems = list    ? &list->elements
+                                           : tuple ? &tuple->elements
+                                                   : nullptr;
+  if (!elems || elems->empty()) {
+    b.diags().error("bad-argument", values.span,
+                    std::string(builtin) + " takes a non-empty tuple or list of values");
+    return std::nullopt;
+  }
+  if (elements) *elements = elems;
+  std::vector<ir::ValueId> ops;
+  for (const auto &e : *elems) {
+    ops.push_back(b.lower_value(*e, DType::F32));
+    if (ops.back() == ir::kNoValue) return std::nullopt;
+  }
+  return ops;
+}
+
 /// stack((a, b, ...), axis=0): values of one shape joined along a new dimension.
 LExpr lower_stack(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
   Args a(b, call, span, {{"values"}, {"axis", false}});
   if (!a.ok()) return {};
   const ast::Expr *vals = a.get("values");
-  auto *list = std::get_if<ast::ListExpr>(&vals->node);
-  auto *tuple = std::get_if<ast::TupleExpr>(&vals->node);
-  const std::vector<ast::ExprPtr> *elems = list    ? &list->elements
-                                           : tuple ? &tuple->elements
-                                                   : nullptr;
-  if (!elems || elems->empty()) {
-    b.diags().error("bad-argument", vals->span, "stack takes a non-empty tuple of values");
-    return {};
-  }
-  std::vector<ir::ValueId> ops;
-  for (const auto &e : *elems) {
-    ops.push_back(b.lower_value(*e, DType::F32));
-    if (ops.back() == ir::kNoValue) return {};
-  }
+  const std::vector<ast::ExprPtr> *elems = nullptr;
+  auto lowered = lower_value_list(b, *vals, "stack", &elems);
+  if (!lowered) return {};
+  std::vector<ir::ValueId> ops = std::move(*lowered);
   const Type first = b.function().type(ops[0]);
   for (size_t k = 1; k < ops.size(); ++k) {
     const Type &t = b.function().type(ops[k]);
@@ -634,6 +648,67 @@ LExpr lower_like(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span, dou
   }
   OpCode op = t.shape.empty() ? OpCode::Constant : OpCode::Full;
   return value_or_invalid(b.emit(op, {}, attrs, span), span);
+}
+
+/// `P(i, None, (j, k))` written as an argument, as the ast::SpecExpr a
+/// signature would hold; reports anything else.
+std::optional<ast::SpecExpr> spec_argument(BodyLowerer &b, const ast::Expr &e) {
+  auto fail = [&](SourceSpan at, const std::string &what) -> std::optional<ast::SpecExpr> {
+    b.diags().error("bad-argument", at, what).fix = "write e.g. `P(i, None)` or `P((i, j))`";
+    return std::nullopt;
+  };
+  auto *call = std::get_if<ast::CallExpr>(&e.node);
+  if (call == nullptr || call->callee.name != "P")
+    return fail(e.span, "expected a partition spec `P(...)`");
+  ast::SpecExpr spec;
+  spec.span = e.span;
+  auto axis = [&](const ast::Expr &x) -> std::optional<ast::Ident> {
+    if (auto *n = std::get_if<ast::NameExpr>(&x.node)) return ast::Ident{n->name, x.span};
+    return std::nullopt;
+  };
+  for (const ast::Argument &arg : call->args) {
+    ast::SpecDim dim;
+    dim.span = arg.span;
+    const ast::Expr &v = *arg.value;
+    if (!arg.keyword.empty()) return fail(arg.span, "a partition spec takes no keyword arguments");
+    if (std::holds_alternative<ast::NoneLit>(v.node)) {
+      // an unsplit dimension
+    } else if (auto name = axis(v)) {
+      dim.axes.push_back(*name);
+    } else if (auto *t = std::get_if<ast::TupleExpr>(&v.node)) {
+      for (const auto &el : t->elements) {
+        auto n = axis(*el);
+        if (!n) return fail(el->span, "expected a mesh axis name");
+        dim.axes.push_back(*n);
+      }
+    } else {
+      return fail(v.span, "expected a mesh axis, a tuple of axes or `None`");
+    }
+    spec.dims.push_back(std::move(dim));
+  }
+  return spec;
+}
+
+LExpr lower_constrain(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"x"}, {"spec"}});
+  if (!a.ok()) return {};
+  if (b.function().kind != ir::FunctionKind::Sharded) {
+    b.diags()
+        .error("constrain-outside-sharded", span,
+               "`constrain` is a sharding requirement for `spmdc shard`: it is only allowed in "
+               "the body of a `sharded` function")
+        .fix = "in a shmap every value is already split by the signature's specs; remove the call";
+    return {};
+  }
+  ir::ValueId x = a.value("x", DType::F32);
+  auto written = spec_argument(b, *a.get("spec"));
+  if (x == ir::kNoValue || !written) return {};
+  const Shape shape = b.function().type(x).shape;
+  auto spec = b.program().resolve_spec(*written, b.mesh(), shape, a.get("x")->span);
+  if (!spec) return {};
+  Attrs attrs;
+  attrs.sharding = *spec;
+  return value_or_invalid(b.emit(OpCode::Constrain, {x}, attrs, span), span);
 }
 
 const std::map<std::string, BuiltinHandler> &builtins() {
@@ -793,27 +868,14 @@ const std::map<std::string, BuiltinHandler> &builtins() {
     t["concat"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"values"}, {"axis", false}});
       if (!a.ok()) return {};
-      const ast::Expr *vals = a.get("values");
-      auto *list = std::get_if<ast::ListExpr>(&vals->node);
-      auto *tuple = std::get_if<ast::TupleExpr>(&vals->node);
-      const std::vector<ast::ExprPtr> *elems = list    ? &list->elements
-                                               : tuple ? &tuple->elements
-                                                       : nullptr;
-      if (!elems || elems->empty()) {
-        b.diags().error("bad-argument", vals->span, "concat takes a non-empty list of values");
-        return {};
-      }
-      std::vector<ir::ValueId> ops;
-      for (const auto &e : *elems) {
-        ops.push_back(b.lower_value(*e, DType::F32));
-        if (ops.back() == ir::kNoValue) return {};
-      }
+      auto ops = lower_value_list(b, *a.get("values"), "concat");
+      if (!ops) return {};
       auto axis = a.integer("axis", 0);
       if (!axis) return {};
       Attrs attrs;
-      int64_t rank = b.function().type(ops[0]).rank();
+      int64_t rank = b.function().type(ops->front()).rank();
       attrs.dim = *axis < 0 ? *axis + rank : *axis;
-      return value_or_invalid(b.emit(OpCode::Concat, ops, attrs, span), span);
+      return value_or_invalid(b.emit(OpCode::Concat, *ops, attrs, span), span);
     };
     t["pad"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"x"}, {"shape"}, {"start"}, {"stride", false}});
@@ -922,6 +984,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       attrs.axes = *axes;
       return value_or_invalid(b.emit(OpCode::AxisIndex, {}, attrs, span), span);
     };
+    t["constrain"] = lower_constrain;
     t["axis_size"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"axes"}});
       if (!a.ok()) return {};

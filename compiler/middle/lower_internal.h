@@ -137,6 +137,7 @@ class BodyLowerer {
   ir::Function &function_;
   ir::Builder builder_;
   int module_index_;
+  std::string builtin_name_;  // the builtin being lowered, as written (for messages)
   /// The range of each loop index (lowest and highest value) and its loop.
   struct LoopIndex {
     int64_t lo, hi;
@@ -175,6 +176,10 @@ class ProgramLowerer {
   int instantiate(const ast::FuncDecl &decl, int decl_module, const std::vector<Type> &arg_types,
                   int mesh, SourceSpan call_span);
 
+  /// Checks `spec` against the mesh and the global shape; reports problems.
+  std::optional<rt::PartitionSpec> resolve_spec(const ast::SpecExpr &spec, const rt::Mesh &mesh,
+                                                const Shape &global, SourceSpan type_span);
+
   ir::Module module;
   DiagnosticEngine &diags;
   const SourceManager &sources;
@@ -189,8 +194,9 @@ class ProgramLowerer {
   std::optional<Type> resolve_type(const ast::TypeExpr &type,
                                    const std::map<std::string, int64_t> *symbols,
                                    bool allow_symbols, std::map<std::string, int64_t> *bind);
-  std::optional<rt::PartitionSpec> resolve_spec(const ast::SpecExpr &spec, const rt::Mesh &mesh,
-                                                const Shape &global, SourceSpan type_span);
+  /// A sharded function's callees must not communicate: reports every
+  /// collective in the def instances it reaches. True when there is none.
+  bool check_global_view(const ir::Function &f);
 
   const Program &program_;
   LowerOptions options_;

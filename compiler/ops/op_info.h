@@ -69,6 +69,7 @@ struct Attrs {
   DType dtype = DType::F32;                       // constant / full / iota / cast
   double value = 0;                               // constant / full
   int callee = -1;                                // call: index into Module::functions
+  rt::PartitionSpec sharding;                     // constrain: the global spec
   int64_t step = 1;     // for: `range(dim, dim2, step)` (dim = start, dim2 = stop)
   bool unroll = false;  // for: `[[unroll]]` — unrolled right after checking
   bool remat = false;   // for: `[[remat]]` — its transpose recomputes instead of storing

@@ -366,6 +366,10 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
         return fail("dynamic_slice dimension out of range");
       return one(x.dtype, attrs.shape);
     }
+    case OpCode::Constrain:
+      if (attrs.sharding.size() > x.shape.size())
+        return fail("the partition spec of `constrain` is longer than the value's rank");
+      return one(x.dtype, x.shape);
     case OpCode::DynamicUpdateSlice: {
       if (ops[2].dtype != DType::I32 || ops[2].rank() != 0)
         return fail("dynamic_update_slice needs an i32 scalar index");

@@ -66,6 +66,28 @@ void merge_bucket(ir::Function &f, const std::vector<ir::Instr *> &members) {
   f.body = std::move(body);
 }
 
+/// The instructions whose first result is a key, in their current order,
+/// less those that read (through any chain of instructions) an earlier one.
+/// Members of one bucket are independent in the original program, but an
+/// earlier merge can join them up: if psums p1, p2 over `a` and q1, q2 over
+/// `b` have q1 reading p1 and p2 reading q2, the combined {p1, p2} reads q2
+/// and feeds q1, so combining q1 with q2 would be a cycle. Such a member
+/// stays alone.
+std::vector<ir::Instr *> independent_members(ir::Function &f, const std::vector<bool> &is_key) {
+  std::vector<ir::Instr *> members;
+  std::vector<bool> reads_member(f.values.size(), false);
+  for (ir::Instr &in : f.body) {
+    const bool member = !in.results.empty() && is_key[in.results[0]];
+    if (members.empty() && !member) continue;
+    bool depends = false;
+    for (ir::ValueId v : in.operands) depends = depends || reads_member[v];
+    if (member && !depends) members.push_back(&in);
+    if (member || depends)
+      for (ir::ValueId r : in.results) reads_member[r] = true;
+  }
+  return members;
+}
+
 }  // namespace
 
 int combine_collectives(ir::Function &f, const CombineOptions &options) {
@@ -112,21 +134,20 @@ int combine_collectives(ir::Function &f, const CombineOptions &options) {
 
   // (3) Merge each bucket of two or more. Merging one bucket moves
   // instructions, so members are found again by their first result.
-  int merged = 0;
   std::vector<std::vector<ir::ValueId>> keys;
   for (const Bucket &b : buckets) {
     if (b.members.size() < 2) continue;
     keys.emplace_back();
     for (size_t i : b.members) keys.back().push_back(f.body[i].results.at(0));
-    merged += static_cast<int>(b.members.size()) - 1;
   }
+  int merged = 0;
   std::vector<bool> is_key(f.values.size(), false);
   for (const std::vector<ir::ValueId> &key : keys) {
     for (ir::ValueId v : key) is_key[v] = true;
-    std::vector<ir::Instr *> members;  // in their current order
-    for (ir::Instr &in : f.body)
-      if (!in.results.empty() && is_key[in.results[0]]) members.push_back(&in);
+    std::vector<ir::Instr *> members = independent_members(f, is_key);
     for (ir::ValueId v : key) is_key[v] = false;
+    if (members.size() < 2) continue;
+    merged += static_cast<int>(members.size()) - 1;
     merge_bucket(f, members);
   }
   return merged;

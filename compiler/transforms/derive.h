@@ -27,6 +27,9 @@ namespace spmd {
 
 enum class DeriveKind { Transpose, Jvp, Vjp, Grad };
 
+/// The command that derives `k` (`transpose`, `jvp`, `vjp`, `grad`).
+const char *derive_kind_name(DeriveKind k);
+
 struct DeriveRequest {
   DeriveKind kind = DeriveKind::Transpose;
   std::string function;          // shmap name; empty = the only shmap
@@ -36,6 +39,9 @@ struct DeriveRequest {
   /// Independent psums (pmaxs, pmins) of the result over the same axes become
   /// one combined collective (transforms/combine_collectives.h).
   CombineOptions combine;
+  /// Transposing a loop recomputes what its backward pass needs instead of
+  /// stacking it, as if every loop were marked [[remat]] (`--remat`).
+  bool remat = false;
 };
 
 ir::Module derive(const ir::Module &module, const DeriveRequest &request);

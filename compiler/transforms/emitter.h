@@ -30,6 +30,10 @@ class Emitter {
       : builder_(module, function), f_(function) {}
 
   ir::Function &function() { return f_; }
+  /// Appends to `body` from now on (a loop body being built); returns the previous target.
+  std::vector<ir::Instr> *set_body(std::vector<ir::Instr> *body) { return builder_.set_body(body); }
+  /// Appends an instruction built elsewhere (a copy, a loop).
+  void append(ir::Instr in) { builder_.append(std::move(in)); }
   /// A copy: emitting instructions may move the function's value table.
   Type type(ir::ValueId v) const { return f_.type(v); }
 

@@ -1,12 +1,12 @@
 // transforms/inline_calls.cpp — see inline_calls.h.
 #include "transforms/inline_calls.h"
 
-#include <unordered_map>
+#include "ir/value_map.h"
 
 namespace spmd {
 namespace {
 
-using ValueMap = std::unordered_map<ir::ValueId, ir::ValueId>;
+using ValueMap = ir::ValueMap<ir::ValueId>;
 
 class Inliner {
  public:
@@ -19,6 +19,7 @@ class Inliner {
                                            std::vector<ir::Instr> &body, int depth) {
     if (depth > 1000) throw std::logic_error("inline_calls: call depth over 1000");
     ValueMap map;
+    map.reserve(callee.values.size());
     for (size_t i = 0; i < callee.params.size(); ++i) map[callee.params[i].value] = args[i];
     inline_block(callee, callee.body, map, body, depth);
     std::vector<ir::ValueId> results;

@@ -174,6 +174,7 @@ std::optional<ir::ValueId> Rules::run() {
     }
     // Linear layout ops and collectives: the same op on the tangents.
     case OpCode::Reshape:
+    case OpCode::Constrain:
     case OpCode::Transpose:
     case OpCode::Reverse:
     case OpCode::BroadcastTo:
@@ -205,7 +206,7 @@ std::optional<ir::ValueId> Rules::run() {
       return std::nullopt;
     case OpCode::Call:
     case OpCode::For:
-      throw std::logic_error("jvp: calls must be inlined and loops unrolled first");
+      throw std::logic_error("jvp: calls are inlined first; loops are handled by jvp.cpp");
   }
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 #include <map>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/loops.h"
 #include "transforms/dce.h"
@@ -36,6 +37,10 @@ class Simplifier {
         simplify_loop(out, std::move(in), body);
         continue;
       }
+      if (auto v = accumulate_in_place(out, in, body)) {
+        remap_[in.results[0]] = *v;
+        continue;
+      }
       if (auto v = fold(out, in)) {
         remap_[in.results[0]] = *v;
         continue;
@@ -62,7 +67,9 @@ class Simplifier {
   }
 
   /// A loop of zero iterations is its initial values; a carried value the
-  /// body passes on unchanged is its initial value throughout.
+  /// body passes on unchanged is its initial value throughout; an
+  /// instruction of the body that reads nothing the loop defines runs once,
+  /// before the loop (loop-invariant code motion).
   void simplify_loop(ir::Function &out, ir::Instr loop, std::vector<ir::Instr> &body) {
     if (ir::trip_count(loop.attrs) == 0) {
       for (size_t k = 0; k < loop.results.size(); ++k) remap_[loop.results[k]] = loop.operands[k];
@@ -77,7 +84,64 @@ class Simplifier {
       remap_[loop.results[k]] = loop.operands[k];
       ir::erase_carry(loop, k);
     }
+    std::unordered_set<ir::ValueId> inside(r.params.begin(), r.params.end());
+    std::vector<ir::Instr> kept;
+    for (ir::Instr &in : r.body) {
+      bool invariant = in.regions.empty();
+      for (ir::ValueId o : in.operands) invariant = invariant && !inside.count(o);
+      if (invariant) {
+        body.push_back(std::move(in));  // before the loop
+        continue;
+      }
+      for (ir::ValueId res : in.results) inside.insert(res);
+      kept.push_back(std::move(in));
+    }
+    r.body = std::move(kept);
     body.push_back(std::move(loop));
+  }
+
+  /// `x + dynamic_update_slice(zeros, u, i)` (a cotangent added into a
+  /// sum, as the transpose of `xs[i]` in a loop gives) becomes
+  /// `dynamic_update_slice(x, dynamic_slice(x, i) + u, i)`: it touches one
+  /// block, and updates x in place when x is not shared, instead of adding
+  /// two whole arrays.
+  std::optional<ir::ValueId> accumulate_in_place(ir::Function &out, const ir::Instr &in,
+                                                 std::vector<ir::Instr> &body) {
+    if (in.op != OpCode::Add) return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      const ir::ValueId x = in.operands[1 - k];
+      const ir::Instr *d = def(out, in.operands[k]);
+      if (!d || d->op != OpCode::DynamicUpdateSlice) continue;
+      const Type rt = out.type(in.results[0]);
+      if (constant_value(out, d->operands[0]) != 0.0 || !(out.type(x) == rt) ||
+          !(out.type(in.operands[k]) == rt))
+        continue;
+      const ir::ValueId u = d->operands[1], i = d->operands[2];
+      Attrs ds;
+      ds.dim = d->attrs.dim;
+      ds.shape = out.type(u).shape;
+      const ir::ValueId block = append(out, body, OpCode::DynamicSlice, {x, i}, ds,
+                                       Type{rt.dtype, ds.shape, rt.variance}, in.span);
+      const ir::ValueId sum = append(out, body, OpCode::Add, {block, u}, {}, out.type(u), in.span);
+      return append(out, body, OpCode::DynamicUpdateSlice, {x, sum, i}, d->attrs, rt, in.span,
+                    out.values[in.results[0]].name);
+    }
+    return std::nullopt;
+  }
+
+  ir::ValueId append(ir::Function &out, std::vector<ir::Instr> &body, OpCode op,
+                     std::vector<ir::ValueId> operands, Attrs attrs, Type type, SourceSpan span,
+                     const std::string &name = "") {
+    ir::Instr in;
+    in.op = op;
+    in.operands = std::move(operands);
+    in.attrs = std::move(attrs);
+    in.span = span;
+    in.origin = ir::Origin::Transform;
+    in.results.push_back(out.add_value(std::move(type), name, span));
+    def_[in.results[0]] = in;
+    body.push_back(std::move(in));
+    return body.back().results[0];
   }
 
   ir::ValueId resolve(ir::ValueId v) const {

@@ -1,6 +1,8 @@
 // transforms/simplify.h — dead code, common subexpressions, trivial algebra.
 //
-// simplify rewrites a flat function (no calls) in three steps:
+// simplify rewrites a flat function (no calls; loops are simplified inside
+// too, and code that does not depend on a loop is moved out of it) in three
+// steps:
 //   1. algebra: reshape/broadcast_to/transpose/cast that change nothing, double
 //      negation, reshape of reshape, `x * 1`, `x + 0`, `x - 0` (when the result
 //      type equals x's) are replaced by their operand; commutative ops get

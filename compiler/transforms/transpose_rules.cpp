@@ -34,6 +34,7 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
     case OpCode::Neg:
     case OpCode::ReduceSum:
     case OpCode::Reshape:
+    case OpCode::Constrain:
     case OpCode::Transpose:
     case OpCode::Reverse:
     case OpCode::BroadcastTo:
@@ -119,7 +120,7 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
       return nonlinear;
     case OpCode::Call:
     case OpCode::For:
-      return "internal: calls must be inlined and loops unrolled before transposition";
+      return "internal: calls are inlined first; loops are handled by transpose.cpp";
   }
   return nonlinear;
 }
@@ -217,6 +218,9 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       break;
     case OpCode::Reverse:  // flip^T = the same flip
       give(0, e.op(OpCode::Reverse, {ct}, a, s));
+      break;
+    case OpCode::Constrain:  // the identity (a sharding hint): constrain^T ct = constrain(ct)
+      give(0, e.op(OpCode::Constrain, {ct}, a, s));
       break;
     case OpCode::Transpose: {  // transpose^T = transpose by the inverse permutation
       Attrs ta;

@@ -1,9 +1,8 @@
 // transforms/unroll_loops.cpp — see unroll_loops.h.
 #include "transforms/unroll_loops.h"
 
-#include <unordered_map>
-
 #include "ir/loops.h"
+#include "ir/value_map.h"
 
 namespace spmd {
 namespace {
@@ -34,8 +33,8 @@ class Unroller {
 
  private:
   ir::ValueId get(ir::ValueId v) const {
-    auto it = map_.find(v);
-    return it == map_.end() ? v : it->second;
+    const ir::ValueId *mapped = map_.find(v);
+    return mapped ? *mapped : v;
   }
 
   /// A new value like `v`, recorded as its replacement.
@@ -95,7 +94,7 @@ class Unroller {
 
   ir::Function &f_;
   const UnrollPolicy &policy_;
-  std::unordered_map<ir::ValueId, ir::ValueId> map_;
+  ir::ValueMap<ir::ValueId> map_;
 };
 
 }  // namespace

@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "spmdrt/kernels.h"
@@ -41,12 +43,10 @@ std::pair<std::string, std::string> split_assignment(const std::string &text, co
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::string> &names,
-                                  const std::vector<DType> &dtypes,
-                                  const std::vector<Shape> &global_shapes,
-                                  const std::vector<std::string> &inputs,
-                                  const std::optional<uint64_t> &random_seed,
-                                  const InputCheck &check) {
+std::vector<std::optional<std::string>> input_paths(const std::string &fn,
+                                                    const std::vector<std::string> &names,
+                                                    const std::vector<std::string> &inputs,
+                                                    const std::optional<uint64_t> &random_seed) {
   std::map<std::string, size_t> by_name;
   for (size_t k = 0; k < names.size(); ++k) by_name[names[k]] = k;
   std::vector<std::optional<std::string>> paths(names.size());
@@ -66,28 +66,49 @@ std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::
     throw CliError{std::string("missing input") + (missing.size() == 1 ? " " : "s ") +
                    join_names(missing) + " of `" + fn +
                    "`; pass --in NAME=FILE.npy for each, or --random SEED"};
+  return paths;
+}
 
+uint64_t input_seed(uint64_t random_seed, size_t k) { return random_seed * 1000003ULL + k; }
+
+bool check_input_file(size_t k, DType param_dtype, DType file_dtype, const Shape &file_shape,
+                      const std::string &path, const InputCheck &check) {
+  const bool widened_bf16 = param_dtype == DType::BF16 && file_dtype == DType::F32;
+  std::string problem =
+      check(k, widened_bf16 ? DType::BF16 : file_dtype, file_shape, "`" + path + "`");
+  if (!problem.empty()) {
+    if (widened_bf16)  // report what the file really holds
+      problem = check(k, file_dtype, file_shape, "`" + path + "`");
+    throw CliError{problem};
+  }
+  return widened_bf16;
+}
+
+CliError input_read_error(const std::string &name, const RuntimeError &error) {
+  return CliError{"cannot read input `" + name + "`: " + error.what()};
+}
+
+std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::string> &names,
+                                  const std::vector<DType> &dtypes,
+                                  const std::vector<Shape> &global_shapes,
+                                  const std::vector<std::string> &inputs,
+                                  const std::optional<uint64_t> &random_seed,
+                                  const InputCheck &check) {
+  const auto paths = input_paths(fn, names, inputs, random_seed);
   std::vector<Tensor> result(names.size());
   for (size_t k = 0; k < names.size(); ++k) {
     if (!paths[k]) {
-      result[k] = random_tensor(dtypes[k], global_shapes[k], *random_seed * 1000003ULL + k);
+      result[k] = random_tensor(dtypes[k], global_shapes[k], input_seed(*random_seed, k));
       continue;
     }
     Tensor t;
     try {
       t = read_npy(*paths[k]);
     } catch (const RuntimeError &e) {
-      throw CliError{"cannot read input `" + names[k] + "`: " + e.what()};
+      throw input_read_error(names[k], e);
     }
-    const bool widened_bf16 = dtypes[k] == DType::BF16 && t.dtype() == DType::F32;
-    std::string problem =
-        check(k, widened_bf16 ? DType::BF16 : t.dtype(), t.shape(), "`" + *paths[k] + "`");
-    if (!problem.empty()) {
-      if (widened_bf16)  // report what the file really holds
-        problem = check(k, t.dtype(), t.shape(), "`" + *paths[k] + "`");
-      throw CliError{problem};
-    }
-    result[k] = widened_bf16 ? cast(t, DType::BF16) : t;
+    const bool widen = check_input_file(k, dtypes[k], t.dtype(), t.shape(), *paths[k], check);
+    result[k] = widen ? cast(t, DType::BF16) : t;
   }
   return result;
 }
@@ -117,25 +138,71 @@ std::vector<std::vector<std::string>> output_paths(const std::string &fn,
   return paths;
 }
 
-void write_outputs(const std::vector<Tensor> &results,
-                   const std::vector<std::vector<std::string>> &paths, const std::string &tag) {
-  std::vector<std::pair<std::string, std::string>> written;  // temp, final
-  const std::string suffix = "." + tag + "-" + std::to_string(::getpid()) + ".tmp";
+OutputFiles::OutputFiles(std::vector<std::vector<std::string>> paths, const std::string &tag,
+                         const std::string &id)
+    : paths_(std::move(paths)), suffix_("." + tag + "-" + id + ".tmp") {}
+
+void OutputFiles::create(const std::vector<DType> &dtypes, const std::vector<Shape> &shapes) {
   try {
-    for (size_t k = 0; k < results.size(); ++k)
-      for (const std::string &path : paths[k]) {
-        written.emplace_back(path + suffix, path);
-        write_npy(path + suffix, results[k]);
-      }
+    for (size_t k = 0; k < paths_.size(); ++k)
+      for (const std::string &path : paths_[k])
+        create_npy_file(path + suffix_, dtypes[k], shapes[k]);
   } catch (const RuntimeError &e) {
-    for (const auto &w : written) std::remove(w.first.c_str());
+    discard();
     throw CliError{std::string("cannot write outputs: ") + e.what()};
   }
-  for (const auto &[temp, final_path] : written)
-    if (std::rename(temp.c_str(), final_path.c_str()) != 0) {
-      for (const auto &w : written) std::remove(w.first.c_str());
-      throw CliError{"cannot write output file `" + final_path + "`"};
-    }
+}
+
+void OutputFiles::write_block(size_t k, const Shape &global, const Shape &start,
+                              const Tensor &block) {
+  try {
+    for (const std::string &path : paths_.at(k))
+      write_npy_block(path + suffix_, global, start, block);
+  } catch (const RuntimeError &e) {
+    throw CliError{std::string("cannot write outputs: ") + e.what()};
+  }
+}
+
+void OutputFiles::commit() {
+  // Refuse before renaming anything what rename would refuse midway.
+  for (const auto &paths : paths_)
+    for (const std::string &path : paths)
+      if (is_directory(path)) {
+        discard();
+        throw CliError{"cannot write output file `" + path + "`: it is a directory"};
+      }
+  for (const auto &paths : paths_)
+    for (const std::string &path : paths)
+      if (std::rename((path + suffix_).c_str(), path.c_str()) != 0) {
+        const std::string reason = std::strerror(errno);
+        discard();
+        throw CliError{"cannot write output file `" + path + "`: " + reason};
+      }
+}
+
+void OutputFiles::discard() {
+  for (const auto &paths : paths_)
+    for (const std::string &path : paths) std::remove((path + suffix_).c_str());
+}
+
+void write_outputs(const std::vector<Tensor> &results,
+                   const std::vector<std::vector<std::string>> &paths, const std::string &tag) {
+  OutputFiles files(paths, tag, std::to_string(::getpid()));
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  for (const Tensor &r : results) {
+    dtypes.push_back(r.dtype());
+    shapes.push_back(r.shape());
+  }
+  files.create(dtypes, shapes);
+  try {
+    for (size_t k = 0; k < results.size(); ++k)
+      files.write_block(k, results[k].shape(), Shape(results[k].shape().size(), 0), results[k]);
+  } catch (const CliError &) {
+    files.discard();
+    throw;
+  }
+  files.commit();
 }
 
 }  // namespace spmd::rt

@@ -1,4 +1,7 @@
-// runtime/cpu/collectives.cpp — simulated collectives: one thread per device.
+// runtime/cpu/collectives.cpp — DeviceContext and the simulated fabric: one thread per device.
+//
+// DeviceContext checks every collective's arguments once, for every fabric,
+// then calls its Fabric. The simulated fabric below:
 //
 // Every collective call is a rendezvous of its group, keyed by (group axes, the
 // group's first device, the caller's collective sequence number). Phase 1: each
@@ -67,9 +70,7 @@ std::string axes_str(const Mesh &mesh, const std::vector<int> &axes) {
   return out + ")";
 }
 
-}  // namespace
-
-class SimulatedFabric {
+class SimulatedFabric final : public Fabric {
  public:
   explicit SimulatedFabric(const Mesh &mesh)
       : mesh_(mesh),
@@ -77,7 +78,18 @@ class SimulatedFabric {
         sequence_(static_cast<size_t>(mesh.num_devices()), 0),
         state_(static_cast<size_t>(mesh.num_devices())) {}
 
-  const Mesh &mesh() const { return mesh_; }
+  const Mesh &mesh() const override { return mesh_; }
+  Tensor all_reduce(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                    ReduceOp op) override;
+  Tensor all_gather(int64_t device, const Tensor &x, const std::vector<int> &axes, int64_t dim,
+                    bool tiled) override;
+  Tensor reduce_scatter(int64_t device, const Tensor &x, const std::vector<int> &axes, int64_t dim,
+                        bool tiled) override;
+  Tensor all_to_all(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                    int64_t split_dim, int64_t concat_dim) override;
+  Tensor ppermute(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                  const PermutePairs &perm) override;
+  void barrier(int64_t device) override;
 
   /// Phase 1: publishes x and waits for the whole group. Returns the rendezvous and
   /// the caller's rank.
@@ -225,8 +237,6 @@ class SimulatedFabric {
   std::exception_ptr first_error_;
 };
 
-namespace {
-
 constexpr int64_t kChunk = 4096;  // elements per cache-sized reduction chunk
 
 template <typename A, ReduceOp kOp>
@@ -244,56 +254,66 @@ inline A combine(A acc, A x) {
   }
 }
 
-/// out[i] = ((in_0[offset+i] op in_1[offset+i]) op in_2[offset+i]) ... for i < count.
-/// bf16 accumulates in f32 and rounds once.
+/// out[i] = ((in_0[i] op in_1[i]) op in_2[i]) ... for i < count; bf16 accumulates
+/// in f32 and rounds once.
 template <typename S, ReduceOp kOp>
-void reduce_range(const std::vector<Tensor> &inputs, int64_t offset, int64_t count, S *out) {
+void reduce_range(std::span<const std::byte *const> inputs, int64_t count, S *out) {
   using C = detail::Compute<S>;
   using A = typename C::type;
   A acc[kChunk];
   for (int64_t begin = 0; begin < count; begin += kChunk) {
     const int64_t n = std::min(kChunk, count - begin);
-    const S *first = inputs[0].data<S>() + offset + begin;
+    const S *first = reinterpret_cast<const S *>(inputs[0]) + begin;
     for (int64_t i = 0; i < n; ++i) acc[i] = C::load(first[i]);
     for (size_t r = 1; r < inputs.size(); ++r) {
-      const S *in = inputs[r].data<S>() + offset + begin;
+      const S *in = reinterpret_cast<const S *>(inputs[r]) + begin;
       for (int64_t i = 0; i < n; ++i) acc[i] = combine<A, kOp>(acc[i], C::load(in[i]));
     }
     for (int64_t i = 0; i < n; ++i) out[begin + i] = C::store(acc[i]);
   }
 }
 
-void reduce_into(ReduceOp op, const std::vector<Tensor> &inputs, int64_t offset, int64_t count,
-                 Tensor &out, int64_t out_offset) {
-  detail::dispatch_dtype(out.dtype(), [&](auto tag) {
+int64_t check_dim(int64_t dim, int64_t rank, const char *op) {
+  return detail::normalize_axis(dim, rank, op);
+}
+
+/// Element pointers `offset` elements into each of `inputs`.
+std::vector<const std::byte *> at_offset(const std::vector<Tensor> &inputs, int64_t offset) {
+  std::vector<const std::byte *> out;
+  for (const Tensor &t : inputs)
+    out.push_back(t.raw() + offset * static_cast<int64_t>(dtype_size(t.dtype())));
+  return out;
+}
+
+}  // namespace
+
+void detail::reduce_in_rank_order(ReduceOp op, DType dtype,
+                                  std::span<const std::byte *const> inputs, int64_t count,
+                                  std::byte *out) {
+  if (inputs.empty()) fail("reduction over an empty group");
+  dispatch_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
-    S *dst = out.data<S>() + out_offset;
+    S *dst = reinterpret_cast<S *>(out);
     if constexpr (std::is_same_v<S, bool>) {
       if (op == ReduceOp::Sum) fail("psum does not accept bool operands");
     }
     switch (op) {
       case ReduceOp::Sum:
-        if constexpr (!std::is_same_v<S, bool>)
-          reduce_range<S, ReduceOp::Sum>(inputs, offset, count, dst);
+        if constexpr (!std::is_same_v<S, bool>) reduce_range<S, ReduceOp::Sum>(inputs, count, dst);
         break;
       case ReduceOp::Max:
-        reduce_range<S, ReduceOp::Max>(inputs, offset, count, dst);
+        reduce_range<S, ReduceOp::Max>(inputs, count, dst);
         break;
       case ReduceOp::Min:
-        reduce_range<S, ReduceOp::Min>(inputs, offset, count, dst);
+        reduce_range<S, ReduceOp::Min>(inputs, count, dst);
         break;
     }
   });
 }
 
-int64_t check_dim(int64_t dim, int64_t rank, const char *op) {
-  return detail::normalize_axis(dim, rank, op);
-}
+// ---- DeviceContext: argument checks, then the fabric ----------------------------------
 
-}  // namespace
-
-DeviceContext::DeviceContext(SimulatedFabric &fabric, int64_t device)
-    : fabric_(&fabric), device_(device) {}
+DeviceContext::DeviceContext(Fabric &fabric, int64_t device) : fabric_(&fabric), device_(device) {}
 
 const Mesh &DeviceContext::mesh() const { return fabric_->mesh(); }
 
@@ -303,17 +323,7 @@ int64_t DeviceContext::axis_index(const std::vector<int> &axes) const {
 
 Tensor DeviceContext::all_reduce(const Tensor &x, const std::vector<int> &axes, ReduceOp op) {
   if (x.dtype() == DType::Bool && op == ReduceOp::Sum) fail("psum does not accept bool operands");
-  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::AllReduce, {int64_t(op)}}, x);
-  // Reduce-scatter then all-gather through a shared buffer: member r reduces slice r
-  // (every element still in rank order 0..n-1), waits for the others, then copies
-  // the whole result. The buffer lives as long as any member holds the rendezvous.
-  const auto n = static_cast<int64_t>(rv->members.size());
-  const int64_t per_member = (x.numel() + n - 1) / n;
-  const int64_t begin = std::min(x.numel(), rank * per_member);
-  const int64_t end = std::min(x.numel(), begin + per_member);
-  reduce_into(op, rv->inputs, begin, end - begin, rv->shared_result, begin);
-  fabric_->depart(*rv, device_);
-  return rv->shared_result.clone();
+  return fabric_->all_reduce(device_, x, axes, op);
 }
 
 std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
@@ -357,21 +367,7 @@ std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
 Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim,
                                  bool tiled) {
   const int64_t d = check_dim(dim, tiled ? x.rank() : x.rank() + 1, "all_gather");
-  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::AllGather, {d, tiled}}, x);
-  Tensor out;
-  if (tiled) {
-    out = concat(rv->inputs, d);
-  } else {
-    std::vector<Tensor> expanded;
-    for (const Tensor &t : rv->inputs) {
-      Shape s = t.shape();
-      s.insert(s.begin() + d, 1);
-      expanded.push_back(t.reshaped(s));
-    }
-    out = concat(expanded, d);
-  }
-  fabric_->depart(*rv, device_);
-  return out;
+  return fabric_->all_gather(device_, x, axes, d, tiled);
 }
 
 Tensor DeviceContext::reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim,
@@ -385,23 +381,7 @@ Tensor DeviceContext::reduce_scatter(const Tensor &x, const std::vector<int> &ax
          std::to_string(n));
   }
   if (x.dtype() == DType::Bool) fail("psum_scatter does not accept bool operands");
-  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::ReduceScatter, {d, tiled}}, x);
-  const int64_t block = extent / n;
-  Shape out_shape = x.shape();
-  if (tiled) {
-    out_shape[d] = block;
-  } else {
-    out_shape.erase(out_shape.begin() + d);
-  }
-  Tensor out = Tensor::empty(x.dtype(), out_shape);
-  const int64_t outer = num_elements(Shape(x.shape().begin(), x.shape().begin() + d));
-  const int64_t inner = num_elements(Shape(x.shape().begin() + d + 1, x.shape().end()));
-  const int64_t run = block * inner;  // contiguous elements of my block per outer index
-  for (int64_t o = 0; o < outer; ++o) {
-    reduce_into(ReduceOp::Sum, rv->inputs, o * extent * inner + rank * run, run, out, o * run);
-  }
-  fabric_->depart(*rv, device_);
-  return out;
+  return fabric_->reduce_scatter(device_, x, axes, d, tiled);
 }
 
 Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
@@ -413,7 +393,98 @@ Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, 
     fail("all_to_all: split dimension " + std::to_string(sd) + " of " + shape_str(x.shape()) +
          " is not divisible by the group size " + std::to_string(n));
   }
-  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::AllToAll, {sd, cd}}, x);
+  return fabric_->all_to_all(device_, x, axes, sd, cd);
+}
+
+Tensor DeviceContext::ppermute(const Tensor &x, const std::vector<int> &axes,
+                               const PermutePairs &perm) {
+  const int64_t n = mesh().group_size(axes);
+  std::vector<bool> sends(static_cast<size_t>(n), false), receives(static_cast<size_t>(n), false);
+  for (auto [src, dst] : perm) {
+    if (src < 0 || src >= n || dst < 0 || dst >= n) {
+      fail("ppermute: pair (" + std::to_string(src) + ", " + std::to_string(dst) +
+           ") out of range for a group of " + std::to_string(n) + " over " +
+           axes_str(mesh(), axes));
+    }
+    if (sends[src] || receives[dst]) {
+      fail("ppermute: permutation is not one-to-one (rank " +
+           std::to_string(sends[src] ? src : dst) + " appears twice)");
+    }
+    sends[src] = receives[dst] = true;
+  }
+  return fabric_->ppermute(device_, x, axes, perm);
+}
+
+void DeviceContext::barrier() { fabric_->barrier(device_); }
+
+// ---- the simulated fabric's collectives -----------------------------------------------
+
+Tensor SimulatedFabric::all_reduce(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                                   ReduceOp op) {
+  auto [rv, rank] = arrive(device, axes, {Kind::AllReduce, {int64_t(op)}}, x);
+  // Reduce-scatter then all-gather through a shared buffer: member r reduces slice r
+  // (every element still in rank order 0..n-1), waits for the others, then copies
+  // the whole result. The buffer lives as long as any member holds the rendezvous.
+  const auto n = static_cast<int64_t>(rv->members.size());
+  const int64_t per_member = (x.numel() + n - 1) / n;
+  const int64_t begin = std::min(x.numel(), rank * per_member);
+  const int64_t end = std::min(x.numel(), begin + per_member);
+  const auto esize = static_cast<int64_t>(dtype_size(x.dtype()));
+  detail::reduce_in_rank_order(op, x.dtype(), at_offset(rv->inputs, begin), end - begin,
+                               rv->shared_result.raw() + begin * esize);
+  depart(*rv, device);
+  return rv->shared_result.clone();
+}
+
+Tensor SimulatedFabric::all_gather(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                                   int64_t d, bool tiled) {
+  auto [rv, rank] = arrive(device, axes, {Kind::AllGather, {d, tiled}}, x);
+  Tensor out;
+  if (tiled) {
+    out = concat(rv->inputs, d);
+  } else {
+    std::vector<Tensor> expanded;
+    for (const Tensor &t : rv->inputs) {
+      Shape s = t.shape();
+      s.insert(s.begin() + d, 1);
+      expanded.push_back(t.reshaped(s));
+    }
+    out = concat(expanded, d);
+  }
+  depart(*rv, device);
+  return out;
+}
+
+Tensor SimulatedFabric::reduce_scatter(int64_t device, const Tensor &x,
+                                       const std::vector<int> &axes, int64_t d, bool tiled) {
+  auto [rv, rank] = arrive(device, axes, {Kind::ReduceScatter, {d, tiled}}, x);
+  const auto n = static_cast<int64_t>(rv->members.size());
+  const int64_t extent = x.shape()[d];
+  const int64_t block = extent / n;
+  Shape out_shape = x.shape();
+  if (tiled) {
+    out_shape[d] = block;
+  } else {
+    out_shape.erase(out_shape.begin() + d);
+  }
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  const int64_t outer = num_elements(Shape(x.shape().begin(), x.shape().begin() + d));
+  const int64_t inner = num_elements(Shape(x.shape().begin() + d + 1, x.shape().end()));
+  const int64_t run = block * inner;  // contiguous elements of my block per outer index
+  const auto esize = static_cast<int64_t>(dtype_size(x.dtype()));
+  for (int64_t o = 0; o < outer; ++o) {
+    detail::reduce_in_rank_order(ReduceOp::Sum, x.dtype(),
+                                 at_offset(rv->inputs, o * extent * inner + rank * run), run,
+                                 out.raw() + o * run * esize);
+  }
+  depart(*rv, device);
+  return out;
+}
+
+Tensor SimulatedFabric::all_to_all(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                                   int64_t sd, int64_t cd) {
+  auto [rv, rank] = arrive(device, axes, {Kind::AllToAll, {sd, cd}}, x);
+  const auto n = static_cast<int64_t>(rv->members.size());
   Shape block = x.shape();
   block[sd] /= n;
   Shape out_shape = block;
@@ -427,43 +498,31 @@ Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, 
     std::byte *dst = out.raw() + s * block[cd] * out_strides[cd] * esize;
     detail::strided_copy(dst, out_strides, src, in_strides, block, esize);
   }
-  fabric_->depart(*rv, device_);
+  depart(*rv, device);
   return out;
 }
 
-Tensor DeviceContext::ppermute(const Tensor &x, const std::vector<int> &axes,
-                               const std::vector<std::pair<int64_t, int64_t>> &perm) {
-  const int64_t n = mesh().group_size(axes);
-  std::vector<int64_t> source_of(static_cast<size_t>(n), -1);
-  std::vector<bool> sends(static_cast<size_t>(n), false);
+Tensor SimulatedFabric::ppermute(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                                 const PermutePairs &perm) {
   std::vector<int64_t> params;
-  for (auto [src, dst] : perm) {
-    if (src < 0 || src >= n || dst < 0 || dst >= n) {
-      fail("ppermute: pair (" + std::to_string(src) + ", " + std::to_string(dst) +
-           ") out of range for a group of " + std::to_string(n) + " over " +
-           axes_str(mesh(), axes));
-    }
-    if (sends[src] || source_of[dst] >= 0) {
-      fail("ppermute: permutation is not one-to-one (rank " +
-           std::to_string(sends[src] ? src : dst) + " appears twice)");
-    }
-    sends[src] = true;
-    source_of[dst] = src;
-    params.push_back(src);
-    params.push_back(dst);
+  int64_t src = -1;
+  const int64_t me = mesh_.rank_in_group(device, axes);
+  for (auto [s, d] : perm) {
+    params.push_back(s);
+    params.push_back(d);
+    if (d == me) src = s;
   }
-  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::Permute, params}, x);
-  const int64_t src = source_of[rank];
+  auto [rv, rank] = arrive(device, axes, {Kind::Permute, params}, x);
   Tensor out = src < 0 ? Tensor::zeros(x.dtype(), x.shape()) : rv->inputs[src].clone();
-  fabric_->depart(*rv, device_);
+  depart(*rv, device);
   return out;
 }
 
-void DeviceContext::barrier() {
+void SimulatedFabric::barrier(int64_t device) {
   std::vector<int> axes;
-  for (size_t a = 0; a < mesh().axes().size(); ++a) axes.push_back(static_cast<int>(a));
-  auto [rv, rank] = fabric_->arrive(device_, axes, {Kind::Barrier, {}}, Tensor());
-  fabric_->depart(*rv, device_);
+  for (size_t a = 0; a < mesh_.axes().size(); ++a) axes.push_back(static_cast<int>(a));
+  auto [rv, rank] = arrive(device, axes, {Kind::Barrier, {}}, Tensor());
+  depart(*rv, device);
 }
 
 void run_on_mesh(const Mesh &mesh, const std::function<void(DeviceContext &)> &body) {

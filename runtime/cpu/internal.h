@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "spmdrt/kernels.h"
+#include "spmdrt/mesh.h"
 #include "spmdrt/tensor.h"
 
 namespace spmd::rt::detail {
@@ -87,6 +89,46 @@ decltype(auto) dispatch_dtype(DType dtype, Fn &&fn) {
 void strided_copy(std::byte *dst, std::span<const int64_t> dst_strides, const std::byte *src,
                   std::span<const int64_t> src_strides, std::span<const int64_t> extent,
                   size_t elem_size);
+
+/// out[i] = ((in_0[i] op in_1[i]) op in_2[i]) ... op in_{n-1}[i] for i < count, the
+/// collectives' reduction order (inputs by group rank); elements of `dtype`; bf16
+/// accumulates in f32 and rounds once; i32 sums wrap. Every fabric that promises
+/// results bit-identical to the simulated one reduces with this.
+void reduce_in_rank_order(ReduceOp op, DType dtype, std::span<const std::byte *const> inputs,
+                          int64_t count, std::byte *out);
+
+/// Visits the contiguous runs of `block` inside a row-major array of shape
+/// `global`, in row-major order, calling run(global_offset, block_offset, count)
+/// (in elements). A run covers the block's extent along the last dimension it
+/// does not cover whole, times every later dimension.
+template <typename Run>
+void for_each_block_run(const Shape &global, const Block &block, Run &&run) {
+  const auto rank = static_cast<int64_t>(global.size());
+  for (int64_t d = 0; d < rank; ++d)
+    if (block.extent[d] == 0) return;
+  int64_t k = rank - 1;  // last dimension the block does not cover whole
+  while (k >= 0 && block.extent[k] == global[k]) --k;
+  const std::vector<int64_t> strides = row_major_strides(global);
+  if (k < 0) {
+    run(int64_t{0}, int64_t{0}, num_elements(global));
+    return;
+  }
+  const int64_t count = block.extent[k] * strides[k];
+  std::vector<int64_t> index(static_cast<size_t>(k), 0);  // within the block, dims 0..k-1
+  int64_t base = 0;
+  for (int64_t d = 0; d <= k; ++d) base += block.start[d] * strides[d];
+  for (int64_t local = 0;; local += count) {
+    int64_t offset = base;
+    for (int64_t d = 0; d < k; ++d) offset += index[d] * strides[d];
+    run(offset, local, count);
+    int64_t d = k - 1;
+    for (; d >= 0; --d) {
+      if (++index[d] < block.extent[d]) break;
+      index[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
 
 /// Element strides of `in` seen through NumPy broadcasting to `out` (0 on broadcast
 /// dimensions); `in` must be broadcast-compatible with `out`.

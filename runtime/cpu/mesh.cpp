@@ -133,14 +133,28 @@ Shape local_shape(const Mesh &mesh, const Shape &global, const PartitionSpec &sp
   return local;
 }
 
+Block block_of(const Mesh &mesh, const Shape &global, const PartitionSpec &spec, int64_t device) {
+  Block block{Shape(global.size(), 0), local_shape(mesh, global, spec)};
+  for (size_t d = 0; d < spec.size(); ++d)
+    block.start[d] = mesh.rank_in_group(device, spec[d]) * block.extent[d];
+  return block;
+}
+
+bool keeps_block(const Mesh &mesh, const PartitionSpec &spec, int64_t device) {
+  std::vector<bool> mapped(mesh.axes().size(), false);
+  for (const auto &axes : spec)
+    for (int a : axes) mapped.at(static_cast<size_t>(a)) = true;
+  const std::vector<int64_t> c = mesh.coords(device);
+  for (size_t a = 0; a < c.size(); ++a)
+    if (!mapped[a] && c[a] != 0) return false;
+  return true;
+}
+
 Tensor shard(const Mesh &mesh, const Tensor &global, const PartitionSpec &spec, int64_t device) {
-  const Shape local = local_shape(mesh, global.shape(), spec);
-  std::vector<int64_t> start(local.size(), 0), limit = global.shape(), stride(local.size(), 1);
-  for (size_t d = 0; d < spec.size(); ++d) {
-    start[d] = mesh.rank_in_group(device, spec[d]) * local[d];
-    limit[d] = start[d] + local[d];
-  }
-  return slice(global, start, limit, stride);
+  const Block block = block_of(mesh, global.shape(), spec, device);
+  std::vector<int64_t> limit(block.start.size()), stride(block.start.size(), 1);
+  for (size_t d = 0; d < limit.size(); ++d) limit[d] = block.start[d] + block.extent[d];
+  return slice(global, block.start, limit, stride);
 }
 
 Tensor unshard(const Mesh &mesh, const std::vector<Tensor> &locals, const PartitionSpec &spec) {
@@ -154,11 +168,7 @@ Tensor unshard(const Mesh &mesh, const std::vector<Tensor> &locals, const Partit
     fail("partition spec has " + std::to_string(spec.size()) + " entries for an array of rank " +
          std::to_string(global.size()));
   }
-  std::vector<bool> mapped(mesh.axes().size(), false);
-  for (size_t d = 0; d < spec.size(); ++d) {
-    global[d] *= mesh.group_size(spec[d]);
-    for (int a : spec[d]) mapped[a] = true;
-  }
+  for (size_t d = 0; d < spec.size(); ++d) global[d] *= mesh.group_size(spec[d]);
   check_spec(mesh, global, spec);
   Tensor out = Tensor::empty(first.dtype(), global);
   const std::vector<int64_t> strides = detail::row_major_strides(global);
@@ -170,11 +180,7 @@ Tensor unshard(const Mesh &mesh, const std::vector<Tensor> &locals, const Partit
            shape_str(block.shape()) + " but device 0 holds " + dtype_name(first.dtype()) +
            shape_str(first.shape()));
     }
-    const std::vector<int64_t> c = mesh.coords(device);
-    bool representative = true;  // coordinate 0 along every axis the spec does not mention
-    for (size_t a = 0; a < c.size(); ++a)
-      representative = representative && (mapped[a] || c[a] == 0);
-    if (!representative) continue;
+    if (!keeps_block(mesh, spec, device)) continue;
     int64_t offset = 0;
     for (size_t d = 0; d < spec.size(); ++d) {
       offset += mesh.rank_in_group(device, spec[d]) * block.shape()[d] * strides[d];

@@ -7,13 +7,22 @@
 // at a multiple of 64 bytes; bf16 is widened exactly to '<f4'. Writing goes to
 // "<path>.tmp.<pid>" which is renamed over the target, so readers never see a
 // partial file.
+//
+// Block I/O for distributed runs: read_npy_header checks a file from its header
+// and size alone, read_npy_block reads one box of the array with one pread per
+// contiguous run, and create_npy_file / write_npy_block let several processes
+// fill one file, each writing only its own box (docs/runtime.md, "I/O layout").
 #include "spmdrt/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -164,7 +173,7 @@ std::string descr_of(DType dtype) {
   return "";
 }
 
-uint32_t read_le(const std::string &bytes, size_t offset, size_t width) {
+uint32_t read_le(std::string_view bytes, size_t offset, size_t width) {
   uint32_t value = 0;
   for (size_t i = 0; i < width; ++i) {
     value |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[offset + i])) << (8 * i);
@@ -172,16 +181,13 @@ uint32_t read_le(const std::string &bytes, size_t offset, size_t width) {
   return value;
 }
 
-}  // namespace
-
-Tensor read_npy(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) npy_fail(path, "cannot open file for reading");
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad()) npy_fail(path, "read error");
-  if (bytes.size() < 10)
-    npy_fail(path, "too short to be a .npy file (" + std::to_string(bytes.size()) + " bytes)");
-  if (bytes.compare(0, 6, "\x93NUMPY") != 0) npy_fail(path, "not a .npy file (bad magic)");
+/// Parses magic, version and header dictionary from the file's first bytes
+/// (`bytes` may hold more, e.g. the whole file); `file_size` checks the data size.
+NpyHeader parse_npy_header(const std::string &path, std::string_view bytes, size_t file_size) {
+  if (file_size < 10)
+    npy_fail(path, "too short to be a .npy file (" + std::to_string(file_size) + " bytes)");
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    npy_fail(path, "not a .npy file (bad magic)");
   const int major = static_cast<unsigned char>(bytes[6]);
   const int minor = static_cast<unsigned char>(bytes[7]);
   if (major < 1 || major > 3 || minor != 0) {
@@ -200,41 +206,150 @@ Tensor read_npy(const std::string &path) {
   }
   std::string descr;
   bool fortran_order = false;
-  Shape shape;
-  HeaderParser(path, header).parse(descr, fortran_order, shape);
-  const DType dtype = parse_descr(path, descr);
+  NpyHeader out;
+  HeaderParser(path, header).parse(descr, fortran_order, out.shape);
+  out.dtype = parse_descr(path, descr);
   if (fortran_order) {
     npy_fail(path, "Fortran-order arrays are not supported (save with C order)");
   }
-  const size_t expected = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
-  const size_t available = bytes.size() - data_start;
+  out.data_offset = data_start;
+  const size_t expected = static_cast<size_t>(num_elements(out.shape)) * dtype_size(out.dtype);
+  const size_t available = file_size - data_start;
   if (available < expected) {
-    npy_fail(path, "truncated data: shape " + shape_str(shape) + " of " + descr + " needs " +
+    npy_fail(path, "truncated data: shape " + shape_str(out.shape) + " of " + descr + " needs " +
                        std::to_string(expected) + " bytes but the file has " +
                        std::to_string(available));
   }
   if (available > expected) {
     npy_fail(path, std::to_string(available - expected) + " unexpected bytes after the data");
   }
-  Tensor tensor = Tensor::empty(dtype, shape);
-  std::memcpy(tensor.raw(), bytes.data() + data_start, expected);
-  if (dtype == DType::Bool) {  // normalise to 0/1
-    auto *p = tensor.data<uint8_t>();
-    for (int64_t i = 0; i < tensor.numel(); ++i) p[i] = p[i] != 0;
+  return out;
+}
+
+/// Bool elements are normalised to 0/1.
+void normalise_bools(Tensor &tensor) {
+  if (tensor.dtype() != DType::Bool) return;
+  auto *p = tensor.data<uint8_t>();
+  for (int64_t i = 0; i < tensor.numel(); ++i) p[i] = p[i] != 0;
+}
+
+/// An open file descriptor, closed on destruction.
+class Fd {
+ public:
+  Fd(const std::string &path, int flags) : fd_(::open(path.c_str(), flags | O_CLOEXEC, 0666)) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
   }
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  int get() const { return fd_; }
+  /// Closes now; false when close reports an error (a delayed write error).
+  bool close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd < 0 || ::close(fd) == 0;
+  }
+
+ private:
+  int fd_;
+};
+
+/// Reads exactly `size` bytes at `offset`; false on error or end of file.
+bool pread_all(int fd, std::byte *out, size_t size, size_t offset) {
+  while (size > 0) {
+    const ssize_t n = ::pread(fd, out, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    out += n;
+    offset += static_cast<size_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// Writes exactly `size` bytes at `offset`; false on error.
+bool pwrite_all(int fd, const std::byte *data, size_t size, size_t offset) {
+  while (size > 0) {
+    const ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    offset += static_cast<size_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool is_regular_file(const std::string &path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) npy_fail(path, "cannot open file for reading");
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) npy_fail(path, "read error");
+  const NpyHeader header = parse_npy_header(path, bytes, bytes.size());
+  Tensor tensor = Tensor::empty(header.dtype, header.shape);
+  std::memcpy(tensor.raw(), bytes.data() + header.data_offset, tensor.nbytes());
+  normalise_bools(tensor);
   return tensor;
 }
 
-void write_npy(const std::string &path, const Tensor &tensor) {
-  if (!tensor.defined()) npy_fail(path, "cannot write an undefined tensor");
-  const Tensor data = tensor.dtype() == DType::BF16 ? cast(tensor, DType::F32) : tensor;
-  std::string shape = "(";
-  for (size_t i = 0; i < data.shape().size(); ++i) {
-    shape += (i ? ", " : "") + std::to_string(data.shape()[i]);
+NpyHeader read_npy_header(const std::string &path) {
+  if (!is_regular_file(path)) {  // a pipe or device: read it whole (single process only)
+    const Tensor whole = read_npy(path);
+    return NpyHeader{whole.dtype(), whole.shape(), 0};
   }
-  shape += data.shape().size() == 1 ? ",)" : ")";  // Python's one-element tuple
-  std::string header = "{'descr': '" + descr_of(data.dtype()) +
-                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  Fd fd(path, O_RDONLY);
+  if (fd.get() < 0) npy_fail(path, "cannot open file for reading");
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) npy_fail(path, "read error");
+  const auto file_size = static_cast<size_t>(st.st_size);
+  std::string bytes(std::min<size_t>(file_size, 12), '\0');
+  if (!pread_all(fd.get(), reinterpret_cast<std::byte *>(bytes.data()), bytes.size(), 0))
+    npy_fail(path, "read error");
+  if (bytes.size() >= 12 && bytes.compare(0, 6, "\x93NUMPY") == 0) {
+    const size_t width = bytes[6] == 1 ? 2 : 4;
+    const size_t total = std::min(file_size, 8 + width + read_le(bytes, 8, width));
+    bytes.resize(total);
+    if (!pread_all(fd.get(), reinterpret_cast<std::byte *>(bytes.data()), total, 0))
+      npy_fail(path, "read error");
+  }
+  return parse_npy_header(path, bytes, file_size);
+}
+
+Tensor read_npy_block(const std::string &path, const NpyHeader &header, const Shape &start,
+                      const Shape &extent) {
+  if (header.data_offset == 0) {  // not a regular file: read_npy_header read it whole
+    const Tensor whole = read_npy(path);
+    std::vector<int64_t> limit(start.size()), stride(start.size(), 1);
+    for (size_t d = 0; d < limit.size(); ++d) limit[d] = start[d] + extent[d];
+    return slice(whole, start, limit, stride);
+  }
+  Fd fd(path, O_RDONLY);
+  if (fd.get() < 0) npy_fail(path, "cannot open file for reading");
+  Tensor tensor = Tensor::empty(header.dtype, extent);
+  const size_t esize = dtype_size(header.dtype);
+  detail::for_each_block_run(header.shape, Block{start, extent},
+                             [&](int64_t global, int64_t local, int64_t count) {
+                               if (!pread_all(fd.get(), tensor.raw() + local * esize, count * esize,
+                                              header.data_offset + global * esize))
+                                 npy_fail(path, "read error (the file changed while reading?)");
+                             });
+  normalise_bools(tensor);
+  return tensor;
+}
+
+std::string npy_header_bytes(DType dtype, const Shape &shape) {
+  std::string dims = "(";
+  for (size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+  dims += shape.size() == 1 ? ",)" : ")";  // Python's one-element tuple
+  std::string header =
+      "{'descr': '" + descr_of(dtype) + "', 'fortran_order': False, 'shape': " + dims + ", }";
   // Pad with spaces and a final newline so magic + version + length + header is a
   // multiple of 64.
   size_t prefix = 10;
@@ -247,21 +362,44 @@ void write_npy(const std::string &path, const Tensor &tensor) {
   preamble += '\0';
   const size_t length = header.size();
   for (size_t i = 0; i < prefix - 8; ++i) preamble += static_cast<char>((length >> (8 * i)) & 0xff);
+  return preamble + header;
+}
 
+void create_npy_file(const std::string &path, DType dtype, const Shape &shape) {
+  const std::string header = npy_header_bytes(dtype, shape);
+  Fd fd(path, O_WRONLY | O_CREAT | O_TRUNC);
+  if (fd.get() < 0) npy_fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
+  const size_t size = header.size() + static_cast<size_t>(num_elements(shape)) *
+                                          dtype_size(dtype == DType::BF16 ? DType::F32 : dtype);
+  if (!pwrite_all(fd.get(), reinterpret_cast<const std::byte *>(header.data()), header.size(), 0) ||
+      ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0 || !fd.close())
+    npy_fail(path, std::string("write error: ") + std::strerror(errno));
+}
+
+void write_npy_block(const std::string &path, const Shape &global, const Shape &start,
+                     const Tensor &block) {
+  const Tensor data = block.dtype() == DType::BF16 ? cast(block, DType::F32) : block;
+  const size_t offset = npy_header_bytes(data.dtype(), global).size();
+  const size_t esize = dtype_size(data.dtype());
+  Fd fd(path, O_WRONLY);
+  if (fd.get() < 0) npy_fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
+  detail::for_each_block_run(
+      global, Block{start, data.shape()}, [&](int64_t g, int64_t local, int64_t count) {
+        if (!pwrite_all(fd.get(), data.raw() + local * esize, count * esize, offset + g * esize))
+          npy_fail(path, std::string("write error: ") + std::strerror(errno));
+      });
+  if (!fd.close()) npy_fail(path, std::string("write error: ") + std::strerror(errno));
+}
+
+void write_npy(const std::string &path, const Tensor &tensor) {
+  if (!tensor.defined()) npy_fail(path, "cannot write an undefined tensor");
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) npy_fail(path, "cannot open '" + temp + "' for writing");
-    out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(reinterpret_cast<const char *>(data.raw()),
-              static_cast<std::streamsize>(data.nbytes()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(temp.c_str());
-      npy_fail(path, "write error");
-    }
+  try {
+    create_npy_file(temp, tensor.dtype(), tensor.shape());
+    write_npy_block(temp, tensor.shape(), Shape(tensor.shape().size(), 0), tensor);
+  } catch (const RuntimeError &) {
+    std::remove(temp.c_str());
+    throw;
   }
   std::error_code error;
   std::filesystem::rename(temp, path, error);

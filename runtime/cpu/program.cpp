@@ -1,19 +1,24 @@
-// runtime/cpu/program.cpp — program_main and the CPU executor (spmdrt/program.h).
+// runtime/cpu/program.cpp — program_main and the CPU threads executor (spmdrt/program.h).
 //
-// This is the command-line half of every emitted executable: argument parsing,
-// input loading and validation (messages worded like `spmdc run`'s), sharding
-// by in_specs, running through an Executor, unsharding by out_specs, printing
-// and atomic output writing. The CPU executor runs the emitted per-device body
-// on one thread per mesh position; timed iterations are separated by mesh
+// This is the command-line half of every emitted executable, for every
+// executor: argument parsing, validation of inputs and outputs (messages
+// worded like `spmdc run`'s), reading or making each local device's input
+// blocks, running through an Executor, printing and blockwise output writing
+// (program_io.cpp). Each step whose failure every process can see ends with
+// Processes::agree, so an error is printed once and all processes exit with
+// the same status. The threads executor runs the emitted per-device body on
+// one thread per mesh position; timed iterations are separated by mesh
 // barriers and measured across all devices (StepClock).
 #include "spmdrt/program.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 
+#include "program_io.h"
 #include "spmdrt/cli_io.h"
 #include "spmdrt/kernels.h"
 
@@ -30,6 +35,8 @@ struct Options {
   int iters = 0, warmup = 0;
   int64_t print_limit = 1000;
   bool quiet = false;
+  std::string executor;  // "", "threads" or "mpi"
+  bool deterministic = false;
 };
 
 int64_t parse_int(const std::string &text, const std::string &flag, int64_t lo, int64_t hi) {
@@ -45,32 +52,40 @@ int64_t parse_int(const std::string &text, const std::string &flag, int64_t lo, 
 
 void print_usage(const char *argv0, const std::vector<ProgramFunction> &functions,
                  const std::string &target) {
-  std::cout << "Usage: " << argv0
-            << " [--fn NAME] [--in NAME=PATH]... [--out NAME=PATH]... [--out-dir DIR]\n"
-               "       [--random SEED] [--iters N] [--warmup N] [--print-limit N] [-q]\n\n"
-               "A program built by `spmdc build` (target "
-            << target
-            << "). Same inputs and outputs as `spmdc run`.\n"
-               "  --in NAME=PATH    read parameter NAME (global array) from a .npy file\n"
-               "  --random SEED     make every input not given with --in from this seed\n"
-               "  --out NAME=PATH   write output NAME to a .npy file\n"
-               "  --out-dir DIR     write every output as DIR/NAME.npy\n"
-               "  --iters N         time N more runs (after --warmup runs); prints median/min/max\n"
-               "  --print-limit N   abbreviate printed arrays above N elements (default 1000)\n"
-               "  -q, --quiet       print no outputs\n\nFunctions:\n";
+  std::cout
+      << "Usage: " << argv0
+      << " [--fn NAME] [--in NAME=PATH]... [--out NAME=PATH]... [--out-dir DIR]\n"
+         "       [--random SEED] [--iters N] [--warmup N] [--print-limit N] [-q]\n"
+         "       [--executor threads|mpi] [--deterministic]\n\n"
+         "A program built by `spmdc build` (target "
+      << target
+      << "). Same inputs and outputs as `spmdc run`.\n"
+         "  --in NAME=PATH    read parameter NAME (global array) from a .npy file\n"
+         "  --random SEED     make every input not given with --in from this seed\n"
+         "  --out NAME=PATH   write output NAME to a .npy file\n"
+         "  --out-dir DIR     write every output as DIR/NAME.npy\n"
+         "  --iters N         time N more runs (after --warmup runs); prints median/min/max\n"
+         "  --print-limit N   abbreviate printed arrays above N elements (default 1000)\n"
+         "  -q, --quiet       print no outputs\n"
+         "  --executor E      threads: every mesh position in this process, one thread each;\n"
+         "                    mpi: one mesh position per MPI process (start with\n"
+         "                    `mpirun -np <mesh size>` or srun). Default: mpi when started by\n"
+         "                    an MPI launcher, else threads\n"
+         "  --deterministic   mpi: reduce in rank order, bit-identical to `spmdc run` (threads\n"
+         "                    always are); without it MPI's own reductions may differ in the\n"
+         "                    last bits\n\nFunctions:\n";
   for (const ProgramFunction &f : functions) {
     std::cout << "  " << f.name << "(";
     for (size_t k = 0; k < f.params.size(); ++k)
       std::cout << (k ? ", " : "") << f.params[k].name << ": "
                 << format_type(f.params[k].dtype, f.params[k].global_shape) << " @ "
                 << format_spec(f.params[k].spec, f.mesh);
-    std::cout << ")\n";
+    std::cout << ") on mesh " << format_mesh(f.mesh) << "\n";
   }
 }
 
-Options parse(int argc, char **argv, const std::vector<ProgramFunction> &functions,
-              const std::string &target, bool &help) {
-  Options o;
+/// Parses into `o` (what was parsed before an error stays); `help` for -h/--help.
+void parse(int argc, char **argv, Options &o, bool &help) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -89,9 +104,8 @@ Options parse(int argc, char **argv, const std::vector<ProgramFunction> &functio
       return argv[++i];
     };
     if (arg == "-h" || arg == "--help") {
-      print_usage(argv[0], functions, target);
       help = true;
-      return o;
+      return;
     } else if (arg == "--fn") {
       o.fn = next();
     } else if (arg == "--in") {
@@ -110,11 +124,16 @@ Options parse(int argc, char **argv, const std::vector<ProgramFunction> &functio
       o.print_limit = parse_int(next(), arg, 0, int64_t{1} << 40);
     } else if (arg == "-q" || arg == "--quiet") {
       o.quiet = true;
+    } else if (arg == "--executor") {
+      o.executor = next();
+      if (o.executor != "threads" && o.executor != "mpi")
+        throw UsageError{"--executor expects `threads` or `mpi`, got `" + o.executor + "`"};
+    } else if (arg == "--deterministic") {
+      o.deterministic = true;
     } else {
       throw UsageError{"unknown argument `" + arg + "` (see --help)"};
     }
   }
-  return o;
 }
 
 size_t choose_function(const std::vector<ProgramFunction> &functions, const std::string &fn) {
@@ -175,79 +194,185 @@ std::string format_spec(const PartitionSpec &spec, const Mesh &mesh) {
   return s + ")";
 }
 
-int program_main(int argc, char **argv, const std::vector<ProgramFunction> &functions,
-                 const std::string &default_fn, const std::string &target, const Executor &exec) {
-  const std::string prog = program_name(argc > 0 ? argv[0] : nullptr);
+std::string format_mesh(const Mesh &mesh) {
+  std::string s = "(";
+  for (size_t a = 0; a < mesh.axes().size(); ++a)
+    s += (a ? ", " : "") + mesh.axes()[a].name + ": " + std::to_string(mesh.axes()[a].size);
+  return s + ")";
+}
+
+std::string format_position(const Mesh &mesh, int64_t device) {
+  const std::vector<int64_t> c = mesh.coords(device);
+  std::string s = "(";
+  for (size_t a = 0; a < c.size(); ++a)
+    s += (a ? ", " : "") + mesh.axes()[a].name + ": " + std::to_string(c[a]);
+  return s + ")";
+}
+
+bool launched_by_mpi() {
+  // Open MPI's mpirun, MPICH/Hydra and srun --mpi=pmi2 (PMI_RANK), srun --mpi=pmix (PMIX_RANK).
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (const char *v = std::getenv(name); v && *v) return true;
+  return false;
+}
+
+Agreement Processes::agree(const std::string &error) { return {!error.empty(), error}; }
+std::vector<std::string> Processes::gather(const std::string &bytes) { return {bytes}; }
+void Processes::broadcast(std::string &) {}
+double Processes::max(double value) { return value; }
+void Processes::abort(int status) { std::exit(status); }
+
+namespace {
+
+/// The executor the command line asks for (default: mpi under an MPI launcher).
+std::unique_ptr<Executor> start_executor(const std::string &choice, const Executors &executors) {
+  const bool want_mpi = choice == "mpi" || (choice.empty() && launched_by_mpi());
+  if (!want_mpi) return executors.threads();
+  if (!executors.mpi)
+    throw UsageError{
+        std::string(choice.empty() ? "started by an MPI launcher, but t" : "--executor mpi: t") +
+        "his executable was built without MPI (spmdc was configured without "
+        "OpenMPI); use --executor threads to run the whole mesh in one process"};
+  return executors.mpi();
+}
+
+/// Runs `step` on every process and agrees on the outcome: false (after rank 0
+/// printed the first error) when any process failed.
+template <typename Step>
+bool agreed(Processes &procs, const std::string &prog, Step &&step) {
+  std::string error;
   try {
-    bool help = false;
-    Options options = parse(argc, argv, functions, target, help);
-    if (help) return 0;
-    const size_t index = choose_function(functions, options.fn.empty() ? default_fn : options.fn);
-    const ProgramFunction &f = functions[index];
-    std::vector<std::string> param_names, result_names;
-    std::vector<DType> dtypes;
-    std::vector<Shape> shapes;
-    for (const ProgramValue &p : f.params) {
-      param_names.push_back(p.name);
-      dtypes.push_back(p.dtype);
-      shapes.push_back(p.global_shape);
-    }
-    for (const ProgramValue &r : f.results) result_names.push_back(r.name);
-    auto paths = output_paths(f.name, result_names, options.outputs, options.out_dir);
-    std::vector<Tensor> inputs =
-        gather_inputs(f.name, param_names, dtypes, shapes, options.inputs, options.random_seed,
-                      [&f](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
-                        return check_input(f, k, dtype, shape, found_in);
-                      });
-
-    const auto devices = static_cast<size_t>(f.mesh.num_devices());
-    std::vector<std::vector<Tensor>> locals(devices);
-    for (size_t d = 0; d < devices; ++d)
-      for (size_t k = 0; k < inputs.size(); ++k)
-        locals[d].push_back(shard(f.mesh, inputs[k], f.params[k].spec, static_cast<int64_t>(d)));
-
-    RunRequest request;
-    request.warmup = options.warmup;
-    request.iters = options.iters;
-    std::vector<double> seconds;
-    std::vector<std::vector<Tensor>> out;
-    try {
-      out = exec(index, locals, request, seconds);
-    } catch (const RuntimeError &e) {
-      throw UsageError{"while running `" + f.name + "`: " + e.what()};
-    }
-    std::vector<Tensor> results;
-    for (size_t k = 0; k < f.results.size(); ++k) {
-      std::vector<Tensor> blocks(devices);
-      for (size_t d = 0; d < devices; ++d) blocks[d] = out.at(d).at(k);
-      results.push_back(unshard(f.mesh, blocks, f.results[k].spec));
-    }
-    if (!options.quiet) {
-      for (size_t k = 0; k < results.size(); ++k)
-        std::cout << f.results[k].name << ": "
-                  << format_type(results[k].dtype(), results[k].shape()) << " (global) =\n"
-                  << format_tensor(results[k], options.print_limit) << "\n";
-    }
-    if (!seconds.empty()) {
-      std::cout.flush();
-      std::cerr << timing_report(prog, f.name, target, static_cast<int64_t>(devices), seconds,
-                                 options.warmup);
-    }
-    write_outputs(results, paths, "spmdrt");
+    step();
   } catch (const UsageError &e) {
+    error = e.message;
+  } catch (const RuntimeError &e) {
+    error = e.what();
+  }
+  const Agreement a = procs.agree(error);
+  if (a.failed && procs.rank() == 0) {
     std::cout.flush();
+    std::cerr << prog << ": error: " << a.message << "\n";
+  }
+  return !a.failed;
+}
+
+int run_program(const std::string &prog, const Options &options, Executor &exec,
+                const std::vector<ProgramFunction> &functions, const std::string &default_fn,
+                const std::string &target) {
+  Processes &procs = exec.processes();
+  const bool root = procs.rank() == 0;
+  RunRequest request;
+  request.warmup = options.warmup;
+  request.iters = options.iters;
+  request.deterministic = options.deterministic;
+
+  // 1. What every process can check alike: function, launch, output paths, input files.
+  size_t index = 0;
+  std::vector<std::vector<std::string>> paths;
+  std::vector<std::optional<std::string>> files;
+  std::vector<NpyHeader> headers;
+  if (!agreed(procs, prog, [&] {
+        index = choose_function(functions, options.fn.empty() ? default_fn : options.fn);
+        const ProgramFunction &f = functions[index];
+        if (std::string e = exec.check_launch(f, request); !e.empty()) throw UsageError{e};
+        paths = output_paths(f.name, value_names(f.results), options.outputs, options.out_dir);
+        files = input_paths(f.name, value_names(f.params), options.inputs, options.random_seed);
+        headers = check_input_files(
+            f, files, [&f](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
+              return check_input(f, k, dtype, shape, found_in);
+            });
+      }))
+    return 1;
+  const ProgramFunction &f = functions[index];
+  const std::vector<int64_t> devices = exec.local_devices(f.mesh);
+
+  // 2. This process's blocks of every input.
+  std::vector<std::vector<Tensor>> locals;
+  if (!agreed(procs, prog,
+              [&] { locals = read_local_inputs(f, devices, files, headers, options.random_seed); }))
+    return 1;
+
+  // 3. Run. Other processes may be blocked in a collective: a failing process
+  //    prints its error and ends the job.
+  std::vector<double> seconds;
+  std::vector<std::vector<Tensor>> out;
+  try {
+    out = exec.run(index, locals, request, seconds);
+  } catch (const RuntimeError &e) {
+    std::cout.flush();
+    if (procs.size() == 1) {
+      std::cerr << prog << ": error: while running `" << f.name << "`: " << e.what() << "\n";
+      return 1;
+    }
+    std::cerr << prog << ": error: rank " << procs.rank() << " of " << procs.size()
+              << " (mesh position " << format_position(f.mesh, devices.at(0))
+              << "): while running `" << f.name << "`: " << e.what() << "\n";
+    std::cerr.flush();
+    procs.abort(1);
+  }
+
+  // 4. Print (rank 0 receives only the printed elements), time, write.
+  if (!options.quiet) {
+    for (size_t k = 0; k < f.results.size(); ++k) {
+      const ProgramValue &r = f.results[k];
+      const std::string text = format_distributed(procs, f, k, devices, out, options.print_limit);
+      if (root)
+        std::cout << r.name << ": " << format_type(r.dtype, r.global_shape) << " (global) =\n"
+                  << text << "\n";
+    }
+  }
+  if (!seconds.empty() && root) {
+    std::cout.flush();
+    std::cerr << timing_report(prog, f.name, target + " (" + exec.name() + ")",
+                               f.mesh.num_devices(), seconds, options.warmup);
+  }
+  if (!write_distributed_outputs(procs, f, devices, out, paths,
+                                 [&](auto &&step) { return agreed(procs, prog, step); }))
+    return 1;
+  return 0;
+}
+
+}  // namespace
+
+int program_main(int argc, char **argv, const std::vector<ProgramFunction> &functions,
+                 const std::string &default_fn, const std::string &target,
+                 const Executors &executors) {
+  const std::string prog = program_name(argc > 0 ? argv[0] : nullptr);
+  Options options;
+  bool help = false;
+  std::string parse_error;
+  try {
+    parse(argc, argv, options, help);
+  } catch (const UsageError &e) {
+    parse_error = e.message;
+  }
+  std::unique_ptr<Executor> exec;
+  try {
+    exec = start_executor(options.executor, executors);
+  } catch (const UsageError &e) {
     std::cerr << prog << ": error: " << e.message << "\n";
     return 1;
   } catch (const RuntimeError &e) {
-    std::cout.flush();
     std::cerr << prog << ": error: " << e.what() << "\n";
     return 1;
+  }
+  Processes &procs = exec->processes();
+  if (help) {
+    if (procs.rank() == 0) print_usage(argv[0], functions, target);
+    return 0;
+  }
+  if (!agreed(procs, prog, [&] {
+        if (!parse_error.empty()) throw UsageError{parse_error};
+      }))
+    return 1;
+  try {
+    return run_program(prog, options, *exec, functions, default_fn, target);
   } catch (const std::exception &e) {
     std::cout.flush();
     std::cerr << prog << ": internal error: " << e.what() << "\n";
+    if (procs.size() > 1) procs.abort(2);
     return 2;
   }
-  return 0;
 }
 
 double StepClock::step_seconds() const {
@@ -292,12 +417,27 @@ std::string timing_report(const std::string &who, const std::string &fn, const s
   return line;
 }
 
-Executor cpu_executor(const std::vector<ProgramFunction> &functions,
-                      const std::vector<CpuBody> &bodies) {
-  return [&functions, &bodies](size_t fn, const std::vector<std::vector<Tensor>> &locals,
-                               const RunRequest &request, std::vector<double> &seconds) {
-    const ProgramFunction &f = functions.at(fn);
-    const CpuBody &body = bodies.at(fn);
+namespace {
+
+/// One process; every mesh position on its own thread.
+class CpuThreadsExecutor final : public Executor {
+ public:
+  CpuThreadsExecutor(const std::vector<ProgramFunction> &functions,
+                     const std::vector<CpuBody> &bodies)
+      : functions_(functions), bodies_(bodies) {}
+  const char *name() const override { return "threads"; }
+  Processes &processes() override { return processes_; }
+  std::vector<int64_t> local_devices(const Mesh &mesh) const override {
+    std::vector<int64_t> all(static_cast<size_t>(mesh.num_devices()));
+    for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
+    return all;
+  }
+
+  std::vector<std::vector<Tensor>> run(size_t fn, const std::vector<std::vector<Tensor>> &locals,
+                                       const RunRequest &request,
+                                       std::vector<double> &seconds) override {
+    const ProgramFunction &f = functions_.at(fn);
+    const CpuBody &body = bodies_.at(fn);
     std::vector<std::vector<Tensor>> out(locals.size());
     std::vector<double> times;
     StepClock clock(locals.size());
@@ -310,7 +450,19 @@ Executor cpu_executor(const std::vector<ProgramFunction> &functions,
     });
     seconds = std::move(times);
     return out;
-  };
+  }
+
+ private:
+  const std::vector<ProgramFunction> &functions_;
+  const std::vector<CpuBody> &bodies_;
+  Processes processes_;
+};
+
+}  // namespace
+
+ExecutorFactory cpu_executor(const std::vector<ProgramFunction> &functions,
+                             const std::vector<CpuBody> &bodies) {
+  return [&functions, &bodies] { return std::make_unique<CpuThreadsExecutor>(functions, bodies); };
 }
 
 }  // namespace spmd::rt

@@ -6,7 +6,8 @@
 // shared-memory tree (accumulating bf16 in f32); einsum lowers to transposes
 // plus cublas{S,D}gemmStridedBatched. Collectives use one NCCL communicator
 // per (axis set, group), split from a world communicator made by
-// ncclCommInitAll; each call polls its stream and ncclCommGetAsyncError and
+// ncclCommInitAll (one process, every GPU) or ncclCommInitRank (one process per
+// GPU under MPI); each call polls its stream and ncclCommGetAsyncError and
 // turns a failure into an error naming the collective and the source line.
 #include <cublas_v2.h>
 #include <nccl.h>
@@ -14,11 +15,13 @@
 #include <algorithm>
 #include <barrier>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "spmdrt/cuda.h"
+#include "spmdrt/mpi.h"
 #include "spmdrt/scalar_ops.h"
 
 namespace spmd::cu {
@@ -452,20 +455,32 @@ Tensor iota(DType dtype, const Shape &shape, int64_t dim) {
 
 // ---- reductions ---------------------------------------------------------------------
 
-Tensor reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims) {
-  std::vector<int64_t> perm;
-  Shape out_shape;
+/// `x` with the reduced dimensions `dims` moved innermost (in order): each
+/// output element of a row reduction reads one contiguous row of `cols`.
+struct ReductionRows {
+  Tensor rows;      // x, transposed
+  Shape out_shape;  // the kept dimensions
   int64_t cols = 1;
+};
+
+ReductionRows reduction_rows(const Tensor &x, const std::vector<int64_t> &dims) {
+  ReductionRows r;
+  std::vector<int64_t> perm;
   for (int64_t d = 0; d < static_cast<int64_t>(x.shape().size()); ++d)
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
       perm.push_back(d);
-      out_shape.push_back(x.shape()[d]);
+      r.out_shape.push_back(x.shape()[d]);
     }
   for (int64_t d : dims) {
     perm.push_back(d);
-    cols *= x.shape()[d];
+    r.cols *= x.shape()[d];
   }
-  Tensor t = dims.empty() ? x : transpose(x, perm);  // reduced dims innermost
+  r.rows = dims.empty() ? x : transpose(x, perm);
+  return r;
+}
+
+Tensor reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims) {
+  const auto [t, out_shape, cols] = reduction_rows(x, dims);
   Tensor out = Tensor::empty(x.dtype(), out_shape);
   const int64_t rows = out.numel();
   if (rows == 0) return out;
@@ -496,20 +511,8 @@ Tensor reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims) {
 }
 
 Tensor arg_reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims) {
-  std::vector<int64_t> perm;
-  Shape out_shape;
-  int64_t cols = 1;
-  for (int64_t d = 0; d < static_cast<int64_t>(x.shape().size()); ++d)
-    if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
-      perm.push_back(d);
-      out_shape.push_back(x.shape()[d]);
-    }
-  for (int64_t d : dims) {
-    perm.push_back(d);
-    cols *= x.shape()[d];
-  }
+  const auto [t, out_shape, cols] = reduction_rows(x, dims);
   if (cols == 0) fail("argmax/argmin over an empty set of elements");
-  Tensor t = dims.empty() ? x : transpose(x, perm);  // reduced dims innermost
   Tensor out = Tensor::empty(DType::I32, out_shape);
   const int64_t rows = out.numel();
   if (rows == 0) return out;
@@ -627,17 +630,16 @@ Tensor einsum(const std::string &spec, const std::vector<Tensor> &ops) {
 
 class Fabric {
  public:
-  explicit Fabric(const rt::Mesh &mesh) : mesh_(mesh) {
-    const int n = static_cast<int>(mesh.num_devices());
-    world_.resize(n);
-    std::vector<int> devs(n);
-    for (int d = 0; d < n; ++d) devs[d] = d;
-    check_nccl(ncclCommInitAll(world_.data(), n, devs.data()), "ncclCommInitAll");
-  }
+  /// `world[i]`: the world communicator (one rank per mesh position, rank =
+  /// position) of mesh position `positions[i]`, driven by this process.
+  Fabric(const rt::Mesh &mesh, std::vector<int64_t> positions, std::vector<ncclComm_t> world)
+      : mesh_(mesh), positions_(std::move(positions)), world_(std::move(world)) {}
   ~Fabric() {
     for (auto &[key, comm] : split_) ncclCommDestroy(comm);
     for (ncclComm_t c : world_) ncclCommDestroy(c);
   }
+  Fabric(const Fabric &) = delete;
+  Fabric &operator=(const Fabric &) = delete;
   const rt::Mesh &mesh() const { return mesh_; }
   /// This device's communicator over `axes` (split from the world on first use; every
   /// device reaches its first use of an axis set at the same collective, SPMD).
@@ -652,8 +654,10 @@ class Fabric {
     for (int a : axes) c[a] = 0;
     const int color = static_cast<int>(mesh_.device_at(c));
     const int key = static_cast<int>(mesh_.rank_in_group(device, axes));
+    const auto at = std::find(positions_.begin(), positions_.end(), device) - positions_.begin();
     ncclComm_t out = nullptr;
-    check_nccl(ncclCommSplit(world_[device], color, key, &out, nullptr), "ncclCommSplit");
+    check_nccl(ncclCommSplit(world_.at(static_cast<size_t>(at)), color, key, &out, nullptr),
+               "ncclCommSplit");
     std::lock_guard<std::mutex> lock(mu_);
     split_[{device, axes}] = out;
     return out;
@@ -661,6 +665,7 @@ class Fabric {
 
  private:
   rt::Mesh mesh_;
+  std::vector<int64_t> positions_;
   std::vector<ncclComm_t> world_;
   std::map<std::pair<int64_t, std::vector<int>>, ncclComm_t> split_;
   std::mutex mu_;
@@ -819,46 +824,89 @@ Tensor DeviceContext::ppermute(const Tensor &x, const std::vector<int> &axes,
 
 // ---- executor -----------------------------------------------------------------------
 
-rt::Executor cuda_executor(const std::vector<rt::ProgramFunction> &functions,
-                           const std::vector<CudaBody> &bodies) {
-  return [&functions, &bodies](size_t fn, const std::vector<std::vector<rt::Tensor>> &locals,
-                               const rt::RunRequest &request, std::vector<double> &seconds) {
-    const rt::ProgramFunction &f = functions.at(fn);
+namespace {
+
+std::string deterministic_unsupported() {
+  return "--deterministic is not available on the cuda target: NCCL chooses its own reduction "
+         "order (run the cpu target for results bit-identical to `spmdc run`)";
+}
+
+void run_device(Fabric &fabric, const CudaBody &body, int64_t device,
+                const std::vector<rt::Tensor> &locals, const rt::RunRequest &request,
+                std::vector<rt::Tensor> &out, const std::function<void()> &barrier,
+                rt::StepClock &clock, size_t slot, const std::function<void()> &timed_step) {
+  check_cuda(cudaStreamCreate(&tl_stream), "cudaStreamCreate");
+  DeviceContext ctx(fabric, device);
+  std::vector<Tensor> args;
+  for (const rt::Tensor &h : locals) args.push_back(Tensor::from_host(h));
+  const int total = 1 + request.warmup + request.iters;
+  for (int it = 0; it < total; ++it) {
+    barrier();
+    clock.start(slot);
+    std::vector<Tensor> r = body(ctx, args);
+    check_cuda(cudaStreamSynchronize(tl_stream), "kernel execution");
+    clock.finish(slot);
+    barrier();
+    if (it > request.warmup) timed_step();
+    if (it == 0)
+      for (const Tensor &t : r) out.push_back(t.to_host());
+  }
+}
+
+/// One process drives every GPU of the mesh: one host thread and stream per position.
+class CudaThreadsExecutor final : public rt::Executor {
+ public:
+  CudaThreadsExecutor(const std::vector<rt::ProgramFunction> &functions,
+                      const std::vector<CudaBody> &bodies)
+      : functions_(functions), bodies_(bodies) {}
+  const char *name() const override { return "threads"; }
+  rt::Processes &processes() override { return processes_; }
+  std::vector<int64_t> local_devices(const rt::Mesh &mesh) const override {
+    std::vector<int64_t> all(static_cast<size_t>(mesh.num_devices()));
+    for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
+    return all;
+  }
+  std::string check_launch(const rt::ProgramFunction &f, const rt::RunRequest &request) override {
+    if (request.deterministic) return deterministic_unsupported();
     int visible = 0;
     if (cudaGetDeviceCount(&visible) != cudaSuccess) visible = 0;
     const int64_t n = f.mesh.num_devices();
     if (n > visible)
-      fail("the mesh of `" + f.name + "` has " + std::to_string(n) + " devices but only " +
-           std::to_string(visible) + " GPU" + (visible == 1 ? " is" : "s are") +
-           " visible; this process drives one GPU per mesh position");
-    Fabric fabric(f.mesh);
+      return "the mesh of `" + f.name + "` has " + std::to_string(n) + " devices but only " +
+             std::to_string(visible) + " GPU" + (visible == 1 ? " is" : "s are") +
+             " visible; this process drives one GPU per mesh position (or start one process "
+             "per GPU with mpirun/srun: --executor mpi)";
+    return "";
+  }
+
+  std::vector<std::vector<rt::Tensor>> run(size_t fn,
+                                           const std::vector<std::vector<rt::Tensor>> &locals,
+                                           const rt::RunRequest &request,
+                                           std::vector<double> &seconds) override {
+    const rt::ProgramFunction &f = functions_.at(fn);
+    const int64_t n = f.mesh.num_devices();
+    std::vector<ncclComm_t> world(static_cast<size_t>(n));
+    std::vector<int> devs(static_cast<size_t>(n));
+    for (int d = 0; d < n; ++d) devs[d] = d;
+    check_nccl(ncclCommInitAll(world.data(), static_cast<int>(n), devs.data()), "ncclCommInitAll");
+    std::vector<int64_t> positions(devs.begin(), devs.end());
+    Fabric fabric(f.mesh, positions, world);
     std::vector<std::vector<rt::Tensor>> out(static_cast<size_t>(n));
     std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
     std::barrier sync(static_cast<std::ptrdiff_t>(n));
     std::vector<double> times;
     rt::StepClock clock(static_cast<size_t>(n));
     std::vector<std::thread> threads;
-    const int total = 1 + request.warmup + request.iters;
     for (int64_t d = 0; d < n; ++d)
       threads.emplace_back([&, d] {
         try {
           check_cuda(cudaSetDevice(static_cast<int>(d)), "cudaSetDevice");
-          check_cuda(cudaStreamCreate(&tl_stream), "cudaStreamCreate");
-          DeviceContext ctx(fabric, d);
-          std::vector<Tensor> args;
-          for (const rt::Tensor &h : locals[d]) args.push_back(Tensor::from_host(h));
-          for (int it = 0; it < total; ++it) {
-            const bool timed = it > request.warmup;
-            sync.arrive_and_wait();
-            clock.start(static_cast<size_t>(d));
-            std::vector<Tensor> r = bodies.at(fn)(ctx, args);
-            check_cuda(cudaStreamSynchronize(tl_stream), "kernel execution");
-            clock.finish(static_cast<size_t>(d));
-            sync.arrive_and_wait();
-            if (timed && d == 0) times.push_back(clock.step_seconds());
-            if (it == 0)
-              for (const Tensor &t : r) out[d].push_back(t.to_host());
-          }
+          run_device(
+              fabric, bodies_.at(fn), d, locals[d], request, out[d],
+              [&] { sync.arrive_and_wait(); }, clock, static_cast<size_t>(d),
+              [&] {
+                if (d == 0) times.push_back(clock.step_seconds());
+              });
         } catch (...) {
           errors[d] = std::current_exception();
           sync.arrive_and_drop();
@@ -869,7 +917,80 @@ rt::Executor cuda_executor(const std::vector<rt::ProgramFunction> &functions,
       if (e) std::rethrow_exception(e);
     seconds = std::move(times);
     return out;
-  };
+  }
+
+ private:
+  const std::vector<rt::ProgramFunction> &functions_;
+  const std::vector<CudaBody> &bodies_;
+  rt::Processes processes_;
+};
+
+}  // namespace
+
+rt::ExecutorFactory cuda_executor(const std::vector<rt::ProgramFunction> &functions,
+                                  const std::vector<CudaBody> &bodies) {
+  return [&functions, &bodies] { return std::make_unique<CudaThreadsExecutor>(functions, bodies); };
+}
+
+namespace {
+
+/// One process per GPU: world rank r is mesh position r on GPU `local rank`.
+class CudaMpiExecutor final : public rt::Executor {
+ public:
+  CudaMpiExecutor(const std::vector<rt::ProgramFunction> &functions,
+                  const std::vector<CudaBody> &bodies)
+      : functions_(functions), bodies_(bodies), processes_(rt::start_mpi_processes()) {}
+  const char *name() const override { return "mpi"; }
+  rt::Processes &processes() override { return *processes_; }
+  std::vector<int64_t> local_devices(const rt::Mesh &) const override {
+    return {static_cast<int64_t>(processes_->rank())};
+  }
+  std::string check_launch(const rt::ProgramFunction &f, const rt::RunRequest &request) override {
+    if (request.deterministic) return deterministic_unsupported();
+    if (std::string e = rt::check_world_size(processes_->size(), f); !e.empty()) return e;
+    int visible = 0;
+    if (cudaGetDeviceCount(&visible) != cudaSuccess) visible = 0;
+    gpu_ = rt::choose_gpu(processes_->local_rank(), processes_->local_size(), visible);
+    return gpu_.error;
+  }
+
+  std::vector<std::vector<rt::Tensor>> run(size_t fn,
+                                           const std::vector<std::vector<rt::Tensor>> &locals,
+                                           const rt::RunRequest &request,
+                                           std::vector<double> &seconds) override {
+    const rt::ProgramFunction &f = functions_.at(fn);
+    const int rank = processes_->rank();
+    check_cuda(cudaSetDevice(gpu_.device), "cudaSetDevice");
+    // The world communicator: rank 0's unique id, broadcast over MPI.
+    ncclUniqueId id{};
+    if (rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    std::string bytes(reinterpret_cast<const char *>(&id), sizeof id);
+    processes_->broadcast(bytes);
+    std::memcpy(&id, bytes.data(), sizeof id);
+    ncclComm_t world = nullptr;
+    check_nccl(ncclCommInitRank(&world, processes_->size(), id, rank), "ncclCommInitRank");
+    Fabric fabric(f.mesh, {rank}, {world});
+    std::vector<std::vector<rt::Tensor>> out(1);
+    rt::StepClock clock(1);
+    run_device(
+        fabric, bodies_.at(fn), rank, locals.at(0), request, out[0], [&] { processes_->barrier(); },
+        clock, 0, [&] { seconds.push_back(processes_->max(clock.step_seconds())); });
+    return out;
+  }
+
+ private:
+  const std::vector<rt::ProgramFunction> &functions_;
+  const std::vector<CudaBody> &bodies_;
+  std::unique_ptr<rt::MpiProcesses> processes_;
+  rt::GpuChoice gpu_;  // set by check_launch
+};
+
+}  // namespace
+
+rt::ExecutorFactory cuda_mpi_executor(const std::vector<rt::ProgramFunction> &functions,
+                                      const std::vector<CudaBody> &bodies) {
+  if (!rt::mpi_available()) return nullptr;
+  return [&functions, &bodies] { return std::make_unique<CudaMpiExecutor>(functions, bodies); };
 }
 
 }  // namespace spmd::cu

@@ -31,6 +31,8 @@ def grade(exercise, student):
 exercises = sorted(glob.glob(os.path.join(src, "exercises", "[0-9][0-9]-*")))
 if len(exercises) < 8:
     failures.append(f"only {len(exercises)} exercises")
+if not any("forbid" in open(os.path.join(e, "grade.json")).read() for e in exercises):
+    failures.append("no exercise uses `forbid`: the grader's check of it is untested")
 wrong_count = 0
 for ex in exercises:
     name = os.path.basename(ex)

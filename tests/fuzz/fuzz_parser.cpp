@@ -142,6 +142,16 @@ shmap step(p: f32[4, 4] @ P(), x: f32[16] @ P(i)) -> f32[] @ P() on M {
 }
 )",
     "def f(x: f32[]) -> f32[] { return -x**2 + (x - -x) / x != x }\n",
+    R"(mesh M = (data: 2, model: 2)
+import std.nn
+# a global-view function: global shapes, `auto` specs, sharding constraints
+sharded mlp(x: f32[8, 4] @ P(data), w1: f32[4, 8] @ auto, w2: f32[8, 4] @ P(model, None))
+    -> (y: f32[8, 4] @ auto, s: f32[] @ P()) on M {
+  h = constrain(relu(x @ w1), P(data, model))
+  y = constrain(h @ w2, P((data, model), None))
+  return y, mean(y)
+}
+)",
     // Loops: attributes, steps, rows picked by the loop index, permuting carries.
     R"(mesh M = (i: 2)
 shmap f(xs: f32[8, 4] @ P(None, i), a: f32[4] @ P(i), b: f32[4] @ P(i)) -> f32[4] @ P(i) on M {
@@ -253,6 +263,12 @@ const std::string kTokens[] = {"(",
                                "f32[]",
                                "@ P(i)",
                                "\\",
+                               "sharded",
+                               "auto",
+                               "constrain(",
+                               "@ auto",
+                               "P(None, (i, j))",
+                               "None,",
                                "[[unroll]]",
                                "[[remat]]",
                                "range(0, 8, 2)",

@@ -41,6 +41,23 @@ std::pair<std::string, std::string> split_assignment(const std::string &text, co
 using InputCheck = std::function<std::string(size_t k, DType dtype, const Shape &shape,
                                              const std::string &found_in)>;
 
+/// The file of each input of function `fn` (parameters `names`), from --in
+/// NAME=PATH (`inputs`); nullopt where --random SEED makes it. Checks names,
+/// duplicates and that every input without a file has a seed.
+std::vector<std::optional<std::string>> input_paths(const std::string &fn,
+                                                    const std::vector<std::string> &names,
+                                                    const std::vector<std::string> &inputs,
+                                                    const std::optional<uint64_t> &random_seed);
+/// The seed --random SEED gives input k.
+uint64_t input_seed(uint64_t random_seed, size_t k);
+/// Checks the file `path` (holding `file_dtype`/`file_shape`) for parameter k of
+/// dtype `param_dtype` with `check`; returns true when it holds f32 for a bf16
+/// parameter (to be cast after reading). Throws CliError.
+bool check_input_file(size_t k, DType param_dtype, DType file_dtype, const Shape &file_shape,
+                      const std::string &path, const InputCheck &check);
+/// "cannot read input `NAME`: ..." for a file that cannot be read.
+CliError input_read_error(const std::string &name, const RuntimeError &error);
+
 /// Reads (--in NAME=PATH, `inputs`), or makes from `random_seed`, every input of
 /// function `fn` whose parameters are `names`/`dtypes`/`global_shapes`; checks
 /// each file with `check` and casts f32 files of bf16 parameters to bf16.
@@ -59,8 +76,31 @@ std::vector<std::vector<std::string>> output_paths(const std::string &fn,
                                                    const std::vector<std::string> &outputs,
                                                    const std::string &out_dir);
 
-/// Writes results[k] to every paths[k], each first to a temporary beside it
-/// (`PATH.TAG-PID.tmp`), then renames them all into place: all or none.
+/// The output .npy files of one run, all or none: every file is first written
+/// as a temporary beside its final path (`PATH.TAG-ID.tmp`), then all are
+/// renamed into place. Blockwise, so that several processes can fill one file:
+/// one process creates the temporaries (header and size), each process writes
+/// the blocks it keeps, and one process renames them once all have finished.
+/// Errors are CliErrors naming the output.
+class OutputFiles {
+ public:
+  OutputFiles(std::vector<std::vector<std::string>> paths, const std::string &tag,
+              const std::string &id);
+  /// Creates the temporaries of output k (dtype, global shape) for every k.
+  void create(const std::vector<DType> &dtypes, const std::vector<Shape> &shapes);
+  /// Writes `block` of output k (global shape `global`) at `start` into its temporaries.
+  void write_block(size_t k, const Shape &global, const Shape &start, const Tensor &block);
+  /// Renames every temporary into place; on failure removes those left.
+  void commit();
+  /// Removes every temporary.
+  void discard();
+
+ private:
+  std::vector<std::vector<std::string>> paths_;
+  std::string suffix_;
+};
+
+/// Writes results[k] to every paths[k] with OutputFiles in this one process.
 void write_outputs(const std::vector<Tensor> &results,
                    const std::vector<std::vector<std::string>> &paths, const std::string &tag);
 

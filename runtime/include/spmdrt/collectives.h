@@ -1,12 +1,19 @@
-// spmdrt/collectives.h — collectives among simulated devices on the CPU.
+// spmdrt/collectives.h — the collectives of one mesh position, over a Fabric.
+//
+// A DeviceContext is what a per-device body (interpreted or emitted) calls for
+// communication. It checks the arguments (dimensions, divisibility, permutation
+// pairs) and hands the call to a Fabric, the transport: the simulated fabric
+// here (one thread per mesh position, collectives in shared memory) or the MPI
+// fabric of spmdrt/mpi.h (one process per mesh position). Every fabric gives
+// the results of the table in docs/runtime.md.
 //
 // run_on_mesh starts one thread per device of the mesh and calls `body` on each
-// with a DeviceContext. Inside, every device of a group calls the same
-// collective in the same order (SPMD); the call blocks until the whole group has
-// arrived. Reductions add contributions in group-rank order 0, 1, ..., n-1, so
-// results are bit-for-bit reproducible. If any device throws, the others are
-// released from their waits (they throw CollectiveAborted) and run_on_mesh
-// rethrows the first error.
+// with a DeviceContext on the simulated fabric. Inside, every device of a group
+// calls the same collective in the same order (SPMD); the call blocks until the
+// whole group has arrived. Reductions add contributions in group-rank order 0,
+// 1, ..., n-1, so results are bit-for-bit reproducible. If any device throws,
+// the others are released from their waits (they throw CollectiveAborted) and
+// run_on_mesh rethrows the first error.
 //
 // Axes are given as mesh axis indices; a collective over several axes acts on
 // the group of devices that differ only along them (see Mesh::group_of).
@@ -27,11 +34,32 @@ class CollectiveAborted : public RuntimeError {
   using RuntimeError::RuntimeError;
 };
 
-class SimulatedFabric;  // shared state behind the contexts; defined in cpu/
+/// A permutation of a group: (source rank, destination rank) pairs.
+using PermutePairs = std::vector<std::pair<int64_t, int64_t>>;
+
+/// The transport behind DeviceContext. Arguments arrive checked and normalised
+/// (dimensions in range, divisible extents, a one-to-one permutation); `device`
+/// is the calling mesh position. Semantics as documented on DeviceContext.
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+  virtual const Mesh &mesh() const = 0;
+  virtual Tensor all_reduce(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                            ReduceOp op) = 0;
+  virtual Tensor all_gather(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                            int64_t dim, bool tiled) = 0;
+  virtual Tensor reduce_scatter(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                                int64_t dim, bool tiled) = 0;
+  virtual Tensor all_to_all(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                            int64_t split_dim, int64_t concat_dim) = 0;
+  virtual Tensor ppermute(int64_t device, const Tensor &x, const std::vector<int> &axes,
+                          const PermutePairs &perm) = 0;
+  virtual void barrier(int64_t device) = 0;
+};
 
 class DeviceContext {
  public:
-  DeviceContext(SimulatedFabric &fabric, int64_t device);
+  DeviceContext(Fabric &fabric, int64_t device);
   int64_t device() const { return device_; }
   const Mesh &mesh() const;
   /// Rank of this device along the listed axes (first axis major).
@@ -59,13 +87,12 @@ class DeviceContext {
   /// ppermute over `axes`: for each (src, dst) pair the member of rank dst
   /// receives x from rank src (ranks in the group, first axis major); members
   /// that receive nothing get zeros.
-  Tensor ppermute(const Tensor &x, const std::vector<int> &axes,
-                  const std::vector<std::pair<int64_t, int64_t>> &perm);
+  Tensor ppermute(const Tensor &x, const std::vector<int> &axes, const PermutePairs &perm);
   /// Waits for every device of the mesh.
   void barrier();
 
  private:
-  SimulatedFabric *fabric_;
+  Fabric *fabric_;
   int64_t device_;
 };
 

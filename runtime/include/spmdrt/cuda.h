@@ -21,9 +21,10 @@
 // polled together with ncclCommGetAsyncError, and an error aborts the
 // communicator and throws rt::RuntimeError naming the collective and the
 // .spmd line (set by the emitted code with ctx.at(...)). The process/thread
-// structure is isolated in cuda_executor(): a multi-process (MPI) mode would
-// replace it (one process per GPU, ncclCommInitRank with an id broadcast by
-// MPI) without touching the emitted code or the collectives.
+// structure is isolated in the executors: cuda_executor() drives every GPU of
+// the mesh from one process, cuda_mpi_executor() one GPU per MPI process
+// (ncclCommInitRank with an id broadcast by MPI); the emitted code and the
+// collectives are the same.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -151,7 +152,14 @@ class DeviceContext {
 using CudaBody = std::function<std::vector<Tensor>(DeviceContext &, const std::vector<Tensor> &)>;
 
 /// One host thread per GPU; a mesh larger than the visible GPUs is an error.
-rt::Executor cuda_executor(const std::vector<rt::ProgramFunction> &functions,
-                           const std::vector<CudaBody> &bodies);
+rt::ExecutorFactory cuda_executor(const std::vector<rt::ProgramFunction> &functions,
+                                  const std::vector<CudaBody> &bodies);
+
+/// One process per GPU under mpirun/srun (empty without MPI): world rank r runs
+/// mesh position r on GPU `local rank` of its node (cudaSetDevice); rank 0's
+/// ncclGetUniqueId is broadcast with MPI, ncclCommInitRank makes the world
+/// communicator, and the axis communicators are split from it as above.
+rt::ExecutorFactory cuda_mpi_executor(const std::vector<rt::ProgramFunction> &functions,
+                                      const std::vector<CudaBody> &bodies);
 
 }  // namespace spmd::cu

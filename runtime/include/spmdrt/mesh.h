@@ -49,6 +49,18 @@ using PartitionSpec = std::vector<std::vector<int>>;
 
 /// The local (per-device) shape of a global array under `spec`.
 Shape local_shape(const Mesh &mesh, const Shape &global, const PartitionSpec &spec);
+
+/// A box of a global array: per dimension its first index and its extent.
+struct Block {
+  Shape start;
+  Shape extent;
+};
+/// The block of a `global`-shaped array that `device` holds under `spec`.
+Block block_of(const Mesh &mesh, const Shape &global, const PartitionSpec &spec, int64_t device);
+/// True when `device`'s copy of its block is the one kept when blocks are
+/// assembled (unshard) or written to a file: the device at coordinate 0 along
+/// every mesh axis `spec` does not mention. Exactly one device per block.
+bool keeps_block(const Mesh &mesh, const PartitionSpec &spec, int64_t device);
 /// The block of `global` that `device` holds under `spec`.
 Tensor shard(const Mesh &mesh, const Tensor &global, const PartitionSpec &spec, int64_t device);
 /// Assembles a global array from every device's local block (indexed by device):

@@ -7,25 +7,38 @@
 //
 //   ./prog [--fn NAME] [--in NAME=PATH]... [--out NAME=PATH]... [--out-dir DIR]
 //          [--random SEED] [--iters N] [--warmup N] [--print-limit N] [-q]
+//          [--executor threads|mpi] [--deterministic]
 //
 // It validates everything before running (names, files, global shapes and
-// dtypes, output directories — with the same messages as `spmdc run`), makes
-// --random inputs with the same seeds, splits the global inputs by the
-// in_specs (rt::shard), hands the per-device blocks to an Executor (the CPU
-// mesh below, or the CUDA mesh of spmdrt/cuda_program.h), assembles the
-// outputs by the out_specs (rt::unshard), prints them exactly as `spmdc run`
-// does and writes the .npy files atomically (all or none). With --iters N the
-// body runs N more times after --warmup runs and the median, min and max
-// per-iteration times are printed on stderr; an iteration is timed across the
-// whole mesh, from the first device's start to the last device's finish.
+// dtypes, output directories — with the same messages as `spmdc run`), then
+// each process reads only the blocks of the inputs its mesh positions hold
+// (or makes them from --random SEED: the same global arrays as `spmdc run`),
+// runs the body through an Executor, prints the outputs exactly as `spmdc run`
+// does (the process that prints receives only the printed elements) and
+// writes the .npy files blockwise, all or none (rt::OutputFiles).
+//
+// Executors: `threads` runs every mesh position of the mesh in this one
+// process (one thread each); `mpi` (spmdrt/mpi.h) runs one mesh position per
+// process of an MPI job, rank r at mesh position r (row-major). The default
+// is `mpi` when the process was started by an MPI launcher, else `threads`.
+// Errors every process can see (usage, inputs, outputs, world size) are agreed
+// on: each process reports, rank 0 prints the first, all exit with the same
+// status. An error while the body runs (other processes may be blocked in a
+// collective) is printed by the failing process, which then ends the job.
+//
+// With --iters N the body runs N more times after --warmup runs and the
+// median, min and max per-iteration times are printed on stderr; an iteration
+// is timed across the whole mesh, from the first device's start to the last
+// device's finish.
 //
 // Exit status: 0 ok, 1 user error (bad usage, inputs, or a runtime error such
-// as integer division by zero), 3 setup error (e.g. not enough GPUs),
-// 77 is never used here (tests use it for "skipped").
+// as integer division by zero), 2 internal error, 3 setup error (e.g. not
+// enough GPUs); 77 is never used here (tests use it for "skipped").
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,7 +65,8 @@ struct ProgramFunction {
 
 struct RunRequest {
   int warmup = 0;
-  int iters = 0;  // timed iterations after the first (result-producing) run
+  int iters = 0;               // timed iterations after the first (result-producing) run
+  bool deterministic = false;  // --deterministic: reductions in rank order (bit-identical)
 };
 
 /// Times steps of the whole mesh for --iters: a step lasts from the moment the
@@ -86,27 +100,90 @@ void run_steps(DeviceContext &ctx, const RunRequest &request, StepClock &clock,
 std::string timing_report(const std::string &who, const std::string &fn, const std::string &target,
                           int64_t devices, std::vector<double> seconds, int warmup);
 
-/// Runs function `fn` on every device: `locals[d][k]` is parameter k's block on
-/// device d; returns `[d][k]` result blocks. Fills `seconds` with one wall time
-/// per timed iteration (request.iters of them), measured with a StepClock.
-using Executor = std::function<std::vector<std::vector<Tensor>>(
-    size_t fn, const std::vector<std::vector<Tensor>> &locals, const RunRequest &request,
-    std::vector<double> &seconds)>;
+/// The outcome of Processes::agree.
+struct Agreement {
+  bool failed = false;
+  std::string message;  // on rank 0: the error to print
+};
+
+/// The processes of one run, and the few collective steps program_main needs
+/// between them (agreeing on errors, gathering what is printed). The base class
+/// is the single process of the threads executor, where every step is local.
+class Processes {
+ public:
+  virtual ~Processes() = default;
+  virtual int rank() const { return 0; }
+  virtual int size() const { return 1; }
+  /// Collective: every process passes "" or its error. All learn whether any
+  /// failed; rank 0 gets the first failing rank's message (prefixed with that
+  /// rank when the processes disagree).
+  virtual Agreement agree(const std::string &error);
+  /// Collective: rank 0 receives every process's bytes, by rank; the others {}.
+  virtual std::vector<std::string> gather(const std::string &bytes);
+  /// Collective: every process gets rank 0's `bytes`.
+  virtual void broadcast(std::string &bytes);
+  /// Collective: the largest of every process's `value`.
+  virtual double max(double value);
+  /// Ends every process of the job now with `status` (after this one printed
+  /// its error; the others may be blocked in a collective).
+  [[noreturn]] virtual void abort(int status);
+};
+
+/// Runs the per-device bodies of a program on this process's mesh positions.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  /// "threads" or "mpi", for messages.
+  virtual const char *name() const = 0;
+  virtual Processes &processes() = 0;
+  /// Why this launch cannot run `f` with `request` ("" when it can), e.g. an MPI
+  /// world whose size is not the mesh size.
+  virtual std::string check_launch(const ProgramFunction &f, const RunRequest &request) {
+    return "";
+  }
+  /// The mesh positions this process runs, ascending.
+  virtual std::vector<int64_t> local_devices(const Mesh &mesh) const = 0;
+  /// Runs function `fn`: `locals[i][k]` is parameter k's block on local device
+  /// i; returns `[i][k]` result blocks. Fills `seconds` with one wall time per
+  /// timed iteration (request.iters of them), measured across the whole mesh.
+  virtual std::vector<std::vector<Tensor>> run(size_t fn,
+                                               const std::vector<std::vector<Tensor>> &locals,
+                                               const RunRequest &request,
+                                               std::vector<double> &seconds) = 0;
+};
+
+/// Makes an executor (an MPI executor initialises MPI here). Throws RuntimeError.
+using ExecutorFactory = std::function<std::unique_ptr<Executor>()>;
+
+/// The executors an executable was built with; `mpi` is empty without MPI.
+struct Executors {
+  ExecutorFactory threads;
+  ExecutorFactory mpi;
+};
+
+/// True when an MPI launcher (mpirun/mpiexec, srun with PMI/PMIx) started this
+/// process: one of its rank variables is set.
+bool launched_by_mpi();
 
 /// Parses the command line, runs and reports; returns the exit status.
 int program_main(int argc, char **argv, const std::vector<ProgramFunction> &functions,
-                 const std::string &default_fn, const std::string &target, const Executor &exec);
+                 const std::string &default_fn, const std::string &target,
+                 const Executors &executors);
 
-/// A per-device body on the simulated CPU mesh: parameters in, results out.
+/// A per-device body on the CPU: parameters in, results out.
 using CpuBody = std::function<std::vector<Tensor>(DeviceContext &, const std::vector<Tensor> &)>;
 
-/// The CPU executor: one thread per mesh position (rt::run_on_mesh).
-Executor cpu_executor(const std::vector<ProgramFunction> &functions,
-                      const std::vector<CpuBody> &bodies);
+/// The CPU threads executor: one thread per mesh position (rt::run_on_mesh).
+ExecutorFactory cpu_executor(const std::vector<ProgramFunction> &functions,
+                             const std::vector<CpuBody> &bodies);
 
 /// `P(i, None)` for messages, axes named from `mesh`.
 std::string format_spec(const PartitionSpec &spec, const Mesh &mesh);
 /// `f32[8, 4]`.
 std::string format_type(DType dtype, const Shape &shape);
+/// `(i: 2, j: 4)`: the axes of `mesh` and their sizes, for messages.
+std::string format_mesh(const Mesh &mesh);
+/// `(i: 1, j: 0)`: the coordinates of `device` on `mesh`, for messages.
+std::string format_position(const Mesh &mesh, int64_t device);
 
 }  // namespace spmd::rt

@@ -92,10 +92,22 @@ class Tensor {
 /// Deterministic pseudo-random tensor (SplitMix64 stream from `seed`, the same on
 /// every platform): floats uniform in [-1, 1), i32 uniform in [-8, 8], bool fair.
 Tensor random_tensor(DType dtype, const Shape &shape, uint64_t seed);
+/// The box of random_tensor(dtype, global, seed) at `start` of shape `extent`,
+/// made without the rest of the array (element i of the stream is computed
+/// directly).
+Tensor random_block(DType dtype, const Shape &global, uint64_t seed, const Shape &start,
+                    const Shape &extent);
 
 /// A short human-readable rendering, NumPy style: all elements when numel is at
 /// most `max_elements`, otherwise the first and last few of each dimension with
 /// "..." between them.
 std::string format_tensor(const Tensor &tensor, int64_t max_elements = 1000);
+/// The indices format_tensor prints along each dimension of an array of `shape`
+/// (all of them, or the first and last few when it has more than max_elements).
+std::vector<std::vector<int64_t>> printed_indices(const Shape &shape, int64_t max_elements);
+/// format_tensor of an array of `shape` given only its printed elements:
+/// `printed` is the box of printed_indices (what a process holding part of a
+/// distributed array sends to the one that prints).
+std::string format_printed(const Tensor &printed, const Shape &shape, int64_t max_elements);
 
 }  // namespace spmd::rt

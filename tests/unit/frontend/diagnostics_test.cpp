@@ -138,7 +138,7 @@ TEST_CASE("syntax errors: plain-words messages", "[frontend][diagnostics]") {
   CHECK(first_message("def f() -> f32[] { range = 1 }") ==
         "unexpected keyword `range`; expected `}` or a statement");
   CHECK(first_message("x = 1") ==
-        "unexpected `x`; expected a declaration (`import`, `mesh`, `def` or `shmap`)");
+        "unexpected `x`; expected a declaration (`import`, `mesh`, `def`, `shmap` or `sharded`)");
   CHECK(first_message("def f() -> f32[] { x = \"abc }") ==
         "unterminated string literal; a string must end with `\"` on the same line");
   CHECK(first_message("def f() -> f32[] { x = \"a\\nb\" }") ==

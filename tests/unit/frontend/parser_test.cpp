@@ -333,11 +333,39 @@ TEST_CASE("parser: signature checks for def and shmap", "[frontend][parser][sign
   }
 }
 
-TEST_CASE("parser: keywords are reserved, P and None are not names in expressions",
+TEST_CASE("parser: keywords are reserved, P is not a keyword, None is an expression",
           "[frontend][parser]") {
   CHECK(parse_text("def f() -> f32[] { range = 1 }").diags.has_errors());
-  CHECK(parse_text("def f() -> f32[] { x = None }").diags.has_errors());
+  CHECK(parse_text("def f() -> f32[] { None = 1 }").diags.has_errors());
+  CHECK(parse_text("def f() -> f32[] { sharded = 1 }").diags.has_errors());
   CHECK_FALSE(parse_text("def f() -> f32[] { P = 1 }").diags.has_errors());
+  // `None` parses anywhere an expression can (a spec argument of constrain);
+  // lowering rejects it outside a partition spec.
+  Parsed none = parse_text("def f() -> f32[] { x = None }");
+  REQUIRE_FALSE(none.diags.has_errors());
+  CHECK(std::holds_alternative<ast::NoneLit>(none.value(0, 0).node));
+}
+
+TEST_CASE("parser: sharded functions, auto specs", "[frontend][parser][sharding]") {
+  Parsed p = parse_text(
+      "mesh M = (i: 2)\n"
+      "sharded f(x: f32[4] @ P(i), w: f32[4] @ auto) -> f32[4] @ auto on M {\n"
+      "  return constrain(x * w, P(None))\n"
+      "}\n");
+  INFO(p.rendered());
+  REQUIRE_FALSE(p.diags.has_errors());
+  const auto &f = std::get<ast::FuncDecl>(p.module.decls.at(1).node);
+  CHECK(f.kind == ast::FuncKind::Sharded);
+  REQUIRE(f.params.size() == 2);
+  CHECK_FALSE(f.params[0].spec->is_auto);
+  CHECK(f.params[1].spec->is_auto);
+  CHECK(f.results.at(0).spec->is_auto);
+  // `auto` needs a sharded function; a sharded function needs specs and a mesh.
+  CHECK(parse_text("mesh M = (i: 2)\nshmap f(x: f32[4] @ auto) -> f32[4] @ P() on M { return x }")
+            .diags.has_errors());
+  CHECK(parse_text("mesh M = (i: 2)\nsharded f(x: f32[4]) -> f32[4] @ P() on M { return x }")
+            .diags.has_errors());
+  CHECK(parse_text("sharded f(x: f32[4] @ P()) -> f32[4] @ P() { return x }").diags.has_errors());
 }
 
 TEST_CASE("parser: empty and comment-only files", "[frontend][parser]") {

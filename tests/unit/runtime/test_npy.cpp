@@ -1,7 +1,8 @@
 // tests/unit/runtime/test_npy.cpp — .npy reading and writing.
 //
 // Round trips for every dtype and ranks 0..3, the exact bytes of a written
-// header, every malformed-file error (bytes written by hand), and an
+// header, every malformed-file error (bytes written by hand; read_npy and
+// read_npy_header alike), and an
 // interoperability check with NumPy when /usr/bin/python3 has it.
 #include <unistd.h>
 
@@ -125,6 +126,8 @@ TEST_CASE("npy malformed files", "[runtime][npy]") {
     write_bytes(path, bytes);
     INFO(what);
     CHECK_THROWS_WITH(read_npy(p), Catch::StartsWith(p + ": ") && Catch::Contains(what));
+    // The header-only reader of distributed runs reports the same.
+    CHECK_THROWS_WITH(read_npy_header(p), Catch::StartsWith(p + ": ") && Catch::Contains(what));
   };
   write_bytes(path, npy_v1(good_dict, std::string(8, '\0')));
   CHECK(read_npy(p).shape() == Shape{2});

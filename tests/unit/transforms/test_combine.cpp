@@ -104,7 +104,14 @@ TEST_CASE("combining a gradient's psums keeps every bit (dp_mlp, gpipe)", "[comb
   REQUIRE(x.size() == y.size());
   for (size_t k = 0; k < x.size(); ++k) CHECK(same_bits(x[k], y[k]));
 
-  auto p = compile_ok(sample("pipeline_gpipe.spmd"));
+  // The pipeline's loop unrolled ([[unroll]]): each step's psum is a separate
+  // collective the combiner may join. (Kept as a loop, the backward pass has
+  // one psum in its loop body and nothing to combine.)
+  std::string gpipe = sample("pipeline_gpipe.spmd");
+  const size_t loop = gpipe.find("  for t in range(7)");
+  REQUIRE(loop != std::string::npos);
+  gpipe.insert(loop + 2, "[[unroll]] ");
+  auto p = compile_ok(gpipe);
   DeriveRequest r;
   r.kind = DeriveKind::Vjp;
   r.function = "gpipe";
@@ -150,4 +157,27 @@ TEST_CASE("combine_collectives: dependent, other-axis and huge psums stay apart"
   for (const ir::Instr &in : f.body) CHECK(in.operands.size() <= 2);
   m.functions[static_cast<size_t>(only_shmap(*c))] = f;
   CHECK(ir::verify_module(m).empty());
+}
+
+TEST_CASE("combine_collectives: buckets joined up by an earlier merge stay acyclic", "[combine]") {
+  // p1, p2 over i and q1, q2 over j: q1 reads p1 and p2 reads q2. Combining
+  // {p1, p2} makes q1 depend on q2 through it, so q1 and q2 stay apart.
+  auto c = compile_ok(
+      "mesh M = (i: 2, j: 2)\n"
+      "shmap f(a: f32[8] @ P((i, j)), b: f32[8] @ P((i, j))) -> (f32[2] @ P(), f32[2] @ P())\n"
+      "    on M {\n"
+      "  p1 = psum(a, i)\n"
+      "  q1 = psum(p1 * 2.0, j)\n"
+      "  q2 = psum(b, j)\n"
+      "  p2 = psum(q2 * 3.0, i)\n"
+      "  return q1, p2\n}\n");
+  ir::Function f = shmap_of(*c);
+  CHECK(combine_collectives(f) == 1);  // p1 and p2 only
+  ir::Module m = *c->module;
+  m.functions[static_cast<size_t>(only_shmap(*c))] = f;
+  REQUIRE(ir::verify_module(m).empty());
+  auto again = compile_ok(ir::print_module(m));
+  auto in = random_inputs(*c, 4);
+  auto x = run(*c, in), y = run(*again, in);
+  for (size_t k = 0; k < x.size(); ++k) CHECK(same_bits(x[k], y[k]));
 }

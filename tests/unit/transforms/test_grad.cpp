@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "ir/loops.h"
+#include "random_loops.h"
 #include "transform_test_util.h"
 
 namespace spmd::test {
@@ -30,7 +32,7 @@ double total(const std::vector<rt::Tensor> &outs) {
 /// against central differences along random directions, and the JVP against
 /// the same differences.
 void check_derivatives(const std::string &text, std::vector<std::string> wrt = {},
-                       uint64_t seed = 3) {
+                       uint64_t seed = 3, bool remat = false) {
   INFO(text);
   auto c = compile_ok(text);
   const ir::Function &f = shmap_of(*c);
@@ -56,10 +58,10 @@ void check_derivatives(const std::string &text, std::vector<std::string> wrt = {
   double rev = 0;
   std::vector<rt::Tensor> outs;
   if (scalar) {
-    auto g = derive_ok(*c, DeriveKind::Grad, "", wrt);
+    auto g = derive_ok(*c, DeriveKind::Grad, "", wrt, {}, remat);
     outs = run(*g, x);
   } else {
-    auto g = derive_ok(*c, DeriveKind::Vjp, "", wrt);
+    auto g = derive_ok(*c, DeriveKind::Vjp, "", wrt, {}, remat);
     std::vector<rt::Tensor> in = x;
     auto fx = run(*c, x);
     for (auto &o : fx) in.push_back(rt::Tensor::full(o.dtype(), o.shape(), 1.0));
@@ -271,6 +273,163 @@ TEST_CASE("pmax is rejected by the derivative transforms with a located error", 
   } catch (const TransformError &e) {
     CHECK(e.code == "not-differentiable");
     CHECK(c->sources.location(e.span).line == 3);
+  }
+}
+
+// ---------------------------------------------------------------- loops
+
+const char *kLoopTanh =
+    "mesh M = (i: 2)\n"
+    "shmap f(xs: f64[6, 8] @ P(None, i), a: f64[8] @ P(i), w: f64[8] @ P(i)) -> f64[] @ P() on M "
+    "{\n"
+    "  s = a\n"
+    "  for t in range(6) {\n"
+    "    s = tanh(s * w + xs[t])\n"
+    "    s = s + 0.1 * ppermute(s, i, shift=1)\n"
+    "  }\n"
+    "  return psum(sum(s * s), i)\n"
+    "}\n";
+
+/// The bytes carried by the first loop of the only shmap's body (a gradient's
+/// forward loop): its carried values and the stacks kept for the backward pass.
+int64_t loop_carried_bytes(const Compilation &c) {
+  const ir::Function &f = shmap_of(c);
+  for (const ir::Instr &in : f.body) {
+    if (in.op != OpCode::For) continue;
+    int64_t bytes = 0;
+    for (ir::ValueId v : in.operands)
+      bytes += f.type(v).numel() * static_cast<int64_t>(rt::dtype_size(f.type(v).dtype));
+    return bytes;
+  }
+  return 0;
+}
+
+std::string with_remat_attribute(std::string text) {
+  const size_t p = text.find("  for ");
+  text.insert(p + 2, "[[remat]] ");
+  return text;
+}
+
+TEST_CASE("derivatives through a loop match finite differences, stacked or recomputed",
+          "[grad][loops]") {
+  check_derivatives(kLoopTanh);
+  check_derivatives(kLoopTanh, {}, 4, /*remat=*/true);
+  check_derivatives(with_remat_attribute(kLoopTanh), {"w"});
+  // The derived program keeps its loop, and recomputing saves less than stacking:
+  // s and 1 - tanh^2 per iteration, against s alone.
+  auto c = compile_ok(kLoopTanh);
+  auto stacked = derive_ok(*c, DeriveKind::Grad, "");
+  auto remat = derive_ok(*c, DeriveKind::Grad, "", {}, {}, true);
+  auto attr = derive_ok(*compile_ok(with_remat_attribute(kLoopTanh)), DeriveKind::Grad, "");
+  // One ppermute per iteration forward, its transpose backward; recomputing
+  // tanh needs no ppermute.
+  CHECK(count_op(*stacked, "ppermute") == 6 * 2);
+  CHECK(count_op(*remat, "ppermute") == 6 * 2);
+  const auto tanhs = [](const Compilation &g) {
+    int n = 0;
+    ir::for_each_instr(shmap_of(g).body, [&](const ir::Instr &in) { n += in.op == OpCode::Tanh; });
+    return n;
+  };
+  CHECK(tanhs(*stacked) == 1);
+  CHECK(tanhs(*remat) == 2);  // forward, and again in the backward loop
+  const int64_t row = 4 * 8;  // f64[4] per device
+  CHECK(loop_carried_bytes(*stacked) == row + 2 * 6 * row);
+  CHECK(loop_carried_bytes(*remat) == row + 6 * row);
+  CHECK(loop_carried_bytes(*attr) == loop_carried_bytes(*remat));
+}
+
+TEST_CASE(
+    "a loop's backward pass saves what a collective computed instead of communicating "
+    "again, unless recomputing",
+    "[grad][loops]") {
+  const std::string text =
+      "mesh M = (i: 2)\n"
+      "shmap f(xs: f64[6, 8] @ P(None, i), a: f64[8] @ P(i)) -> f64[] @ P() on M {\n"
+      "  s = a\n"
+      "  for t in range(6) { s = s * ppermute(xs[t], i, shift=1) }\n"
+      "  return psum(sum(s), i)\n"
+      "}\n";
+  check_derivatives(text, {"a"});
+  check_derivatives(text, {"a"}, 3, true);
+  auto c = compile_ok(text);
+  CHECK(count_op(*derive_ok(*c, DeriveKind::Grad, "", {"a"}), "ppermute") == 6);
+  CHECK(count_op(*derive_ok(*c, DeriveKind::Grad, "", {"a"}, {}, true), "ppermute") == 12);
+}
+
+TEST_CASE("derivatives through loops: permuting carries, steps, nesting, collectives",
+          "[grad][loops]") {
+  SECTION("carries that rotate every iteration, a step of 3") {
+    const std::string text =
+        "mesh M = (i: 4)\n"
+        "shmap f(a: f64[8] @ P(i), b: f64[8] @ P(i), w: f64[2] @ P()) -> f64[] @ P() on M {\n"
+        "  c = a * 0.5\n"
+        "  for k in range(0, 7, 3) {\n"
+        "    t = a\n"
+        "    a = sin(b) * w\n"
+        "    b = c * t\n"
+        "    c = t + cast(k, f64)\n"
+        "  }\n"
+        "  return psum(sum(a * b + c), i)\n"
+        "}\n";
+    check_derivatives(text);
+    check_derivatives(text, {"b"}, 5, true);
+  }
+  SECTION("nested loops, a negative step, an integer carry, collectives inside") {
+    const std::string text =
+        "mesh M = (i: 2)\n"
+        "shmap f(x: f64[4, 4] @ P(i), w: f64[4, 4] @ P(), b: f64[4] @ P()) -> f64[] @ P() on M {\n"
+        "  h = x\n"
+        "  n = 0\n"
+        "  s = b\n"
+        "  for t in range(3) {\n"
+        "    g = all_gather(h, i)\n"
+        "    h = psum_scatter(tanh(g @ w) * h[0:1, :], i)\n"
+        "    s = s + sum(psum(h, i), axes=0)\n"
+        "    for u in range(4, 0, -2) {\n"
+        "      h = h * 0.9 + 0.1 * ppermute(h, i, shift=1) * cast(n + u, f64)\n"
+        "      n = n + 1\n"
+        "    }\n"
+        "  }\n"
+        "  return psum(sum(h * h), i) + sum(s * s)\n"
+        "}\n";
+    check_derivatives(text);
+    check_derivatives(text, {}, 6, true);
+    check_derivatives(with_remat_attribute(text), {"x", "w"});
+  }
+  SECTION("rows selected by the index of a stepped loop") {
+    check_derivatives(
+        "mesh M = (i: 2)\n"
+        "shmap f(xs: f64[7, 4] @ P(None, i), a: f64[4] @ P(i)) -> f64[] @ P() on M {\n"
+        "  s = a\n"
+        "  for k in range(1, 7, 2) { s = s * xs[k] + xs[k - 1] }\n"
+        "  return psum(sum(s), i)\n"
+        "}\n");
+  }
+}
+
+TEST_CASE("random loop programs: derivatives match finite differences", "[grad][loops][random]") {
+  // SPMDC_LOOP_SEED / SPMDC_LOOP_COUNT choose the programs (a sweep: a larger count).
+  const uint64_t first = env_or("SPMDC_LOOP_SEED", 1), count = env_or("SPMDC_LOOP_COUNT", 40);
+  for (uint64_t seed = first; seed < first + count; ++seed) {
+    INFO("SPMDC_LOOP_SEED=" << seed);
+    check_derivatives(LoopProgramGenerator(seed, false).program(), {}, seed, seed % 2 == 1);
+  }
+}
+
+TEST_CASE("derivatives through loops of 0, 1 and 2,000 iterations", "[grad][loops]") {
+  for (int n : {0, 1, 2000}) {
+    INFO(n << " iterations");
+    const std::string text =
+        "mesh M = (i: 2)\n"
+        "shmap f(a: f64[4] @ P(i), w: f64[4] @ P(i)) -> f64[] @ P() on M {\n"
+        "  s = a\n"
+        "  for k in range(" +
+        std::to_string(n) +
+        ") { s = sin(s * w) + a * 0.999 }\n"
+        "  return psum(sum(s * s), i)\n"
+        "}\n";
+    check_derivatives(text);
+    check_derivatives(text, {}, 3, true);
   }
 }
 

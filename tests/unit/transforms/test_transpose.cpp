@@ -1,9 +1,12 @@
 // test_transpose.cpp — transposition: the dot-product identity <f(x), y> = <x, f^T(y)>
 // for every linear op and collective (f64, several meshes), the communication
 // the design note promises for its five examples, and double transposition.
+#include <array>
 #include <fstream>
 #include <sstream>
 
+#include "ir/loops.h"
+#include "random_loops.h"
 #include "transform_test_util.h"
 
 namespace spmd::test {
@@ -30,10 +33,10 @@ std::string to_f64(std::string text) {
 /// Checks <f(x), y> = <x, f^T(y)> on random inputs; `linear` lists the
 /// parameters f is linear in (the others are constants passed to both).
 void check_dot_product(const std::string &text, std::vector<std::string> linear = {},
-                       uint64_t seed = 1) {
+                       uint64_t seed = 1, bool remat = false) {
   INFO(text);
   auto c = compile_ok(text);
-  auto t = derive_ok(*c, DeriveKind::Transpose, "", linear);
+  auto t = derive_ok(*c, DeriveKind::Transpose, "", linear, {}, remat);
   const ir::Function &f = shmap_of(*c);
   const ir::Function &ft = shmap_of(*t);
   auto x = random_inputs(*c, seed);
@@ -63,6 +66,16 @@ void check_dot_product(const std::string &text, std::vector<std::string> linear 
     if (is_linear[k]) rhs += dot(x[k], xt[j++]);
   INFO("lhs=" << lhs << " rhs=" << rhs);
   CHECK(std::abs(lhs - rhs) <= 1e-10 * std::max(1.0, scale));
+}
+
+/// f and t(t(f)) compute the same values on random inputs.
+void check_same_values(const Compilation &c, const Compilation &tt) {
+  auto x = random_inputs(c, 5);
+  auto a = run(c, x), b = run(tt, x);
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); ++k)
+    for (int64_t e = 0; e < a[k].numel(); ++e)
+      CHECK(a[k].get(e) == Approx(b[k].get(e)).epsilon(1e-12));
 }
 
 TEST_CASE("transpose: dot-product identity for each linear op", "[transpose]") {
@@ -259,13 +272,109 @@ TEST_CASE("transpose: transposing twice gives back the program", "[transpose]") 
     auto sf = collective_stats(*c->module, f), sg = collective_stats(*tt->module, g);
     CHECK(sf.by_op.size() == sg.by_op.size());
     for (auto &[op, st] : sf.by_op) CHECK(sg.by_op[op].count == st.count);
-    auto x = random_inputs(*c, 5);
-    auto a = run(*c, x), b = run(*tt, x);
-    REQUIRE(a.size() == b.size());
-    for (size_t k = 0; k < a.size(); ++k)
-      for (int64_t e = 0; e < a[k].numel(); ++e)
-        CHECK(a[k].get(e) == Approx(b[k].get(e)).epsilon(1e-12));
+    check_same_values(*c, *tt);
   }
+}
+
+TEST_CASE("transpose: loops run backwards and satisfy the dot-product identity",
+          "[transpose][loops]") {
+  SECTION("a linear recurrence with collectives, stacked and recomputed") {
+    const std::string text =
+        "mesh M = (i: 4)\n"
+        "shmap f(xs: f64[5, 8] @ P(None, i), a: f64[8] @ P(i), w: f64[2] @ P()) -> (f64[8] @ "
+        "P(i), f64[2] @ P(), f64[5, 8] @ P(None, i)) on M {\n"
+        "  s = a\n"
+        "  z = zeros((2,), f64)\n"
+        "  ys = zeros((5, 2), f64)\n"
+        "  for t in range(5) {\n"
+        "    s = s * (w * w) + xs[t] + 0.5 * ppermute(s, i, shift=1)\n"
+        "    z = z * w + psum(s, i)\n"
+        "    ys = dynamic_update_slice(ys, reshape(s * cos(w), (1, 2)), t, axis=0)\n"
+        "  }\n"
+        "  return s, z, ys\n"
+        "}\n";
+    check_dot_product(text, {"xs", "a"});
+    check_dot_product(text, {"xs", "a"}, 2, /*remat=*/true);
+  }
+  SECTION("carries that swap, a negative step, all_gather and psum_scatter inside") {
+    check_dot_product(
+        "mesh M = (i: 2)\n"
+        "shmap f(p: f64[4, 2] @ P(i), q: f64[4, 2] @ P(i), c: f64[2] @ P()) -> (f64[4, 2] @ "
+        "P(i), f64[4, 2] @ P(i)) on M {\n"
+        "  for k in range(9, 0, -4) {\n"
+        "    old = p\n"
+        "    p = psum_scatter(all_gather(q, i) * c, i) * 0.5\n"
+        "    q = old + p * cast(k, f64)\n"
+        "  }\n"
+        "  return p, q\n"
+        "}\n",
+        {"p", "q"});
+  }
+  SECTION("zero and one iterations, nested loops") {
+    check_dot_product(
+        "mesh M = (i: 2)\n"
+        "shmap f(x: f64[4] @ P(i), w: f64[2] @ P()) -> (f64[4] @ P(i), f64[4] @ P(i)) on M {\n"
+        "  y = x\n"
+        "  for k in range(0) { y = y * 2.0 }\n"
+        "  for k in range(1) { y = y * w[0:1] }\n"
+        "  for k in range(3) {\n"
+        "    u = y * sin(w[1:2])\n"
+        "    for j in range(2) { u = u + ppermute(u, i, shift=1) * cast(j + k, f64) }\n"
+        "    y = y + u\n"
+        "  }\n"
+        "  return y, x\n"
+        "}\n",
+        {"x"});
+  }
+}
+
+TEST_CASE("transpose: random linear loop programs satisfy the dot-product identity",
+          "[transpose][loops][random]") {
+  // SPMDC_LOOP_SEED / SPMDC_LOOP_COUNT choose the programs (a sweep: a larger count).
+  const uint64_t first = env_or("SPMDC_LOOP_SEED", 1), count = env_or("SPMDC_LOOP_COUNT", 40);
+  for (uint64_t seed = first; seed < first + count; ++seed) {
+    INFO("SPMDC_LOOP_SEED=" << seed);
+    check_dot_product(LoopProgramGenerator(seed, true).program(), {"xs", "a", "b"}, seed,
+                      seed % 2 == 1);
+  }
+}
+
+TEST_CASE("transpose: transposing a loop twice gives back the loop", "[transpose][loops]") {
+  const std::string text =
+      "mesh M = (i: 4)\n"
+      "shmap f(xs: f64[5, 8] @ P(None, i), a: f64[8] @ P(i)) -> (f64[8] @ P(i), f64[2] @ P()) on "
+      "M {\n"
+      "  s = a\n"
+      "  z = zeros((2,), f64)\n"
+      "  for t in range(1, 10, 2) {\n"
+      "    s = s * 0.5 + xs[(t - 1) / 2] + 0.25 * ppermute(s, i, shift=1)\n"
+      "    z = z + psum(s, i)\n"
+      "  }\n"
+      "  return s, z\n"
+      "}\n";
+  auto c = compile_ok(text);
+  auto t = derive_ok(*c, DeriveKind::Transpose, "");
+  auto tt = derive_ok(*t, DeriveKind::Transpose, "");
+  const ir::Function &f = shmap_of(*c), &g = shmap_of(*tt);
+  // One loop each way (start, iterations, step): the backward loop's range
+  // reversed twice is the forward one.
+  const auto loops = [](const ir::Function &fn) {
+    std::vector<std::array<int64_t, 3>> r;
+    for (const ir::Instr &in : fn.body)
+      if (in.op == OpCode::For)
+        r.push_back({in.attrs.dim, ir::trip_count(in.attrs), in.attrs.step});
+    return r;
+  };
+  CHECK(loops(shmap_of(*t)) == std::vector<std::array<int64_t, 3>>{{9, 5, -2}});
+  CHECK(loops(g) == loops(f));
+  // The same collectives, or fewer: the transpose's pbroadcast of z's
+  // cotangent does not depend on the loop and runs once before it, so the
+  // psum it transposes back to runs once after the loop instead of per iteration.
+  auto sf = collective_stats(*c->module, f), sg = collective_stats(*tt->module, g);
+  CHECK(sf.by_op["psum"].count == 5);
+  CHECK(sg.by_op["psum"].count == 1);
+  CHECK(sg.by_op["ppermute"].count == sf.by_op["ppermute"].count);
+  check_same_values(*c, *tt);
 }
 
 TEST_CASE("transpose: a non-linear function is rejected at its first non-linear op",

@@ -31,12 +31,15 @@ inline std::unique_ptr<Compilation> compile_ok(const std::string &text, bool aut
 }
 
 /// Derives a program and re-compiles its printed source with automatic
-/// pbroadcast insertion OFF, as `spmdc check --no-auto-pbroadcast` would.
+/// pbroadcast insertion OFF, as `spmdc check --no-auto-pbroadcast` would;
+/// `remat` is `spmdc grad --remat`.
 inline std::unique_ptr<Compilation> derive_ok(const Compilation &c, DeriveKind kind,
                                               const std::string &fn,
                                               std::vector<std::string> wrt = {},
-                                              std::vector<std::string> of = {}) {
+                                              std::vector<std::string> of = {},
+                                              bool remat = false) {
   DeriveRequest r;
+  r.remat = remat;
   r.kind = kind;
   r.function = fn;
   r.wrt = std::move(wrt);

@@ -1,0 +1,550 @@
+// tests/numeric/roundtrip_property.cpp — every program spmdc prints or derives is source.
+//
+// Issue 10's property, tested on the text a user would read, not the IR:
+//   * corpus: every .spmd under samples/ and tests/ that checks (fail_* files
+//     and import-only modules aside), and programs of the random generator
+//     (tests/support/program_generator.h: loops whose carries permute, layout
+//     ops, every collective, 1-D and 2-D meshes with axes of size 1..8);
+//   * print (untyped and --types) -> parse -> check with automatic pbroadcast
+//     OFF succeeds; printing that gives the same text; running it gives the
+//     same bits as running the original;
+//   * transpose, jvp, vjp and grad, printed -> checked strictly -> run: the
+//     same bits as the in-memory derived program; `spmdc print` of it is
+//     idempotent; derivatives equal central finite differences in f64
+//     (relative tolerance 1e-6, see kFdTolerance) and agree with each other
+//     (<vjp(ybar), v> = <ybar, jvp(v)>); transposes satisfy the dot-product
+//     identity; the transpose of the printed transpose computes the same
+//     values as the original, and the report counts how often it is the same
+//     program (the same ops from the same parameters, whatever the names and
+//     the order: ValueNumbering) — not always, as some transpose rules are
+//     not involutions op for op (`a - b` comes back as `a + -b`, a concat as
+//     pads and a sum).
+// Options (besides Catch's): --seed S (first generator seed, default 1) and
+// --programs N (generated programs per flavor, default 200). At the end it
+// prints how many programs of each kind were exercised; scripts/roundtrip-sweep.sh
+// runs ten thousand.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "interp/interpreter.h"
+#include "ir/printer.h"
+#include "pipeline/compile.h"
+#include "program_generator.h"
+#include "transforms/derive.h"
+#include "transforms/explicit_pbroadcast.h"
+#include "transforms/inline_calls.h"
+#include "transforms/simplify.h"
+
+using namespace spmd;
+
+namespace {
+
+uint64_t g_seed = 1;
+int g_programs = 200;
+std::map<std::string, int> g_tally;  // what was exercised, for the report
+
+constexpr double kFdTolerance = 1e-6;  // relative, on inner products, in f64
+
+void tally(const std::string &what, int n = 1) { g_tally[what] += n; }
+void tally_features(const testgen::GeneratedProgram &p) {
+  for (const auto &[feature, n] : p.features) tally("  generated, with " + feature);
+}
+
+// ---- compiling and running ---------------------------------------------------
+
+std::unique_ptr<Compilation> compile(const std::string &path, const std::string &text,
+                                     bool auto_pb) {
+  auto c = std::make_unique<Compilation>();
+  CompileOptions o;
+  o.auto_pbroadcast = auto_pb;
+  compile_source(*c, path, text, o);
+  return c;
+}
+
+/// Compiles text a command printed: must check with automatic pbroadcast off.
+std::unique_ptr<Compilation> compile_printed(const std::string &text) {
+  auto c = compile("printed.spmd", text, /*auto_pb=*/false);
+  INFO("printed program:\n" << text);
+  INFO(render_diagnostics(c->diags, c->sources));
+  REQUIRE(c->ok());
+  return c;
+}
+
+std::vector<int> shmaps(const ir::Module &m) {
+  std::vector<int> out;
+  for (size_t i = 0; i < m.functions.size(); ++i)
+    if (m.functions[i].kind == ir::FunctionKind::Shmap) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+std::vector<rt::Tensor> random_inputs(const ir::Function &f, uint64_t seed) {
+  std::vector<rt::Tensor> in;
+  for (size_t k = 0; k < f.params.size(); ++k)
+    in.push_back(rt::random_tensor(f.type(f.params[k].value).dtype, f.params[k].global_shape,
+                                   seed * 7919 + k));
+  return in;
+}
+
+/// Runs shmap `name`; an error (e.g. integer division by zero) is a result too.
+struct RunResult {
+  std::vector<rt::Tensor> outputs;
+  std::string error;
+};
+RunResult run(const ir::Module &m, const std::string &name, const std::vector<rt::Tensor> &in) {
+  RunResult r;
+  try {
+    r.outputs = interp::run_shmap(m, m.find_function(name), in);
+  } catch (const std::exception &e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+void require_same_bits(const RunResult &a, const RunResult &b) {
+  REQUIRE(a.error == b.error);
+  REQUIRE(a.outputs.size() == b.outputs.size());
+  for (size_t k = 0; k < a.outputs.size(); ++k) {
+    INFO("result " << k);
+    CHECK(a.outputs[k].bitwise_equal(b.outputs[k]));
+  }
+}
+
+double dot(const rt::Tensor &a, const rt::Tensor &b) {
+  REQUIRE(a.shape() == b.shape());
+  double s = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) s += a.get(i) * b.get(i);
+  return s;
+}
+
+rt::Tensor axpy(double alpha, const rt::Tensor &x, const rt::Tensor &y) {
+  rt::Tensor r = y.clone();
+  for (int64_t i = 0; i < r.numel(); ++i) r.set(i, y.get(i) + alpha * x.get(i));
+  return r;
+}
+
+// ---- printing ---------------------------------------------------------------
+
+std::string print(const ir::Module &m, bool types) {
+  ir::PrintOptions po;
+  po.types = types;
+  po.mark_inserted = false;  // re-read, an inserted pbroadcast is a written one
+  return ir::print_module(m, po);
+}
+
+/// Value numbering across functions: two values get the same number exactly
+/// when they are computed by the same ops with the same attributes from the
+/// same parameters (by name) — whatever the value names, the instruction order
+/// and the operand order of commutative ops.
+class ValueNumbering {
+ public:
+  std::vector<int> returns(const ir::Function &f) {
+    std::vector<int> number(f.values.size(), -1);
+    for (const auto &p : f.params) number[p.value] = intern("param " + f.values[p.value].name);
+    for (const ir::Instr &in : f.body) {
+      std::vector<int> ops;
+      for (auto o : in.operands) ops.push_back(number[o]);
+      if (in.op == OpCode::Add || in.op == OpCode::Mul || in.op == OpCode::Max ||
+          in.op == OpCode::Min)
+        std::sort(ops.begin(), ops.end());
+      const Attrs &a = in.attrs;
+      std::ostringstream key;
+      key << op_spelling(in.op) << "|" << dtype_name(a.dtype) << "|" << a.value << "|" << a.dim
+          << "," << a.dim2 << "," << a.tiled << "|" << a.spec << "|";
+      for (auto v : {&a.dims, &a.shape, &a.start, &a.limit, &a.stride}) {
+        for (auto x : *v) key << x << ",";
+        key << "|";
+      }
+      for (int x : a.axes) key << x << ",";
+      for (auto [s, d] : a.perm) key << s << ">" << d << ",";
+      if (op_kind(in.op) == OpKind::Creation)
+        key << "|" << shape_type_str(a.dtype, f.type(in.results[0]).shape) << "{"
+            << f.type(in.results[0]).variance.bits() << "}";
+      key << "|";
+      for (int o : ops) key << o << ",";
+      for (size_t k = 0; k < in.results.size(); ++k)
+        number[in.results[k]] = intern(key.str() + "#" + std::to_string(k));
+    }
+    std::vector<int> out;
+    for (auto r : f.returns) out.push_back(number[r]);
+    return out;
+  }
+
+ private:
+  int intern(const std::string &key) {
+    return table_.emplace(key, static_cast<int>(table_.size())).first->second;
+  }
+  std::unordered_map<std::string, int> table_;
+};
+
+// ---- the properties -----------------------------------------------------------
+
+/// print -> check strictly -> print again is the same text -> run the same bits,
+/// untyped and typed. Returns the untyped printed program, compiled.
+std::unique_ptr<Compilation> check_print_round_trip(const Compilation &c, uint64_t seed) {
+  std::unique_ptr<Compilation> untyped;
+  for (bool types : {false, true}) {
+    std::string text = print(c.printable(), types);
+    INFO((types ? "typed" : "untyped") << " print:\n" << text);
+    auto again = compile_printed(text);
+    // Printing it again (with the default options, as `spmdc print` would;
+    // checked strictly, every shmap would print `[[no_auto_pbroadcast]]`).
+    auto reread = compile("printed.spmd", text, /*auto_pb=*/true);
+    REQUIRE(reread->ok());
+    CHECK(print(reread->printable(), types) == text);
+    for (int index : shmaps(*c.module)) {
+      const ir::Function &f = c.module->functions[static_cast<size_t>(index)];
+      auto in = random_inputs(f, seed);
+      require_same_bits(run(*c.module, f.name, in), run(*again->module, f.name, in));
+    }
+    tally(types ? "print --types round trips" : "print round trips");
+    if (!types) untyped = std::move(again);
+  }
+  return untyped;
+}
+
+struct Derived {
+  ir::Module module;  // in memory
+  std::unique_ptr<Compilation> printed;
+  std::string name;
+};
+
+/// Derives, prints, re-checks strictly, re-prints (same text) and runs both
+/// (same bits). Returns nothing when the transform refuses (not linear, ...).
+std::optional<Derived> derive_as_source(const Compilation &c, const std::string &fn,
+                                        DeriveKind kind, std::vector<std::string> wrt,
+                                        uint64_t seed) {
+  DeriveRequest r;
+  r.kind = kind;
+  r.function = fn;
+  r.wrt = std::move(wrt);
+  Derived d;
+  try {
+    d.module = derive(*c.module, r);
+  } catch (const TransformError &e) {
+    tally(std::string(derive_kind_name(kind)) + " refused (" + e.code + ")");
+    return std::nullopt;
+  }
+  d.name = d.module.functions.at(0).name;
+  std::string text = ir::print_module(d.module);
+  INFO(derive_kind_name(kind) << " of `" << fn << "`:\n" << text);
+  d.printed = compile_printed(text);
+  // `spmdc print` of the derived program is idempotent. (It need not give the
+  // derived text itself: reading places a constant typed varying at its use.)
+  std::string reprinted = ir::print_module(d.printed->printable());
+  CHECK(ir::print_module(compile_printed(reprinted)->printable()) == reprinted);
+  auto in = random_inputs(d.module.functions.at(0), seed);
+  require_same_bits(run(d.module, d.name, in), run(*d.printed->module, d.name, in));
+  tally(std::string(derive_kind_name(kind)) + " as source");
+  return d;
+}
+
+/// The float parameters of `f` (what jvp/vjp/grad differentiate by default).
+std::vector<size_t> float_params(const ir::Function &f) {
+  std::vector<size_t> out;
+  for (size_t k = 0; k < f.params.size(); ++k)
+    if (rt::is_float(f.type(f.params[k].value).dtype)) out.push_back(k);
+  return out;
+}
+
+bool close(double a, double b) {
+  return std::abs(a - b) <= kFdTolerance * std::max({1.0, std::abs(a), std::abs(b)});
+}
+
+/// f(x + h v) - f(x - h v) over 2h, for each result; tries smaller steps
+/// when the first disagrees with `expected` (a kink of abs/max/where crossed).
+std::vector<rt::Tensor> central_difference(const Compilation &c, const std::string &fn,
+                                           const std::vector<rt::Tensor> &x,
+                                           const std::vector<rt::Tensor> &v, double h) {
+  std::vector<rt::Tensor> plus = x, minus = x;
+  for (size_t k = 0; k < x.size(); ++k)
+    if (v[k].defined()) {
+      plus[k] = axpy(h, v[k], x[k]);
+      minus[k] = axpy(-h, v[k], x[k]);
+    }
+  auto a = run(*c.module, fn, plus), b = run(*c.module, fn, minus);
+  REQUIRE(a.error.empty());
+  REQUIRE(b.error.empty());
+  std::vector<rt::Tensor> out;
+  for (size_t k = 0; k < a.outputs.size(); ++k) {
+    rt::Tensor d = a.outputs[k].clone();
+    for (int64_t i = 0; i < d.numel(); ++i)
+      d.set(i, (a.outputs[k].get(i) - b.outputs[k].get(i)) / (2 * h));
+    out.push_back(d);
+  }
+  return out;
+}
+
+/// <w, J v> by central differences, for result weights w (undefined = 0).
+bool matches_fd(const Compilation &c, const std::string &fn, const std::vector<rt::Tensor> &x,
+                const std::vector<rt::Tensor> &v, const std::vector<rt::Tensor> &w,
+                double expected) {
+  double got = 0;
+  for (double h : {1e-6, 1e-7, 1e-5}) {
+    auto fd = central_difference(c, fn, x, v, h);
+    got = 0;
+    for (size_t k = 0; k < w.size(); ++k)
+      if (w[k].defined()) got += dot(w[k], fd[k]);
+    if (close(got, expected)) return true;
+  }
+  UNSCOPED_INFO("finite differences give " << got << ", the derivative " << expected);
+  return false;
+}
+
+/// jvp, vjp and grad of an f64 program, printed and re-read, against finite
+/// differences (and each other, by the dot-product identity).
+void check_derivatives(const Compilation &c, const std::string &fn, uint64_t seed) {
+  const ir::Function &f = c.module->functions[static_cast<size_t>(c.module->find_function(fn))];
+  auto wrt = float_params(f);
+  if (wrt.empty()) return;
+  auto x = random_inputs(f, seed);
+  std::vector<rt::Tensor> v(x.size());
+  for (size_t k : wrt) v[k] = rt::random_tensor(x[k].dtype(), x[k].shape(), seed * 31 + k);
+  auto y = run(*c.module, fn, x);
+  if (!y.error.empty()) return;
+  const size_t nr = y.outputs.size();
+  std::vector<rt::Tensor> ybar(nr);
+  for (size_t k = 0; k < nr; ++k)
+    if (rt::is_float(y.outputs[k].dtype()))
+      ybar[k] = rt::random_tensor(y.outputs[k].dtype(), y.outputs[k].shape(), seed * 37 + k);
+
+  if (auto jvp = derive_as_source(c, fn, DeriveKind::Jvp, {}, seed)) {
+    std::vector<rt::Tensor> in = x;
+    for (size_t k : wrt) in.push_back(v[k]);
+    auto out = run(*jvp->printed->module, jvp->name, in);
+    REQUIRE(out.error.empty());
+    REQUIRE(out.outputs.size() == 2 * nr);
+    double expected = 0;
+    for (size_t k = 0; k < nr; ++k)
+      if (ybar[k].defined()) expected += dot(ybar[k], out.outputs[nr + k]);
+    CHECK(matches_fd(c, fn, x, v, ybar, expected));
+    tally("jvp checked against finite differences");
+  }
+  if (auto vjp = derive_as_source(c, fn, DeriveKind::Vjp, {}, seed)) {
+    std::vector<rt::Tensor> in = x;
+    for (size_t k = 0; k < nr; ++k)
+      if (ybar[k].defined()) in.push_back(ybar[k]);
+    auto out = run(*vjp->printed->module, vjp->name, in);
+    REQUIRE(out.error.empty());
+    REQUIRE(out.outputs.size() == nr + wrt.size());
+    double expected = 0;  // <xbar, v> = <ybar, J v>
+    for (size_t j = 0; j < wrt.size(); ++j) expected += dot(out.outputs[nr + j], v[wrt[j]]);
+    CHECK(matches_fd(c, fn, x, v, ybar, expected));
+    tally("vjp checked against finite differences");
+  }
+  if (nr > 0 && y.outputs[0].rank() == 0 && rt::is_float(y.outputs[0].dtype())) {
+    if (auto grad = derive_as_source(c, fn, DeriveKind::Grad, {}, seed)) {
+      auto out = run(*grad->printed->module, grad->name, x);
+      REQUIRE(out.error.empty());
+      REQUIRE(out.outputs.size() == nr + wrt.size());
+      double expected = 0;
+      for (size_t j = 0; j < wrt.size(); ++j) expected += dot(out.outputs[nr + j], v[wrt[j]]);
+      std::vector<rt::Tensor> w(nr);
+      w[0] = rt::Tensor::full(y.outputs[0].dtype(), {}, 1.0);
+      CHECK(matches_fd(c, fn, x, v, w, expected));
+      tally("grad checked against finite differences");
+    }
+  }
+}
+
+/// The transpose in `linear` (printed, re-read) satisfies <ct, f(x)> = <f^T(ct), x>,
+/// and transposing the printed transpose gives the original program back.
+void check_transpose(const Compilation &c, const std::string &fn,
+                     const std::vector<std::string> &linear, uint64_t seed) {
+  auto t = derive_as_source(c, fn, DeriveKind::Transpose, linear, seed);
+  if (!t) return;
+  const ir::Function &f = c.module->functions[static_cast<size_t>(c.module->find_function(fn))];
+  std::vector<bool> is_linear(f.params.size(), linear.empty());
+  for (size_t k = 0; k < f.params.size(); ++k)
+    for (const auto &n : linear)
+      is_linear[k] = is_linear[k] || f.values[f.params[k].value].name == n;
+  auto x = random_inputs(f, seed);
+  auto fx = run(*c.module, fn, x);
+  REQUIRE(fx.error.empty());
+  std::vector<rt::Tensor> in;
+  for (size_t k = 0; k < f.params.size(); ++k)
+    if (!is_linear[k]) in.push_back(x[k]);
+  double lhs = 0, scale = 0;
+  for (size_t k = 0; k < fx.outputs.size(); ++k) {
+    auto ct = rt::random_tensor(fx.outputs[k].dtype(), fx.outputs[k].shape(), seed * 41 + k);
+    lhs += dot(ct, fx.outputs[k]);
+    scale += std::sqrt(dot(ct, ct) * dot(fx.outputs[k], fx.outputs[k]));
+    in.push_back(ct);
+  }
+  auto xt = run(*t->printed->module, t->name, in);
+  REQUIRE(xt.error.empty());
+  double rhs = 0;
+  size_t j = 0;
+  for (size_t k = 0; k < f.params.size(); ++k)
+    if (is_linear[k]) rhs += dot(x[k], xt.outputs[j++]);
+  INFO("<ct, f(x)> = " << lhs << ", <f^T(ct), x> = " << rhs);
+  CHECK(std::abs(lhs - rhs) <= 1e-9 * std::max(1.0, scale));
+  tally("transpose checked by the dot-product identity");
+
+  // Transposing the printed transpose in its cotangent inputs gives f back.
+  std::vector<std::string> cotangents;
+  const ir::Function &ft = t->printed->module->functions.at(0);
+  for (size_t k = in.size() - fx.outputs.size(); k < ft.params.size(); ++k)
+    cotangents.push_back(ft.values[ft.params[k].value].name);
+  auto tt = derive_as_source(*t->printed, t->name, DeriveKind::Transpose, cotangents, seed);
+  REQUIRE(tt);
+  // The same program: the original, inlined and simplified as derive() sees
+  // it, and the printed transpose of the printed transpose compute every
+  // result by the same ops from the same parameters.
+  ir::Function flat = simplify(*c.module, inline_calls(*c.module, f));
+  make_pbroadcasts_explicit(*c.module, flat, ir::Origin::Transform);
+  ValueNumbering numbering;
+  std::string original = print(*c.module, false), twice = ir::print_module(tt->module);
+  INFO("original:\n" << original << "transposed twice:\n" << twice);
+  if (numbering.returns(flat) == numbering.returns(tt->printed->module->functions.at(0)))
+    tally("transpose twice: the same program");
+  else
+    tally("transpose twice: a different program computing the same values");
+  std::vector<rt::Tensor> tt_in;  // f^T^T takes the constant parameters first
+  for (size_t k = 0; k < f.params.size(); ++k)
+    if (!is_linear[k]) tt_in.push_back(x[k]);
+  for (size_t k = 0; k < f.params.size(); ++k)
+    if (is_linear[k]) tt_in.push_back(x[k]);
+  auto again = run(*tt->printed->module, tt->name, tt_in);
+  REQUIRE(again.error.empty());
+  REQUIRE(again.outputs.size() == fx.outputs.size());
+  for (size_t k = 0; k < again.outputs.size(); ++k)
+    for (int64_t i = 0; i < again.outputs[k].numel(); ++i)
+      CHECK(again.outputs[k].get(i) == Approx(fx.outputs[k].get(i)).epsilon(1e-9).margin(1e-12));
+  tally("transpose twice: same values");
+}
+
+std::string f32_to_f64(std::string text) {
+  for (size_t p = 0; (p = text.find("f32", p)) != std::string::npos; p += 3)
+    text.replace(p, 3, "f64");
+  return text;
+}
+
+std::vector<std::filesystem::path> corpus() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (const char *dir : {"samples", "tests"})
+    for (const auto &e : fs::recursive_directory_iterator(fs::path(SPMDC_SOURCE_DIR) / dir)) {
+      const fs::path &p = e.path();
+      if (p.extension() != ".spmd" || p.filename().string().rfind("fail_", 0) == 0) continue;
+      if (p.string().find("/modules/") != std::string::npos) continue;
+      files.push_back(p);
+    }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string read(const std::filesystem::path &p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("samples and test programs print as source that re-checks strictly and runs the same",
+          "[roundtrip][corpus]") {
+  for (const auto &path : corpus()) {
+    INFO(path.string());
+    auto c = std::make_unique<Compilation>();
+    compile_file(*c, path.string(), CompileOptions{});
+    if (!c->ok() || !c->module) continue;  // e.g. a test of `run` errors
+    tally("corpus files");
+    check_print_round_trip(*c, 3);
+    for (int index : shmaps(*c->module)) {
+      const std::string fn = c->module->functions[static_cast<size_t>(index)].name;
+      tally("corpus shmaps");
+      for (DeriveKind k :
+           {DeriveKind::Transpose, DeriveKind::Jvp, DeriveKind::Vjp, DeriveKind::Grad})
+        derive_as_source(*c, fn, k, {}, 5);
+    }
+    // Derivatives against finite differences, in f64 where the program allows it.
+    const std::string text64 = f32_to_f64(read(path));
+    if (text64.find("bf16") != std::string::npos) continue;  // rounds: no f64 derivative
+    auto c64 = compile(path.string(), text64, true);
+    if (!c64->ok() || !c64->module) continue;
+    tally("corpus files also checked in f64");
+    for (int index : shmaps(*c64->module)) {
+      const std::string fn = c64->module->functions[static_cast<size_t>(index)].name;
+      check_derivatives(*c64, fn, 7);
+      check_transpose(*c64, fn, {}, 9);
+    }
+  }
+}
+
+TEST_CASE("generated programs print as source that re-checks strictly and runs the same",
+          "[roundtrip][generated]") {
+  for (int i = 0; i < g_programs; ++i) {
+    const uint64_t seed = g_seed + static_cast<uint64_t>(i);
+    auto p = testgen::generate_program(seed);
+    INFO("generated program (seed " << seed << "):\n" << p.source);
+    auto c = compile("generated.spmd", p.source, true);
+    INFO(render_diagnostics(c->diags, c->sources));
+    REQUIRE(c->ok());
+    check_print_round_trip(*c, seed);
+    tally("generated programs");
+    tally_features(p);
+  }
+}
+
+TEST_CASE("derivatives of generated programs are source and match finite differences",
+          "[roundtrip][generated]") {
+  testgen::GeneratorOptions o;
+  o.flavor = testgen::Flavor::Differentiable;
+  o.f64 = true;
+  for (int i = 0; i < g_programs; ++i) {
+    const uint64_t seed = g_seed + 1000000 + static_cast<uint64_t>(i);
+    auto p = testgen::generate_program(seed, o);
+    INFO("generated program (seed " << seed << ", differentiable):\n" << p.source);
+    auto c = compile("generated.spmd", p.source, true);
+    INFO(render_diagnostics(c->diags, c->sources));
+    REQUIRE(c->ok());
+    check_print_round_trip(*c, seed);
+    check_derivatives(*c, "f", seed);
+    tally("generated differentiable programs");
+    tally_features(p);
+  }
+}
+
+TEST_CASE("transposes of generated linear programs are source and transpose back",
+          "[roundtrip][generated]") {
+  testgen::GeneratorOptions o;
+  o.flavor = testgen::Flavor::Linear;
+  o.f64 = true;
+  for (int i = 0; i < g_programs; ++i) {
+    const uint64_t seed = g_seed + 2000000 + static_cast<uint64_t>(i);
+    auto p = testgen::generate_program(seed, o);
+    INFO("generated program (seed " << seed << ", linear in " << p.linear_params.size()
+                                    << " parameters):\n"
+                                    << p.source);
+    auto c = compile("generated.spmd", p.source, true);
+    INFO(render_diagnostics(c->diags, c->sources));
+    REQUIRE(c->ok());
+    check_transpose(*c, "f", p.linear_params, seed);
+    tally("generated linear programs");
+    tally_features(p);
+  }
+}
+
+int main(int argc, char *argv[]) {
+  Catch::Session session;
+  using Catch::clara::Opt;
+  auto cli = session.cli() |
+             Opt(g_seed, "seed")["--seed"]("first seed of the program generator (default 1)") |
+             Opt(g_programs, "count")["--programs"](
+                 "generated programs per flavor: general, differentiable, linear (default 200)");
+  session.cli(cli);
+  if (int rc = session.applyCommandLine(argc, argv)) return rc;
+  int result = session.run();
+  std::cout << "\nexercised (seed " << g_seed << ", " << g_programs
+            << " generated programs per flavor):\n";
+  for (const auto &[what, n] : g_tally) std::cout << "  " << n << "  " << what << "\n";
+  return result;
+}
