@@ -11,6 +11,7 @@ PKGS=(
   nlohmann-json3-dev             # --diagnostics-format=json
   catch2                         # unit tests (v2)
   libopenblas-dev                # BLAS for matmul/einsum on the CPU
+  coinor-libcbc-dev              # CBC solves the automatic sharding ILP (spmdc shard --auto)
   libopenmpi-dev openmpi-bin     # the MPI executor of built executables; mpirun for its tests
   python3 python3-numpy          # test helpers read/write .npy with NumPy
   bc                             # bench/build_vs_run.sh arithmetic

@@ -93,7 +93,9 @@ std::string fmt_num(double v) {
   return b;
 }
 
-std::string fmt_time(double s) {
+}  // namespace
+
+std::string format_seconds(double s) {
   char b[64];
   if (s == 0) return "0 s";
   if (s < 1e-6)
@@ -106,6 +108,21 @@ std::string fmt_time(double s) {
     std::snprintf(b, sizeof b, "%.3g s", s);
   return b;
 }
+
+std::string format_bytes(double b) {
+  char out[64];
+  if (b < 1024)
+    std::snprintf(out, sizeof out, "%.0f B", b);
+  else if (b < 1024.0 * 1024)
+    std::snprintf(out, sizeof out, "%.3g KiB", b / 1024);
+  else if (b < 1024.0 * 1024 * 1024)
+    std::snprintf(out, sizeof out, "%.3g MiB", b / 1024 / 1024);
+  else
+    std::snprintf(out, sizeof out, "%.3g GiB", b / 1024 / 1024 / 1024);
+  return out;
+}
+
+namespace {
 
 std::string json_num(double v) {
   char b[64];
@@ -244,18 +261,18 @@ std::string format_cost(const CostReport &r, const std::string &title) {
   out << line;
   const HardwareProfile &p = r.profile;
   out << "  estimate on " << p.name << ": " << fmt_num(p.flops_per_s) << " flop/s, "
-      << fmt_num(p.bw_bytes_per_s) << " B/s, alpha " << fmt_time(p.latency_s)
+      << fmt_num(p.bw_bytes_per_s) << " B/s, alpha " << format_seconds(p.latency_s)
       << " (hardware intensity "
       << (p.bw_bytes_per_s > 0 ? fmt_num(p.flops_per_s / p.bw_bytes_per_s) : std::string("inf"))
       << " flop/B)\n";
-  std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time", fmt_time(r.compute_s).c_str());
+  std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time", format_seconds(r.compute_s).c_str());
   out << line;
   std::snprintf(line, sizeof line, "  %-28s %16s   (%lld collectives x alpha + bytes / bw)\n",
-                "communication time", fmt_time(r.comm_s).c_str(),
+                "communication time", format_seconds(r.comm_s).c_str(),
                 static_cast<long long>(r.comm_ops));
   out << line;
   std::snprintf(line, sizeof line, "  %-28s %16s   %s\n", "total (no overlap)",
-                fmt_time(r.total_s()).c_str(),
+                format_seconds(r.total_s()).c_str(),
                 r.compute_bound() ? "compute-bound" : "communication-bound");
   out << line;
   return out.str();

@@ -94,6 +94,11 @@ double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &
 CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
                          const HardwareProfile &profile);
 
+/// `1.2 us`, `3.4 ms`, `0 s`: seconds for people.
+std::string format_seconds(double seconds);
+/// `512 B`, `1.5 KiB`, `64 MiB`: bytes for people.
+std::string format_bytes(double bytes);
+
 /// A readable table of one report.
 std::string format_cost(const CostReport &report, const std::string &title);
 /// The report as a JSON object (no trailing newline).

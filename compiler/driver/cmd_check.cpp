@@ -9,6 +9,7 @@
 #include "driver/commands.h"
 #include "frontend/format.h"
 #include "ir/printer.h"
+#include "sharding/shard.h"
 
 namespace spmd::driver {
 
@@ -59,9 +60,15 @@ int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_a
   return kExitOk;
 }
 
-int run_check(const CommonOptions &common) {
+int run_check(const CommonOptions &common, bool strict) {
   Compilation c;
-  return compile_and_report(c, common, Phase::Variance);
+  int status = compile_and_report(c, common, Phase::Variance);
+  if (status != kExitOk) return status;
+  // Sharded functions: do the written specs agree with the ops' rules?
+  DiagnosticEngine diags;
+  bool ok = sharding::check_sharded_functions(*c.module, strict, diags);
+  if (!diags.all().empty()) std::cerr << render_diagnostics(diags, c.sources, common.color);
+  return ok ? kExitOk : kExitUserError;
 }
 
 int run_print(const CommonOptions &common, const PrintOptions &options) {
@@ -134,7 +141,11 @@ void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<C
   CLI::App *check = app.add_subcommand(
       "check", "Parse and type-check a file; print diagnostics; exit 0 if it is valid");
   add_common_options(*check, common);
-  out.push_back({check, [&common] { return run_check(common); }});
+  static bool strict = false;
+  check->add_flag("--strict", strict,
+                  "Sharded functions: written specs that conflict (so `spmdc shard` would move "
+                  "data to reconcile them) are errors, not warnings");
+  out.push_back({check, [&common] { return run_check(common, strict); }});
 
   static PrintOptions print_options;
   CLI::App *print = app.add_subcommand(

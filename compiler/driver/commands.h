@@ -72,9 +72,11 @@ void register_derive_commands(CLI::App &app, CommonOptions &common, std::vector<
 void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_cost_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
+void register_shard_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_show_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 
-int run_check(const CommonOptions &common);
+/// `spmdc check`; `strict` makes conflicting specs of sharded functions errors.
+int run_check(const CommonOptions &common, bool strict);
 
 struct PrintOptions {
   bool types = false;

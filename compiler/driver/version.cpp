@@ -7,6 +7,7 @@
 #include "driver/version.h"
 
 #include "spmdc_build_config.h"
+#include "sharding/ilp.h"
 #include "spmdc_commit.h"
 
 namespace spmd::driver {
@@ -21,6 +22,10 @@ std::string version_text() {
   std::string text = version_line() + "\n";
   text += "  C++ compiler: " SPMDC_CXX_COMPILER_ID " (" SPMDC_CXX_COMPILER ")\n";
   text += "  BLAS: OpenBLAS (" SPMDC_BLAS_LIBRARIES ")\n";
+  text += sharding::ilp_solver_available()
+              ? "  CBC: on: spmdc shard --auto solves its ILP with CBC\n"
+              : "  CBC: off (coinor-libcbc-dev missing at configure time): spmdc shard --auto "
+                "uses its dynamic program only\n";
   if (SPMDC_HAVE_CUDA)
     text += "  CUDA: on (toolkit " SPMDC_CUDA_VERSION ", NCCL, sm_" SPMDC_CUDA_ARCH
             "): spmdc build --target cuda";

@@ -32,6 +32,7 @@
 #include "frontend/parser.h"
 #include "ir/printer.h"
 #include "pipeline/compile.h"
+#include "sharding/shard.h"
 #include "support/diagnostics.h"
 #include "support/source.h"
 #include "transforms/derive.h"
@@ -102,6 +103,34 @@ PipelineResult run_pipeline_on(const std::string &text) {
     } catch (const TransformError &) {
     } catch (const std::exception &e) {
       return {std::string("vjp failed: ") + e.what() + "\n" + printed};
+    }
+  }
+  // Sharding a sharded function may refuse (diagnostics), but what it emits
+  // must check with automatic pbroadcast insertion off.
+  for (const auto &fn : c.module->functions) {
+    if (fn.kind != ir::FunctionKind::Sharded) continue;
+    for (bool automatic : {false, true}) {
+      sharding::ShardOptions o;
+      o.function = fn.name;
+      o.automatic = automatic;
+      o.search.time_limit_s = 1;
+      o.profile = builtin_profiles().front();
+      DiagnosticEngine diags;
+      std::optional<sharding::ShardResult> r;
+      try {
+        r = sharding::shard(*c.module, o, diags);
+      } catch (const std::exception &e) {
+        return {std::string("shard failed: ") + e.what() + "\n" + printed};
+      }
+      if (!r) continue;
+      std::string emitted = ir::print_module(r->module);
+      Compilation strict;
+      CompileOptions off;
+      off.auto_pbroadcast = false;
+      compile_source(strict, "sharded.spmd", emitted, off);
+      if (!strict.ok())
+        return {"emitted shmap does not check:\n" + emitted + "\n" +
+                render_diagnostics(strict.diags, strict.sources)};
     }
   }
   return {};

@@ -1,0 +1,410 @@
+// ops/sharding_rules.cpp — the sharding rule of every op (see sharding_rules.h).
+//
+// One case per op; the helpers build the common shapes of rules: elementwise
+// (factors = the result's dimensions, operands aligned from the right as in
+// NumPy broadcasting), reductions, einsum (one factor per index label), and
+// layout ops that keep some dimensions intact.
+#include "ops/sharding_rules.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "ops/shape_rules.h"
+
+namespace spmd {
+namespace {
+
+ShardingRule unsupported(std::string why) {
+  ShardingRule r;
+  r.family = RuleFamily::Unsupported;
+  r.unsupported = std::move(why);
+  return r;
+}
+
+void set_linear(ShardingRule &r, Linearity l, std::initializer_list<int> operands) {
+  r.linearity = l;
+  r.linear_operands.assign(r.operand_factors.size(), false);
+  for (int k : operands)
+    if (static_cast<size_t>(k) < r.linear_operands.size()) r.linear_operands[k] = true;
+}
+
+/// Factors = the dimensions of `result`; each operand dimension that is not
+/// broadcast (same size as the result's, NumPy alignment from the right) has
+/// the result dimension's factor. Operands of rank 0 have no dimensions.
+ShardingRule elementwise(const Type &result, std::span<const Type> operands) {
+  ShardingRule r;
+  r.family = RuleFamily::Elementwise;
+  const int64_t rank = result.rank();
+  for (int64_t d = 0; d < rank; ++d) {
+    r.factor_sizes.push_back(result.shape[d]);
+    r.factor_kinds.push_back(FactorKind::Parallel);
+  }
+  for (const Type &t : operands) {
+    std::vector<int> dims;
+    const int64_t offset = rank - t.rank();
+    for (int64_t d = 0; d < t.rank(); ++d) {
+      int64_t rd = d + offset;
+      bool same = rd >= 0 && t.shape[d] == result.shape[rd];
+      dims.push_back(same ? static_cast<int>(rd) : kNoFactor);
+    }
+    r.operand_factors.push_back(std::move(dims));
+  }
+  std::vector<int> out(static_cast<size_t>(rank));
+  std::iota(out.begin(), out.end(), 0);
+  r.result_factors.push_back(std::move(out));
+  return r;
+}
+
+/// Factors = the operand's dimensions; dimensions where `keep(d)` is false
+/// are not split (kNoFactor in operand and result). Operand and result have
+/// the same rank (layout ops that keep every dimension).
+template <typename Keep>
+ShardingRule same_rank_layout(RuleFamily family, const Type &x, Keep keep) {
+  ShardingRule r;
+  r.family = family;
+  std::vector<int> dims;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (keep(d)) {
+      dims.push_back(r.num_factors());
+      r.factor_sizes.push_back(x.shape[d]);
+      r.factor_kinds.push_back(FactorKind::Parallel);
+    } else {
+      dims.push_back(kNoFactor);
+    }
+  }
+  r.operand_factors.push_back(dims);
+  r.result_factors.push_back(dims);
+  return r;
+}
+
+ShardingRule reduction(OpCode op, const Type &x, const Attrs &attrs) {
+  ShardingRule r;
+  r.family = RuleFamily::Reduction;
+  FactorKind reduced = op == OpCode::ReduceSum   ? FactorKind::Sum
+                       : op == OpCode::ReduceMax ? FactorKind::Max
+                                                 : FactorKind::Min;
+  std::vector<int> in, out;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    bool is_reduced = std::find(attrs.dims.begin(), attrs.dims.end(), d) != attrs.dims.end();
+    in.push_back(static_cast<int>(d));
+    r.factor_sizes.push_back(x.shape[d]);
+    r.factor_kinds.push_back(is_reduced ? reduced : FactorKind::Parallel);
+    if (!is_reduced) out.push_back(static_cast<int>(d));
+  }
+  r.operand_factors.push_back(in);
+  r.result_factors.push_back(out);
+  set_linear(r, op == OpCode::ReduceSum ? Linearity::Any : Linearity::None, {0});
+  return r;
+}
+
+ShardingRule contraction(std::span<const Type> operands, const Attrs &attrs) {
+  EinsumSpec spec;
+  std::string error;
+  if (!parse_einsum(attrs.spec, spec, error))
+    return unsupported("einsum spec `" + attrs.spec + "`: " + error);
+  ShardingRule r;
+  r.family = RuleFamily::Contraction;
+  std::string labels;  // factor k is labels[k]
+  auto factor_of = [&](char c, int64_t size) {
+    auto pos = labels.find(c);
+    if (pos != std::string::npos) return static_cast<int>(pos);
+    labels += c;
+    r.factor_sizes.push_back(size);
+    r.factor_kinds.push_back(spec.output.find(c) != std::string::npos ? FactorKind::Parallel
+                                                                      : FactorKind::Sum);
+    return static_cast<int>(labels.size() - 1);
+  };
+  for (size_t k = 0; k < spec.inputs.size() && k < operands.size(); ++k) {
+    std::vector<int> dims;
+    for (size_t d = 0; d < spec.inputs[k].size(); ++d)
+      dims.push_back(factor_of(spec.inputs[k][d], operands[k].shape.at(d)));
+    r.operand_factors.push_back(std::move(dims));
+  }
+  std::vector<int> out;
+  for (char c : spec.output) out.push_back(factor_of(c, 0));
+  r.result_factors.push_back(std::move(out));
+  std::initializer_list<int> all = {0, 1};
+  set_linear(r, Linearity::Any, all);
+  return r;
+}
+
+/// reshape: the dimensions form groups with equal products ([a, b] -> [a*b],
+/// [a*b] -> [a, b], [a] -> [a], ...). Splitting the major (first non-unit)
+/// dimension of a group into n blocks gives each device the same contiguous
+/// range of elements on both sides when n divides both major sizes, so the
+/// two major dimensions share a factor of size gcd(major sizes); the other
+/// dimensions of the group are not split.
+ShardingRule reshape_rule(const Type &x, const Type &y) {
+  ShardingRule r;
+  r.family = RuleFamily::Reshape;
+  std::vector<int> in(static_cast<size_t>(x.rank()), kNoFactor);
+  std::vector<int> out(static_cast<size_t>(y.rank()), kNoFactor);
+  const bool has_zero = x.numel() == 0;
+  size_t i = 0, j = 0;
+  const size_t ni = x.shape.size(), no = y.shape.size();
+  while (!has_zero && (i < ni || j < no)) {
+    size_t i0 = i, j0 = j;
+    int64_t pi = 1, pj = 1;
+    if (i < ni) pi *= x.shape[i++];
+    if (j < no) pj *= y.shape[j++];
+    while (pi != pj) {
+      if (pi < pj && i < ni) {
+        pi *= x.shape[i++];
+      } else if (pj < pi && j < no) {
+        pj *= y.shape[j++];
+      } else {
+        break;
+      }
+    }
+    if (pi != pj) break;  // cannot happen for equal element counts
+    auto major = [](const Shape &s, size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k)
+        if (s[k] > 1) return static_cast<int64_t>(k);
+      return int64_t{-1};
+    };
+    int64_t mi = major(x.shape, i0, i), mj = major(y.shape, j0, j);
+    if (mi >= 0 && mj >= 0) {
+      int f = r.num_factors();
+      r.factor_sizes.push_back(std::gcd(x.shape[mi], y.shape[mj]));
+      r.factor_kinds.push_back(FactorKind::Parallel);
+      in[mi] = f;
+      out[mj] = f;
+    }
+  }
+  r.operand_factors.push_back(std::move(in));
+  r.result_factors.push_back(std::move(out));
+  set_linear(r, Linearity::Any, {0});
+  return r;
+}
+
+}  // namespace
+
+ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<const Type> results,
+                           const Attrs &attrs) {
+  const char *collective =
+      "a collective communicates between devices; a sharded function works on global arrays";
+  switch (op) {
+    // Creation: no operands; the result may be split any way (each device
+    // makes its own block; iota adds its block's offset).
+    case OpCode::Constant:
+    case OpCode::Full:
+    case OpCode::Iota: {
+      ShardingRule r = elementwise(results[0], {});
+      r.family = RuleFamily::Creation;
+      return r;
+    }
+    // Elementwise, unary.
+    case OpCode::Neg: {
+      ShardingRule r = elementwise(results[0], operands);
+      set_linear(r, Linearity::Any, {0});  // -(a1 + a2) = -a1 + -a2
+      return r;
+    }
+    case OpCode::Exp:
+    case OpCode::Log:
+    case OpCode::Sin:
+    case OpCode::Cos:
+    case OpCode::Tanh:
+    case OpCode::Sqrt:
+    case OpCode::Rsqrt:
+    case OpCode::Abs:
+    case OpCode::Sign:
+    case OpCode::Logistic:
+    case OpCode::Not:
+    case OpCode::Cast:
+      return elementwise(results[0], operands);
+    // Elementwise, binary.
+    case OpCode::Add:
+    case OpCode::Sub: {
+      ShardingRule r = elementwise(results[0], operands);
+      set_linear(r, Linearity::Together, {0, 1});  // (a1 + a2) + (b1 + b2)
+      return r;
+    }
+    case OpCode::Mul: {
+      ShardingRule r = elementwise(results[0], operands);
+      set_linear(r, Linearity::Any, {0, 1});  // (a1 + a2) * b
+      return r;
+    }
+    case OpCode::Div: {
+      ShardingRule r = elementwise(results[0], operands);
+      set_linear(r, Linearity::Any, {0});  // (a1 + a2) / b
+      return r;
+    }
+    case OpCode::Pow:
+    case OpCode::Max:
+    case OpCode::Min:
+    case OpCode::Lt:
+    case OpCode::Le:
+    case OpCode::Gt:
+    case OpCode::Ge:
+    case OpCode::Eq:
+    case OpCode::Ne:
+    case OpCode::And:
+    case OpCode::Or:
+      return elementwise(results[0], operands);
+    case OpCode::Select: {
+      ShardingRule r = elementwise(results[0], operands);
+      set_linear(r, Linearity::Together, {1, 2});  // where(c, a1 + a2, b1 + b2)
+      return r;
+    }
+    // Reductions and contractions.
+    case OpCode::ReduceSum:
+    case OpCode::ReduceMax:
+    case OpCode::ReduceMin:
+      return reduction(op, operands[0], attrs);
+    case OpCode::Einsum:
+      return contraction(operands, attrs);
+    // Layout.
+    case OpCode::Reshape:
+      return reshape_rule(operands[0], results[0]);
+    case OpCode::Transpose: {
+      ShardingRule r;
+      r.family = RuleFamily::Transpose;
+      std::vector<int> in, out;
+      for (int64_t d = 0; d < operands[0].rank(); ++d) {
+        in.push_back(static_cast<int>(d));
+        r.factor_sizes.push_back(operands[0].shape[d]);
+        r.factor_kinds.push_back(FactorKind::Parallel);
+      }
+      for (int64_t p : attrs.dims) out.push_back(static_cast<int>(p));
+      r.operand_factors.push_back(in);
+      r.result_factors.push_back(out);
+      set_linear(r, Linearity::Any, {0});
+      return r;
+    }
+    case OpCode::BroadcastTo: {
+      ShardingRule r = elementwise(results[0], operands);
+      r.family = RuleFamily::BroadcastTo;
+      set_linear(r, Linearity::Any, {0});
+      return r;
+    }
+    case OpCode::Slice: {
+      const Type &x = operands[0];
+      ShardingRule r = same_rank_layout(RuleFamily::Slice, x, [&](int64_t d) {
+        return attrs.start[d] == 0 && attrs.limit[d] == x.shape[d] && attrs.stride[d] == 1;
+      });
+      set_linear(r, Linearity::Any, {0});
+      return r;
+    }
+    case OpCode::Pad: {
+      const Type &x = operands[0];
+      ShardingRule r = same_rank_layout(RuleFamily::Slice, x, [&](int64_t d) {
+        return attrs.start[d] == 0 && attrs.stride[d] == 1 && attrs.shape[d] == x.shape[d];
+      });
+      set_linear(r, Linearity::Any, {0});
+      return r;
+    }
+    case OpCode::Concat: {
+      ShardingRule r = same_rank_layout(RuleFamily::Concat, results[0],
+                                        [&](int64_t d) { return d != attrs.dim; });
+      r.operand_factors.assign(operands.size(), r.result_factors[0]);
+      r.linearity = Linearity::Together;
+      r.linear_operands.assign(operands.size(), true);
+      return r;
+    }
+    case OpCode::DynamicSlice: {
+      ShardingRule r = same_rank_layout(RuleFamily::DynamicSlice, operands[0],
+                                        [&](int64_t d) { return d != attrs.dim; });
+      r.operand_factors.push_back({});  // the index
+      set_linear(r, Linearity::Any, {0});
+      return r;
+    }
+    case OpCode::DynamicUpdateSlice: {
+      ShardingRule r = same_rank_layout(RuleFamily::DynamicSlice, operands[0],
+                                        [&](int64_t d) { return d != attrs.dim; });
+      r.operand_factors.push_back(r.operand_factors[0]);  // the update
+      r.operand_factors.push_back({});                    // the index
+      set_linear(r, Linearity::Together, {0, 1});
+      return r;
+    }
+    case OpCode::Constrain: {
+      ShardingRule r =
+          same_rank_layout(RuleFamily::Identity, operands[0], [](int64_t) { return true; });
+      set_linear(r, Linearity::None, {});
+      return r;
+    }
+    // Collectives never appear in sharded functions (lowering rejects them).
+    case OpCode::Psum:
+    case OpCode::Pmax:
+    case OpCode::Pmin:
+    case OpCode::Pbroadcast:
+    case OpCode::AllGather:
+    case OpCode::AllGatherInvariant:
+    case OpCode::PsumScatter:
+    case OpCode::Pscatter:
+    case OpCode::AllToAll:
+    case OpCode::Ppermute:
+    case OpCode::AxisIndex:
+      return unsupported(collective);
+    case OpCode::Call:
+      return unsupported("calls are inlined before sharding");
+    case OpCode::For:
+      return unsupported("loops are unrolled before sharding");
+  }
+  return unsupported("unknown op");
+}
+
+const char *rule_family_name(RuleFamily family) {
+  switch (family) {
+    case RuleFamily::Creation:
+      return "creation";
+    case RuleFamily::Elementwise:
+      return "elementwise";
+    case RuleFamily::Reduction:
+      return "reduction";
+    case RuleFamily::Contraction:
+      return "contraction";
+    case RuleFamily::Reshape:
+      return "reshape";
+    case RuleFamily::Transpose:
+      return "transpose";
+    case RuleFamily::BroadcastTo:
+      return "broadcast";
+    case RuleFamily::Slice:
+      return "slice";
+    case RuleFamily::Concat:
+      return "concat";
+    case RuleFamily::DynamicSlice:
+      return "dynamic slice";
+    case RuleFamily::Identity:
+      return "constrain";
+    case RuleFamily::Unsupported:
+      return "unsupported";
+  }
+  return "unsupported";
+}
+
+const char *rule_family_requirement(RuleFamily family) {
+  switch (family) {
+    case RuleFamily::Creation:
+      return "a constant can be made in any split";
+    case RuleFamily::Elementwise:
+      return "elementwise ops need their operands split like the result on every dimension "
+             "they do not broadcast, and broadcast dimensions not split";
+    case RuleFamily::Reduction:
+      return "a reduction keeps the split of the dimensions it keeps; a split reduced "
+             "dimension leaves partial results";
+    case RuleFamily::Contraction:
+      return "a contraction needs each index split the same way in every operand (and in the "
+             "result); a split contracted index leaves partial sums";
+    case RuleFamily::Reshape:
+      return "a reshape can split only the major dimension of each group of dimensions it "
+             "merges or splits, by a divisor of both sides";
+    case RuleFamily::Transpose:
+      return "a transpose moves each dimension's split with the dimension";
+    case RuleFamily::BroadcastTo:
+      return "broadcast_to keeps the split of the dimensions it does not broadcast";
+    case RuleFamily::Slice:
+      return "a slice or pad cannot split a dimension it cuts into or pads";
+    case RuleFamily::Concat:
+      return "concat needs its operands split alike and the concatenation dimension not split";
+    case RuleFamily::DynamicSlice:
+      return "a dynamic slice cannot split the dimension it indexes";
+    case RuleFamily::Identity:
+      return "constrain requires exactly the written split";
+    case RuleFamily::Unsupported:
+      return "this op cannot be split";
+  }
+  return "";
+}
+
+}  // namespace spmd

@@ -1,0 +1,70 @@
+// sharding/auto_shard.h — the automatic search: Alpa's intra-operator ILP.
+//
+// auto_shard chooses a strategy for every op and a layout for every `auto`
+// parameter and result by minimising the estimated time per device —
+// compute + communication inside ops + resharding between them, the cost
+// model of analysis/cost.h under a hardware profile — optionally under a
+// per-device memory limit, as an integer linear program solved by CBC
+// (ilp.h):
+//
+//   variables  x[n][s] in {0,1}: node n (a parameter, an op, an `auto`
+//              result) takes candidate s; sum_s x[n][s] = 1.
+//              e[u][a][b] >= 0 for each use u of a value whose producer and
+//              consumer both have a choice: the producer's layout class a
+//              meets the consumer's required class b;
+//              sum_b e[u][a][b] = sum of x[producer][s] with layout a,
+//              sum_a e[u][a][b] = sum of x[consumer][t] requiring b
+//              (with one-hot x these fix e = 1 on the one pair in use).
+//   objective  sum x[n][s] * cost(n, s)  +  sum e[u][a][b] * reshard(a -> b)
+//              (a parameter's cost is 1e-18 s per byte of its block: only a
+//              tie-break towards storing less among plans of equal time)
+//   memory     sum of parameter blocks + the blocks of the values live at
+//              each program point <= the limit (Alpa's liveness constraint).
+//
+// Graph simplifications keep it small (Alpa's): an elementwise op with one
+// operand that is not a constant follows its operand's producer (its
+// strategy is the cheapest one for each of the producer's candidates, folded
+// into the producer's costs), strategies of one node with the same layouts
+// are merged (the cheapest kept), constants take any layout for free, and a
+// use whose producer or consumer has one candidate is a linear term, not an
+// edge variable. Past the time limit, CBC's best solution is used and the
+// report says so.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "sharding/problem.h"
+#include "support/diagnostics.h"
+
+namespace spmd::sharding {
+
+struct AutoOptions {
+  std::optional<double> memory_per_device;  // bytes
+  double time_limit_s = 10;
+  bool simplify = true;  // fold elementwise ops into producers, merge strategies
+  /// Solve by elimination (pairwise.h) when no table exceeds this many
+  /// entries (and, with a memory limit, when its plan fits); 0 always uses CBC.
+  size_t elimination_states = size_t{1} << 16;
+};
+
+struct AutoReport {
+  int ops = 0;           // instructions of the flat function
+  int choice_nodes = 0;  // nodes with a variable (after simplification)
+  int followers = 0;     // ops folded into their producers
+  int variables = 0, rows = 0;
+  double build_seconds = 0;  // preparing the ILP
+  double solve_seconds = 0;  // CBC
+  std::string solver;        // "dynamic program" or "CBC"
+  bool optimal = false;      // proven optimal (else stopped at the time limit)
+  double objective_s = 0;    // the ILP's estimate of the plan
+  double bound_s = 0;        // CBC's lower bound
+  std::string status;        // one line for humans
+};
+
+/// The cheapest plan, or nullopt after reporting (memory limit infeasible,
+/// no solution within the time limit).
+std::optional<Plan> auto_shard(Problem &p, const AutoOptions &options, AutoReport &report,
+                               DiagnosticEngine &diags);
+
+}  // namespace spmd::sharding

@@ -1,0 +1,81 @@
+// sharding/connect.h — resharding: the cheapest collectives from one sharding to another.
+//
+// connect(src, dst) answers the hidet RFC's question "which communication
+// turns an array laid out as src into one laid out as dst, and what does it
+// cost?" for any two shardings on an n-D mesh, partial sums included. A plan
+// is a sequence of steps, each one op of the language on the local blocks:
+//
+//   psum(x, A)                        partial over A -> complete along A
+//   psum_scatter(x, A, dim=d)         partial over A -> d also split over A (minor)
+//   all_gather(x, A, axis=d)          d split over ..., A -> A no longer splits d
+//                                     (A = the minor-most axes of d)
+//   all_to_all(x, A, split=e, concat=d) the minor axes A of d move to e (minor)
+//   pscatter(x, A, axis=d)            replicated along A -> d also split over A
+//                                     (a local slice: no communication)
+//
+// Costs follow analysis/ (the conventions of `spmdc print --stats` and
+// `spmdc cost`): bytes sent per device as nccl-tests count them, and time =
+// alpha + bytes / bandwidth per collective that moves data under a hardware
+// profile. The plan is a shortest path (Dijkstra, ties to fewer steps) over
+// the shardings of the array, so it is the cheapest sequence of these steps;
+// e.g. replicated -> split is a free local slice, partial -> split a single
+// psum_scatter, a split moving between dimensions one all_to_all.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/cost.h"
+#include "sharding/sharding.h"
+
+namespace spmd::sharding {
+
+struct ReshardStep {
+  OpCode op = OpCode::Psum;  // Psum, PsumScatter, AllGather, AllToAll or Pscatter
+  std::vector<int> axes;     // in the order the collective names them (major first)
+  int64_t dim = 0;           // scatter/gather dimension; all_to_all: the dimension left
+  int64_t dim2 = 0;          // all_to_all: the dimension the axes move to
+  Sharding after;            // the layout after this step
+  double moved_bytes = 0;    // sent per device (analysis/stats.h convention)
+  double seconds = 0;        // alpha + bytes / bandwidth (0 for pscatter)
+};
+
+struct ReshardPlan {
+  bool possible = false;  // false only when dst is not a layout of the array
+  std::vector<ReshardStep> steps;
+  double seconds = 0;
+  double moved_bytes = 0;
+  int collectives() const;  // steps that move data
+};
+
+/// `all_gather(x, (i, j), axis=1)`-style text of one step, axes named from `mesh`.
+std::string step_str(const ReshardStep &step, const rt::Mesh &mesh);
+
+/// Plans reshardings on one mesh under one hardware profile; remembers the
+/// shortest-path trees it computes (keyed by array shape, dtype and source).
+class Connector {
+ public:
+  Connector(const rt::Mesh &mesh, HardwareProfile profile);
+  ~Connector();
+  Connector(const Connector &) = delete;
+  Connector &operator=(const Connector &) = delete;
+
+  ReshardPlan connect(const Shape &global, DType dtype, const Sharding &src, const Sharding &dst);
+  /// The plan's seconds only (the same search, no steps built).
+  double cost(const Shape &global, DType dtype, const Sharding &src, const Sharding &dst);
+
+  const rt::Mesh &mesh() const { return mesh_; }
+  const HardwareProfile &profile() const { return profile_; }
+
+ private:
+  struct Tree;
+  const Tree &tree(const Shape &global, DType dtype, const Sharding &src);
+
+  rt::Mesh mesh_;
+  HardwareProfile profile_;
+  std::map<std::tuple<Shape, DType, Sharding>, std::unique_ptr<Tree>> trees_;
+};
+
+}  // namespace spmd::sharding

@@ -1,0 +1,249 @@
+// sharding/lower_plan.cpp — see lower_plan.h.
+#include "sharding/lower_plan.h"
+
+#include <map>
+#include <stdexcept>
+
+#include "ir/builder.h"
+#include "ops/shape_rules.h"
+#include "sharding/emit_reshard.h"
+#include "sharding/source_quote.h"
+
+namespace spmd::sharding {
+namespace {
+
+class PlanLowerer {
+ public:
+  PlanLowerer(Problem &p, const Plan &plan, const LowerPlanOptions &options)
+      : p_(p), plan_(plan), options_(options), mesh_(p.mesh) {
+    out_.meshes.push_back(p.module->meshes.at(static_cast<size_t>(p.flat.mesh)));
+    f_.name = options.name.empty() ? p.flat.name : options.name;
+    f_.kind = ir::FunctionKind::Shmap;
+    f_.mesh = 0;
+    f_.span = p.flat.span;
+    f_.comment = options.comment;
+    f_.auto_pbroadcast = true;  // infer_variance places the pbroadcasts, then they are explicit
+  }
+
+  ir::Module run() {
+    ir::Builder b(out_, f_);
+    builder_ = &b;
+    const ir::Function &g = p_.flat;
+    for (size_t k = 0; k < g.params.size(); ++k) {
+      const ir::Param &gp = g.params[k];
+      const Type &t = g.type(gp.value);
+      ir::Param param;
+      param.global_shape = gp.global_shape;
+      param.spec = plan_.params[k].dims;
+      param.span = gp.span;
+      AxisSet v = plan_.params[k].split_axes();
+      param.value = f_.add_value({t.dtype, local_shape(mesh_, t.shape, plan_.params[k]), v},
+                                 g.values[static_cast<size_t>(gp.value)].name,
+                                 g.values[static_cast<size_t>(gp.value)].span);
+      f_.params.push_back(param);
+      produced_[gp.value] = {param.value, plan_.params[k]};
+    }
+    for (size_t i = 0; i < g.body.size(); ++i) lower_instr(i);
+    for (size_t k = 0; k < g.returns.size(); ++k) {
+      const ir::Result &gr = g.results[k];
+      ir::Result r;
+      r.name = gr.name;
+      r.global_shape = gr.global_shape;
+      r.spec = plan_.results[k].dims;
+      r.span = gr.span;
+      f_.results.push_back(r);
+      std::string what =
+          "result " + (gr.name.empty() ? std::to_string(k + 1) : "`" + gr.name + "`");
+      f_.returns.push_back(get(g.returns[k], plan_.results[k], plan_.results[k].split_axes(),
+                               "for " + what, g.return_span));
+    }
+    f_.return_span = g.return_span;
+    builder_ = nullptr;
+    out_.functions.push_back(std::move(f_));
+
+    finish_emitted_module(out_, "shard");
+    return std::move(out_);
+  }
+
+ private:
+  /// `h @ w2` (line 7) — the source text of a global op, for comments.
+  std::string quote(SourceSpan span) const {
+    if (options_.sources == nullptr || !span.valid()) return "";
+    SourceQuote q = quote_source(*options_.sources, span, 40);
+    return "`" + q.text + "` (" + q.where + ")";
+  }
+
+  std::string describe(size_t instr) const {
+    std::string q = quote(p_.flat.body[instr].span);
+    return q.empty() ? "`" + std::string(op_display_name(p_.flat.body[instr].op)) + "`" : q;
+  }
+
+  ir::ValueId emit(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs, SourceSpan span,
+                   std::string comment = {}) {
+    std::string error;
+    auto results = builder_->add(op, std::move(operands), std::move(attrs), span, error);
+    if (results.size() != 1)
+      throw std::logic_error("shard: cannot emit `" + std::string(op_spelling(op)) + "`: " + error);
+    f_.body.back().comment = std::move(comment);
+    return results[0];
+  }
+
+  ir::ValueId constant_i32(int64_t v, SourceSpan span) {
+    Attrs a;
+    a.dtype = DType::I32;
+    a.value = static_cast<double>(v);
+    return emit(OpCode::Constant, {}, a, span);
+  }
+
+  /// A constant (creation op `instr`) made locally in sharding `target`.
+  ir::ValueId make_constant(size_t instr, const Sharding &target) {
+    const ir::Instr &in = p_.flat.body[instr];
+    const Type &t = p_.flat.type(in.results[0]);
+    Shape local = local_shape(mesh_, t.shape, target);
+    Attrs a = in.attrs;
+    if (in.op != OpCode::Constant) a.shape = local;
+    ir::ValueId x = emit(in.op, {}, a, in.span);
+    const std::string &name = p_.flat.values[static_cast<size_t>(in.results[0])].name;
+    if (in.op == OpCode::Iota && !target.dims[static_cast<size_t>(in.attrs.dim)].empty()) {
+      // This device's block starts at block_index * local size along the dim.
+      const std::vector<int> &axes = target.dims[static_cast<size_t>(in.attrs.dim)];
+      Attrs ia;
+      ia.axes = axes;
+      ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
+      ir::ValueId offset = emit(
+          OpCode::Mul, {index, constant_i32(local[static_cast<size_t>(in.attrs.dim)], in.span)}, {},
+          in.span);
+      if (t.dtype != DType::I32) {
+        Attrs ca;
+        ca.dtype = t.dtype;
+        offset = emit(OpCode::Cast, {offset}, ca, in.span);
+      }
+      x = emit(OpCode::Add, {x, offset}, {}, in.span,
+               "iota's block starts at its index along " + axis_list_str(axes, mesh_));
+    }
+    if (!target.partial.empty()) {
+      // A partial sum of c over A: c on the devices with index 0 along A, 0 elsewhere.
+      Attrs ia;
+      ia.axes = target.partial.axes();
+      ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
+      ir::ValueId first = emit(OpCode::Eq, {index, constant_i32(0, in.span)}, {}, in.span);
+      Attrs za;
+      za.dtype = t.dtype;
+      za.shape = local;
+      ir::ValueId zeros = emit(local.empty() ? OpCode::Constant : OpCode::Full, {}, za, in.span);
+      x = emit(OpCode::Select, {first, x, zeros}, {}, in.span,
+               "a constant as a partial sum over " + axis_list_str(ia.axes, mesh_));
+    }
+    f_.values[static_cast<size_t>(x)].name = name;
+    return x;
+  }
+
+  /// Value `v` of the global function, laid out as `target`, for a consumer
+  /// whose result varies along `consumer_varying`.
+  ir::ValueId get(ir::ValueId v, const Sharding &target, AxisSet consumer_varying,
+                  const std::string &context, SourceSpan span) {
+    int prod = p_.producer[static_cast<size_t>(v)];
+    if (prod >= 0 && p_.is_creation(prod)) {
+      auto key = std::make_tuple(v, target, uint64_t{0});
+      auto it = cache_.find(key);
+      if (it != cache_.end()) return it->second;
+      return cache_[key] = make_constant(static_cast<size_t>(prod), target);
+    }
+    auto [local, have] = produced_.at(v);
+    if (have == target) return local;
+    auto key = std::make_tuple(v, target, consumer_varying.bits());
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    const Type &t = p_.flat.type(v);
+    ReshardPlan plan = p_.connector->connect(t.shape, t.dtype, have, target);
+    if (!plan.possible)
+      throw std::logic_error("shard: no reshard from " + to_string(have, mesh_) + " to " +
+                             to_string(target, mesh_));
+    const std::string &name = p_.flat.values[static_cast<size_t>(v)].name;
+    std::string what = (!name.empty() ? "`" + name + "`"
+                        : prod >= 0   ? describe(static_cast<size_t>(prod))
+                                      : std::string("the value")) +
+                       " " + to_string(have, mesh_) + " -> " + to_string(target, mesh_) + " " +
+                       context;
+    ir::ValueId x = emit_reshard(*builder_, local, plan, consumer_varying, what, name, span);
+    cache_[key] = x;
+    return x;
+  }
+
+  Attrs local_attrs(const ir::Instr &in, const std::vector<Type> &local_operands,
+                    const Shape &local_result) const {
+    Attrs a = in.attrs;
+    switch (in.op) {
+      case OpCode::Reshape:
+      case OpCode::BroadcastTo:
+      case OpCode::DynamicSlice:
+      case OpCode::Pad:
+        a.shape = local_result;
+        break;
+      case OpCode::Slice: {
+        const Shape &global = p_.flat.type(in.operands[0]).shape;
+        for (size_t d = 0; d < global.size(); ++d)
+          if (a.start[d] == 0 && a.stride[d] == 1 && a.limit[d] == global[d])
+            a.limit[d] = local_operands[0].shape[d];
+        break;
+      }
+      default:
+        break;
+    }
+    return a;
+  }
+
+  void lower_instr(size_t i) {
+    const ir::Instr &in = p_.flat.body[i];
+    if (p_.is_creation(static_cast<int>(i))) return;  // made where it is used
+    int choice = plan_.choice.at(i);
+    if (choice < 0) throw std::logic_error("shard: an op without a strategy");
+    const Strategy &s = p_.strategies[i][static_cast<size_t>(choice)];
+    AxisSet varying;
+    for (const Sharding &o : s.operands) varying = varying | o.used();
+    std::string context = "for " + describe(i);
+    std::vector<ir::ValueId> locals;
+    std::vector<Type> local_types;
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      locals.push_back(get(in.operands[k], s.operands[k], varying, context, in.span));
+      local_types.push_back(f_.type(locals.back()));
+    }
+    const ir::Value &gv = p_.flat.values[static_cast<size_t>(in.results[0])];
+    if (in.op == OpCode::Constrain) {  // the identity: its operand now has the required layout
+      produced_[in.results[0]] = {locals[0], s.results[0]};
+      return;
+    }
+    const Type &gt = p_.flat.type(in.results[0]);
+    Shape local = local_shape(mesh_, gt.shape, s.results[0]);
+    ir::ValueId x = emit(in.op, locals, local_attrs(in, local_types, local), in.span);
+    f_.body.back().origin = in.origin;
+    for (const FinishStep &fs : s.finish) {
+      Attrs a;
+      a.axes = fs.axes;
+      f_.values[static_cast<size_t>(x)].name = gv.name;
+      x = emit(fs.op, {x}, a, in.span,
+               std::string("completes the ") + (fs.op == OpCode::Pmax ? "max" : "min") + " of " +
+                   describe(i) + " over the split reduced dimension");
+    }
+    f_.values[static_cast<size_t>(x)].name = gv.name;
+    produced_[in.results[0]] = {x, s.results[0]};
+  }
+
+  Problem &p_;
+  const Plan &plan_;
+  const LowerPlanOptions &options_;
+  const rt::Mesh &mesh_;
+  ir::Module out_;
+  ir::Function f_;
+  ir::Builder *builder_ = nullptr;
+  std::map<ir::ValueId, std::pair<ir::ValueId, Sharding>> produced_;
+  std::map<std::tuple<ir::ValueId, Sharding, uint64_t>, ir::ValueId> cache_;
+};
+
+}  // namespace
+
+ir::Module lower_plan(Problem &p, const Plan &plan, const LowerPlanOptions &options) {
+  return PlanLowerer(p, plan, options).run();
+}
+
+}  // namespace spmd::sharding

@@ -1,0 +1,191 @@
+// sharding/pairwise.cpp — see pairwise.h.
+#include "sharding/pairwise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace spmd::sharding {
+namespace {
+
+/// Groups equal vectors: class index per item, and one representative per class.
+std::vector<int> classes(const std::vector<std::vector<double>> &items, std::vector<int> &reps) {
+  std::map<std::vector<double>, int> seen;
+  std::vector<int> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto [it, inserted] = seen.emplace(items[i], static_cast<int>(reps.size()));
+    if (inserted) reps.push_back(static_cast<int>(i));
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+}  // namespace
+
+IlpProblem to_ilp(const PairwiseProblem &p, double scale, std::vector<int> &first_var,
+                  double &constant) {
+  IlpProblem ilp;
+  const size_t n = p.unary.size();
+  first_var.assign(n, -1);
+  constant = 0;
+  // A cost on candidate a of node v (a constant when v has one candidate).
+  auto add = [&](int v, size_t a, double c) {
+    if (first_var[static_cast<size_t>(v)] < 0) {
+      constant += c;
+      return;
+    }
+    size_t var = static_cast<size_t>(first_var[static_cast<size_t>(v)]) + a;
+    if (std::isfinite(c))
+      ilp.objective[var] += c * scale;
+    else
+      ilp.upper[var] = 0;  // forbidden
+  };
+  for (size_t v = 0; v < n; ++v) {
+    if (p.unary[v].size() < 2) continue;
+    std::vector<std::pair<int, double>> one_hot;
+    for (size_t a = 0; a < p.unary[v].size(); ++a) {
+      int var = ilp.add_variable(0, 0, 1, true);
+      if (a == 0) first_var[v] = var;
+      one_hot.push_back({var, 1.0});
+    }
+    ilp.add_row(std::move(one_hot), 'E', 1);
+  }
+  for (size_t v = 0; v < n; ++v)
+    for (size_t a = 0; a < p.unary[v].size(); ++a) add(static_cast<int>(v), a, p.unary[v][a]);
+  for (const PairwiseProblem::Pair &pair : p.pairs) {
+    const size_t ku = p.unary[static_cast<size_t>(pair.u)].size();
+    const size_t kv = p.unary[static_cast<size_t>(pair.v)].size();
+    // Candidates that behave alike on this pair share a class.
+    std::vector<std::vector<double>> rows(ku), cols(kv);
+    for (size_t a = 0; a < ku; ++a)
+      for (size_t b = 0; b < kv; ++b) {
+        rows[a].push_back(pair.cost[a * kv + b]);
+        cols[b].push_back(pair.cost[a * kv + b]);
+      }
+    std::vector<int> row_rep, col_rep;
+    std::vector<int> row_class = classes(rows, row_rep), col_class = classes(cols, col_rep);
+    if (row_rep.size() == 1 || first_var[static_cast<size_t>(pair.u)] < 0) {
+      for (size_t b = 0; b < kv; ++b)
+        add(pair.v, b, pair.cost[static_cast<size_t>(row_rep[0]) * kv + b]);
+      continue;
+    }
+    if (col_rep.size() == 1 || first_var[static_cast<size_t>(pair.v)] < 0) {
+      for (size_t a = 0; a < ku; ++a)
+        add(pair.u, a, pair.cost[a * kv + static_cast<size_t>(col_rep[0])]);
+      continue;
+    }
+    // Edge variables over the classes, tied to the nodes by marginal rows.
+    std::vector<std::vector<std::pair<int, double>>> u_rows(row_rep.size()), v_rows(col_rep.size());
+    for (size_t a = 0; a < ku; ++a)
+      u_rows[static_cast<size_t>(row_class[a])].push_back(
+          {first_var[static_cast<size_t>(pair.u)] + static_cast<int>(a), -1.0});
+    for (size_t b = 0; b < kv; ++b)
+      v_rows[static_cast<size_t>(col_class[b])].push_back(
+          {first_var[static_cast<size_t>(pair.v)] + static_cast<int>(b), -1.0});
+    for (size_t s = 0; s < row_rep.size(); ++s)
+      for (size_t t = 0; t < col_rep.size(); ++t) {
+        double c =
+            pair.cost[static_cast<size_t>(row_rep[s]) * kv + static_cast<size_t>(col_rep[t])];
+        if (!std::isfinite(c)) continue;  // this pair of classes cannot meet
+        int e = ilp.add_variable(c * scale, 0, 1, false);
+        u_rows[s].push_back({e, 1.0});
+        v_rows[t].push_back({e, 1.0});
+      }
+    for (auto &row : u_rows) ilp.add_row(std::move(row), 'E', 0);
+    for (auto &row : v_rows) ilp.add_row(std::move(row), 'E', 0);
+  }
+  return ilp;
+}
+
+std::optional<Elimination> eliminate(const PairwiseProblem &p, size_t max_states) {
+  const int n = static_cast<int>(p.unary.size());
+  std::vector<int> last(static_cast<size_t>(n));
+  for (int v = 0; v < n; ++v) last[static_cast<size_t>(v)] = v;
+  std::vector<std::vector<const PairwiseProblem::Pair *>> into(static_cast<size_t>(n));
+  for (const auto &pair : p.pairs) {
+    last[static_cast<size_t>(pair.u)] = std::max(last[static_cast<size_t>(pair.u)], pair.v);
+    into[static_cast<size_t>(pair.v)].push_back(&pair);
+  }
+  // The live nodes and the table over their candidates (mixed radix, the
+  // last node least significant).
+  std::vector<int> active;
+  std::vector<double> table = {0.0};
+  struct Step {
+    int node;                 // eliminated
+    std::vector<int> rest;    // the live nodes after it went, in order
+    std::vector<int> argmin;  // its best candidate per state of `rest`
+  };
+  std::vector<Step> steps;
+  Elimination out;
+  auto radix = [&](int v) { return p.unary[static_cast<size_t>(v)].size(); };
+  for (int v = 0; v < n; ++v) {
+    const size_t kv = radix(v);
+    if (kv == 0 || table.size() * kv > max_states) return std::nullopt;
+    // Strides of the live nodes (before v joins, they gain the factor kv).
+    std::vector<size_t> stride(active.size());
+    for (size_t i = active.size(), s = 1; i-- > 0;) {
+      stride[i] = s;
+      s *= radix(active[i]);
+    }
+    auto position = [&](int u) {
+      return static_cast<size_t>(std::find(active.begin(), active.end(), u) - active.begin());
+    };
+    struct Term {
+      const PairwiseProblem::Pair *pair;
+      size_t stride, radix;
+    };
+    std::vector<Term> terms;
+    for (const auto *pair : into[static_cast<size_t>(v)]) {
+      size_t pos = position(pair->u);
+      terms.push_back({pair, stride[pos], radix(pair->u)});
+    }
+    std::vector<double> next(table.size() * kv);
+    for (size_t s = 0; s < table.size(); ++s)
+      for (size_t b = 0; b < kv; ++b) {
+        double c = table[s] + p.unary[static_cast<size_t>(v)][b];
+        for (const Term &t : terms) c += t.pair->cost[((s / t.stride) % t.radix) * kv + b];
+        next[s * kv + b] = c;
+      }
+    active.push_back(v);
+    table = std::move(next);
+    out.largest_table = std::max(out.largest_table, table.size());
+    // Eliminate the nodes no later node needs.
+    for (size_t i = active.size(); i-- > 0;) {
+      int e = active[i];
+      if (last[static_cast<size_t>(e)] > v) continue;
+      size_t inner = 1;  // product of the radices after position i
+      for (size_t j = i + 1; j < active.size(); ++j) inner *= radix(active[j]);
+      const size_t ke = radix(e);
+      const size_t outer = table.size() / (inner * ke);
+      std::vector<double> reduced(outer * inner, HUGE_VAL);
+      std::vector<int> argmin(outer * inner, 0);
+      for (size_t o = 0; o < outer; ++o)
+        for (size_t a = 0; a < ke; ++a)
+          for (size_t in = 0; in < inner; ++in) {
+            double c = table[(o * ke + a) * inner + in];
+            size_t r = o * inner + in;
+            if (c < reduced[r]) {
+              reduced[r] = c;
+              argmin[r] = static_cast<int>(a);
+            }
+          }
+      active.erase(active.begin() + static_cast<long>(i));
+      table = std::move(reduced);
+      steps.push_back({e, active, std::move(argmin)});
+    }
+  }
+  if (table.size() != 1 || !std::isfinite(table[0])) return std::nullopt;
+  out.objective = table[0];
+  // Back substitution: a node's best candidate given the nodes eliminated after it.
+  out.choice.assign(static_cast<size_t>(n), 0);
+  for (size_t k = steps.size(); k-- > 0;) {
+    const Step &st = steps[k];
+    size_t s = 0;
+    for (int u : st.rest)
+      s = s * radix(u) + static_cast<size_t>(out.choice[static_cast<size_t>(u)]);
+    out.choice[static_cast<size_t>(st.node)] = st.argmin[s];
+  }
+  return out;
+}
+
+}  // namespace spmd::sharding

@@ -1,0 +1,52 @@
+// sharding/pairwise.h — the choice problem of the sharding search, and two exact solvers.
+//
+// Choosing one candidate per node to minimise a sum of per-candidate costs
+// and of costs on pairs of nodes (the resharding between a producer's layout
+// and a consumer's requirement) is a pairwise problem:
+//
+//   minimise  sum_v unary[v][x_v]  +  sum_(u,v) pair[u,v][x_u][x_v]
+//
+// to_ilp() states it as Alpa's integer linear program (one-hot variables per
+// node, edge variables with marginal rows, over classes of candidates that
+// behave alike on an edge) for CBC (ilp.h); eliminate() solves it exactly by
+// dynamic programming over the nodes in order — variable elimination, whose
+// tables hold one entry per combination of the candidates of the nodes still
+// needed — which is fast when few nodes are live at once (a chain, a residual
+// stack) and gives up when a table would exceed `max_states`. An infinite
+// cost forbids a candidate or a pair.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "sharding/ilp.h"
+
+namespace spmd::sharding {
+
+struct PairwiseProblem {
+  std::vector<std::vector<double>> unary;  // per node, per candidate
+  struct Pair {
+    int u = 0, v = 0;          // nodes, u < v
+    std::vector<double> cost;  // unary[u].size() x unary[v].size(), row-major
+  };
+  std::vector<Pair> pairs;
+};
+
+/// The ILP of `p`; variable first_var[v] + a is node v's candidate a (nodes
+/// with one candidate have none: first_var = -1), and `constant` collects
+/// what they contribute.
+IlpProblem to_ilp(const PairwiseProblem &p, double scale, std::vector<int> &first_var,
+                  double &constant);
+
+struct Elimination {
+  std::vector<int> choice;  // per node
+  double objective = 0;
+  size_t largest_table = 0;
+};
+
+/// The exact optimum by eliminating nodes in index order, or nullopt when
+/// some table would hold more than `max_states` entries (or no choice is
+/// finite).
+std::optional<Elimination> eliminate(const PairwiseProblem &p, size_t max_states);
+
+}  // namespace spmd::sharding

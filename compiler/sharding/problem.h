@@ -1,0 +1,87 @@
+// sharding/problem.h — a sharded function prepared for choosing its shardings.
+//
+// make_problem flattens a `sharded` function (calls inlined, loops already
+// unrolled, simplified), looks up the sharding rule of every instruction and
+// lists its strategies, the candidate shardings of every parameter and
+// result (the written spec, or every layout for `auto`), and who uses each
+// value. A Plan picks one strategy per instruction and one sharding per
+// parameter and result; propagation (propagate.h) and the ILP (auto_shard.h)
+// produce plans, evaluate() prices them, and lower_plan.h turns one into a
+// shmap. Constants (creation ops) are not chosen: each use makes the
+// constant in the sharding it needs, locally.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ir/ir.h"
+#include "sharding/connect.h"
+#include "sharding/strategy.h"
+
+namespace spmd::sharding {
+
+/// One use of a value: operand `operand` of instruction `instr`, or (instr ==
+/// kReturn) result `operand` of the function.
+struct Use {
+  static constexpr int kReturn = -1;
+  int instr = kReturn;
+  int operand = 0;
+};
+
+struct Problem {
+  const ir::Module *module = nullptr;
+  ir::Function flat;  // the sharded function: flat, simplified
+  rt::Mesh mesh;
+  HardwareProfile profile;
+  std::vector<OpSignature> ops;                   // per instruction of flat.body
+  std::vector<std::vector<Strategy>> strategies;  // per instruction (empty: creation op)
+  /// Per value: the instruction that defines it, or -(k + 1) for parameter k.
+  std::vector<int> producer;
+  std::vector<int> producer_result;  // which result of that instruction
+  std::vector<std::vector<Use>> uses;
+  std::vector<std::vector<Sharding>> param_candidates;   // written: one; auto: all layouts
+  std::vector<std::vector<Sharding>> result_candidates;  // likewise
+  std::unique_ptr<Connector> connector;
+
+  bool is_creation(int instr) const;
+  bool is_param(ir::ValueId v) const { return producer[static_cast<size_t>(v)] < 0; }
+  const Type &type(ir::ValueId v) const { return flat.type(v); }
+};
+
+/// Prepares shmap-to-be `function` (a sharded function of `module`).
+Problem make_problem(const ir::Module &module, const ir::Function &function,
+                     const HardwareProfile &profile, const StrategyOptions &options = {});
+
+struct Plan {
+  std::vector<Sharding> params;   // per parameter (complete)
+  std::vector<Sharding> results;  // per result (complete)
+  std::vector<int> choice;        // per instruction: index into strategies; -1 for constants
+};
+
+/// The sharding value `v` has in `plan` (its producer's result), or nullopt
+/// for a constant (made at each use in the sharding the use needs).
+std::optional<Sharding> value_sharding(const Problem &p, const Plan &plan, ir::ValueId v);
+/// What `use` needs of its value in `plan`.
+Sharding requirement(const Problem &p, const Plan &plan, Use use);
+/// The value a use reads.
+ir::ValueId used_value(const Problem &p, Use use);
+
+/// The estimate of a plan, per device, in the cost model of analysis/cost.h.
+struct PlanCost {
+  double compute_s = 0;  // the local ops
+  double finish_s = 0;   // pmax/pmin right after split max/min
+  double reshard_s = 0;  // the collectives between ops (each distinct reshard once)
+  double reshard_bytes = 0;
+  int collectives = 0;
+  double param_bytes = 0;  // the parameters' blocks
+  double peak_bytes = 0;   // parameters + the largest set of live intermediate values
+  double total_s() const { return compute_s + finish_s + reshard_s; }
+};
+PlanCost evaluate(Problem &p, const Plan &plan);
+
+/// Per program point (after each instruction), the values live there that
+/// an instruction defines (parameters are live everywhere and not listed).
+std::vector<std::vector<ir::ValueId>> live_values(const Problem &p);
+
+}  // namespace spmd::sharding

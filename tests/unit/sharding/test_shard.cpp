@@ -1,0 +1,435 @@
+// test_shard.cpp — `spmdc shard` end to end: every emitted program, printed
+// and checked again with automatic pbroadcast off, run with replication
+// checking, equals the unsharded run of the global-view function on 1-D and
+// 2-D meshes of sizes 1 to 8, by propagation and by the ILP search; the
+// gradient of the emitted program (`spmdc grad`) matches central finite
+// differences of the global function (in f64); the ILP's plan is as cheap as
+// an exhaustive search on small programs.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "analysis/cost.h"
+#include "analysis/stats.h"
+#include "sharding/auto_shard.h"
+#include "sharding/ilp.h"
+#include "sharding_test_util.h"
+#include "transforms/derive.h"
+
+namespace spmd {
+namespace {
+
+/// Global-view programs over axes `a` and `B` (B is `b` on 2-D meshes and
+/// `None` on 1-D ones), dtype T.
+const char *kPrograms[] = {
+    // Megatron MLP: the constrain makes the hidden layer split over both axes.
+    R"(sharded mlp(x: T[8, 16] @ P(a), w1: T[16, 32] @ auto, w2: T[32, 16] @ auto)
+    -> T[8, 16] @ P(a) on M {
+  h = constrain(tanh(x @ w1), P(a, B))
+  return h @ w2
+})",
+    // A data-parallel loss with a bias and a mean.
+    R"(sharded loss(x: T[16, 8] @ P(a), y: T[16, 4] @ P(a), w1: T[8, 16] @ auto,
+              b1: T[16] @ auto, w2: T[16, 4] @ P(B)) -> T[] @ P() on M {
+  h = sigmoid(x @ w1 + b1)
+  d = h @ w2 - y
+  return mean(d * d)
+})",
+    // Layout ops: transpose, reshape, concat, slices, max and sum.
+    R"(sharded layout(x: T[8, 16] @ P(a), w: T[16, 8] @ P(None, B))
+    -> (r: T[4, 32] @ auto, s: T[8] @ P(a)) on M {
+  t = transpose(x @ w)
+  u = reshape(t, (2, 32))
+  v = concat((u, u * 2.0), axis=0)
+  m = max(x, axes=1)
+  return v, m + sum(x[:, 0:8], axes=1)
+})",
+    // Softmax rows: max and sum with keepdims, broadcasting back.
+    R"(sharded attn(q: T[8, 8] @ P(a), k: T[8, 8] @ auto) -> T[8, 8] @ P(a) on M {
+  s = q @ transpose(k)
+  e = exp(s - max(s, axes=1, keepdims=true))
+  return e / sum(e, axes=1, keepdims=true)
+})",
+    // Constants: iota and zeros in whatever layout their uses need; the
+    // result spec disagrees with the input's, so it is resharded.
+    R"(sharded masked(x: T[8, 8] @ P(a, B)) -> T[8, 8] @ P(B, a) on M {
+  row = iota((8, 8), dim=0, dtype=T)
+  col = iota((8, 8), dim=1, dtype=T)
+  return where(row >= col, x, zeros((8, 8), dtype=T)) * 3.0
+})",
+    // A contraction over a split index leaves a partial sum that flows
+    // through sum and * to one psum of a scalar.
+    R"(sharded total(x: T[8, 16] @ P(None, a), w: T[16, 8] @ P(a)) -> T[] @ P() on M {
+  return sum(x @ w) * 0.5
+})",
+};
+
+const char *kMeshes1d[] = {"(a: 1)", "(a: 2)", "(a: 4)", "(a: 8)"};
+const char *kMeshes2d[] = {"(a: 2, b: 2)", "(a: 2, b: 4)", "(a: 4, b: 2)", "(a: 1, b: 4)"};
+
+std::string replace_all(std::string s, const std::string &from, const std::string &to) {
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+std::string instantiate(const char *program, const std::string &mesh, const char *dtype) {
+  bool two_d = mesh.find("b:") != std::string::npos;
+  std::string body = replace_all(program, "B", two_d ? "b" : "None");
+  body = replace_all(body, "T[", std::string(dtype) + "[");
+  body = replace_all(body, "dtype=T", std::string("dtype=") + dtype);
+  return "mesh M = " + mesh + "\n\n" + body + "\n";
+}
+
+std::string function_name(const std::string &text) {
+  size_t b = text.find("sharded ") + 8;
+  return text.substr(b, text.find('(', b) - b);
+}
+
+/// Shards, re-checks and runs: the emitted program equals the reference.
+void check_equal_to_reference(const std::string &text, bool automatic) {
+  INFO(text);
+  auto c = test::compile_text(text);
+  std::string fn = function_name(text);
+  std::string emitted;
+  auto s = test::shard_text(*c, fn, automatic, &emitted);
+  INFO(emitted);
+  int global = test::function_index(*c, fn);
+  const ir::Function &g = c->module->functions[static_cast<size_t>(global)];
+  auto inputs = test::random_inputs(g, 7);
+  auto expected = test::run_fn(*c, global, inputs);
+  auto actual = test::run_fn(*s, test::function_index(*s, fn), inputs);
+  REQUIRE(actual.size() == expected.size());
+  for (size_t k = 0; k < actual.size(); ++k)
+    CHECK(test::max_abs_diff(actual[k], expected[k]) <= 1e-4 * (1 + test::max_abs(expected[k])));
+}
+
+}  // namespace
+
+TEST_CASE("shard: emitted programs equal the unsharded run on 1-D meshes", "[sharding][shard]") {
+  for (const char *mesh : kMeshes1d)
+    for (const char *program : kPrograms)
+      for (bool automatic : {false, true})
+        check_equal_to_reference(instantiate(program, mesh, "f32"), automatic);
+}
+
+TEST_CASE("shard: emitted programs equal the unsharded run on 2-D meshes", "[sharding][shard]") {
+  for (const char *mesh : kMeshes2d)
+    for (const char *program : kPrograms)
+      for (bool automatic : {false, true})
+        check_equal_to_reference(instantiate(program, mesh, "f32"), automatic);
+}
+
+// The gradient of the emitted program (what `spmdc grad` derives from it)
+// against central differences of the unsharded global function, in f64,
+// along a random direction of all parameters.
+TEST_CASE("shard: gradients of emitted programs match finite differences",
+          "[sharding][shard][grad]") {
+  for (const char *mesh : {"(a: 2)", "(a: 2, b: 2)", "(a: 4, b: 2)"})
+    for (int index : {1, 5})
+      for (bool automatic : {false, true}) {
+        std::string text = instantiate(kPrograms[index], mesh, "f64");
+        INFO(text << "auto: " << automatic);
+        auto c = test::compile_text(text);
+        std::string fn = function_name(text);
+        auto s = test::shard_text(*c, fn, automatic);
+        DeriveRequest r;
+        r.kind = DeriveKind::Grad;
+        r.function = fn;
+        std::string grad_text = ir::print_module(derive(*s->module, r));
+        INFO(grad_text);
+        auto gc = test::compile_text(grad_text, /*auto_pb=*/false);
+        int global = test::function_index(*c, fn);
+        const ir::Function &g = c->module->functions[static_cast<size_t>(global)];
+        auto x = test::random_inputs(g, 11, DType::F64);
+        auto dir = test::random_inputs(g, 12, DType::F64);
+        auto out = test::run_fn(*gc, 0, x);  // (loss, gradient per parameter)
+        REQUIRE(out.size() == 1 + x.size());
+        double analytic = 0;
+        for (size_t k = 0; k < x.size(); ++k)
+          for (int64_t i = 0; i < x[k].numel(); ++i) analytic += out[1 + k].get(i) * dir[k].get(i);
+        const double h = 1e-6;
+        auto shifted = [&](double sign) {
+          std::vector<rt::Tensor> y;
+          for (size_t k = 0; k < x.size(); ++k) {
+            rt::Tensor t = x[k].clone();
+            for (int64_t i = 0; i < t.numel(); ++i) t.set(i, t.get(i) + sign * h * dir[k].get(i));
+            y.push_back(t);
+          }
+          return test::run_fn(*c, global, y)[0].get(0);
+        };
+        double numeric = (shifted(1) - shifted(-1)) / (2 * h);
+        CHECK(std::abs(analytic - numeric) <= 1e-6 * (1 + std::abs(numeric)));
+      }
+}
+
+TEST_CASE("shard: propagation gives Megatron TP from one constrain", "[sharding][shard]") {
+  auto c = test::compile_text(instantiate(kPrograms[0], "(a: 2, b: 4)", "f32"));
+  std::string text;
+  auto s = test::shard_text(*c, "mlp", false, &text);
+  // w1 column-split and w2 row-split over b, one psum of the activations.
+  CHECK(text.find("w1: f32[16, 32] @ P(None, b)") != std::string::npos);
+  CHECK(text.find("w2: f32[32, 16] @ P(b)") != std::string::npos);
+  auto stats = collective_stats(*s->module, s->module->functions[0]);
+  CHECK(stats.communicating_count() == 1);
+  CHECK(stats.by_op.count("psum") == 1);
+  // Each collective says which global op it serves.
+  CHECK(text.find("psum(") != std::string::npos);
+  CHECK(text.find("for result 1") != std::string::npos);
+}
+
+TEST_CASE("shard: conflicting written specs are resharded, or errors with --strict",
+          "[sharding][shard][strict]") {
+  std::string text = R"(mesh M = (i: 4)
+sharded f(x: f32[8, 8] @ P(i), y: f32[8, 8] @ P(None, i)) -> f32[8, 8] @ P(i) on M {
+  return x + y
+}
+)";
+  auto c = test::compile_text(text);
+  check_equal_to_reference(text, false);
+  sharding::ShardOptions o;
+  o.strict = true;
+  o.profile = builtin_profiles().front();
+  DiagnosticEngine diags;
+  CHECK_FALSE(sharding::shard(*c->module, o, diags).has_value());
+  std::string rendered = render_diagnostics(diags, c->sources);
+  INFO(rendered);
+  CHECK(rendered.find("[sharding-conflict]") != std::string::npos);
+  CHECK(rendered.find("`y` is P(None, i) because of this spec") != std::string::npos);
+  CHECK(rendered.find("`x` is P(i) because of this spec") != std::string::npos);
+}
+
+TEST_CASE("shard: auto specs no written spec reaches are an error without --auto",
+          "[sharding][shard]") {
+  std::string text = R"(mesh M = (i: 4)
+sharded f(x: f32[8] @ auto, w: f32[8] @ auto) -> f32[8] @ auto on M {
+  return x * w
+}
+)";
+  auto c = test::compile_text(text);
+  sharding::ShardOptions o;
+  o.profile = builtin_profiles().front();
+  DiagnosticEngine diags;
+  CHECK_FALSE(sharding::shard(*c->module, o, diags).has_value());
+  std::string rendered = render_diagnostics(diags, c->sources);
+  CHECK(rendered.find("[unresolved-auto]") != std::string::npos);
+  CHECK(rendered.find("`x`, `w` and the result") != std::string::npos);
+  // The search chooses them.
+  check_equal_to_reference(text, true);
+}
+
+// Exhaustive search over every combination of candidates of a small program
+// (each value used once, so reshards are counted alike): the ILP's plan
+// costs exactly the minimum.
+TEST_CASE("shard: CBC and the elimination find the exhaustive optimum on small programs",
+          "[sharding][shard][ilp]") {
+  if (!sharding::ilp_solver_available()) {
+    WARN("spmdc was built without CBC: only the dynamic program is checked");
+  }
+  for (const char *mesh : {"(a: 2)", "(a: 2, b: 2)"}) {
+    std::string text = std::string("mesh M = ") + mesh + R"(
+sharded f(x: f32[64, 32] @ P(a), w: f32[32, 128] @ auto) -> f32[64, 128] @ auto on M {
+  return tanh(x @ w)
+}
+)";
+    INFO(text);
+    auto c = test::compile_text(text);
+    sharding::Problem p = sharding::make_problem(
+        *c->module, c->module->functions[static_cast<size_t>(test::function_index(*c, "f"))],
+        builtin_profiles().front());
+    // Every op its own node, as in the exhaustive search; CBC and the
+    // elimination solve the same problem.
+    sharding::AutoOptions ao;
+    ao.simplify = false;
+    ao.elimination_states = 0;
+    sharding::AutoReport report;
+    DiagnosticEngine diags;
+    auto plan = sharding::auto_shard(p, ao, report, diags);
+    REQUIRE(plan.has_value());
+    CHECK(report.solver == (sharding::ilp_solver_available() ? "CBC" : "dynamic program"));
+    CHECK(report.optimal);
+    double ilp = sharding::evaluate(p, *plan).total_s();
+    CHECK(std::abs(ilp - report.objective_s) <= 1e-9 * (1 + ilp));
+    sharding::AutoOptions dp_options;
+    dp_options.simplify = false;
+    sharding::AutoReport dp_report;
+    auto dp = sharding::auto_shard(p, dp_options, dp_report, diags);
+    REQUIRE(dp.has_value());
+    CHECK(dp_report.solver == "dynamic program");
+    CHECK(std::abs(sharding::evaluate(p, *dp).total_s() - ilp) <= 1e-9 * (1 + ilp));
+    // Exhaustive: w's layout x each op's strategy x the result's layout.
+    const ir::Function &f = p.flat;
+    double best = HUGE_VAL;
+    sharding::Plan trial = *plan;
+    std::function<void(size_t)> search = [&](size_t i) {
+      if (i == f.body.size()) {
+        for (const auto &w : p.param_candidates[1])
+          for (const auto &r : p.result_candidates[0]) {
+            trial.params[1] = w;
+            trial.results[0] = r;
+            bool feasible = true;
+            double t = sharding::evaluate(p, trial).total_s();
+            if (!std::isfinite(t)) feasible = false;
+            if (feasible) best = std::min(best, t);
+          }
+        return;
+      }
+      if (p.strategies[i].empty()) return search(i + 1);
+      for (size_t s = 0; s < p.strategies[i].size(); ++s) {
+        trial.choice[i] = static_cast<int>(s);
+        search(i + 1);
+      }
+    };
+    search(0);
+    CHECK(ilp <= best * (1 + 1e-9));
+    // With the simplifications the search is as good here.
+    sharding::AutoReport simple_report;
+    auto simple = sharding::auto_shard(p, {}, simple_report, diags);
+    REQUIRE(simple.has_value());
+    CHECK(sharding::evaluate(p, *simple).total_s() <= best * (1 + 1e-9));
+  }
+}
+
+}  // namespace spmd
+
+namespace spmd {
+namespace {
+
+/// The spec `text` gives parameter `name` in the emitted signature.
+std::string emitted_spec(const std::string &text, const std::string &name) {
+  size_t at = text.find("(" + name + ": ");
+  if (at == std::string::npos) at = text.find(", " + name + ": ");
+  REQUIRE(at != std::string::npos);
+  size_t p = text.find("@ ", at) + 2;
+  int depth = 0;
+  size_t e = p;
+  for (; e < text.size(); ++e) {
+    if (text[e] == '(') ++depth;
+    if (text[e] == ')' && --depth == 0) break;
+  }
+  return text.substr(p, e + 1 - p);
+}
+
+}  // namespace
+
+// Strategy recovery: the same MLP, all specs `auto`. A large batch with small
+// weights is pure DP — the batch split, the weights replicated, nothing
+// communicated. When a memory limit forbids replicating the weights of that
+// large batch, FSDP: each weight stored split and all_gathered before use
+// (moving 12 KiB per weight, where any split of the 16 MiB activations
+// would move megabytes). When the weights dominate and may not be
+// replicated, Megatron's column-then-row split wins: one psum of the
+// activations, where splitting w1 by rows would psum the wider hidden layer
+// and gathering split weights (FSDP) would move the weights themselves.
+TEST_CASE(
+    "shard --auto: DP for a large batch, FSDP under a memory limit, Megatron TP when the "
+    "weights dominate",
+    "[sharding][shard][ilp]") {
+  auto mlp = [](int batch, int hidden) {
+    return "mesh M = (d: 4)\nsharded mlp(x: f32[" + std::to_string(batch) +
+           ", 64] @ auto, w1: f32[64, " + std::to_string(hidden) + "] @ auto, w2: f32[" +
+           std::to_string(hidden) + ", 64] @ auto) -> f32[" + std::to_string(batch) +
+           ", 64] @ auto on M {\n  return tanh(x @ w1) @ w2\n}\n";
+  };
+  {
+    auto c = test::compile_text(mlp(65536, 64));
+    std::string text;
+    auto s = test::shard_text(*c, "mlp", true, &text);
+    INFO(text);
+    CHECK(emitted_spec(text, "x") == "P(d)");
+    CHECK(emitted_spec(text, "w1") == "P()");
+    CHECK(emitted_spec(text, "w2") == "P()");
+    CHECK(text.find("-> f32[65536, 64] @ P(d)") != std::string::npos);
+    CHECK(collective_stats(*s->module, s->module->functions[0]).communicating_count() == 0);
+  }
+  {
+    // DP needs x, tanh(x @ w1) and the result (4 MiB blocks each) plus both
+    // 16 KiB weights: 12 MiB + 32 KiB. 12 MiB + 12 KiB leaves room for the
+    // weights only split four ways (4 KiB each), not for either one whole.
+    auto c = test::compile_text(mlp(65536, 64));
+    std::string text;
+    auto s = test::shard_text(*c, "mlp", true, &text, 12.0 * 1024 * 1024 + 12 * 1024);
+    INFO(text);
+    CHECK(emitted_spec(text, "x") == "P(d)");
+    CHECK(emitted_spec(text, "w1") != "P()");
+    CHECK(emitted_spec(text, "w2") != "P()");
+    auto stats = collective_stats(*s->module, s->module->functions[0]);
+    CHECK(stats.communicating_count() == 2);
+    CHECK(stats.by_op.count("all_gather") + stats.by_op.count("all_gather_invariant") >= 1);
+    // Each gather moves 3/4 of a 16 KiB weight.
+    CHECK(stats.total_moved_bytes() == 2 * 3 * 4096);
+  }
+  {
+    // Weights of 4 MiB each; 3 MiB per device fits them only split four ways.
+    auto c = test::compile_text(mlp(8, 16384));
+    std::string text;
+    auto s = test::shard_text(*c, "mlp", true, &text, 3.0 * 1024 * 1024);
+    INFO(text);
+    CHECK(emitted_spec(text, "w1") == "P(None, d)");
+    CHECK(emitted_spec(text, "w2") == "P(d)");
+    auto stats = collective_stats(*s->module, s->module->functions[0]);
+    CHECK(stats.communicating_count() == 1);
+    CHECK(stats.by_op.count("psum") + stats.by_op.count("psum_scatter") == 1);
+  }
+}
+
+// samples/global/: `spmdc shard --auto` of each global-view sample is at
+// least as cheap (spmdc cost's estimate) as the hand-written sample of the
+// same strategy, and computes what the global function does — which is what
+// the hand-written sample computes (same parameters, same order).
+TEST_CASE("samples/global: the search is no worse than the hand-written sample",
+          "[sharding][shard][samples]") {
+  struct Case {
+    const char *global, *hand;
+    std::optional<double> memory;
+    const char *w1_spec;  // the strategy, by hand: see each sample's header
+    int collectives;
+  };
+  const Case cases[] = {
+      {"global/dp_mlp.spmd", "dp_mlp.spmd", std::nullopt, "P()", 1},  // DP: the loss's mean
+      {"global/tp_mlp.spmd", "tp_mlp.spmd", 6.0 * 1024, "P(None, model)", 1},  // Megatron
+      {"global/fsdp_mlp.spmd", "fsdp_mlp.spmd", 9.0 * 1024, "P(data)", 2},     // w1 gathered
+      {"global/dp_tp.spmd", "dp_tp.spmd", 8.0 * 1024, "P(None, model)", 2},
+      {"global/moe.spmd", "moe.spmd", 4.0 * 1024, "P(expert)", 2},  // two all_to_alls
+  };
+  auto slurp = [](const std::string &name) {
+    std::ifstream in(std::string(SPMDC_SOURCE_DIR) + "/samples/" + name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  for (const Case &k : cases) {
+    INFO(k.global);
+    auto g = test::compile_text(slurp(k.global));
+    auto hand = test::compile_text(slurp(k.hand));
+    const ir::Function &gf =
+        g->module->functions[static_cast<size_t>(g->module->functions.size() - 1)];
+    std::string text;
+    auto s = test::shard_text(*g, gf.name, true, &text, k.memory);
+    INFO(text);
+    CHECK(emitted_spec(text, "w1") == k.w1_spec);
+    const ir::Function &sf =
+        s->module->functions[static_cast<size_t>(test::function_index(*s, gf.name))];
+    const ir::Function &hf = hand->module->functions.back();
+    CHECK(collective_stats(*s->module, sf).communicating_count() == k.collectives);
+    const HardwareProfile &h100 = *find_profile("h100");
+    double ours = estimate_cost(*s->module, sf, h100).total_s();
+    double theirs = estimate_cost(*hand->module, hf, h100).total_s();
+    CHECK(ours <= theirs * (1 + 1e-9));
+    auto inputs = test::random_inputs(gf, 3);
+    auto expected = test::run_fn(*g, test::function_index(*g, gf.name), inputs);
+    auto actual = test::run_fn(*s, test::function_index(*s, gf.name), inputs);
+    auto handwritten =
+        test::run_fn(*hand, static_cast<int>(hand->module->functions.size() - 1), inputs);
+    REQUIRE(actual.size() == expected.size());
+    REQUIRE(handwritten.size() == expected.size());
+    for (size_t r = 0; r < actual.size(); ++r) {
+      double tol = 1e-4 * (1 + test::max_abs(expected[r]));
+      CHECK(test::max_abs_diff(actual[r], expected[r]) <= tol);
+      CHECK(test::max_abs_diff(handwritten[r], expected[r]) <= tol);
+    }
+  }
+}
+
+}  // namespace spmd
