@@ -23,7 +23,7 @@ decl
   | funcDecl
   ;
 
-importDecl : IMPORT IDENT (DOT IDENT)* SEMI? ;
+importDecl : IMPORT (IDENT (DOT IDENT)* | file=STRING) SEMI? ;
 
 meshDecl : MESH IDENT ASSIGN LPAREN (meshAxis (COMMA meshAxis)* COMMA?)? RPAREN SEMI? ;
 
@@ -106,6 +106,7 @@ expr
   | expr {_input->LA(2) != SpmdParser::LBRACK}?
     LBRACK subscript (COMMA subscript)* COMMA? RBRACK                      # Index
   | expr DOT IDENT (call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN)? # Member
+  | expr call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN           # Apply
   | <assoc = right> expr op=POW expr                                       # Binary
   | op=MINUS expr                                                          # Unary
   | expr op=(STAR | SLASH | FLOORDIV | PERCENT | AT) expr                  # Binary

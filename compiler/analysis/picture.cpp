@@ -157,7 +157,7 @@ ShownShmap describe_shmap(const ir::Module &module, const ir::Function &f,
     a.role = std::move(role);
     a.name = std::move(name);
     a.dtype = dtype;
-    a.spec = interp::spec_str(spec, s.mesh);
+    a.spec = spec_str(spec, s.mesh);
     a.layout = array_layout(s.mesh, global, spec);
     choose_dims(a, spec);
     s.arrays.push_back(std::move(a));

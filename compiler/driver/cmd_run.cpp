@@ -41,7 +41,7 @@ int choose_function(const ir::Module &module, const std::string &fn, const std::
   int only = -1;
   bool any_sharded = false;
   for (size_t i = 0; i < module.functions.size(); ++i)
-    if (ir::is_top_level(module.functions[i])) {
+    if (ir::is_top_level(module.functions[i]) && module.functions[i].entry) {
       names.push_back(module.functions[i].name);
       any_sharded |= module.functions[i].kind == ir::FunctionKind::Sharded;
       only = static_cast<int>(i);

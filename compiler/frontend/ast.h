@@ -113,12 +113,15 @@ struct Argument {
   SourceSpan span;
 };
 struct CallExpr {
-  Ident callee;  // possibly dotted
+  Ident callee;  // possibly dotted; empty when `function` is set
   std::vector<Argument> args;
   /// A method call on an expression, `(a + b).astype(f32)`: the receiver (the
   /// callee is then the method's name). Null for ordinary calls; `x.astype(f32)`
   /// on a name is a dotted callee, resolved by lowering.
   ExprPtr receiver;
+  /// `grad(loss, wrt=w)(w, x)`: the call that names the function called here
+  /// (a CallExpr of a named function); null when `callee` names it.
+  ExprPtr function;
 };
 /// `e.name` for an expression that is not a plain name: `(a @ b).T`.
 struct MemberExpr {
@@ -206,7 +209,10 @@ struct Stmt {
 // ---------------------------------------------------------------- declarations
 
 struct ImportDecl {
-  std::vector<Ident> path;  // import std.nn -> {std, nn}
+  std::vector<Ident> path;  // import std.nn -> {std, nn}; empty for a file import
+  /// `import "grads/loss_grad.spmd"`: a file, relative to the importing file.
+  std::optional<std::string> file;
+  SourceSpan file_span;
 };
 
 struct MeshAxisDecl {

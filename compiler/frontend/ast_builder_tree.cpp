@@ -85,7 +85,13 @@ class TreeBuilder {
     if (auto *c = ctx->importDecl()) {
       ast::ImportDecl import;
       for (antlr4::tree::TerminalNode *name : c->IDENT()) import.path.push_back(ident(name));
-      if (import.path.empty()) return std::nullopt;
+      if (c->file != nullptr) {
+        import.file_span = span(c->file);
+        auto literal = string_literal(c->STRING(), import.file_span);
+        import.file = std::get<ast::StringLit>(literal->node).value;
+      } else if (import.path.empty()) {
+        return std::nullopt;
+      }
       decl.node = std::move(import);
     } else if (auto *c = ctx->meshDecl()) {
       ast::MeshDecl mesh;
@@ -386,6 +392,7 @@ class TreeBuilder {
       for (P::ExprContext *e : c->expr()) list.elements.push_back(expr(e));
       return make_expr(std::move(list), at);
     }
+    if (auto *c = dynamic_cast<P::ApplyContext *>(ctx)) return apply(c, at);
     if (auto *c = dynamic_cast<P::IndexContext *>(ctx)) {
       ast::IndexExpr index;
       index.base = expr(c->expr());
@@ -401,7 +408,7 @@ class TreeBuilder {
       ast::CallExpr call;
       call.callee = member;
       call.receiver = expr(c->expr());
-      call.args = arguments(c->argument(), member.name);
+      call.args = arguments(c->argument(), "`" + member.name + "`");
       return make_expr(std::move(call), at);
     }
     if (auto *c = dynamic_cast<P::UnaryContext *>(ctx)) {
@@ -502,7 +509,30 @@ class TreeBuilder {
     if (ctx->call == nullptr) return make_expr(ast::NameExpr{name.name}, at);
     ast::CallExpr call;
     call.callee = name;
-    call.args = arguments(ctx->argument(), name.name);
+    call.args = arguments(ctx->argument(), "`" + name.name + "`");
+    return make_expr(std::move(call), at);
+  }
+
+  /// `grad(loss, wrt=w)(w, x)`: a call of the function a call names. Only a
+  /// call of a named function (a derivative) can be called again.
+  ast::ExprPtr apply(P::ApplyContext *ctx, SourceSpan at) {
+    ast::CallExpr call;
+    call.function = expr(ctx->expr());
+    // After a syntax error, error recovery may parse `f(x, y` this way.
+    if (const auto *name = std::get_if<ast::NameExpr>(&call.function->node);
+        name != nullptr && !call.function->parenthesized) {
+      call.callee = {name->name, call.function->span};
+      call.function = nullptr;
+      call.args = arguments(ctx->argument(), "`" + call.callee.name + "`");
+      return make_expr(std::move(call), at);
+    }
+    const auto *inner = std::get_if<ast::CallExpr>(&call.function->node);
+    if (inner == nullptr || inner->function != nullptr || inner->receiver != nullptr ||
+        call.function->parenthesized)
+      error(span(ctx->call),
+            "only a function can be called, and this is a value: a call's result can be called "
+            "only when it names a function, like `grad(loss)(x)`");
+    call.args = arguments(ctx->argument(), "the derived function");
     return make_expr(std::move(call), at);
   }
 
@@ -518,8 +548,7 @@ class TreeBuilder {
         arg.keyword = text(a->keyword);
         seen_keyword = true;
       } else if (seen_keyword) {
-        error(arg.span,
-              "positional argument after a keyword argument in the call to `" + callee + "`",
+        error(arg.span, "positional argument after a keyword argument in the call to " + callee,
               "put positional arguments first");
       }
       arg.value = expr(a->expr());

@@ -185,11 +185,15 @@ struct ExprPrinter {
     print_expr(out, b.rhs.get(), rhs_min);
   }
   void operator()(const CallExpr &c) {
-    if (c.receiver) {
-      print_expr(out, c.receiver.get(), kPostfix);
-      out += '.';
+    if (c.function) {
+      print_expr(out, c.function.get(), kPostfix);
+    } else {
+      if (c.receiver) {
+        print_expr(out, c.receiver.get(), kPostfix);
+        out += '.';
+      }
+      out += c.callee.name;
     }
-    out += c.callee.name;
     out += '(';
     for (size_t i = 0; i < c.args.size(); ++i) {
       if (i > 0) out += ", ";
@@ -244,6 +248,11 @@ std::string join_idents(const std::vector<Ident> &ids, const char *sep) {
     out += ids[i].name;
   }
   return out;
+}
+
+/// `std.nn` or `"grads/loss_grad.spmd"`.
+std::string import_target(const ImportDecl &imp) {
+  return imp.file ? quote_string(*imp.file) : join_idents(imp.path, ".");
 }
 
 const char *func_keyword(FuncKind kind) {
@@ -319,7 +328,7 @@ class ModulePrinter {
   void print_decl(const Decl &d) {
     comments(0, d.leading_comments);
     if (auto *imp = std::get_if<ImportDecl>(&d.node)) {
-      line(0, "import " + join_idents(imp->path, "."));
+      line(0, "import " + import_target(*imp));
     } else if (auto *mesh = std::get_if<MeshDecl>(&d.node)) {
       std::string text = "mesh " + mesh->name.name + " = (";
       for (size_t i = 0; i < mesh->axes.size(); ++i) {
@@ -506,7 +515,7 @@ class AstDumper {
   void decl(int depth, const Decl &d) {
     comments(depth, d.leading_comments, d.trailing_comment);
     if (auto *imp = std::get_if<ImportDecl>(&d.node)) {
-      node(depth, "ImportDecl " + join_idents(imp->path, "."), d.span);
+      node(depth, "ImportDecl " + import_target(*imp), d.span);
     } else if (auto *mesh = std::get_if<MeshDecl>(&d.node)) {
       node(depth, "MeshDecl " + mesh->name.name, d.span);
       for (const MeshAxisDecl &a : mesh->axes)
@@ -600,6 +609,7 @@ class AstDumper {
             node(depth, std::string(n.receiver ? "Method " : "Call ") + n.callee.name + paren,
                  e->span);
             if (n.receiver) expr(depth + 1, n.receiver.get());
+            if (n.function) expr(depth + 1, n.function.get());
             for (const Argument &a : n.args) {
               if (a.keyword.empty()) {
                 expr(depth + 1, a.value.get());

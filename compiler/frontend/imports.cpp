@@ -2,11 +2,13 @@
 //
 // Modules are loaded breadth-first in the order their imports appear; each
 // file is parsed once (by module name and by canonical path), so import cycles
-// are harmless. `import a.b` resolves to `a/b.spmd` in the first library
-// directory that has it; a module that cannot be found is an `unknown-module`
-// error at the import declaration.
+// are harmless. `import a.b` resolves to `a/b.spmd` in the importing file's
+// directory or else the first library directory that has it; `import "f.spmd"`
+// names a file relative to the importing file. A module that cannot be found
+// is an `unknown-module` error at the import declaration.
 #include "frontend/imports.h"
 
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -26,6 +28,15 @@ std::string module_name(const ast::ImportDecl &imp) {
     name += part.name;
   }
   return name;
+}
+
+/// `import "grads/loss_grad.spmd"` is the module `loss_grad` (its functions
+/// may be qualified as `loss_grad.f`) when the file's stem is an identifier.
+std::string file_module_name(const fs::path &file) {
+  std::string stem = file.stem().string();
+  bool ident = !stem.empty() && !std::isdigit(static_cast<unsigned char>(stem[0]));
+  for (char ch : stem) ident = ident && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+  return ident ? stem : "";
 }
 
 std::string canonical_or_same(const std::string &path) {
@@ -112,40 +123,58 @@ Program load_program(SourceManager &sources, FileId main_file,
   for (size_t m = 0; m < program.modules.size(); ++m) {
     struct Import {
       std::string name;
-      fs::path relative;  // a/b.spmd
-      SourceSpan span;    // the whole declaration
+      fs::path relative;  // a/b.spmd, or the file named by `import "file"`
+      bool is_file;
+      SourceSpan span;  // the whole declaration
     };
+    // The importing file's directory is searched first (for `import "file"`,
+    // only it); "<stdin>" has none.
+    fs::path here;
+    if (FileId id = program.modules[m].ast.file;
+        id != kNoFile && sources.file(id).path() != "<stdin>")
+      here = fs::path(sources.file(id).path()).parent_path();
     std::vector<Import> imports;
     for (const ast::Decl &d : program.modules[m].ast.decls) {
       if (auto *imp = std::get_if<ast::ImportDecl>(&d.node)) {
+        if (imp->file) {
+          fs::path file(*imp->file);
+          imports.push_back({file_module_name(file), file, true, d.span});
+          continue;
+        }
         fs::path relative;
         for (const ast::Ident &part : imp->path) relative /= part.name;
-        imports.push_back({module_name(*imp), relative, d.span});
+        relative += ".spmd";
+        imports.push_back({module_name(*imp), relative, false, d.span});
       }
     }
-    for (const auto &[name, module_path, at] : imports) {
-      if (!loaded_names.insert(name).second) continue;
-      fs::path relative = module_path;
-      relative += ".spmd";
+    for (const auto &[name, relative, is_file, at] : imports) {
+      if (!is_file && !loaded_names.insert(name).second) continue;
+      std::vector<fs::path> dirs;
+      if (is_file && relative.is_absolute()) {
+        dirs.push_back(fs::path());
+      } else {
+        dirs.push_back(here.empty() ? fs::path(".") : here);
+        if (!is_file)
+          for (const std::string &dir : library_paths) dirs.push_back(dir);
+      }
       std::string found;
-      for (const std::string &dir : library_paths) {
+      for (const fs::path &dir : dirs) {
         std::error_code ec;
-        fs::path candidate = fs::path(dir) / relative;
+        fs::path candidate = dir.empty() ? relative : dir / relative;
         if (fs::is_regular_file(candidate, ec)) {
           found = candidate.string();
           break;
         }
       }
       if (found.empty()) {
-        Diagnostic &d = diags.error("unknown-module", at, "cannot find module `" + name + "`");
-        if (library_paths.empty()) {
-          d.fix = "no library directories are configured; pass --lib-path DIR";
-        } else {
-          std::string searched;
-          for (const std::string &dir : library_paths)
-            searched += (searched.empty() ? "" : ", ") + (fs::path(dir) / relative).string();
-          d.fix = "looked for " + searched;
-        }
+        std::string what = is_file ? "file `" + relative.string() + "`" : "module `" + name + "`";
+        Diagnostic &d = diags.error("unknown-module", at, "cannot find " + what);
+        std::string searched;
+        for (const fs::path &dir : dirs)
+          searched +=
+              (searched.empty() ? "" : ", ") + (dir.empty() ? relative : dir / relative).string();
+        d.fix = "looked for " + searched;
+        if (!is_file && library_paths.empty()) d.fix += "; pass --lib-path DIR to search more";
         continue;
       }
       if (!loaded_paths.insert(canonical_or_same(found)).second) continue;

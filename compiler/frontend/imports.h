@@ -1,8 +1,11 @@
 // frontend/imports.h — loading a program: the main file and the modules it imports.
 //
-// `import std.nn` names the file `std/nn.spmd` under a library search path
-// (the source tree's stdlib/ when run from the build tree, the installed
-// share/spmdc/stdlib otherwise, plus any --lib-path directories, searched first).
+// `import std.nn` names the file `std/nn.spmd` in the importing file's
+// directory or under a library search path (the source tree's stdlib/ when
+// run from the build tree, the installed share/spmdc/stdlib otherwise, plus
+// any --lib-path directories, searched first). `import "grads/f_grad.spmd"`
+// names a file by its path relative to the importing file (the module is
+// called after the file's stem, `f_grad`).
 // Imports are loaded transitively, each file once; cycles are allowed and
 // harmless (a module is parsed once). A missing module is a diagnostic at the
 // import ("unknown-module").

@@ -198,17 +198,6 @@ std::string function_desc(const ir::Function &f) { return "`" + f.name + "`"; }
 
 }  // namespace
 
-std::string spec_str(const rt::PartitionSpec &spec, const rt::Mesh &mesh) {
-  size_t n = spec.size();
-  while (n > 0 && spec[n - 1].empty()) --n;
-  std::string s = "P(";
-  for (size_t d = 0; d < n; ++d) {
-    if (d) s += ", ";
-    s += spec[d].empty() ? "None" : axis_list_str(spec[d], mesh);
-  }
-  return s + ")";
-}
-
 std::string param_name(const ir::Function &function, size_t k) {
   const ir::Param &p = function.params.at(k);
   const std::string &name = function.values.at(static_cast<size_t>(p.value)).name;

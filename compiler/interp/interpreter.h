@@ -65,9 +65,6 @@ std::vector<rt::Tensor> run_shmap(const ir::Module &module, int function_index,
                                   const std::vector<rt::Tensor> &inputs,
                                   const InterpOptions &options = {});
 
-/// `P(i, None)` / `P((data, model))` / `P()`, axes named from `mesh`.
-std::string spec_str(const rt::PartitionSpec &spec, const rt::Mesh &mesh);
-
 /// The user-facing name of shmap parameter k (its name in the source).
 std::string param_name(const ir::Function &function, size_t k);
 

@@ -32,6 +32,8 @@ Function Function::without_body() const {
   f.kind = kind;
   f.mesh = mesh;
   f.auto_pbroadcast = auto_pbroadcast;
+  f.entry = entry;
+  f.no_auto_pbroadcast_span = no_auto_pbroadcast_span;
   f.params = params;
   f.results = results;
   f.returns = returns;
@@ -49,8 +51,13 @@ std::string result_name(const Function &f, size_t k) {
 }
 
 std::string describe_result(const Function &f, size_t k) {
-  if (f.results.size() == 1) return "the result of `" + f.name + "`";
-  return "result `" + result_name(f, k) + "` of `" + f.name + "`";
+  return describe_result(f.name, f.results.size(), result_name(f, k));
+}
+
+std::string describe_result(const std::string &function, size_t num_results,
+                            const std::string &result) {
+  if (num_results == 1) return "the result of `" + function + "`";
+  return "result `" + result + "` of `" + function + "`";
 }
 
 const rt::Mesh &Module::mesh_of(const Function &f) const {

@@ -92,6 +92,10 @@ struct Function {
   FunctionKind kind = FunctionKind::Shmap;
   int mesh = -1;  // index into Module::meshes
   bool auto_pbroadcast = true;
+  /// A shmap written in the main file: what `--fn` chooses from by default.
+  /// Shmaps lowered because a body calls them (from an imported module) or
+  /// derived by a call like `grad(loss)(...)` are not entries.
+  bool entry = true;
   /// The `[[no_auto_pbroadcast]]` attribute that turned insertion off, if one did.
   SourceSpan no_auto_pbroadcast_span;
   std::vector<Param> params;
@@ -115,6 +119,31 @@ struct Function {
   Type &type(ValueId v) { return values.at(static_cast<size_t>(v)).type; }
 };
 
+/// The derivatives a program can name: `spmdc transpose|jvp|vjp|grad`, and
+/// `transpose(f)`, `jvp(f)`, `vjp(f)`, `grad(f)` called in a body.
+enum class DeriveKind : uint8_t { Transpose, Jvp, Vjp, Grad };
+
+/// One derivative of a function: the kind, the parameters it is taken with
+/// respect to (`wrt`, one flag per parameter) and, for vjp and grad, the
+/// results that receive a cotangent (`of`, one flag per result).
+struct DeriveStep {
+  DeriveKind kind = DeriveKind::Grad;
+  std::vector<bool> wrt;
+  std::vector<bool> of;
+  bool operator==(const DeriveStep &) const = default;
+};
+
+/// A function a call like `grad(loss, wrt=w)(w, x)` names: `steps` applied
+/// in order to function `base` (a shmap, or a def instance typed for the
+/// call). Lowering records it; infer_variance builds the function and
+/// rewrites the call.
+struct DerivedCallee {
+  int base = -1;
+  std::vector<DeriveStep> steps;
+  std::string text;  // as written, for messages: `grad(loss, wrt=w)`
+  bool operator==(const DerivedCallee &) const = default;
+};
+
 /// Shmap and sharded functions are declared in source with a mesh and specs;
 /// def instances are not.
 inline bool is_top_level(const Function &f) { return f.kind != FunctionKind::Def; }
@@ -127,10 +156,16 @@ std::string result_name(const Function &f, size_t k);
 /// How diagnostics refer to result k: "the result of `f`" or "result `loss` of
 /// `f`" (results are named, never numbered, so prose matches the CLI).
 std::string describe_result(const Function &f, size_t k);
+/// The same for result `result` of `function`, which has `num_results`.
+std::string describe_result(const std::string &function, size_t num_results,
+                            const std::string &result);
 
 struct Module {
   std::vector<MeshDef> meshes;
   std::vector<Function> functions;
+  /// Derived functions still to build (between lowering and infer_variance):
+  /// a call with `attrs.derived = k` calls derived_callees[k].
+  std::vector<DerivedCallee> derived_callees;
 
   const rt::Mesh &mesh_of(const Function &f) const;
   /// Index of the function named `name` or -1.

@@ -102,7 +102,7 @@ class FunctionPrinter {
       out << (i ? ", " : "") << namer_.name(p.value) << ": ";
       if (shmap) {
         out << shape_type_str(t.dtype, p.global_shape) << " @ "
-            << (p.auto_spec ? "auto" : spec_str(p.spec));
+            << (p.auto_spec ? "auto" : spec_str(p.spec, mesh_));
       } else {
         out << shape_type_str(t.dtype, t.shape);
       }
@@ -116,7 +116,7 @@ class FunctionPrinter {
       if (shmap) {
         if (!f_.results[k].name.empty()) out << f_.results[k].name << ": ";
         out << shape_type_str(t.dtype, f_.results[k].global_shape) << " @ "
-            << (f_.results[k].auto_spec ? "auto" : spec_str(f_.results[k].spec));
+            << (f_.results[k].auto_spec ? "auto" : spec_str(f_.results[k].spec, mesh_));
       } else {
         out << shape_type_str(t.dtype, t.shape);
       }
@@ -242,20 +242,6 @@ class FunctionPrinter {
   }
 
   size_t index_of() const { return static_cast<size_t>(&f_ - m_.functions.data()); }
-
-  std::string spec_str(const rt::PartitionSpec &spec) {
-    size_t n = spec.size();
-    while (n > 0 && spec[n - 1].empty()) --n;
-    std::string s = "P(";
-    for (size_t d = 0; d < n; ++d) {
-      s += d ? ", " : "";
-      if (spec[d].empty())
-        s += "None";
-      else
-        s += axis_list_str(spec[d], mesh_);
-    }
-    return s + ")";
-  }
 
   void record_definitions(const std::vector<Instr> &body) {
     for (const Instr &in : body) {
@@ -424,7 +410,7 @@ class FunctionPrinter {
       case OpCode::Reshape:
         return "reshape(" + op(in.operands[0]) + ", " + shape_tuple(a.shape) + ")";
       case OpCode::Constrain:
-        return "constrain(" + op(in.operands[0]) + ", " + spec_str(a.sharding) + ")";
+        return "constrain(" + op(in.operands[0]) + ", " + spec_str(a.sharding, mesh_) + ")";
       case OpCode::Transpose:
         return "transpose(" + op(in.operands[0]) + ", " + int_tuple(a.dims) + ")";
       case OpCode::BroadcastTo:

@@ -53,4 +53,13 @@ std::string axis_list_str(const std::vector<int> &axes, const rt::Mesh &mesh) {
   return s + ")";
 }
 
+std::string spec_str(const rt::PartitionSpec &spec, const rt::Mesh &mesh) {
+  size_t n = spec.size();
+  while (n > 0 && spec[n - 1].empty()) --n;
+  std::string s = "P(";
+  for (size_t d = 0; d < n; ++d)
+    s += (d ? ", " : "") + (spec[d].empty() ? std::string("None") : axis_list_str(spec[d], mesh));
+  return s + ")";
+}
+
 }  // namespace spmd

@@ -77,5 +77,7 @@ std::string type_str(const Type &type, const rt::Mesh &mesh);
 std::string axis_set_str(AxisSet set, const rt::Mesh &mesh);
 /// `i` / `(i, j)` for an ordered axis list, as written in collectives.
 std::string axis_list_str(const std::vector<int> &axes, const rt::Mesh &mesh);
+/// `P(i, None)` / `P((data, model))` / `P()` (trailing `None`s dropped), axes named from `mesh`.
+std::string spec_str(const rt::PartitionSpec &spec, const rt::Mesh &mesh);
 
 }  // namespace spmd

@@ -165,6 +165,10 @@ class FunctionVerifier {
   }
 
   void call(const Instr &in, const std::vector<Type> &ops) {
+    if (in.attrs.derived >= 0) {
+      error("call of a derivative that infer_variance did not build");
+      return;
+    }
     if (in.attrs.callee < 0 || static_cast<size_t>(in.attrs.callee) >= m_.functions.size()) {
       error("call of an unknown function");
       return;

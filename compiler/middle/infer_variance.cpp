@@ -11,10 +11,14 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 
 #include "ir/builder.h"
+#include "middle/derived_functions.h"
 #include "ops/variance_rules.h"
 #include "transforms/dce.h"
+#include "transforms/derive.h"
 
 namespace spmd {
 namespace {
@@ -30,24 +34,41 @@ struct DefInfo {
 class VarianceInference {
  public:
   VarianceInference(ir::Module &module, DiagnosticEngine &diags)
-      : module_(module), diags_(&diags), pristine_(module.functions) {}
+      : module_(module), diags_(&diags), top_diags_(&diags), pristine_(module.functions) {}
 
   void run() {
-    size_t n = module_.functions.size();
-    for (size_t i = 0; i < n; ++i) {
-      if (module_.functions[i].kind != ir::FunctionKind::Shmap) continue;
-      ir::Function f = pristine_[i];
-      std::vector<AxisSet> param_var;
-      for (const auto &p : f.params) param_var.push_back(spec_axes(p.spec));
-      shmap_ = &f;
-      process_function(f, param_var, f.auto_pbroadcast);
-      shmap_ = nullptr;
-      module_.functions[i] = std::move(f);
-    }
+    shmap_state_.assign(pristine_.size(), ShmapState::Pending);
+    for (size_t i = 0; i < pristine_.size(); ++i)
+      if (pristine_[i].kind == ir::FunctionKind::Shmap) process_shmap(i);
     // Def instances that no shmap reached keep their (invariant) typing.
   }
 
  private:
+  enum class ShmapState : uint8_t { Pending, InProgress, Ok, Failed };
+
+  /// Types shmap `i` (once; a derivative of it may need it before its turn).
+  /// False when it has errors. Its diagnostics are never muted: its typing
+  /// does not depend on the caller's.
+  bool process_shmap(size_t i) {
+    if (shmap_state_[i] == ShmapState::InProgress) return false;  // a cycle, reported by lowering
+    if (shmap_state_[i] != ShmapState::Pending) return shmap_state_[i] == ShmapState::Ok;
+    shmap_state_[i] = ShmapState::InProgress;
+    DiagnosticEngine *caller_diags = diags_;
+    diags_ = top_diags_;
+    int errors_before = diags_->num_errors();
+    ir::Function f = pristine_[i];
+    std::vector<AxisSet> param_var;
+    for (const auto &p : f.params) param_var.push_back(spec_axes(p.spec));
+    const ir::Function *caller_shmap = shmap_;
+    shmap_ = &f;
+    process_function(f, param_var, f.auto_pbroadcast);
+    shmap_ = caller_shmap;
+    module_.functions[i] = std::move(f);
+    bool ok = diags_->num_errors() == errors_before;
+    diags_ = caller_diags;
+    shmap_state_[i] = ok ? ShmapState::Ok : ShmapState::Failed;
+    return ok;
+  }
   static AxisSet spec_axes(const rt::PartitionSpec &spec) {
     AxisSet s;
     for (const auto &dim : spec) s = s | AxisSet::of_all(dim);
@@ -233,6 +254,20 @@ class VarianceInference {
         process_for(st, std::move(in), body);
         return;
       case OpKind::Call: {
+        if (in.attrs.derived >= 0 && !resolve_derived_call(st, in)) {
+          for (auto r : in.results) f.type(r).variance = AxisSet();  // errors reported
+          body.push_back(std::move(in));
+          return;
+        }
+        if (module_.functions[static_cast<size_t>(in.attrs.callee)].kind ==
+            ir::FunctionKind::Shmap) {
+          type_shmap_call(st, in, body);
+          break;
+        }
+        if (static_cast<size_t>(in.attrs.callee) >= pristine_.size()) {
+          type_derived_def_call(st, in, body);
+          break;
+        }
         std::vector<AxisSet> vars;
         for (auto o : in.operands) vars.push_back(f.type(o).variance);
         int callee = specialize(in.attrs.callee, vars, st.auto_pb, in.span);
@@ -322,6 +357,175 @@ class VarianceInference {
     std::vector<ir::ValueId> results = in.results;
     body.push_back(std::move(in));
     check_annotations(st, results, body);
+  }
+
+  // ------------------------------------------------------------ derivatives
+
+  /// Builds the function a call like `grad(f, wrt=w)(w, x)` names and points
+  /// the call at it: the function derived is checked first (a def instance
+  /// typed for the variance the arguments give its parameters), then each
+  /// derivative is taken in turn. False after reporting an error.
+  bool resolve_derived_call(FunctionState &st, ir::Instr &in) {
+    const ir::DerivedCallee callee =
+        module_.derived_callees.at(static_cast<size_t>(in.attrs.derived));
+    int fn = callee.base;
+    if (pristine_[static_cast<size_t>(fn)].kind == ir::FunctionKind::Shmap) {
+      if (!process_shmap(static_cast<size_t>(fn))) return false;
+    } else {
+      fn = specialize(fn, base_variance(st, callee, in.operands), st.auto_pb, in.span);
+      if (broken_.count(fn)) return false;
+    }
+    for (const ir::DeriveStep &step : callee.steps) {
+      auto key = std::make_tuple(fn, static_cast<int>(step.kind), step.wrt, step.of);
+      auto it = derived_.find(key);
+      if (it == derived_.end()) {
+        DerivedFunction d;
+        try {
+          d.index = add_derived_function(module_, fn, step);
+        } catch (const TransformError &e) {
+          d.error = e;
+        }
+        it = derived_.emplace(key, d).first;
+      }
+      if (it->second.error) {
+        const TransformError &e = *it->second.error;
+        auto &d = diags_->error(e.code, in.span, "cannot take `" + callee.text + "`: " + e.what());
+        if (e.span.valid()) d.notes.push_back({e.span, "here"});
+        return false;
+      }
+      fn = it->second.index;
+    }
+    in.attrs.callee = fn;
+    in.attrs.derived = -1;
+    return true;
+  }
+
+  /// The variance a def's parameters get when a derivative of it is called:
+  /// the join of the arguments that stand for each parameter (its value, its
+  /// tangent); a parameter no argument stands for (one a transpose is taken
+  /// in) gets the join of all the arguments.
+  std::vector<AxisSet> base_variance(const FunctionState &st, const ir::DerivedCallee &callee,
+                                     const std::vector<ir::ValueId> &args) {
+    FunctionSignature sig = signature_of(pristine_[static_cast<size_t>(callee.base)]);
+    for (const ir::DeriveStep &step : callee.steps) sig = derived_signature(sig, step);
+    std::vector<AxisSet> var(pristine_[static_cast<size_t>(callee.base)].params.size());
+    std::vector<bool> given(var.size(), false);
+    AxisSet all;
+    for (size_t k = 0; k < args.size() && k < sig.params.size(); ++k) {
+      AxisSet v = st.f.type(args[k]).variance;
+      all = all | v;
+      if (sig.params[k].from_result) continue;
+      var[sig.params[k].origin] = var[sig.params[k].origin] | v;
+      given[sig.params[k].origin] = true;
+    }
+    for (size_t k = 0; k < var.size(); ++k)
+      if (!given[k]) var[k] = all;
+    return var;
+  }
+
+  /// A call of a derived def: its parameters are typed already, so each
+  /// argument is lifted to its parameter's variance (varying along more is
+  /// an error) and each result varies as the function returns it.
+  void type_derived_def_call(FunctionState &st, ir::Instr &in, std::vector<ir::Instr> &body) {
+    ir::Function &f = st.f;
+    const ir::Function &g = module_.functions[static_cast<size_t>(in.attrs.callee)];
+    std::vector<AxisSet> want, out;
+    std::vector<std::string> names;
+    for (const auto &p : g.params) {
+      want.push_back(g.type(p.value).variance);
+      names.push_back(g.values[p.value].name);
+    }
+    for (auto r : g.returns) out.push_back(g.type(r).variance);
+    const std::string callee = g.name;
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      ir::ValueId x = in.operands[k];
+      AxisSet extra = f.type(x).variance - want[k];
+      if (!extra.empty()) {
+        auto &d = diags_->error("argument-varies", in.span,
+                                "argument " + std::to_string(k + 1) + " of `" + callee + "` (`" +
+                                    names[k] + "`) may differ between devices along " +
+                                    axes_names(extra, st.mesh) +
+                                    ", but the derivative was taken for a `" + names[k] +
+                                    "` that is the same on " + "every device there");
+        add_origin_notes(d, st, x, extra.axes()[0]);
+        d.fix = "make the argument the same along " + axes_names(extra, st.mesh) +
+                " first, or pass values to the primal parameters that vary as much";
+        continue;
+      }
+      AxisSet missing = want[k] - f.type(x).variance;
+      if (missing.empty()) continue;
+      if (liftable(st, x)) {
+        in.operands[k] = lift(st, body, x, want[k], in.span);
+      } else {
+        diags_
+            ->error("invariant-operand", in.span,
+                    "`" + callee + "` takes a `" + names[k] + "` that varies along " +
+                        axes_names(missing, st.mesh) + ", but " + name_of(st, x) +
+                        " is the same on every device there")
+            .fix = "pass `" + pbroadcast_text(f.values[x].name, missing, st.mesh) +
+                   "`, or enable automatic pbroadcast insertion";
+      }
+    }
+    for (size_t k = 0; k < in.results.size() && k < out.size(); ++k)
+      f.type(in.results[k]).variance = out[k];
+  }
+
+  /// A call of a shmap from a body: each argument is lifted to vary along
+  /// exactly the axes its in_spec maps (varying along an axis it leaves out is
+  /// an error), and each result varies along the axes of its out_spec.
+  void type_shmap_call(FunctionState &st, ir::Instr &in, std::vector<ir::Instr> &body) {
+    ir::Function &f = st.f;
+    const ir::Function &g = module_.functions[static_cast<size_t>(in.attrs.callee)];
+    std::vector<AxisSet> in_axes, out_axes;
+    for (const auto &p : g.params) in_axes.push_back(spec_axes(p.spec));
+    for (const auto &r : g.results) out_axes.push_back(spec_axes(r.spec));
+    const std::string callee = g.name;
+    struct ParamInfo {
+      SourceSpan span;
+      std::string name, spec;
+    };
+    std::vector<ParamInfo> params;
+    for (const auto &p : g.params)
+      params.push_back({p.span, g.values[p.value].name, spec_str(p.spec, st.mesh)});
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      ir::ValueId x = in.operands[k];
+      AxisSet extra = f.type(x).variance - in_axes[k];
+      if (!extra.empty()) {
+        int axis = extra.axes()[0];
+        const std::string axis_name = st.mesh.axes()[axis].name;
+        auto &d = diags_->error(
+            "unmapped-input-varies", in.span,
+            "argument " + std::to_string(k + 1) + " of `" + callee + "` may differ between " +
+                "devices along " + axes_names(extra, st.mesh) + ", but the in_spec " +
+                params[k].spec + " of `" + params[k].name + "` does not mention " +
+                (extra.size() == 1 ? "that axis" : "those axes") + ", so `" + callee +
+                "` needs the same value on every device along " +
+                (extra.size() == 1 ? "it" : "them"));
+        d.notes.push_back({params[k].span, "the in_spec leaves out `" + axis_name + "` here"});
+        add_origin_notes(d, st, x, axis);
+        d.fix = "make the argument the same along `" + axis_name +
+                "` first (psum, pmean, all_gather_invariant, ...), or map `" + params[k].name +
+                "` along `" + axis_name + "` in the in_spec of `" + callee + "`";
+        continue;
+      }
+      AxisSet missing = in_axes[k] - f.type(x).variance;
+      if (missing.empty()) continue;
+      if (liftable(st, x)) {
+        in.operands[k] = lift(st, body, x, in_axes[k], in.span);
+      } else {
+        diags_
+            ->error("invariant-operand", in.span,
+                    "the in_spec " + params[k].spec + " of `" + params[k].name +
+                        "` maps it along " + axes_names(missing, st.mesh) + ", so `" + callee +
+                        "` needs an argument that varies there, but " + name_of(st, x) +
+                        " is the same on every device along " +
+                        (missing.size() == 1 ? "it" : "them"))
+            .fix = "pass `" + pbroadcast_text(f.values[x].name, missing, st.mesh) +
+                   "`, or enable automatic pbroadcast insertion";
+      }
+    }
+    for (size_t k = 0; k < in.results.size() && k < out_axes.size(); ++k)
+      f.type(in.results[k]).variance = out_axes[k];
   }
 
   void check_annotations(FunctionState &st, const std::vector<ir::ValueId> &results,
@@ -492,7 +696,9 @@ class VarianceInference {
     if (it != memo_.end()) return it->second;
     ir::Function f = pristine_[static_cast<size_t>(callee)];
     size_t before = diags_->count();
+    int errors_before = diags_->num_errors();
     process_function(f, param_var, auto_pb);
+    bool broken = diags_->num_errors() != errors_before;
     for (size_t k = before; k < diags_->count(); ++k)
       diags_->at(k).notes.push_back({call_span, "in the call of `" + f.name + "` here"});
     int index;
@@ -505,15 +711,25 @@ class VarianceInference {
       module_.functions.push_back(std::move(f));
     }
     memo_[key] = index;
+    if (broken) broken_.insert(index);
     return index;
   }
+
+  struct DerivedFunction {
+    int index = -1;
+    std::optional<TransformError> error;
+  };
 
   ir::Module &module_;
   const ir::Function *shmap_ = nullptr;  // the shmap being typed (defs follow its settings)
   DiagnosticEngine *diags_;
+  DiagnosticEngine *const top_diags_;
   std::vector<ir::Function> pristine_;
+  std::vector<ShmapState> shmap_state_;
   std::map<std::tuple<int, std::vector<uint64_t>, bool>, int> memo_;
   std::map<int, bool> used_;
+  std::set<int> broken_;  // def instances typed with errors
+  std::map<std::tuple<int, int, std::vector<bool>, std::vector<bool>>, DerivedFunction> derived_;
 };
 
 }  // namespace

@@ -9,7 +9,13 @@
 //      operand gets one; an invariant operand where a collective needs one
 //      varying, or a varying one where it needs one invariant, is reported;
 //   3. calls specialise their def instance for the arguments' variance (a def
-//      called with different variance becomes several functions);
+//      called with different variance becomes several functions); a call of
+//      a shmap lifts each argument to the axes its in_spec maps (one varying
+//      along an axis the in_spec leaves out is an error) and its results vary
+//      along the axes of their out_specs; a call of a derivative
+//      (`grad(f)(x)`) first builds it (middle/derived_functions.h) from `f`
+//      checked — a def typed for the variance the arguments give it — and
+//      then is typed as a call of the shmap or def it is;
 //   4. annotated values (`w: f32[]{i} = ...`) are checked and lifted;
 //   5. each returned value must be invariant along every axis its out_spec
 //      leaves out (otherwise an error naming the axis and where its variance

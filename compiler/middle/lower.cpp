@@ -13,12 +13,25 @@ namespace spmd {
 namespace lowering {
 namespace {
 
+std::string mesh_text(const std::vector<rt::MeshAxis> &axes) {
+  std::string s;
+  for (const auto &a : axes) s += (s.empty() ? "(" : ", ") + a.name + ": " + std::to_string(a.size);
+  return s + ")";
+}
+std::string mesh_text(const ast::MeshDecl &mesh) {
+  std::vector<rt::MeshAxis> axes;
+  for (const auto &a : mesh.axes) axes.push_back({a.name.name, a.size});
+  return mesh_text(axes);
+}
+
 std::string qualified_alias(const std::string &module_name) {
   auto dot = module_name.rfind('.');
   return dot == std::string::npos ? module_name : module_name.substr(dot + 1);
 }
 
 }  // namespace
+
+std::string mesh_text(const rt::Mesh &mesh) { return mesh_text(mesh.axes()); }
 
 void report_unknown_dtype(DiagnosticEngine &diags, SourceSpan span, const std::string &name) {
   Diagnostic &d = diags.error(
@@ -50,11 +63,19 @@ void ProgramLowerer::collect() {
     const ParsedModule &pm = program_.modules[m];
     for (const ast::Decl &decl : pm.ast.decls) {
       if (auto *mesh = std::get_if<ast::MeshDecl>(&decl.node)) {
-        if (meshes_.count(mesh->name.name)) {
+        if (auto known = meshes_.find(mesh->name.name); known != meshes_.end()) {
+          // An imported module (a derived program, say) may declare the same
+          // mesh as the importer: equal declarations are one mesh.
+          const ir::MeshDef *first =
+              known->second >= 0 ? &module.meshes[static_cast<size_t>(known->second)] : nullptr;
+          if (first && m > 0 && mesh_text(first->mesh) == mesh_text(*mesh)) continue;
           diags
               .error("duplicate-definition", mesh->name.span,
-                     "mesh `" + mesh->name.name + "` is defined twice")
-              .note(mesh_spans_[mesh->name.name], "first defined here");
+                     "mesh `" + mesh->name.name + "` is defined twice" +
+                         (m > 0 ? " with different axes" : ""))
+              .note(mesh_spans_[mesh->name.name],
+                    "first defined here" +
+                        (first && m > 0 ? " as " + mesh_text(first->mesh) : std::string()));
           continue;
         }
         mesh_spans_[mesh->name.name] = mesh->name.span;
@@ -259,7 +280,29 @@ std::optional<rt::PartitionSpec> ProgramLowerer::resolve_spec(const ast::SpecExp
   return out;
 }
 
-void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
+int ProgramLowerer::shmap_function(const ast::FuncDecl &decl, int module_index,
+                                   SourceSpan call_span) {
+  auto [it, inserted] = shmaps_.emplace(&decl, -2);
+  if (!inserted) {
+    if (it->second == -2)
+      diags.error("recursion", call_span,
+                  "`" + decl.name.name + "` calls itself; recursion is not supported");
+    return it->second < 0 ? -1 : it->second;
+  }
+  std::optional<ir::Function> f = lower_shmap(decl, module_index);
+  if (!f) {
+    shmaps_[&decl] = -1;
+    return -1;
+  }
+  f->entry = module_index == 0;
+  module.functions.push_back(std::move(*f));
+  int index = static_cast<int>(module.functions.size() - 1);
+  shmaps_[&decl] = index;
+  return index;
+}
+
+std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &decl,
+                                                        int module_index) {
   // A sharded function is lowered like a shmap whose every value has its
   // global shape: its specs are requirements for `spmdc shard`, not a split.
   const bool sharded = decl.kind == ast::FuncKind::Sharded;
@@ -289,7 +332,7 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
   if (!decl.mesh) {  // the parser reports a missing `on MESH`
     diags.internal(decl.name.span,
                    std::string(what) + " `" + f.name + "` without a mesh reached lowering");
-    return;
+    return std::nullopt;
   }
   auto mit = meshes_.find(decl.mesh->name);
   if (mit == meshes_.end()) {
@@ -298,9 +341,9 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     std::vector<std::string> names;
     for (const auto &[n, index] : meshes_) names.push_back(n);
     suggest(d, decl.mesh->span, decl.mesh->name, std::nullopt, names);
-    return;
+    return std::nullopt;
   }
-  if (mit->second < 0) return;  // the mesh itself was reported
+  if (mit->second < 0) return std::nullopt;  // the mesh itself was reported
   f.mesh = mit->second;
   const rt::Mesh &mesh = module.meshes[static_cast<size_t>(f.mesh)].mesh;
   bool ok = true;
@@ -375,7 +418,7 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
     BodyLowerer body(*this, scratch, module_index);
     for (auto &[n, v] : bindings) body.env[n] = v;
     body.lower_block(decl.body);
-    return;
+    return std::nullopt;
   }
   // Result dtypes are needed to check returns; keep them in a side vector.
   std::vector<DType> result_dtypes;
@@ -393,13 +436,13 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
       diags.error("missing-return", decl.name.span,
                   std::string(what) + " `" + fn.name + "` does not end with a `return`");
   }
-  if (diags.num_errors() != errors_before) return;
+  if (diags.num_errors() != errors_before) return std::nullopt;
   if (fn.returns.size() != fn.results.size()) {
     diags.error("arity-mismatch", fn.return_span,
                 "`" + fn.name + "` returns " + std::to_string(fn.returns.size()) + " value" +
                     (fn.returns.size() == 1 ? "" : "s") + " but its signature declares " +
                     std::to_string(fn.results.size()));
-    return;
+    return std::nullopt;
   }
   for (size_t k = 0; k < fn.returns.size(); ++k) {
     const Type &t = fn.type(fn.returns[k]);
@@ -411,7 +454,7 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
                        shape_type_str(t.dtype, t.shape) + " but the signature declares " +
                        shape_type_str(result_dtypes[k], fn.results[k].global_shape))
             .notes.push_back({fn.results[k].span, "declared here"});
-        return;
+        return std::nullopt;
       }
       continue;
     }
@@ -424,11 +467,11 @@ void ProgramLowerer::lower_shmap(const ast::FuncDecl &decl, int module_index) {
                      shape_type_str(result_dtypes[k], local) + " on each device (global " +
                      shape_type_str(result_dtypes[k], fn.results[k].global_shape) + ")")
           .notes.push_back({fn.results[k].span, "declared here"});
-      return;
+      return std::nullopt;
     }
   }
-  if (sharded && !check_global_view(fn)) return;
-  module.functions.push_back(std::move(f));
+  if (sharded && !check_global_view(fn)) return std::nullopt;
+  return f;
 }
 
 bool ProgramLowerer::check_global_view(const ir::Function &f) {
@@ -614,7 +657,7 @@ ir::Module ProgramLowerer::run() {
   for (size_t m = 0; m < 1; ++m)
     for (const ast::Decl &decl : program_.modules[m].ast.decls)
       if (auto *fn = std::get_if<ast::FuncDecl>(&decl.node)) {
-        if (fn->kind != ast::FuncKind::Def) lower_shmap(*fn, static_cast<int>(m));
+        if (fn->kind != ast::FuncKind::Def) shmap_function(*fn, static_cast<int>(m), {});
         if (diags.at_limit()) break;
       }
   return std::move(module);

@@ -9,7 +9,9 @@
 //      literals take the dtype of the value they meet (weak typing);
 //   4. instantiates each called `def` for the concrete argument types (binding
 //      its symbolic dimensions) as a separate IR function, once per distinct
-//      signature and mesh.
+//      signature and mesh; a called shmap (from any module) is lowered once,
+//      on first use, and its arguments must have the local types its in_specs
+//      give, on a mesh with the same axes.
 // Variance is not computed here: every value is left invariant and
 // infer_variance (middle/infer_variance.h) fills it in. Problems become
 // diagnostics; functions with errors are still returned but must not be used.

@@ -836,6 +836,7 @@ LExpr BodyLowerer::lower_member(const LExpr &base, const std::string &member, So
 }
 
 LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
+  if (call.function) return lower_derived_call(call, span);
   const std::string &name = call.callee.name;
   // Methods: `(a + b).astype(f32)`, or `x.astype(f32)` on a local name.
   if (call.receiver) {
@@ -859,18 +860,19 @@ LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
   int def_module = -1;
   const ast::FuncDecl *decl = program_.find_def(name, module_index_, call.callee.span, def_module);
   if (!decl) return {};
-  if (decl->kind != ast::FuncKind::Def) {
-    diags().error("call-shmap", call.callee.span,
-                  "`" + name + "` is a " +
-                      (decl->kind == ast::FuncKind::Shmap ? "shmap" : "sharded function") +
-                      "; a body can call only `def` functions");
+  if (decl->kind == ast::FuncKind::Sharded) {
+    diags().error("call-sharded", call.callee.span,
+                  "`" + name +
+                      "` is a sharded function; a body can call only `def` and `shmap` "
+                      "functions (make a shmap of it with `spmdc shard` first)");
     return {};
   }
   std::vector<ir::ValueId> args;
   for (const auto &arg : call.args) {
     if (!arg.keyword.empty()) {
       diags().error("bad-argument", arg.span,
-                    "keyword arguments are not supported in calls of `def` functions");
+                    std::string("keyword arguments are not supported in calls of `") +
+                        (decl->kind == ast::FuncKind::Shmap ? "shmap" : "def") + "` functions");
       return {};
     }
     args.push_back(lower_value(*arg.value));
@@ -885,16 +887,73 @@ LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
         .notes.push_back({decl->name.span, "`" + name + "` is defined here"});
     return {};
   }
+  if (decl->kind == ast::FuncKind::Shmap)
+    return call_shmap(*decl, def_module, std::move(args), call.callee.span, span);
   std::vector<Type> arg_types;
   for (auto v : args) arg_types.push_back(function_.type(v));
   int callee = program_.instantiate(*decl, def_module, arg_types, function_.mesh, span);
   if (callee < 0) return {};
+  return emit_call(callee, std::move(args), span);
+}
+
+LExpr BodyLowerer::call_shmap(const ast::FuncDecl &decl, int decl_module,
+                              std::vector<ir::ValueId> args, SourceSpan callee_span,
+                              SourceSpan span) {
+  int callee = program_.shmap_function(decl, decl_module, span);
+  if (callee < 0 || !check_callee_mesh(callee, decl, callee_span)) return {};
+  const ir::Module &m = program_.module;
+  const ir::Function &g = m.functions[static_cast<size_t>(callee)];
+  const rt::Mesh &callee_mesh = m.mesh_of(g);
+  bool ok = true;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const Type &have = function_.type(args[k]);
+    const Type &want = g.type(g.params[k].value);
+    if (have.dtype == want.dtype && have.shape == want.shape) continue;
+    std::string split = want.shape == g.params[k].global_shape
+                            ? std::string()
+                            : " (global " + shape_type_str(want.dtype, g.params[k].global_shape) +
+                                  " split by " + spec_str(g.params[k].spec, callee_mesh) + ")";
+    diags()
+        .error("argument-type-mismatch", span,
+               "argument " + std::to_string(k + 1) + " of `" + g.name + "` is " +
+                   shape_type_str(have.dtype, have.shape) +
+                   " on each device, but the shmap takes " +
+                   shape_type_str(want.dtype, want.shape) + split)
+        .notes.push_back({g.params[k].span, "parameter declared here"});
+    ok = false;
+  }
+  if (!ok) return {};
+  return emit_call(callee, std::move(args), span);
+}
+
+bool BodyLowerer::check_callee_mesh(int callee, const ast::FuncDecl &decl, SourceSpan at) {
+  const ir::Module &m = program_.module;
+  const ir::Function &g = m.functions[static_cast<size_t>(callee)];
+  const rt::Mesh &callee_mesh = m.mesh_of(g);
+  if (mesh_text(callee_mesh) == mesh_text(mesh())) return true;
+  const std::string &here = m.meshes[static_cast<size_t>(function_.mesh)].name;
+  const std::string &there = m.meshes[static_cast<size_t>(g.mesh)].name;
+  diags()
+      .error("mesh-mismatch", at,
+             "`" + g.name + "` runs on mesh `" + there + "` " + mesh_text(callee_mesh) +
+                 ", but this body runs on mesh `" + here + "` " + mesh_text(mesh()) +
+                 "; a shmap can be called only from a body on the same mesh")
+      .notes.push_back({decl.mesh ? decl.mesh->span : decl.name.span,
+                        "`" + g.name + "` is declared on `" + there + "` here"});
+  return false;
+}
+
+LExpr BodyLowerer::emit_call(int callee, std::vector<ir::ValueId> args, SourceSpan span) {
   const ir::Function &f = program_.module.functions[static_cast<size_t>(callee)];
   std::vector<Type> result_types;
   for (auto v : f.returns) result_types.push_back(f.type(v).with_variance({}));
   Attrs attrs;
   attrs.callee = callee;
-  auto results = builder_.add_typed(OpCode::Call, args, attrs, result_types, span);
+  return tuple_or_value(
+      builder_.add_typed(OpCode::Call, std::move(args), attrs, result_types, span), span);
+}
+
+LExpr BodyLowerer::tuple_or_value(const std::vector<ir::ValueId> &results, SourceSpan span) {
   if (results.size() == 1) return LExpr::of(results[0], span);
   LExpr e;
   e.kind = LExpr::Kind::Tuple;

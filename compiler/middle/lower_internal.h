@@ -5,12 +5,14 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "frontend/ast.h"
 #include "ir/builder.h"
 #include "middle/lower.h"
+#include "transforms/derive.h"
 
 namespace spmd::lowering {
 
@@ -38,6 +40,16 @@ struct LExpr {
 };
 
 class ProgramLowerer;
+
+/// One derivative as written: `grad(f, wrt=(a, b), of=0)` (lower_derivatives.cpp).
+struct DerivativeStepSyntax {
+  DeriveKind kind = DeriveKind::Grad;
+  std::vector<std::string> wrt, of;  // names or indices, as written
+  SourceSpan span;
+};
+
+/// `(data: 2, model: 4)`: a mesh's axes as written.
+std::string mesh_text(const rt::Mesh &mesh);
 
 /// What `env` binds a name to when the statement that bound it failed: every
 /// later use of the name is silently invalid, so one mistake gives one error
@@ -108,6 +120,28 @@ class BodyLowerer {
   void lower_for(const ast::ForStmt &loop, SourceSpan span);
   void lower_if(const ast::IfStmt &branch, SourceSpan span);
   LExpr lower_call(const ast::CallExpr &call, SourceSpan span);
+  /// A call of shmap `decl` from this body: local values in, local values out.
+  LExpr call_shmap(const ast::FuncDecl &decl, int decl_module, std::vector<ir::ValueId> args,
+                   SourceSpan callee_span, SourceSpan span);
+  /// The call instruction of function `callee` (its results typed invariant;
+  /// infer_variance types them); a tuple when it returns several values.
+  LExpr emit_call(int callee, std::vector<ir::ValueId> args, SourceSpan span);
+  LExpr tuple_or_value(const std::vector<ir::ValueId> &values, SourceSpan span);
+  /// False (after an error at `at`) when shmap `callee` runs on a mesh with
+  /// other axes than this body's.
+  bool check_callee_mesh(int callee, const ast::FuncDecl &decl, SourceSpan at);
+  /// `grad(f, wrt=w)(args)` and the other derivatives (lower_derivatives.cpp).
+  LExpr lower_derived_call(const ast::CallExpr &call, SourceSpan span);
+  /// The parameter types of def `decl` when the derivative `steps` of it is
+  /// called with arguments of types `args`; nullopt after an error (or,
+  /// silently, when the argument count is wrong).
+  std::optional<std::vector<Type>> derivative_param_types(
+      const ast::FuncDecl &decl, const std::vector<DerivativeStepSyntax> &steps,
+      const std::vector<Type> &args, SourceSpan span);
+  /// select_step, its TransformError reported at `at`.
+  ir::DeriveStep select_derive_step(const FunctionSignature &sig, DeriveKind kind,
+                                    const std::vector<std::string> &wrt,
+                                    const std::vector<std::string> &of, SourceSpan at, bool &ok);
   LExpr lower_index(const ast::IndexExpr &index, SourceSpan span);
   /// The values an integer index expression can take, when its form shows
   /// them: literals, dimension symbols, loop indices, axis_index/axis_size and
@@ -172,6 +206,9 @@ class ProgramLowerer {
   /// reporting ambiguity at `span` when two imports define it).
   const ast::FuncDecl *find_def(const std::string &name, int from_module, SourceSpan span,
                                 int &def_module);
+  /// Index of the lowered shmap `decl` (lowered on first use), or -1 after
+  /// errors; a shmap that (indirectly) calls itself is reported at `call_span`.
+  int shmap_function(const ast::FuncDecl &decl, int module_index, SourceSpan call_span);
   /// Index of the instance of `decl` for these argument types on `mesh`, or -1.
   int instantiate(const ast::FuncDecl &decl, int decl_module, const std::vector<Type> &arg_types,
                   int mesh, SourceSpan call_span);
@@ -190,7 +227,7 @@ class ProgramLowerer {
     int module_index;
   };
   void collect();
-  void lower_shmap(const ast::FuncDecl &decl, int module_index);
+  std::optional<ir::Function> lower_shmap(const ast::FuncDecl &decl, int module_index);
   std::optional<Type> resolve_type(const ast::TypeExpr &type,
                                    const std::map<std::string, int64_t> *symbols,
                                    bool allow_symbols, std::map<std::string, int64_t> *bind);
@@ -209,7 +246,8 @@ class ProgramLowerer {
     std::vector<std::pair<DType, Shape>> args;
     auto operator<=>(const InstanceKey &) const = default;
   };
-  std::map<InstanceKey, int> instances_;  // -1 while in progress / after failure
+  std::map<InstanceKey, int> instances_;         // -2 while in progress, -1 after failure
+  std::map<const ast::FuncDecl *, int> shmaps_;  // likewise
 };
 
 }  // namespace spmd::lowering

@@ -73,6 +73,7 @@ struct Attrs {
   int64_t step = 1;     // for: `range(dim, dim2, step)` (dim = start, dim2 = stop)
   bool unroll = false;  // for: `[[unroll]]` — unrolled right after checking
   bool remat = false;   // for: `[[remat]]` — its transpose recomputes instead of storing
+  int derived = -1;     // call, until infer_variance: index into Module::derived_callees
 
   bool operator==(const Attrs &) const = default;
 };

@@ -23,6 +23,7 @@ struct SourceSpan {
   bool valid() const { return file != kNoFile; }
   /// The smallest span covering both (same file assumed; an invalid side is ignored).
   static SourceSpan cover(SourceSpan a, SourceSpan b);
+  bool operator==(const SourceSpan &) const = default;
 };
 
 struct SourceLocation {

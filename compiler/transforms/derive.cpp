@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "ir/loops.h"
 #include "ir/verifier.h"
 #include "transforms/combine_collectives.h"
 #include "transforms/explicit_pbroadcast.h"
@@ -11,71 +10,9 @@
 #include "transforms/jvp.h"
 #include "transforms/simplify.h"
 #include "transforms/transpose.h"
-#include "transforms/unroll_loops.h"
 
 namespace spmd {
 namespace {
-
-std::vector<bool> select_params(const ir::Function &f, const std::vector<std::string> &wrt) {
-  std::vector<bool> sel(f.params.size(), wrt.empty());
-  for (const std::string &name : wrt) {
-    bool found = false;
-    for (size_t k = 0; k < f.params.size(); ++k)
-      if (f.values[f.params[k].value].name == name) {
-        sel[k] = true;
-        found = true;
-      }
-    if (!found) {
-      std::string names;
-      for (const auto &p : f.params)
-        names += (names.empty() ? "`" : ", `") + f.values[p.value].name + "`";
-      throw TransformError(
-          "unknown-parameter", f.span,
-          "`" + f.name + "` has no parameter `" + name + "` (its parameters: " + names + ")");
-    }
-  }
-  for (size_t k = 0; k < f.params.size(); ++k)
-    if (sel[k] && !rt::is_float(f.type(f.params[k].value).dtype)) {
-      if (!wrt.empty())
-        throw TransformError("not-differentiable", f.params[k].span,
-                             "parameter `" + f.values[f.params[k].value].name +
-                                 "` is not floating point, so it has no derivative");
-      sel[k] = false;  // integer and bool inputs are never differentiated
-    }
-  // With nothing selected the derived function would have no parameters (jvp) or no results
-  // (transpose, vjp, grad): a program that cannot be written as source, and has nothing to say.
-  if (std::find(sel.begin(), sel.end(), true) == sel.end())
-    throw TransformError("nothing-to-differentiate", f.span,
-                         "`" + f.name +
-                             "` has no floating-point parameter, so it has no derivative or "
-                             "transpose to derive");
-  return sel;
-}
-
-std::vector<bool> select_results(const ir::Function &f, const std::vector<std::string> &of,
-                                 bool default_all) {
-  std::vector<bool> sel(f.results.size(), false);
-  if (of.empty()) {
-    if (default_all)
-      sel.assign(f.results.size(), true);
-    else if (!sel.empty())
-      sel[0] = true;
-    return sel;
-  }
-  for (const std::string &name : of) {
-    bool found = false;
-    for (size_t k = 0; k < f.results.size(); ++k)
-      if (ir::result_name(f, k) == name || std::to_string(k) == name) {
-        sel[k] = true;
-        found = true;
-      }
-    if (!found)
-      throw TransformError("unknown-result", f.span,
-                           "`" + f.name + "` has no result `" + name +
-                               "` (name results by index 0, 1, ... or by name)");
-  }
-  return sel;
-}
 
 std::string strip_suffix(const std::string &name, const std::string &suffix) {
   if (name.size() > suffix.size() &&
@@ -84,11 +21,49 @@ std::string strip_suffix(const std::string &name, const std::string &suffix) {
   return "";
 }
 
-std::string param_list(const ir::Function &f, const std::vector<bool> &sel) {
+std::string names_of(const std::vector<SignatureEntry> &entries,
+                     const std::vector<bool> *selected = nullptr) {
   std::string s;
-  for (size_t k = 0; k < sel.size(); ++k)
-    if (sel[k]) s += (s.empty() ? "" : ", ") + f.values[f.params[k].value].name;
+  for (size_t k = 0; k < entries.size(); ++k)
+    if (!selected || (*selected)[k]) s += (s.empty() ? "" : ", ") + entries[k].name;
   return s.empty() ? "(none)" : s;
+}
+
+/// Flags for the entries named (or numbered) in `chosen`; every entry when
+/// `chosen` is empty and `default_all`, else the first. Throws `code` for a
+/// name that is no entry.
+std::vector<bool> select_entries(const std::vector<SignatureEntry> &entries,
+                                 const std::vector<std::string> &chosen, bool default_all,
+                                 const std::string &code, const std::string &what,
+                                 const std::string &fn, SourceSpan at) {
+  std::vector<bool> sel(entries.size(), false);
+  if (chosen.empty()) {
+    if (default_all)
+      sel.assign(entries.size(), true);
+    else if (!sel.empty())
+      sel[0] = true;
+    return sel;
+  }
+  for (const std::string &name : chosen) {
+    bool found = false;
+    for (size_t k = 0; k < entries.size(); ++k)
+      if (entries[k].name == name || std::to_string(k) == name) {
+        sel[k] = true;
+        found = true;
+      }
+    if (!found)
+      throw TransformError(code, at,
+                           "`" + fn + "` has no " + what + " `" + name + "` (its " + what +
+                               "s, by name or by index 0, 1, ...: " + names_of(entries) + ")");
+  }
+  return sel;
+}
+
+/// `entry` of the function being derived, as an entry of its derivative.
+SignatureEntry derived_entry(const SignatureEntry &entry, std::string name) {
+  SignatureEntry e = entry;
+  e.name = std::move(name);
+  return e;
 }
 
 }  // namespace
@@ -96,7 +71,8 @@ std::string param_list(const ir::Function &f, const std::vector<bool> &sel) {
 int find_shmap(const ir::Module &module, const std::string &name) {
   std::vector<int> shmaps;
   for (size_t i = 0; i < module.functions.size(); ++i)
-    if (module.functions[i].kind == ir::FunctionKind::Shmap) shmaps.push_back(static_cast<int>(i));
+    if (module.functions[i].kind == ir::FunctionKind::Shmap && module.functions[i].entry)
+      shmaps.push_back(static_cast<int>(i));
   std::string names;
   for (int i : shmaps) names += (names.empty() ? "`" : ", `") + module.functions[i].name + "`";
   if (name.empty()) {
@@ -106,8 +82,9 @@ int find_shmap(const ir::Module &module, const std::string &name) {
                              ? "the file has no shmap function"
                              : "the file has several shmaps (" + names + "); choose one with --fn");
   }
-  for (int i : shmaps)
-    if (module.functions[i].name == name) return i;
+  for (size_t i = 0; i < module.functions.size(); ++i)
+    if (module.functions[i].kind == ir::FunctionKind::Shmap && module.functions[i].name == name)
+      return static_cast<int>(i);
   int other = module.find_function(name);
   if (other >= 0 && module.functions[other].kind == ir::FunctionKind::Sharded)
     throw TransformError("unknown-function", module.functions[other].span,
@@ -133,53 +110,187 @@ const char *derive_kind_name(DeriveKind k) {
   return "";
 }
 
-ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
-  int index = find_shmap(module, request.function);
-  const ir::Function &original = module.functions[static_cast<size_t>(index)];
-  ir::Module out;
-  out.meshes = module.meshes;
-  // Combined collectives are differentiated component by component; the
-  // result is combined again below.
-  ir::Function inlined = inline_calls(module, original);
-  split_collectives(inlined);
-  ir::Function flat = simplify(module, inlined);
-  std::vector<bool> wrt = select_params(flat, request.wrt);
-  ir::Function result;
-  std::string what;
-  switch (request.kind) {
+FunctionSignature signature_of(const ir::Function &f) {
+  FunctionSignature sig;
+  sig.name = f.name;
+  sig.kind = f.kind;
+  for (size_t k = 0; k < f.params.size(); ++k) {
+    const ir::Param &p = f.params[k];
+    sig.params.push_back(
+        {f.values[p.value].name, f.type(p.value), p.global_shape, p.spec, p.span, false, k});
+  }
+  for (size_t k = 0; k < f.results.size(); ++k) {
+    const ir::Result &r = f.results[k];
+    Type t = k < f.returns.size() ? f.type(f.returns[k]) : Type{};
+    sig.results.push_back({ir::result_name(f, k), t, r.global_shape, r.spec, r.span, true, k});
+    std::string base = r.name;
+    if (base.empty() && k < f.returns.size()) base = f.values[f.returns[k]].name;
+    sig.cotangent_bases.push_back(base.empty() ? ir::result_name(f, k) : base);
+  }
+  return sig;
+}
+
+std::string derived_name(const std::string &name, DeriveKind kind) {
+  switch (kind) {
     case DeriveKind::Transpose: {
-      TransposeSpec spec;
-      spec.remat = request.remat;
-      spec.linear_params = wrt;
-      spec.ct_results.assign(flat.results.size(), true);
-      std::string base = strip_suffix(flat.name, "_transpose");
-      spec.name = base.empty() ? flat.name + "_transpose" : base;
-      result = transpose_function(module, flat, spec);
-      what = "Transpose of `" + flat.name + "` in " + param_list(flat, wrt) +
-             ": cotangents of its results in, cotangents of those parameters out.";
+      std::string base = strip_suffix(name, "_transpose");
+      return base.empty() ? name + "_transpose" : base;
+    }
+    case DeriveKind::Jvp:
+      return name + "_jvp";
+    case DeriveKind::Vjp:
+      return name + "_vjp";
+    case DeriveKind::Grad:
+      return name + "_grad";
+  }
+  return name;
+}
+
+// The names below follow jvp_function and transpose_function exactly: a
+// tangent of `x` is `x_dot`, a cotangent `x_bar`; the JVP names its results
+// after the function's result names, and a vjp's cotangent of `y` is the
+// cotangent of the tangent `y_dot`, i.e. `y_bar`.
+FunctionSignature derived_signature(const FunctionSignature &f, const ir::DeriveStep &step) {
+  FunctionSignature d;
+  d.name = derived_name(f.name, step.kind);
+  d.kind = f.kind;
+  auto results_named = [&](const std::vector<SignatureEntry> &entries) {
+    for (const SignatureEntry &e : entries) {
+      d.results.push_back(e);
+      d.cotangent_bases.push_back(e.name);
+    }
+  };
+  switch (step.kind) {
+    case DeriveKind::Transpose: {
+      for (size_t k = 0; k < f.params.size(); ++k)
+        if (!step.wrt[k]) d.params.push_back(f.params[k]);
+      for (size_t k = 0; k < f.results.size(); ++k)
+        d.params.push_back(derived_entry(f.results[k], cotangent_name(f.cotangent_bases[k])));
+      std::vector<SignatureEntry> results;
+      for (size_t k = 0; k < f.params.size(); ++k)
+        if (step.wrt[k])
+          results.push_back(derived_entry(f.params[k], cotangent_name(f.params[k].name)));
+      results_named(results);
       break;
     }
     case DeriveKind::Jvp: {
-      result = jvp_function(module, flat, wrt).function;
-      what = "Forward-mode derivative (JVP) of `" + flat.name + "` in " + param_list(flat, wrt) +
-             ": primal inputs and tangents in, outputs and their tangents out.";
+      d.params = f.params;
+      for (size_t k = 0; k < f.params.size(); ++k)
+        if (step.wrt[k])
+          d.params.push_back(derived_entry(f.params[k], tangent_name(f.params[k].name)));
+      std::vector<SignatureEntry> results = f.results;
+      for (const SignatureEntry &r : f.results)
+        results.push_back(derived_entry(r, tangent_name(r.name)));
+      results_named(results);
       break;
     }
     case DeriveKind::Vjp:
     case DeriveKind::Grad: {
-      bool grad = request.kind == DeriveKind::Grad;
-      std::vector<bool> of = select_results(flat, request.of, !grad);
-      if (grad)
-        for (size_t k = 0; k < of.size(); ++k)
-          if (of[k] && flat.type(flat.returns[k]).rank() != 0)
-            throw TransformError(
-                "not-scalar", flat.results[k].span,
-                "grad needs a scalar output, but " + ir::describe_result(flat, k) + " is " +
-                    shape_type_str(flat.type(flat.returns[k]).dtype, flat.results[k].global_shape) +
-                    "; use `spmdc vjp` to pass its cotangent explicitly");
-      JvpResult j = jvp_function(module, flat, wrt);
+      d.params = f.params;
+      if (step.kind == DeriveKind::Vjp)
+        for (size_t k = 0; k < f.results.size(); ++k)
+          if (step.of[k])
+            d.params.push_back(
+                derived_entry(f.results[k], cotangent_name(tangent_name(f.results[k].name))));
+      std::vector<SignatureEntry> results = f.results;
+      for (size_t k = 0; k < f.params.size(); ++k)
+        if (step.wrt[k])
+          results.push_back(
+              derived_entry(f.params[k], cotangent_name(tangent_name(f.params[k].name))));
+      results_named(results);
+      break;
+    }
+  }
+  return d;
+}
+
+ir::DeriveStep select_step(const FunctionSignature &f, DeriveKind kind,
+                           const std::vector<std::string> &wrt, const std::vector<std::string> &of,
+                           SourceSpan at) {
+  ir::DeriveStep step;
+  step.kind = kind;
+  step.wrt = select_entries(f.params, wrt, true, "unknown-parameter", "parameter", f.name, at);
+  for (size_t k = 0; k < f.params.size(); ++k)
+    if (step.wrt[k] && !rt::is_float(f.params[k].type.dtype)) {
+      if (!wrt.empty())
+        throw TransformError("not-differentiable", f.params[k].span,
+                             "parameter `" + f.params[k].name + "` of `" + f.name +
+                                 "` is not floating point, so it has no derivative");
+      step.wrt[k] = false;  // integer and bool inputs are never differentiated
+    }
+  // With nothing selected the derived function would have no parameters (jvp) or no results
+  // (transpose, vjp, grad): a program that cannot be written as source, and has nothing to say.
+  if (std::find(step.wrt.begin(), step.wrt.end(), true) == step.wrt.end())
+    throw TransformError("nothing-to-differentiate", at,
+                         "`" + f.name +
+                             "` has no floating-point parameter, so it has no derivative or "
+                             "transpose to derive");
+  if (kind == DeriveKind::Vjp || kind == DeriveKind::Grad) {
+    bool grad = kind == DeriveKind::Grad;
+    step.of = select_entries(f.results, of, !grad, "unknown-result", "result", f.name, at);
+    for (size_t k = 0; grad && k < f.results.size(); ++k)
+      if (step.of[k] && f.results[k].type.rank() != 0)
+        throw TransformError(
+            "not-scalar", f.results[k].span,
+            "grad needs a scalar output, but " +
+                ir::describe_result(f.name, f.results.size(), f.results[k].name) + " is " +
+                shape_type_str(f.results[k].type.dtype, f.kind == ir::FunctionKind::Shmap
+                                                            ? f.results[k].global_shape
+                                                            : f.results[k].type.shape) +
+                "; use vjp to pass its cotangent explicitly");
+  }
+  return step;
+}
+
+std::string describe_step(const FunctionSignature &f, const ir::DeriveStep &step) {
+  std::string in = names_of(f.params, &step.wrt);
+  switch (step.kind) {
+    case DeriveKind::Transpose:
+      return "Transpose of `" + f.name + "` in " + in +
+             ": cotangents of its results in, cotangents of those parameters out.";
+    case DeriveKind::Jvp:
+      return "Forward-mode derivative (JVP) of `" + f.name + "` in " + in +
+             ": primal inputs and tangents in, outputs and their tangents out.";
+    case DeriveKind::Vjp:
+      return "Reverse-mode derivative (VJP) of `" + f.name + "` in " + in +
+             ": inputs and cotangents of " + names_of(f.results, &step.of) +
+             " in; outputs and cotangents of the parameters out.";
+    case DeriveKind::Grad:
+      return "Gradient of `" + f.name + "` (output " + names_of(f.results, &step.of) +
+             ") with respect to " + in + ": returns the outputs, then the gradients.";
+  }
+  return "";
+}
+
+ir::Function derive_function(const ir::Module &module, const ir::Function &function,
+                             const ir::DeriveStep &step, const CombineOptions &combine,
+                             bool remat) {
+  // Combined collectives are differentiated component by component; the
+  // result is combined again below.
+  ir::Function inlined = inline_calls(module, function);
+  split_collectives(inlined);
+  ir::Function flat = simplify(module, std::move(inlined));
+  std::string name = derived_name(flat.name, step.kind);
+  ir::Function result;
+  switch (step.kind) {
+    case DeriveKind::Transpose: {
       TransposeSpec spec;
-      spec.remat = request.remat;
+      spec.remat = remat;
+      spec.linear_params = step.wrt;
+      spec.ct_results.assign(flat.results.size(), true);
+      spec.name = name;
+      result = transpose_function(module, flat, spec);
+      break;
+    }
+    case DeriveKind::Jvp:
+      result = jvp_function(module, flat, step.wrt).function;
+      break;
+    case DeriveKind::Vjp:
+    case DeriveKind::Grad: {
+      bool grad = step.kind == DeriveKind::Grad;
+      JvpResult j = jvp_function(module, flat, step.wrt);
+      TransposeSpec spec;
+      spec.remat = remat;
       size_t np = j.num_primal_params, nr = j.num_primal_results;
       spec.linear_params.assign(j.function.params.size(), false);
       for (size_t k = np; k < j.function.params.size(); ++k) spec.linear_params[k] = true;
@@ -188,26 +299,30 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
       spec.seed_ones.assign(j.function.results.size(), false);
       for (size_t k = 0; k < nr; ++k) {
         spec.keep_results[k] = true;
-        spec.ct_results[nr + k] = of[k];
-        spec.seed_ones[nr + k] = grad && of[k];
+        spec.ct_results[nr + k] = step.of[k];
+        spec.seed_ones[nr + k] = grad && step.of[k];
       }
-      spec.name = flat.name + (grad ? "_grad" : "_vjp");
+      spec.name = name;
       result = transpose_function(module, j.function, spec);
-      std::string outs;
-      for (size_t k = 0; k < of.size(); ++k)
-        if (of[k]) outs += (outs.empty() ? "" : ", ") + ir::result_name(flat, k);
-      what = grad ? "Gradient of `" + flat.name + "` (output " + outs + ") with respect to " +
-                        param_list(flat, wrt) + ": returns the outputs, then the gradients."
-                  : "Reverse-mode derivative (VJP) of `" + flat.name + "` in " +
-                        param_list(flat, wrt) + ": inputs and cotangents of " + outs +
-                        " in; outputs and cotangents of the parameters out.";
       break;
     }
   }
   result = simplify(module, std::move(result));
-  combine_collectives(result, request.combine);
-  make_pbroadcasts_explicit(out, result, ir::Origin::Transform);
-  result.comment = what + "\nGenerated by `spmdc " + derive_kind_name(request.kind) + "`" +
+  combine_collectives(result, combine);
+  make_pbroadcasts_explicit(module, result, ir::Origin::Transform);
+  return result;
+}
+
+ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
+  int index = find_shmap(module, request.function);
+  const ir::Function &original = module.functions[static_cast<size_t>(index)];
+  FunctionSignature sig = signature_of(original);
+  ir::DeriveStep step = select_step(sig, request.kind, request.wrt, request.of, original.span);
+  ir::Module out;
+  out.meshes = module.meshes;
+  ir::Function result = derive_function(module, original, step, request.combine, request.remat);
+  result.comment = describe_step(sig, step) + "\nGenerated by `spmdc " +
+                   derive_kind_name(request.kind) + "`" +
                    (request.source_path.empty() ? "" : " from " + request.source_path) + ".";
   out.functions.push_back(std::move(result));
   for (const std::string &problem : ir::verify_module(out))

@@ -156,7 +156,9 @@ def main():
                 print(f'note {label}: needs {size} GPUs, {gpus} visible: not run')
                 continue
             ran += 1
-            d = os.path.join(work, f'{name}_{fn}')
+            # Not next to the executables: `train_mlp` holds a shmap `loss_grad`
+            # (derived in the language), and `train_mlp_loss_grad` is an executable.
+            d = os.path.join(work, 'io', name, fn)
             dirs = {k: os.path.join(d, k) for k in ('in', 'run_in', 'mpi_in', 'run_rand', 'mpi_rand')}
             for p in dirs.values():
                 os.makedirs(p)

@@ -72,6 +72,19 @@ inline std::vector<rt::Tensor> run(const Compilation &c, const std::vector<rt::T
   return interp::run_shmap(*c.module, only_shmap(c), inputs, o);
 }
 
+/// Runs shmap `fn` of `c` on global inputs (checking replication).
+inline std::vector<rt::Tensor> run_named(const Compilation &c, const std::string &fn,
+                                         const std::vector<rt::Tensor> &inputs) {
+  interp::InterpOptions o;
+  o.check_replication = true;
+  return interp::run_shmap(*c.module, find_shmap(*c.module, fn), inputs, o);
+}
+
+inline void require_same_bits(const rt::Tensor &a, const rt::Tensor &b) {
+  REQUIRE(a.shape() == b.shape());
+  for (int64_t e = 0; e < a.numel(); ++e) CHECK(a.get(e) == b.get(e));
+}
+
 inline double dot(const rt::Tensor &a, const rt::Tensor &b) {
   REQUIRE(a.shape() == b.shape());
   double s = 0;
