@@ -1052,16 +1052,17 @@ LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
       b = start ? std::clamp<int64_t>(normalize(*start), 0, n) : 0;
       e = stop ? std::clamp<int64_t>(normalize(*stop), 0, n) : n;
       if (e < b) e = b;
-      count = (e - b + st - 1) / st;
+      count = rt::range_length(b, e, st);  // no overflow for a step near 2^63
     } else {
       // Backwards: from `first` down to just above `last` (exclusive; -1 = past the start).
       int64_t first = start ? std::clamp<int64_t>(normalize(*start), -1, n - 1) : n - 1;
       int64_t last = stop ? std::clamp<int64_t>(normalize(*stop), -1, n - 1) : -1;
-      count = first > last ? (first - last - 1) / -st + 1 : 0;
+      const int64_t back = st == INT64_MIN ? INT64_MAX : -st;  // any step past n takes one
+      count = first > last ? rt::range_length(last + 1, first + 1, back) : 0;
       // The same elements read forwards, then flipped.
-      b = count > 0 ? first - (count - 1) * -st : 0;
+      b = count > 0 ? first - (count - 1) * back : 0;
       e = count > 0 ? first + 1 : 0;
-      st = -st;
+      st = back;
       if (count > 0) reversed.push_back(d);
     }
     if (count == 0 && n > 0) {
