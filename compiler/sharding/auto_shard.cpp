@@ -404,8 +404,10 @@ class AutoBuilder {
   /// A plan under the memory limit by elimination (no proof of optimality):
   /// every byte a candidate defines (a parameter's block, an op's results)
   /// costs lambda seconds, and a bisection over lambda = 2^k s/B finds the
-  /// smallest penalty whose optimum fits. The objective is the unpenalised one.
-  std::optional<Elimination> fitting_elimination(size_t states) {
+  /// smallest penalty whose optimum fits; then the cut between that plan and
+  /// the cheaper one just below the threshold. The objective is unpenalised.
+  std::optional<Elimination> fitting_elimination(size_t states,
+                                                 const std::vector<int> &unconstrained) {
     const std::vector<std::vector<double>> base = pairwise_.unary;
     std::vector<std::vector<double>> bytes(base.size());
     for (size_t v = 0; v < base.size(); ++v) bytes[v].assign(base[v].size(), 0);
@@ -421,29 +423,57 @@ class AutoBuilder {
       for (size_t a = 0; a < b.size(); ++a)
         b[a] += local_bytes(p_.mesh, t.shape, t.dtype, out(value, a));
     }
-    auto solve_with = [&](int k) -> std::optional<Elimination> {
+    struct Trial {
+      std::optional<Elimination> e;  // the penalised optimum, priced without the penalty
+      bool fits = false;
+    };
+    auto solve_with = [&](int k) -> Trial {
       const double lambda = std::ldexp(1.0, k);
       for (size_t v = 0; v < base.size(); ++v)
         for (size_t a = 0; a < base[v].size(); ++a)
           pairwise_.unary[v][a] = base[v][a] + lambda * bytes[v][a];
       std::optional<Elimination> e = eliminate(pairwise_, states);
       pairwise_.unary = base;
-      if (!e || !fits(e->choice)) return std::nullopt;
+      if (!e) return {};
       e->objective = pairwise_objective(e->choice);
-      return e;
+      bool ok = fits(e->choice);
+      return {std::move(e), ok};
     };
     int lo = -64, hi = -8;  // 2^-64 s/B changes nothing; 2^-8 s/B outweighs any time
-    std::optional<Elimination> best = solve_with(hi);
-    if (!best) return std::nullopt;
+    Trial above = solve_with(hi);
+    if (!above.fits) return std::nullopt;
+    std::optional<Elimination> best = above.e;
+    std::vector<int> below = unconstrained;  // the cheapest plan seen that does not fit
     while (hi - lo > 1) {
       int mid = (lo + hi) / 2;
-      if (std::optional<Elimination> e = solve_with(mid)) {
+      Trial t = solve_with(mid);
+      if (t.fits) {
         hi = mid;
-        if (e->objective < best->objective) best = std::move(e);
+        if (t.e->objective < best->objective) best = t.e;
+        above = std::move(t);
       } else {
         lo = mid;
+        if (t.e) below = t.e->choice;
       }
     }
+    // Penalties move whole families of alike nodes at once (the blocks of a
+    // stack): mixing the two plans either side of the threshold — the first
+    // nodes as in the one that does not fit, the rest as in the one that
+    // does — keeps as much of the cheaper plan as fits (bisection on the cut).
+    const std::vector<int> &fit = above.e->choice;
+    auto mix = [&](size_t cut) {
+      std::vector<int> c = fit;
+      std::copy(below.begin(), below.begin() + static_cast<long>(cut), c.begin());
+      return c;
+    };
+    size_t ok = 0, bad = below.size();
+    while (bad - ok > 1) {
+      size_t mid = (ok + bad) / 2;
+      (fits(mix(mid)) ? ok : bad) = mid;
+    }
+    std::vector<int> mixed = mix(ok);
+    double objective = pairwise_objective(mixed);
+    if (objective < best->objective) best = Elimination{std::move(mixed), objective, 0};
     return best;
   }
 
@@ -476,7 +506,7 @@ class AutoBuilder {
       if (e && options_.memory_per_device && !fits(e->choice)) {
         // Not the answer, but a penalised elimination finds a plan that fits:
         // CBC starts from it, and it stands when CBC finds nothing better.
-        if (ilp_solver_available()) fitting = fitting_elimination(states);
+        if (ilp_solver_available()) fitting = fitting_elimination(states, e->choice);
         e.reset();
       }
       if (e) {
@@ -517,7 +547,11 @@ class AutoBuilder {
         if (first_var[v] >= 0) ilp_.start.push_back({first_var[v] + fitting->choice[v], 1.0});
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-    IlpSolution sol = solve_ilp(ilp_, std::max(options_.time_limit_s - elapsed, 1e-9));
+    // The penalised elimination used up the time limit: CBC would only
+    // overrun it (it does not check its clock in the root LP), so do not start it.
+    IlpSolution sol;
+    if (!fitting || elapsed < options_.time_limit_s)
+      sol = solve_ilp(ilp_, std::max(options_.time_limit_s - elapsed, 1e-9));
     report_.solve_seconds = elapsed + sol.seconds;
     using S = IlpSolution::Status;
     // CBC stopped with nothing better than the penalised elimination's plan.
