@@ -65,6 +65,15 @@ const char *kPrograms[] = {
     R"(sharded total(x: T[8, 16] @ P(None, a), w: T[16, 8] @ P(a)) -> T[] @ P() on M {
   return sum(x @ w) * 0.5
 })",
+    // The NumPy-style ops: flip and argmax keep their dimensions whole, the
+    // elementwise ones split like any other, `.T` is a transpose.
+    R"(sharded numpy_ops(x: T[8, 8] @ P(a), y: T[8, 8] @ P(None, B))
+    -> (T[8, 8] @ P(a), T[8] @ auto) on M {
+  f = flip(x, axes=1) + erf(y) - log1p(x * x) + x[::-1, :]
+  g = f % 0.7 + f // 0.5 + clip(stop_gradient(f), -1.0, 1.0)
+  k = cast(argmax(g, axes=1), dtype=T) + cast(argmin(g.T, axes=0), dtype=T)
+  return g.T, k + var(g, axes=1)
+})",
     // A static loop (unrolled before sharding): a residual block three times.
     R"(sharded looped(x: T[8, 16] @ P(a), w: T[16, 16] @ auto) -> T[8, 16] @ P(a) on M {
   h = x
