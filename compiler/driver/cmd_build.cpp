@@ -18,10 +18,17 @@
 // a failed compiler run), 2 internal error.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <mutex>
+#include <stop_token>
+#include <thread>
 
 #include "backend/backend.h"
 #include "backend/toolchain.h"
@@ -55,6 +62,60 @@ backend::Target choose_target(const BuildOptions &o, std::string &note) {
          (cuda ? "; --target cpu for the simulated mesh)" : "; --target cuda to build for GPUs)");
   return cuda ? backend::Target::Cuda : backend::Target::Cpu;
 }
+
+/// Progress of a build on stderr, when it is a terminal and -q was not given:
+/// one line per phase, the emitted source's size, and while the host compiler
+/// runs a line that counts the seconds (rewritten in place), then its time.
+class Progress {
+ public:
+  explicit Progress(bool on) : on_(on) {}
+  ~Progress() { stop_ticking(); }
+  void phase(const std::string &text) {
+    if (!on_) return;
+    std::cout.flush();
+    std::cerr << "spmdc: " << text << "\n";
+  }
+  /// Starts the counting line for the host compiler (`what`).
+  void start_compiler(const std::string &what) {
+    start_ = Clock::now();
+    if (!on_) return;
+    ticker_ = std::jthread([this, what](std::stop_token stop) {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock lock(m);
+      while (true) {
+        std::cerr << "\rspmdc: [3/3] " << what << " ... " << seconds() << " s" << std::flush;
+        cv.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+        if (stop.stop_requested()) break;
+      }
+    });
+  }
+  /// Ends the counting line with the host compiler's time (`ok`: it succeeded).
+  void end_compiler(const std::string &what, bool ok) {
+    stop_ticking();
+    if (!on_) return;
+    std::cerr << "\rspmdc: [3/3] " << what << ": " << (ok ? "done" : "failed") << " in "
+              << seconds() << " s\n";
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string seconds() const {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f",
+                  std::chrono::duration<double>(Clock::now() - start_).count());
+    return text;
+  }
+  void stop_ticking() {
+    if (ticker_.joinable()) {
+      ticker_.request_stop();
+      ticker_.join();
+    }
+  }
+  bool on_;
+  Clock::time_point start_;
+  std::jthread ticker_;
+};
 
 std::string default_output(const std::string &input) {
   std::string base = input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
@@ -138,15 +199,17 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
         "was configured (or it was configured with -DSPMDC_ENABLE_CUDA=OFF); use --target cpu, "
         "or --emit-source FILE.cu to only write the CUDA source");
 
+  Progress progress(!o.quiet && ::isatty(2));
+  progress.phase("[1/3] checking " + common.input);
   Compilation c;
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
   const ir::Module &module = *c.module;
   backend::EmitOptions eo;
+  size_t shmaps = 0;
+  for (const ir::Function &f : module.functions) shmaps += f.kind == ir::FunctionKind::Shmap;
   try {
     // Without --fn every shmap is built; the only one is the default.
-    size_t shmaps = 0;
-    for (const ir::Function &f : module.functions) shmaps += f.kind == ir::FunctionKind::Shmap;
     if (!o.fn.empty() || shmaps <= 1)
       eo.entry = module.functions[static_cast<size_t>(find_shmap(module, o.fn))].name;
   } catch (const TransformError &e) {
@@ -157,6 +220,10 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   eo.source_path = common.input;
   eo.built_by = version_line();
   const std::string source = backend::emit_program(module, &c.sources, eo);
+  const char *language = target == backend::Target::Cuda ? "CUDA C++" : "C++";
+  progress.phase("[2/3] emitted " + std::to_string(std::count(source.begin(), source.end(), '\n')) +
+                 " lines of " + language + " for " + std::to_string(shmaps) + " shmap" +
+                 (shmaps == 1 ? "" : "s"));
 
   // The source and the executable are written together, all or none.
   rt::OutputFiles outputs;
@@ -193,7 +260,10 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
     std::cerr << "spmdc: runtime from " << tc->where << "\nspmdc: " << backend::shell_quote(cmd)
               << "\n";
   }
+  const std::string compiling = "compiling with " + cmd.front();
+  progress.start_compiler(compiling);
   const int rc = backend::run_process(cmd, error);
+  progress.end_compiler(compiling, rc == 0);
   if (rc != 0) {
     std::string msg = rc < 0
                           ? error
@@ -251,7 +321,9 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
   cmd->add_flag("--keep-source", options.keep_source, "Keep the temporary source file");
   cmd->add_flag("--show-command", options.show_command,
                 "Print the compiler command line (quoted for a POSIX shell)");
-  cmd->add_flag("-q,--quiet", options.quiet, "Print no notes (the chosen target)");
+  cmd->add_flag("-q,--quiet", options.quiet,
+                "Print no notes (the chosen target) and no progress (shown when stderr is a "
+                "terminal: phase, emitted lines, host-compiler time)");
   out.push_back({cmd, [&common] { return run_build(common, options); }});
 }
 
