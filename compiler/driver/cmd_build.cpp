@@ -156,8 +156,9 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
       "Compile a shmap into an executable (CUDA + NCCL, or the simulated CPU mesh) with the "
       "command line of `spmdc run`");
   add_common_options(*cmd, common);
-  cmd->add_option("--fn", options.fn,
-                  "The executable's default shmap (optional when the file has one)");
+  cmd->add_option(
+      "--fn", options.fn,
+      "The executable's default shmap (default: the file's only shmap that no body calls)");
   cmd->add_option("-o,--output", options.output,
                   "The executable to write (default: the input's name without .spmd)")
       ->type_name("FILE");

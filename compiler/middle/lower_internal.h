@@ -200,6 +200,8 @@ class ProgramLowerer {
                                 int &def_module);
   /// Index of the lowered shmap `decl` (lowered on first use), or -1 after
   /// errors; a shmap that (indirectly) calls itself is reported at `call_span`.
+  /// A valid `call_span` means a body calls it (or a derivative of it), so it
+  /// is no default entry.
   int shmap_function(const ast::FuncDecl &decl, int module_index, SourceSpan call_span);
   /// Index of the instance of `decl` for these argument types on `mesh`, or -1.
   int instantiate(const ast::FuncDecl &decl, int decl_module, const std::vector<Type> &arg_types,
@@ -240,6 +242,7 @@ class ProgramLowerer {
   };
   std::map<InstanceKey, int> instances_;         // -2 while in progress, -1 after failure
   std::map<const ast::FuncDecl *, int> shmaps_;  // likewise
+  std::set<const ast::FuncDecl *> called_shmaps_;
 };
 
 }  // namespace spmd::lowering
