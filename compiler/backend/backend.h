@@ -31,8 +31,9 @@ enum class Target { Cpu, Cuda };
 
 struct EmitOptions {
   Target target = Target::Cpu;
-  std::string entry;        // the default --fn of the executable
+  std::string entry;        // the default --fn of the executable ("": none, --fn required)
   std::string source_path;  // shown in comments and messages
+  std::string built_by;     // the compiler's version line, for the executable's --version
 };
 
 /// The complete source file. `sources` (may be null) supplies the quoted lines.

@@ -511,6 +511,16 @@ std::string quote(const std::string &s) {
 }
 }  // namespace
 
+std::string program_main_call(const EmitOptions &options, const std::string &target,
+                              const std::string &threads_executor,
+                              const std::string &mpi_executor) {
+  return "  return rt::program_main(argc, argv, functions(), " + quote(options.entry) + ", " +
+         quote(target) + ",\n                          " +
+         quote(options.built_by + " from " + options.source_path) +
+         ",\n                          {" + threads_executor + "(functions(), bodies),\n" +
+         "                           " + mpi_executor + "(functions(), bodies)});\n}\n";
+}
+
 std::string program_function_init(const ir::Module &module, const ir::Function &f,
                                   const std::string &source_path) {
   const rt::Mesh &mesh = module.mesh_of(f);

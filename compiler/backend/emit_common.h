@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/fusion.h"
 #include "ir/ir.h"
 #include "support/source.h"
@@ -109,6 +110,11 @@ LoopCode loop_code(const ir::Function &f, const ir::Instr &loop, Names &names,
 
 /// Prefixes every line of `text` with `indent`.
 std::string indent_lines(const std::string &text, const std::string &indent);
+
+/// The end of the executable's main(): `return rt::program_main(...)` over
+/// functions() and `bodies`, with the threads and MPI executor factories named.
+std::string program_main_call(const EmitOptions &options, const std::string &target,
+                              const std::string &threads_executor, const std::string &mpi_executor);
 
 /// The rt::ProgramFunction table entry of a shmap (C++ initializer).
 std::string program_function_init(const ir::Module &module, const ir::Function &f,

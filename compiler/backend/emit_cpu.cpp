@@ -409,9 +409,7 @@ std::string emit_cpu(const Prepared &p, const SourceManager *sources, const Emit
          "int main(int argc, char **argv) {\n"
          "  static const std::vector<rt::CpuBody> bodies = {";
   for (size_t k = 0; k < fn_names.size(); ++k) out << (k ? ", " : "") << fn_names[k];
-  out << "};\n  return rt::program_main(argc, argv, functions(), \"" << options.entry
-      << "\", \"cpu\",\n                          {rt::cpu_executor(functions(), bodies),\n"
-         "                           rt::mpi_cpu_executor(functions(), bodies)});\n}\n";
+  out << "};\n" << program_main_call(options, "cpu", "rt::cpu_executor", "rt::mpi_cpu_executor");
   return out.str();
 }
 

@@ -384,7 +384,8 @@ std::string emit_cuda(const Prepared &p, const SourceManager *sources, const Emi
       << " (spmdc build --target cuda). Do not edit.\n"
          "//\n"
          "// One GPU per mesh position, driven by one host thread each (one process), or\n"
-         "// under mpirun/srun by one process each (NCCL bootstrapped over MPI). Fused elementwise\n"
+         "// under mpirun/srun by one process each (NCCL bootstrapped over MPI). Fused "
+         "elementwise\n"
          "// chains are the __global__ *_k<N>_* kernels; reductions, contractions (cuBLAS),\n"
          "// layout ops and NCCL collectives are calls into spmdrt_cuda (spmdrt/cuda.h).\n"
          "#include <bit>\n#include <cstdint>\n#include <limits>\n#include <vector>\n\n"
@@ -405,9 +406,7 @@ std::string emit_cuda(const Prepared &p, const SourceManager *sources, const Emi
          "int main(int argc, char **argv) {\n"
          "  static const std::vector<cu::CudaBody> bodies = {";
   for (size_t k = 0; k < fn_names.size(); ++k) out << (k ? ", " : "") << fn_names[k];
-  out << "};\n  return rt::program_main(argc, argv, functions(), \"" << options.entry
-      << "\", \"cuda\",\n                          {cu::cuda_executor(functions(), bodies),\n"
-         "                           cu::cuda_mpi_executor(functions(), bodies)});\n}\n";
+  out << "};\n" << program_main_call(options, "cuda", "cu::cuda_executor", "cu::cuda_mpi_executor");
   return out.str();
 }
 

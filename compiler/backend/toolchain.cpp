@@ -5,6 +5,7 @@
 // top-level CMakeLists.txt.
 #include "backend/toolchain.h"
 
+#include <dlfcn.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -71,6 +72,30 @@ std::string relocated_prefix() {
 
 bool cuda_configured() { return SPMDC_HAVE_CUDA != 0; }
 
+bool gpu_visible(std::string &why) {
+  // The device files first: no driver call at all on the usual GPU-less machine.
+  if (!exists("/dev/nvidiactl")) {
+    why = "no GPU visible: no NVIDIA device files";
+    return false;
+  }
+  // The driver API by name (spmdc itself does not link CUDA): cuInit, cuDeviceGetCount.
+  void *driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!driver) {
+    why = "no GPU visible: the CUDA driver (libcuda.so.1) is not installed";
+    return false;
+  }
+  using InitFn = int (*)(unsigned);
+  using CountFn = int (*)(int *);
+  auto init = reinterpret_cast<InitFn>(::dlsym(driver, "cuInit"));
+  auto count = reinterpret_cast<CountFn>(::dlsym(driver, "cuDeviceGetCount"));
+  int devices = 0;
+  const bool ok = init && count && init(0) == 0 && count(&devices) == 0 && devices > 0;
+  ::dlclose(driver);
+  why = ok ? std::to_string(devices) + " GPU" + (devices == 1 ? "" : "s") + " visible"
+           : "no GPU visible: the CUDA driver reports no device";
+  return ok;
+}
+
 std::optional<Toolchain> find_toolchain(std::string &error) {
   Toolchain tc;
   tc.cxx = SPMDC_CXX_COMPILER;
@@ -126,6 +151,7 @@ std::vector<std::string> compile_command(const Toolchain &tc, Target target,
                                          const std::string &source, const std::string &output) {
   std::vector<std::string> cmd;
   switch (target) {
+    // clang-format off
     case Target::Cpu:
       // The runtime's flags (runtime/CMakeLists.txt): -ffp-contract=off, no FMA contraction,
       // so fused loops match the kernels bit for bit; -O3 -fno-trapping-math vectorise them.
@@ -139,6 +165,7 @@ std::vector<std::string> compile_command(const Toolchain &tc, Target target,
              source, "-o", output, tc.lib_dir + "/libspmdrt_cuda.a",
              tc.lib_dir + "/libspmdrt_mpi.a", tc.lib_dir + "/libspmdrt.a", tc.nccl_library,
              "-L" + tc.cuda_lib_dir, "-lcublas", "-lcudart"};
+      // clang-format on
       break;
   }
   for (const std::string &lib : tc.blas_libraries) cmd.push_back(lib);

@@ -20,13 +20,13 @@
 namespace spmd::backend {
 
 struct Toolchain {
-  std::string where;         // "build tree /x/build" or "install prefix /usr/local"
-  std::string cxx;           // the C++ compiler that built spmdc
-  std::string include_dir;   // holds spmdrt/*.h
-  std::string lib_dir;       // holds libspmdrt.a (and libspmdrt_cuda.a)
+  std::string where;        // "build tree /x/build" or "install prefix /usr/local"
+  std::string cxx;          // the C++ compiler that built spmdc
+  std::string include_dir;  // holds spmdrt/*.h
+  std::string lib_dir;      // holds libspmdrt.a (and libspmdrt_cuda.a)
   std::vector<std::string> blas_libraries;
   std::vector<std::string> mpi_libraries;  // empty without MPI (spmdrt_mpi is then stubs)
-  bool have_cuda = false;    // CUDA toolkit + NCCL found at configure time
+  bool have_cuda = false;                  // CUDA toolkit + NCCL found at configure time
   std::string nvcc, cuda_include_dir, cuda_lib_dir, nccl_include_dir, nccl_library, cuda_arch;
 };
 
@@ -35,6 +35,12 @@ std::optional<Toolchain> find_toolchain(std::string &error);
 
 /// True when spmdc was configured with a CUDA toolkit and NCCL.
 bool cuda_configured();
+
+/// Whether this machine shows spmdc a GPU now, at run time: the NVIDIA device
+/// files exist, the CUDA driver (libcuda.so.1) loads and reports at least one
+/// device (so CUDA_VISIBLE_DEVICES= hides them). `why` says what was found or
+/// missing, for the one-line note of `spmdc build`.
+bool gpu_visible(std::string &why);
 
 /// The command line compiling `source` into the executable `output`.
 std::vector<std::string> compile_command(const Toolchain &tc, Target target,

@@ -1,16 +1,19 @@
-// driver/cmd_build.cpp — `spmdc build`: compile a shmap into an executable.
+// driver/cmd_build.cpp — `spmdc build`: compile shmaps into an executable.
 //
-//   spmdc build FILE [--fn NAME] [-o EXE] [--target cpu|cuda] [--emit-source PATH]
+//   spmdc build FILE [--fn NAME] [-o EXE] [--target cpu|cuda] [--emit-source PATH] [-q]
 //
 // Compiles and checks the file, emits C++ (CPU) or CUDA C++ for every shmap
-// of it (backend/backend.h) with --fn as the executable's default function,
-// and compiles that with the C++ compiler that built spmdc or with nvcc,
-// linked against the runtime (backend/toolchain.h). --emit-source writes the
-// source (alone, or in addition to -o). The executable is written to a
+// of it (backend/backend.h) with --fn as the executable's default function
+// (none without --fn when the file has several: the executable then needs
+// --fn), and compiles that with the C++ compiler that built spmdc or with
+// nvcc, linked against the runtime (backend/toolchain.h). --emit-source writes
+// the source (alone, or in addition to -o). The executable is written to a
 // temporary beside -o and renamed, so a failed build leaves nothing behind.
 // Default target: `cuda` when spmdc was configured with the CUDA toolkit and
-// NCCL, else `cpu`. Exit status: 0 ok, 1 user error (including a missing CUDA
-// toolkit for --target cuda, or a failed compiler run), 2 internal error.
+// NCCL *and* a GPU is visible now (backend::gpu_visible), else `cpu`; a
+// one-line note on stderr says which and why (-q silences it). Exit status:
+// 0 ok, 1 user error (including a missing CUDA toolkit for --target cuda, or
+// a failed compiler run), 2 internal error.
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +24,7 @@
 #include "backend/backend.h"
 #include "backend/toolchain.h"
 #include "driver/commands.h"
+#include "driver/version.h"
 #include "spmdrt/cli_io.h"
 #include "transforms/derive.h"
 
@@ -34,7 +38,20 @@ struct BuildOptions {
   std::string emit_source;
   bool keep_source = false;
   bool show_command = false;
+  bool quiet = false;
 };
+
+/// The target --target names (cpu, cuda), or without it the one this machine
+/// can run; `note` then says which and why.
+backend::Target choose_target(const BuildOptions &o, std::string &note) {
+  if (o.target == "cpu") return backend::Target::Cpu;
+  if (o.target == "cuda") return backend::Target::Cuda;
+  std::string why = "spmdc was configured without the CUDA toolkit and NCCL";
+  const bool cuda = backend::cuda_configured() && backend::gpu_visible(why);
+  note = std::string("building for target ") + (cuda ? "cuda" : "cpu") + " (" + why +
+         (cuda ? "; --target cpu for the simulated mesh)" : "; --target cuda to build for GPUs)");
+  return cuda ? backend::Target::Cuda : backend::Target::Cpu;
+}
 
 std::string default_output(const std::string &input) {
   std::string base = input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
@@ -46,15 +63,10 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   auto fail_build = [&](const std::string &message) {
     return report_error(common, "build-error", message);
   };
-  backend::Target target =
-      backend::cuda_configured() ? backend::Target::Cuda : backend::Target::Cpu;
-  if (o.target == "cpu") {
-    target = backend::Target::Cpu;
-  } else if (o.target == "cuda") {
-    target = backend::Target::Cuda;
-  } else if (!o.target.empty()) {
+  if (o.target != "" && o.target != "cpu" && o.target != "cuda")
     return fail_build("unknown --target `" + o.target + "` (expected `cpu` or `cuda`)");
-  }
+  std::string target_note;
+  const backend::Target target = choose_target(o, target_note);
   const bool build_exe = !o.output.empty() || o.emit_source.empty();
   const std::string output = o.output.empty() ? default_output(common.input) : o.output;
   if (build_exe && !rt::is_directory(rt::parent_dir(output)))
@@ -73,16 +85,22 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
   const ir::Module &module = *c.module;
-  int index = -1;
+  backend::EmitOptions eo;
   try {
-    index = find_shmap(module, o.fn);
+    // Every shmap is built; without --fn the only entry (a shmap of the file
+    // that no body calls) is the default.
+    size_t entries = 0;
+    for (const ir::Function &f : module.functions)
+      entries += f.kind == ir::FunctionKind::Shmap && f.entry;
+    if (!o.fn.empty() || entries <= 1)
+      eo.entry = module.functions[static_cast<size_t>(find_shmap(module, o.fn))].name;
   } catch (const TransformError &e) {
     return fail_build(e.what());
   }
-  backend::EmitOptions eo;
+  if (!target_note.empty() && !o.quiet) report_note(common, "build-target", target_note);
   eo.target = target;
-  eo.entry = module.functions[static_cast<size_t>(index)].name;
   eo.source_path = common.input;
+  eo.built_by = version_line();
   const std::string source = backend::emit_program(module, &c.sources, eo);
 
   if (!o.emit_source.empty() && !write_file_atomically(o.emit_source, source))
@@ -153,23 +171,27 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
   static BuildOptions options;
   CLI::App *cmd = app.add_subcommand(
       "build",
-      "Compile a shmap into an executable (CUDA + NCCL, or the simulated CPU mesh) with the "
-      "command line of `spmdc run`");
+      "Compile the shmaps of a file into one executable (CUDA + NCCL, or the simulated CPU "
+      "mesh) with the command line of `spmdc run`");
   add_common_options(*cmd, common);
-  cmd->add_option(
-      "--fn", options.fn,
-      "The executable's default shmap (default: the file's only shmap that no body calls)");
+  cmd->add_option("--fn", options.fn,
+                  "The executable's default shmap (every shmap is built; without --fn the "
+                  "default is the file's only shmap that no body calls, and with several the "
+                  "executable needs --fn)");
   cmd->add_option("-o,--output", options.output,
                   "The executable to write (default: the input's name without .spmd)")
       ->type_name("FILE");
   cmd->add_option("--target", options.target,
-                  std::string("cpu or cuda (default: ") +
-                      (backend::cuda_configured() ? "cuda, found at configure time" : "cpu") + ")");
+                  backend::cuda_configured()
+                      ? "cpu or cuda (default: cuda when a GPU is visible when building, else "
+                        "cpu; a note on stderr says which)"
+                      : "cpu or cuda (default: cpu: spmdc was configured without CUDA)");
   cmd->add_option("--emit-source", options.emit_source,
                   "Write the emitted C++/CUDA source here (without -o: only write the source)")
       ->type_name("FILE");
   cmd->add_flag("--keep-source", options.keep_source, "Keep the temporary source file");
   cmd->add_flag("--show-command", options.show_command, "Print the compiler command line");
+  cmd->add_flag("-q,--quiet", options.quiet, "Print no notes (the chosen target)");
   out.push_back({cmd, [&common] { return run_build(common, options); }});
 }
 

@@ -21,7 +21,11 @@ void report(const CommonOptions &common, Severity severity, const std::string &c
   std::cout.flush();  // keep stdout and stderr in order on a terminal
   if (common.diagnostics_format == DiagnosticsFormat::Text) {
     // Like other drivers' own errors: no code in text form (JSON has it).
-    std::cerr << "spmdc: " << (severity == Severity::Error ? "error: " : "") << message << "\n";
+    std::cerr << "spmdc: "
+              << (severity == Severity::Error  ? "error: "
+                  : severity == Severity::Note ? "note: "
+                                               : "")
+              << message << "\n";
     if (!help.empty()) std::cerr << "help: " << help << "\n";
     return;
   }

@@ -333,8 +333,32 @@ class AutoBuilder {
     }
   }
 
+  /// With a memory limit: false (after reporting) when the parameters alone,
+  /// split as finely as the mesh allows, exceed it — no plan can fit.
+  bool parameters_can_fit() {
+    const double limit = *options_.memory_per_device;
+    const ir::Function &f = p_.flat;
+    double params_min = 0;
+    for (size_t k = 0; k < f.params.size(); ++k) {
+      const Type &t = p_.type(f.params[k].value);
+      double smallest = HUGE_VAL;
+      for (const Sharding &s : p_.param_candidates[k])
+        smallest = std::min(smallest, local_bytes(p_.mesh, t.shape, t.dtype, s));
+      params_min += smallest;
+    }
+    if (params_min <= limit) return true;
+    auto &d = diags_.error("memory-limit", f.span,
+                           "no layout of `" + f.name + "`'s parameters fits in " +
+                               std::to_string(static_cast<int64_t>(limit)) +
+                               " bytes per device: even split as finely as the mesh allows "
+                               "they take " +
+                               std::to_string(static_cast<int64_t>(params_min)) + " bytes");
+    d.fix = "raise --memory-per-device, or use a mesh with more devices";
+    return false;
+  }
+
   // 5. Memory: parameters + live values at every program point <= the limit.
-  bool make_memory_rows(const std::vector<int> &first_var, double &constant_bytes) {
+  void make_memory_rows(const std::vector<int> &first_var, double &constant_bytes) {
     const double limit = *options_.memory_per_device;
     const ir::Function &f = p_.flat;
     // The bytes of value v as terms on its root's candidates (or a constant).
@@ -353,26 +377,8 @@ class AutoBuilder {
                          local_bytes(p_.mesh, t.shape, t.dtype, out(v, a)) * kBytesScale});
     };
     std::vector<std::pair<int, double>> params;
-    double params_constant = 0, params_min = 0;
-    for (size_t k = 0; k < f.params.size(); ++k) {
-      const ir::Param &param = f.params[k];
-      value_terms(param.value, params, params_constant);
-      double smallest = HUGE_VAL;
-      for (const Sharding &s : p_.param_candidates[k])
-        smallest = std::min(smallest, local_bytes(p_.mesh, p_.type(param.value).shape,
-                                                  p_.type(param.value).dtype, s));
-      params_min += smallest;
-    }
-    if (params_min > limit) {
-      auto &d = diags_.error("memory-limit", f.span,
-                             "no layout of `" + f.name + "`'s parameters fits in " +
-                                 std::to_string(static_cast<int64_t>(limit)) +
-                                 " bytes per device: even split as finely as the mesh allows "
-                                 "they take " +
-                                 std::to_string(static_cast<int64_t>(params_min)) + " bytes");
-      d.fix = "raise --memory-per-device, or use a mesh with more devices";
-      return false;
-    }
+    double params_constant = 0;
+    for (const ir::Param &param : f.params) value_terms(param.value, params, params_constant);
     // The parameters' total, as one continuous variable.
     int total = ilp_.add_variable(0, 0, 1e300, false);
     params.push_back({total, -1.0});
@@ -387,24 +393,121 @@ class AutoBuilder {
       ilp_.add_row(std::move(terms), 'L', (limit - constant) * kBytesScale);
     }
     constant_bytes = params_constant;
-    return true;
+  }
+
+  /// Whether the plan of pairwise choice `choice` fits the memory limit.
+  bool fits(const std::vector<int> &choice) {
+    std::vector<size_t> pick(choice.begin(), choice.end());
+    return evaluate(p_, read_plan(pick)).peak_bytes <= *options_.memory_per_device;
+  }
+
+  /// A plan under the memory limit by elimination (no proof of optimality):
+  /// every byte a candidate defines (a parameter's block, an op's results)
+  /// costs lambda seconds, and a bisection over lambda = 2^k s/B finds the
+  /// smallest penalty whose optimum fits; then the cut between that plan and
+  /// the cheaper one just below the threshold. The objective is unpenalised.
+  std::optional<Elimination> fitting_elimination(size_t states,
+                                                 const std::vector<int> &unconstrained) {
+    const std::vector<std::vector<double>> base = pairwise_.unary;
+    std::vector<std::vector<double>> bytes(base.size());
+    for (size_t v = 0; v < base.size(); ++v) bytes[v].assign(base[v].size(), 0);
+    const ir::Function &f = p_.flat;
+    for (size_t v = 0; v < f.values.size(); ++v) {
+      ir::ValueId value = static_cast<ir::ValueId>(v);
+      if (is_constant(value) || (p_.uses[v].empty() && !p_.is_param(value))) continue;
+      int prod = p_.producer[v];
+      if (prod >= 0 && op_node_[static_cast<size_t>(prod)] < 0) continue;
+      int root = nodes_[static_cast<size_t>(producer_node(value))].root;
+      std::vector<double> &b = bytes[static_cast<size_t>(var_of_[static_cast<size_t>(root)])];
+      const Type &t = p_.type(value);
+      for (size_t a = 0; a < b.size(); ++a)
+        b[a] += local_bytes(p_.mesh, t.shape, t.dtype, out(value, a));
+    }
+    struct Trial {
+      std::optional<Elimination> e;  // the penalised optimum, priced without the penalty
+      bool fits = false;
+    };
+    auto solve_with = [&](int k) -> Trial {
+      const double lambda = std::ldexp(1.0, k);
+      for (size_t v = 0; v < base.size(); ++v)
+        for (size_t a = 0; a < base[v].size(); ++a)
+          pairwise_.unary[v][a] = base[v][a] + lambda * bytes[v][a];
+      std::optional<Elimination> e = eliminate(pairwise_, states);
+      pairwise_.unary = base;
+      if (!e) return {};
+      e->objective = pairwise_objective(e->choice);
+      bool ok = fits(e->choice);
+      return {std::move(e), ok};
+    };
+    int lo = -64, hi = -8;  // 2^-64 s/B changes nothing; 2^-8 s/B outweighs any time
+    Trial above = solve_with(hi);
+    if (!above.fits) return std::nullopt;
+    std::optional<Elimination> best = above.e;
+    std::vector<int> below = unconstrained;  // the cheapest plan seen that does not fit
+    while (hi - lo > 1) {
+      int mid = (lo + hi) / 2;
+      Trial t = solve_with(mid);
+      if (t.fits) {
+        hi = mid;
+        if (t.e->objective < best->objective) best = t.e;
+        above = std::move(t);
+      } else {
+        lo = mid;
+        if (t.e) below = t.e->choice;
+      }
+    }
+    // Penalties move whole families of alike nodes at once (the blocks of a
+    // stack): mixing the two plans either side of the threshold — the first
+    // nodes as in the one that does not fit, the rest as in the one that
+    // does — keeps as much of the cheaper plan as fits (bisection on the cut).
+    const std::vector<int> &fit = above.e->choice;
+    auto mix = [&](size_t cut) {
+      std::vector<int> c = fit;
+      std::copy(below.begin(), below.begin() + static_cast<long>(cut), c.begin());
+      return c;
+    };
+    size_t ok = 0, bad = below.size();
+    while (bad - ok > 1) {
+      size_t mid = (ok + bad) / 2;
+      (fits(mix(mid)) ? ok : bad) = mid;
+    }
+    std::vector<int> mixed = mix(ok);
+    double objective = pairwise_objective(mixed);
+    if (objective < best->objective) best = Elimination{std::move(mixed), objective, 0};
+    return best;
+  }
+
+  /// The pairwise objective of a choice.
+  double pairwise_objective(const std::vector<int> &choice) const {
+    double total = 0;
+    for (size_t v = 0; v < pairwise_.unary.size(); ++v)
+      total += pairwise_.unary[v][static_cast<size_t>(choice[v])];
+    for (const PairwiseProblem::Pair &pair : pairwise_.pairs)
+      total += pair.cost[static_cast<size_t>(choice[static_cast<size_t>(pair.u)]) *
+                             pairwise_.unary[static_cast<size_t>(pair.v)].size() +
+                         static_cast<size_t>(choice[static_cast<size_t>(pair.v)])];
+    return total;
   }
 
   // 6. Solve: elimination when narrow and unconstrained, else CBC.
   std::optional<std::vector<size_t>> solve() {
     const ir::Function &f = p_.flat;
+    if (options_.memory_per_device && !parameters_can_fit()) return std::nullopt;
     // Without CBC, the dynamic program is the only exact solver: give it room.
     const size_t states = ilp_solver_available()
                               ? options_.elimination_states
                               : std::max(options_.elimination_states, kNoCbcStates);
+    auto t = std::chrono::steady_clock::now();
+    std::optional<Elimination> fitting;  // with a memory limit: a plan that fits, or none
     if (states > 0) {
       // Exact without a memory limit; with one, still the answer when the
       // unconstrained optimum fits (it is then optimal under the limit too).
-      auto t = std::chrono::steady_clock::now();
       std::optional<Elimination> e = eliminate(pairwise_, states);
-      if (e && options_.memory_per_device) {
-        std::vector<size_t> pick(e->choice.begin(), e->choice.end());
-        if (evaluate(p_, read_plan(pick)).peak_bytes > *options_.memory_per_device) e.reset();
+      if (e && options_.memory_per_device && !fits(e->choice)) {
+        // Not the answer, but a penalised elimination finds a plan that fits:
+        // CBC starts from it, and it stands when CBC finds nothing better.
+        if (ilp_solver_available()) fitting = fitting_elimination(states, e->choice);
+        e.reset();
       }
       if (e) {
         report_.solver = "dynamic program";
@@ -435,14 +538,38 @@ class AutoBuilder {
     double constant = 0;
     ilp_ = to_ilp(pairwise_, kTimeScale, first_var, constant);
     double constant_bytes = 0;
-    if (options_.memory_per_device && !make_memory_rows(first_var, constant_bytes))
-      return std::nullopt;
+    if (options_.memory_per_device) make_memory_rows(first_var, constant_bytes);
     report_.variables = ilp_.num_variables();
     report_.rows = static_cast<int>(ilp_.rows.size());
     report_.solver = "CBC";
-    IlpSolution sol = solve_ilp(ilp_, options_.time_limit_s);
-    report_.solve_seconds = sol.seconds;
+    if (fitting)
+      for (size_t v = 0; v < pairwise_.unary.size(); ++v)
+        if (first_var[v] >= 0) ilp_.start.push_back({first_var[v] + fitting->choice[v], 1.0});
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    // The penalised elimination used up the time limit: CBC would only
+    // overrun it (it does not check its clock in the root LP), so do not start it.
+    IlpSolution sol;
+    if (!fitting || elapsed < options_.time_limit_s)
+      sol = solve_ilp(ilp_, std::max(options_.time_limit_s - elapsed, 1e-9));
+    report_.solve_seconds = elapsed + sol.seconds;
     using S = IlpSolution::Status;
+    // CBC stopped with nothing better than the penalised elimination's plan.
+    if (fitting && (sol.status == S::NoSolution || sol.status == S::Infeasible ||
+                    (sol.status == S::Stopped &&
+                     sol.objective / kTimeScale + constant > fitting->objective))) {
+      report_.solver = "dynamic program with a memory penalty, then CBC";
+      report_.optimal = false;
+      report_.objective_s = fitting->objective;
+      report_.bound_s = sol.status == S::Stopped ? sol.bound / kTimeScale + constant : 0;
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "stopped at the %.3g s time limit: a plan that fits, found by a dynamic "
+                    "program that penalises memory, not proven optimal",
+                    options_.time_limit_s);
+      report_.status = line;
+      return std::vector<size_t>(fitting->choice.begin(), fitting->choice.end());
+    }
     if (sol.status == S::Infeasible) {
       auto &d = diags_.error(
           "memory-limit", f.span,

@@ -28,7 +28,10 @@
 // are merged (the cheapest kept), constants take any layout for free, and a
 // use whose producer or consumer has one candidate is a linear term, not an
 // edge variable. Past the time limit, CBC's best solution is used and the
-// report says so.
+// report says so. Without a memory limit (or when its plan fits one) the
+// exact elimination of pairwise.h answers instead of CBC; when a limit is
+// not met by that plan, a penalised elimination finds one that fits, which
+// CBC starts from and which stands if CBC finds nothing better in time.
 #pragma once
 
 #include <optional>

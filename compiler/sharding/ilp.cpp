@@ -71,8 +71,20 @@ IlpSolution solve_ilp(const IlpProblem &p, double time_limit_s) {
                   p.upper.data(), p.objective.data(), row_lower.data(), row_upper.data());
   for (int j = 0; j < n; ++j)
     if (p.integer[static_cast<size_t>(j)]) Cbc_setInteger(model.get(), j);
+  if (!p.start.empty()) {
+    std::vector<int> columns;
+    std::vector<double> values;
+    for (const auto &[var, value] : p.start) {
+      columns.push_back(var);
+      values.push_back(value);
+    }
+    Cbc_setMIPStartI(model.get(), static_cast<int>(columns.size()), columns.data(), values.data());
+  }
   Cbc_setLogLevel(model.get(), 0);
   Cbc_setMaximumSeconds(model.get(), time_limit_s);
+  // The limit is wall-clock time (CBC counts CPU time by default, which on a
+  // loaded machine lets a search run far past what the user asked for).
+  Cbc_setParameter(model.get(), "timeMode", "elapsed");
   Cbc_setParameter(model.get(), "threads", "1");
   // CBC's preprocessing costs more than it saves on these problems (its
   // one-hot rows and marginal equalities are already tight): about 2x faster off.

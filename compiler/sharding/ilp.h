@@ -23,6 +23,9 @@ struct IlpProblem {
   std::vector<double> objective, lower, upper;
   std::vector<bool> integer;
   std::vector<Row> rows;
+  /// A known solution to start from (variable, value); variables not named
+  /// are completed by the solver. May be empty.
+  std::vector<std::pair<int, double>> start;
 
   /// A new variable with this objective coefficient; returns its index.
   int add_variable(double objective, double lower, double upper, bool integer);

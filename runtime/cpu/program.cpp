@@ -37,6 +37,7 @@ struct Options {
   bool quiet = false;
   std::string executor;  // "", "threads" or "mpi"
   bool deterministic = false;
+  bool version = false;
 };
 
 int64_t parse_int(const std::string &text, const std::string &flag, int64_t lo, int64_t hi) {
@@ -51,12 +52,12 @@ int64_t parse_int(const std::string &text, const std::string &flag, int64_t lo, 
 }
 
 void print_usage(const char *argv0, const std::vector<ProgramFunction> &functions,
-                 const std::string &target) {
+                 const std::string &default_fn, const std::string &target) {
   std::cout
       << "Usage: " << argv0
       << " [--fn NAME] [--in NAME=PATH]... [--out NAME=PATH]... [--out-dir DIR]\n"
          "       [--random SEED] [--iters N] [--warmup N] [--print-limit N] [-q]\n"
-         "       [--executor threads|mpi] [--deterministic]\n\n"
+         "       [--executor threads|mpi] [--deterministic] [--version]\n\n"
          "A program built by `spmdc build` (target "
       << target
       << "). Same inputs and outputs as `spmdc run`.\n"
@@ -73,14 +74,18 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
          "                    an MPI launcher, else threads\n"
          "  --deterministic   mpi: reduce in rank order, bit-identical to `spmdc run` (threads\n"
          "                    always are); without it MPI's own reductions may differ in the\n"
-         "                    last bits\n\nFunctions:\n";
+         "                    last bits\n"
+         "  --version         print the program, its target and the spmdc that built it\n\n"
+         "Functions"
+      << (functions.size() > 1 && default_fn.empty() ? " (choose one with --fn)" : "") << ":\n";
   for (const ProgramFunction &f : functions) {
     std::cout << "  " << f.name << "(";
     for (size_t k = 0; k < f.params.size(); ++k)
       std::cout << (k ? ", " : "") << f.params[k].name << ": "
                 << format_type(f.params[k].dtype, f.params[k].global_shape) << " @ "
                 << format_spec(f.params[k].spec, f.mesh);
-    std::cout << ") on mesh " << format_mesh(f.mesh) << "\n";
+    std::cout << ") on mesh " << format_mesh(f.mesh)
+              << (f.name == default_fn && functions.size() > 1 ? " (default)" : "") << "\n";
   }
 }
 
@@ -105,6 +110,9 @@ void parse(int argc, char **argv, Options &o, bool &help) {
     };
     if (arg == "-h" || arg == "--help") {
       help = true;
+      return;
+    } else if (arg == "--version") {
+      o.version = true;
       return;
     } else if (arg == "--fn") {
       o.fn = next();
@@ -139,6 +147,11 @@ void parse(int argc, char **argv, Options &o, bool &help) {
 size_t choose_function(const std::vector<ProgramFunction> &functions, const std::string &fn) {
   std::vector<std::string> names;
   for (const auto &f : functions) names.push_back(f.name);
+  if (fn.empty()) {
+    if (functions.size() == 1) return 0;
+    throw UsageError{"this program has " + std::to_string(functions.size()) + " functions (" +
+                     join_names(names) + "); choose one with --fn NAME"};
+  }
   for (size_t i = 0; i < functions.size(); ++i)
     if (functions[i].name == fn) return i;
   throw UsageError{"this program has no function named `" + fn +
@@ -336,7 +349,7 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
 
 int program_main(int argc, char **argv, const std::vector<ProgramFunction> &functions,
                  const std::string &default_fn, const std::string &target,
-                 const Executors &executors) {
+                 const std::string &built_by, const Executors &executors) {
   const std::string prog = program_name(argc > 0 ? argv[0] : nullptr);
   Options options;
   bool help = false;
@@ -345,6 +358,10 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
     parse(argc, argv, options, help);
   } catch (const UsageError &e) {
     parse_error = e.message;
+  }
+  if (options.version && parse_error.empty()) {  // before any executor: no MPI, no GPU needed
+    std::cout << prog << " (target " << target << "), built by " << built_by << "\n";
+    return 0;
   }
   std::unique_ptr<Executor> exec;
   try {
@@ -358,7 +375,7 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
   }
   Processes &procs = exec->processes();
   if (help) {
-    if (procs.rank() == 0) print_usage(argv[0], functions, target);
+    if (procs.rank() == 0) print_usage(argv[0], functions, default_fn, target);
     return 0;
   }
   if (!agreed(procs, prog, [&] {

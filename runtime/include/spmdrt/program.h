@@ -166,9 +166,12 @@ struct Executors {
 bool launched_by_mpi();
 
 /// Parses the command line, runs and reports; returns the exit status.
+/// `default_fn` is the function run without --fn ("": --fn is required when
+/// there are several); `built_by` (the compiler's version and the source
+/// file) is what --version prints after the program's name and target.
 int program_main(int argc, char **argv, const std::vector<ProgramFunction> &functions,
                  const std::string &default_fn, const std::string &target,
-                 const Executors &executors);
+                 const std::string &built_by, const Executors &executors);
 
 /// A per-device body on the CPU: parameters in, results out.
 using CpuBody = std::function<std::vector<Tensor>(DeviceContext &, const std::vector<Tensor> &)>;

@@ -5,6 +5,7 @@
 // gradient of the emitted program (`spmdc grad`) matches central finite
 // differences of the global function (in f64); the ILP's plan is as cheap as
 // an exhaustive search on small programs.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <functional>
@@ -343,6 +344,10 @@ TEST_CASE(
     CHECK(text.find("-> f32[65536, 64] @ P(d)") != std::string::npos);
     CHECK(collective_stats(*s->module, s->module->functions[0]).communicating_count() == 0);
   }
+  if (!sharding::ilp_solver_available()) {
+    WARN("spmdc was built without CBC: the cases under a memory limit are not checked");
+    return;
+  }
   {
     // DP needs x, tanh(x @ w1) and the result (4 MiB blocks each) plus both
     // 16 KiB weights: 12 MiB + 32 KiB. 12 MiB + 12 KiB leaves room for the
@@ -374,6 +379,47 @@ TEST_CASE(
   }
 }
 
+// Under a memory limit the unconstrained optimum does not fit; an
+// elimination that charges every byte a plan stores finds one that does, and
+// it is CBC's first incumbent. Given no time at all, that plan is the answer:
+// it fits, it computes the function, and the report says it is not proven.
+TEST_CASE("shard --auto: under a memory limit and no time, a plan that fits",
+          "[sharding][shard][ilp]") {
+  if (!sharding::ilp_solver_available()) {
+    WARN("spmdc was built without CBC, which a memory limit needs");
+    return;
+  }
+  // 64 KiB of weights replicated; under 40 KiB they must be split.
+  std::string text = R"(mesh M = (d: 4)
+sharded mlp(x: f32[8, 64] @ P(), w1: f32[64, 128] @ auto, w2: f32[128, 64] @ auto)
+    -> f32[8, 64] @ P() on M {
+  return tanh(x @ w1) @ w2
+}
+)";
+  auto c = test::compile_text(text);
+  sharding::ShardOptions o;
+  o.automatic = true;
+  o.profile = builtin_profiles().front();
+  o.search.memory_per_device = 40.0 * 1024;
+  o.search.time_limit_s = 1e-9;
+  DiagnosticEngine diags;
+  auto r = sharding::shard(*c->module, o, diags);
+  INFO(render_diagnostics(diags, c->sources));
+  REQUIRE(r.has_value());
+  REQUIRE(r->search.has_value());
+  CHECK_FALSE(r->search->optimal);
+  CHECK(r->search->status.find("time limit") != std::string::npos);
+  CHECK(r->cost.peak_bytes <= 40.0 * 1024);
+  std::string printed = ir::print_module(r->module);
+  INFO(printed);
+  auto s = test::compile_text(printed, /*auto_pb=*/false);
+  const ir::Function &g = c->module->functions[0];
+  auto inputs = test::random_inputs(g, 5);
+  auto expected = test::run_fn(*c, 0, inputs);
+  auto actual = test::run_fn(*s, 0, inputs);
+  CHECK(test::max_abs_diff(actual[0], expected[0]) <= 1e-4 * (1 + test::max_abs(expected[0])));
+}
+
 // samples/global/: `spmdc shard --auto` of each global-view sample is at
 // least as cheap (spmdc cost's estimate) as the hand-written sample of the
 // same strategy, and computes what the global function does — which is what
@@ -383,15 +429,19 @@ TEST_CASE("samples/global: the search is no worse than the hand-written sample",
   struct Case {
     const char *global, *hand;
     std::optional<double> memory;
-    const char *w1_spec;  // the strategy, by hand: see each sample's header
+    // The strategy, by hand (see each sample's header): w1's stored layout,
+    // either of two where both cost the same (FSDP gathers rows or columns).
+    std::vector<std::string> w1_specs;
     int collectives;
   };
   const Case cases[] = {
-      {"global/dp_mlp.spmd", "dp_mlp.spmd", std::nullopt, "P()", 1},  // DP: the loss's mean
-      {"global/tp_mlp.spmd", "tp_mlp.spmd", 6.0 * 1024, "P(None, model)", 1},  // Megatron
-      {"global/fsdp_mlp.spmd", "fsdp_mlp.spmd", 9.0 * 1024, "P(data)", 2},     // w1 gathered
-      {"global/dp_tp.spmd", "dp_tp.spmd", 8.0 * 1024, "P(None, model)", 2},
-      {"global/moe.spmd", "moe.spmd", 4.0 * 1024, "P(expert)", 2},  // two all_to_alls
+      {"global/dp_mlp.spmd", "dp_mlp.spmd", std::nullopt, {"P()"}, 1},  // DP: the loss's mean
+      {"global/tp_mlp.spmd", "tp_mlp.spmd", 6.0 * 1024, {"P(None, model)"}, 1},  // Megatron
+      // FSDP for w1 only: 2 KiB gathered, the small weights kept whole.
+      {"global/fsdp_mlp.spmd", "fsdp_mlp.spmd", 9.0 * 1024, {"P(data)", "P(None, data)"}, 2},
+      // 6 KiB leaves room for neither 4 KiB weight whole.
+      {"global/dp_tp.spmd", "dp_tp.spmd", 6.0 * 1024, {"P(None, model)"}, 2},
+      {"global/moe.spmd", "moe.spmd", 4.0 * 1024, {"P(expert)"}, 2},  // two all_to_alls
   };
   auto slurp = [](const std::string &name) {
     std::ifstream in(std::string(SPMDC_SOURCE_DIR) + "/samples/" + name);
@@ -401,6 +451,10 @@ TEST_CASE("samples/global: the search is no worse than the hand-written sample",
   };
   for (const Case &k : cases) {
     INFO(k.global);
+    if (k.memory && !sharding::ilp_solver_available()) {
+      WARN(std::string(k.global) + ": spmdc was built without CBC, which a memory limit needs");
+      continue;
+    }
     auto g = test::compile_text(slurp(k.global));
     auto hand = test::compile_text(slurp(k.hand));
     const ir::Function &gf =
@@ -408,7 +462,8 @@ TEST_CASE("samples/global: the search is no worse than the hand-written sample",
     std::string text;
     auto s = test::shard_text(*g, gf.name, true, &text, k.memory);
     INFO(text);
-    CHECK(emitted_spec(text, "w1") == k.w1_spec);
+    std::string w1 = emitted_spec(text, "w1");
+    CHECK(std::find(k.w1_specs.begin(), k.w1_specs.end(), w1) != k.w1_specs.end());
     const ir::Function &sf =
         s->module->functions[static_cast<size_t>(test::function_index(*s, gf.name))];
     const ir::Function &hf = hand->module->functions.back();
