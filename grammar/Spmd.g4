@@ -88,7 +88,9 @@ ifStmt : IF expr block (ELSE (block | ifStmt))? SEMI? ;
 // ------------------------------------------------------------------- expressions
 // Alternatives are listed from the highest precedence to the lowest; ANTLR turns
 // the left recursion into loops (precedence climbing). A prefix operator binds
-// what follows at its own level, so `-x ** 2` is `-(x ** 2)`.
+// what follows at its own level, so `-x ** 2` is `-(x ** 2)`. `x.T` is a dotted
+// name (lowering tells a value's attribute from a module member); `Member` is
+// an attribute or method of any other expression, `(a @ b).T`.
 
 expr
   : dottedName (call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN)?  # NameOrCall
@@ -103,10 +105,11 @@ expr
   // statement (`x = a [[unroll]] for ...`), so indexing stops before it.
   | expr {_input->LA(2) != SpmdParser::LBRACK}?
     LBRACK subscript (COMMA subscript)* COMMA? RBRACK                      # Index
+  | expr DOT IDENT (call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN)? # Member
   | expr call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN           # Apply
   | <assoc = right> expr op=POW expr                                       # Binary
   | op=MINUS expr                                                          # Unary
-  | expr op=(STAR | SLASH | AT) expr                                       # Binary
+  | expr op=(STAR | SLASH | FLOORDIV | PERCENT | AT) expr                  # Binary
   | expr op=(PLUS | MINUS) expr                                            # Binary
   | expr op=(LT | LE | GT | GE | EQ | NE) expr                             # Binary
   | op=NOT expr                                                            # Unary
@@ -118,8 +121,11 @@ dottedName : IDENT (DOT IDENT)* ;
 
 argument : (keyword=IDENT ASSIGN)? expr ;
 
+// `x[None]` / `x[:, None]` insert an axis (NumPy's newaxis); listed first so a lone `None`
+// is never read as an index expression.
 subscript
-  : start=expr (colon1=COLON (stop=expr)? (colon2=COLON (step=expr)?)?)?
+  : newaxis=NONE
+  | start=expr (colon1=COLON (stop=expr)? (colon2=COLON (step=expr)?)?)?
   | colon1=COLON (stop=expr)? (colon2=COLON (step=expr)?)?
   ;
 
@@ -146,6 +152,7 @@ NONE   : 'None' ;
 
 ARROW  : '->' ;
 POW    : '**' ;
+FLOORDIV : '//' ;
 LE     : '<=' ;
 GE     : '>=' ;
 EQ     : '==' ;
@@ -157,6 +164,7 @@ PLUS   : '+' ;
 MINUS  : '-' ;
 STAR   : '*' ;
 SLASH  : '/' ;
+PERCENT : '%' ;
 AT     : '@' ;
 LPAREN : '(' ;
 RPAREN : ')' ;

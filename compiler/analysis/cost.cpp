@@ -180,7 +180,7 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
                 const Attrs &attrs) {
   switch (op_kind(op)) {
     case OpKind::Unary:
-      return op == OpCode::Cast ? 0 : numel(results[0]);
+      return op == OpCode::Cast || op == OpCode::StopGradient ? 0 : numel(results[0]);
     case OpKind::Binary:
     case OpKind::Compare:
     case OpKind::Logical:

@@ -253,6 +253,16 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
       case OpCode::Logistic:
         fn = "sc::logistic";
         break;
+      case OpCode::Erf:
+        fn = "sc::erf";
+        break;
+      case OpCode::Log1p:
+        fn = "sc::log1p";
+        break;
+      case OpCode::StopGradient:  // the identity when running
+        expr = x[0];
+        rounds = false;
+        break;
       case OpCode::Not:
         fn = "sc::logical_not";
         break;
@@ -278,6 +288,12 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
         break;
       case OpCode::Div:
         fn = "sc::div";
+        break;
+      case OpCode::FloorDiv:
+        fn = "sc::floor_divide";
+        break;
+      case OpCode::Rem:
+        fn = "sc::remainder";
         break;
       case OpCode::Pow:
         fn = "sc::pow";
@@ -322,10 +338,13 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
       case OpCode::ReduceSum:
       case OpCode::ReduceMax:
       case OpCode::ReduceMin:
+      case OpCode::ArgMax:
+      case OpCode::ArgMin:
       case OpCode::Einsum:
       case OpCode::Reshape:
       case OpCode::Constrain:
       case OpCode::Transpose:
+      case OpCode::Reverse:
       case OpCode::BroadcastTo:
       case OpCode::Slice:
       case OpCode::Pad:

@@ -224,12 +224,17 @@ class CpuFunctionEmitter {
       case OpCode::Abs:
       case OpCode::Sign:
       case OpCode::Logistic:
+      case OpCode::Erf:
+      case OpCode::Log1p:
       case OpCode::Not:
       case OpCode::Cast:
+      case OpCode::StopGradient:
       case OpCode::Add:
       case OpCode::Sub:
       case OpCode::Mul:
       case OpCode::Div:
+      case OpCode::FloorDiv:
+      case OpCode::Rem:
       case OpCode::Pow:
       case OpCode::Max:
       case OpCode::Min:
@@ -252,6 +257,12 @@ class CpuFunctionEmitter {
       case OpCode::ReduceMin:
         expr = reduce("Min");
         break;
+      case OpCode::ArgMax:
+      case OpCode::ArgMin:
+        expr = std::string("rt::arg_reduce(rt::ReduceOp::") +
+               (in.op == OpCode::ArgMax ? "Max" : "Min") + ", " + x(0) + ", I64s" +
+               int_list(a.dims) + ")";
+        break;
       case OpCode::Einsum: {
         expr = "rt::einsum(\"" + a.spec + "\", std::vector<Tensor>{";
         for (size_t k = 0; k < in.operands.size(); ++k) expr += (k ? ", " : "") + x(k);
@@ -266,6 +277,9 @@ class CpuFunctionEmitter {
         break;
       case OpCode::Transpose:
         expr = "rt::transpose(" + x(0) + ", I64s" + int_list(a.dims) + ")";
+        break;
+      case OpCode::Reverse:
+        expr = "rt::reverse(" + x(0) + ", I64s" + int_list(a.dims) + ")";
         break;
       case OpCode::BroadcastTo:
         expr = "rt::broadcast_to(" + x(0) + ", " + shape_init(a.shape) + ")";

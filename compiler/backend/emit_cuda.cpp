@@ -235,12 +235,17 @@ class CudaFunctionEmitter {
       case OpCode::Abs:
       case OpCode::Sign:
       case OpCode::Logistic:
+      case OpCode::Erf:
+      case OpCode::Log1p:
       case OpCode::Not:
       case OpCode::Cast:
+      case OpCode::StopGradient:
       case OpCode::Add:
       case OpCode::Sub:
       case OpCode::Mul:
       case OpCode::Div:
+      case OpCode::FloorDiv:
+      case OpCode::Rem:
       case OpCode::Pow:
       case OpCode::Max:
       case OpCode::Min:
@@ -263,6 +268,12 @@ class CudaFunctionEmitter {
       case OpCode::ReduceMin:
         expr = reduce("Min");
         break;
+      case OpCode::ArgMax:
+      case OpCode::ArgMin:
+        expr = std::string("cu::arg_reduce(rt::ReduceOp::") +
+               (in.op == OpCode::ArgMax ? "Max" : "Min") + ", " + x(0) + ", I64s" +
+               int_list(a.dims) + ")";
+        break;
       case OpCode::Einsum: {
         expr = "cu::einsum(\"" + a.spec + "\", std::vector<Tensor>{";
         for (size_t k = 0; k < in.operands.size(); ++k) expr += (k ? ", " : "") + x(k);
@@ -277,6 +288,9 @@ class CudaFunctionEmitter {
         break;
       case OpCode::Transpose:
         expr = "cu::transpose(" + x(0) + ", I64s" + int_list(a.dims) + ")";
+        break;
+      case OpCode::Reverse:
+        expr = "cu::reverse(" + x(0) + ", I64s" + int_list(a.dims) + ")";
         break;
       case OpCode::BroadcastTo:
         expr = "cu::broadcast_to(" + x(0) + ", " + shape_init(a.shape) + ")";

@@ -60,7 +60,24 @@ struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 
 enum class UnaryOpKind { Neg, Not };
-enum class BinaryOpKind { Add, Sub, Mul, Div, Pow, MatMul, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+enum class BinaryOpKind {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  Mod,
+  Pow,
+  MatMul,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or
+};
 
 struct NameExpr {
   std::string name;  // may be dotted for module-qualified names: "nn.relu"
@@ -98,12 +115,23 @@ struct Argument {
 struct CallExpr {
   Ident callee;  // possibly dotted; empty when `function` is set
   std::vector<Argument> args;
+  /// A method call on an expression, `(a + b).astype(f32)`: the receiver (the
+  /// callee is then the method's name). Null for ordinary calls; `x.astype(f32)`
+  /// on a name is a dotted callee, resolved by lowering.
+  ExprPtr receiver;
   /// `grad(loss, wrt=w)(w, x)`: the call that names the function called here
   /// (a CallExpr of a named function); null when `callee` names it.
   ExprPtr function;
 };
-/// One subscript: either a single index or a slice `start:stop:step` (each optional).
+/// `e.name` for an expression that is not a plain name: `(a @ b).T`.
+struct MemberExpr {
+  ExprPtr base;
+  Ident member;
+};
+/// One subscript: a single index, a slice `start:stop:step` (each optional),
+/// or `None` (a new axis of size 1, as in NumPy).
 struct Subscript {
+  bool is_new_axis = false;
   bool is_slice = false;
   ExprPtr index;              // when !is_slice
   ExprPtr start, stop, step;  // when is_slice; null = omitted
@@ -124,7 +152,7 @@ struct ListExpr {
 
 struct Expr {
   std::variant<NameExpr, IntLit, FloatLit, BoolLit, StringLit, NoneLit, UnaryExpr, BinaryExpr,
-               CallExpr, IndexExpr, TupleExpr, ListExpr>
+               CallExpr, IndexExpr, MemberExpr, TupleExpr, ListExpr>
       node;
   SourceSpan span;
   /// True when the source wrapped this expression in parentheses (for printing).

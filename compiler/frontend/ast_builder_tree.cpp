@@ -401,6 +401,16 @@ class TreeBuilder {
       }
       return make_expr(std::move(index), at);
     }
+    if (auto *c = dynamic_cast<P::MemberContext *>(ctx)) {
+      ast::Ident member{c->IDENT() ? text(c->IDENT()) : "<error>",
+                        c->IDENT() ? span(c->IDENT()) : at};
+      if (c->call == nullptr) return make_expr(ast::MemberExpr{expr(c->expr()), member}, at);
+      ast::CallExpr call;
+      call.callee = member;
+      call.receiver = expr(c->expr());
+      call.args = arguments(c->argument(), "`" + member.name + "`");
+      return make_expr(std::move(call), at);
+    }
     if (auto *c = dynamic_cast<P::UnaryContext *>(ctx)) {
       bool is_not = c->op != nullptr && c->op->getType() == P::NOT;
       return make_expr(
@@ -431,6 +441,12 @@ class TreeBuilder {
         break;
       case P::SLASH:
         op = ast::BinaryOpKind::Div;
+        break;
+      case P::FLOORDIV:
+        op = ast::BinaryOpKind::FloorDiv;
+        break;
+      case P::PERCENT:
+        op = ast::BinaryOpKind::Mod;
         break;
       case P::POW:
         op = ast::BinaryOpKind::Pow;
@@ -511,7 +527,8 @@ class TreeBuilder {
       return make_expr(std::move(call), at);
     }
     const auto *inner = std::get_if<ast::CallExpr>(&call.function->node);
-    if (inner == nullptr || inner->function != nullptr || call.function->parenthesized)
+    if (inner == nullptr || inner->function != nullptr || inner->receiver != nullptr ||
+        call.function->parenthesized)
       error(span(ctx->call),
             "only a function can be called, and this is a value: a call's result can be called "
             "only when it names a function, like `grad(loss)(x)`");
@@ -543,6 +560,10 @@ class TreeBuilder {
   ast::Subscript subscript(P::SubscriptContext *ctx) {
     ast::Subscript s;
     s.span = span(ctx);
+    if (ctx->newaxis != nullptr) {
+      s.is_new_axis = true;
+      return s;
+    }
     if (ctx->colon1 == nullptr) {
       s.index = expr(ctx->start);
       return s;

@@ -45,6 +45,10 @@ const char *binary_spelling(BinaryOpKind op) {
       return "*";
     case BinaryOpKind::Div:
       return "/";
+    case BinaryOpKind::FloorDiv:
+      return "//";
+    case BinaryOpKind::Mod:
+      return "%";
     case BinaryOpKind::Pow:
       return "**";
     case BinaryOpKind::MatMul:
@@ -87,6 +91,8 @@ int binary_prec(BinaryOpKind op) {
       return kAdd;
     case BinaryOpKind::Mul:
     case BinaryOpKind::Div:
+    case BinaryOpKind::FloorDiv:
+    case BinaryOpKind::Mod:
     case BinaryOpKind::MatMul:
       return kMul;
     case BinaryOpKind::Pow:
@@ -98,7 +104,9 @@ int binary_prec(BinaryOpKind op) {
 int prec_of(const Expr &e) {
   if (auto *b = std::get_if<BinaryExpr>(&e.node)) return binary_prec(b->op);
   if (auto *u = std::get_if<UnaryExpr>(&e.node)) return u->op == UnaryOpKind::Neg ? kNeg : kNot;
-  if (std::holds_alternative<IndexExpr>(e.node)) return kPostfix;
+  if (std::holds_alternative<IndexExpr>(e.node) || std::holds_alternative<MemberExpr>(e.node))
+    return kPostfix;
+  if (auto *c = std::get_if<CallExpr>(&e.node); c && c->receiver) return kPostfix;
   return kAtom;
 }
 
@@ -121,6 +129,10 @@ void print_list(std::string &out, const std::vector<ExprPtr> &elements) {
 }
 
 void print_subscript(std::string &out, const Subscript &s) {
+  if (s.is_new_axis) {
+    out += "None";
+    return;
+  }
   if (!s.is_slice) {
     print_expr(out, s.index.get(), 0);
     return;
@@ -173,10 +185,15 @@ struct ExprPrinter {
     print_expr(out, b.rhs.get(), rhs_min);
   }
   void operator()(const CallExpr &c) {
-    if (c.function)
+    if (c.function) {
       print_expr(out, c.function.get(), kPostfix);
-    else
+    } else {
+      if (c.receiver) {
+        print_expr(out, c.receiver.get(), kPostfix);
+        out += '.';
+      }
       out += c.callee.name;
+    }
     out += '(';
     for (size_t i = 0; i < c.args.size(); ++i) {
       if (i > 0) out += ", ";
@@ -193,6 +210,10 @@ struct ExprPrinter {
       print_subscript(out, x.subscripts[i]);
     }
     out += ']';
+  }
+  void operator()(const MemberExpr &m) {
+    print_expr(out, m.base.get(), kPostfix);
+    out += '.' + m.member.name;
   }
   void operator()(const TupleExpr &t) {
     out += '(';
@@ -585,7 +606,9 @@ class AstDumper {
             expr(depth + 1, n.lhs.get());
             expr(depth + 1, n.rhs.get());
           } else if constexpr (std::is_same_v<T, CallExpr>) {
-            node(depth, "Call " + n.callee.name + paren, e->span);
+            node(depth, std::string(n.receiver ? "Method " : "Call ") + n.callee.name + paren,
+                 e->span);
+            if (n.receiver) expr(depth + 1, n.receiver.get());
             if (n.function) expr(depth + 1, n.function.get());
             for (const Argument &a : n.args) {
               if (a.keyword.empty()) {
@@ -599,6 +622,10 @@ class AstDumper {
             node(depth, "Index" + paren, e->span);
             expr(depth + 1, n.base.get());
             for (const Subscript &s : n.subscripts) {
+              if (s.is_new_axis) {
+                node(depth + 1, "NewAxis", s.span);
+                continue;
+              }
               if (!s.is_slice) {
                 expr(depth + 1, s.index.get());
                 continue;
@@ -611,6 +638,9 @@ class AstDumper {
                   node(depth + 2, "<omitted>", {});
               }
             }
+          } else if constexpr (std::is_same_v<T, MemberExpr>) {
+            node(depth, "Member ." + n.member.name + paren, e->span);
+            expr(depth + 1, n.base.get());
           } else if constexpr (std::is_same_v<T, TupleExpr>) {
             node(depth, "Tuple" + paren, e->span);
             for (const ExprPtr &x : n.elements) expr(depth + 1, x.get());

@@ -76,12 +76,17 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
     case OpCode::Abs:
     case OpCode::Sign:
     case OpCode::Logistic:
+    case OpCode::Erf:
+    case OpCode::Log1p:
+    case OpCode::StopGradient:
     case OpCode::Not:
     case OpCode::Cast:
     case OpCode::Add:
     case OpCode::Sub:
     case OpCode::Mul:
     case OpCode::Div:
+    case OpCode::FloorDiv:
+    case OpCode::Rem:
     case OpCode::Pow:
     case OpCode::Max:
     case OpCode::Min:
@@ -104,6 +109,8 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
           return rt::select(x[0], x[1], x[2]);
         case ElementwiseKernel::Kind::Cast:
           return rt::cast(x[0], a.dtype);
+        case ElementwiseKernel::Kind::Identity:
+          return x[0];
         case ElementwiseKernel::Kind::None:
           break;
       }
@@ -116,6 +123,10 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
       return red(rt::ReduceOp::Max, x, in);
     case OpCode::ReduceMin:
       return red(rt::ReduceOp::Min, x, in);
+    case OpCode::ArgMax:
+      return rt::arg_reduce(rt::ReduceOp::Max, x[0], a.dims);
+    case OpCode::ArgMin:
+      return rt::arg_reduce(rt::ReduceOp::Min, x[0], a.dims);
     // Contraction.
     case OpCode::Einsum:
       return rt::einsum(a.spec, x);
@@ -126,6 +137,8 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
       return x[0];
     case OpCode::Transpose:
       return rt::transpose(x[0], a.dims);
+    case OpCode::Reverse:
+      return rt::reverse(x[0], a.dims);
     case OpCode::BroadcastTo:
       return rt::broadcast_to(x[0], a.shape);
     case OpCode::Slice:
@@ -201,6 +214,12 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
       return un(rt::UnaryOp::Sign);
     case OpCode::Logistic:
       return un(rt::UnaryOp::Logistic);
+    case OpCode::Erf:
+      return un(rt::UnaryOp::Erf);
+    case OpCode::Log1p:
+      return un(rt::UnaryOp::Log1p);
+    case OpCode::StopGradient:  // the identity when running; it only matters to derivatives
+      return {K::Identity};
     case OpCode::Not:
       return un(rt::UnaryOp::Not);
     case OpCode::Cast:
@@ -213,6 +232,10 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
       return bin(rt::BinaryOp::Mul);
     case OpCode::Div:
       return bin(rt::BinaryOp::Div);
+    case OpCode::FloorDiv:
+      return bin(rt::BinaryOp::FloorDiv);
+    case OpCode::Rem:
+      return bin(rt::BinaryOp::Rem);
     case OpCode::Pow:
       return bin(rt::BinaryOp::Pow);
     case OpCode::Max:
@@ -243,9 +266,12 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
     case OpCode::ReduceSum:
     case OpCode::ReduceMax:
     case OpCode::ReduceMin:
+    case OpCode::ArgMax:
+    case OpCode::ArgMin:
     case OpCode::Einsum:
     case OpCode::Reshape:
     case OpCode::Transpose:
+    case OpCode::Reverse:
     case OpCode::BroadcastTo:
     case OpCode::Slice:
     case OpCode::Pad:

@@ -21,7 +21,7 @@ using CallFn = std::function<std::vector<rt::Tensor>(int callee, std::vector<rt:
 /// The runtime kernel of an elementwise op (interp/fused_group.cpp runs fused
 /// groups with it): kind None for every other op.
 struct ElementwiseKernel {
-  enum class Kind { None, Unary, Binary, Select, Cast } kind = Kind::None;
+  enum class Kind { None, Unary, Binary, Select, Cast, Identity } kind = Kind::None;
   rt::UnaryOp unary = rt::UnaryOp::Neg;
   rt::BinaryOp binary = rt::BinaryOp::Add;
 };

@@ -111,6 +111,9 @@ std::vector<Tensor> eval_fused_group(const ir::Function &f, const std::vector<ir
         case ElementwiseKernel::Kind::Cast:
           rt::cast_span(dtype, in.attrs.dtype, arg(0), out, count);
           break;
+        case ElementwiseKernel::Kind::Identity:
+          rt::cast_span(dtype, dtype, arg(0), out, count);  // a copy
+          break;
         case ElementwiseKernel::Kind::None:
           throw std::logic_error("interpreter: `" + std::string(op_spelling(in.op)) +
                                  "` in a fused group");

@@ -343,6 +343,9 @@ class FunctionPrinter {
       case OpCode::Abs:
       case OpCode::Sign:
       case OpCode::Logistic:
+      case OpCode::Erf:
+      case OpCode::Log1p:
+      case OpCode::StopGradient:
       case OpCode::Not:
         return call1(op_spelling(in.op));
       case OpCode::Cast:
@@ -355,6 +358,10 @@ class FunctionPrinter {
         return infix("*");
       case OpCode::Div:
         return infix("/");
+      case OpCode::FloorDiv:
+        return infix("//");
+      case OpCode::Rem:
+        return infix("%");
       case OpCode::Pow:
         return infix("**");
       case OpCode::Lt:
@@ -382,7 +389,10 @@ class FunctionPrinter {
                op(in.operands[2]) + ")";
       case OpCode::ReduceSum:
       case OpCode::ReduceMax:
-      case OpCode::ReduceMin: {
+      case OpCode::ReduceMin:
+      case OpCode::ArgMax:
+      case OpCode::ArgMin:
+      case OpCode::Reverse: {
         std::string s = std::string(op_spelling(in.op)) + "(" + op(in.operands[0]);
         int64_t rank = f_.type(in.operands[0]).rank();
         bool all = static_cast<int64_t>(a.dims.size()) == rank;

@@ -10,44 +10,11 @@
 #include "middle/lower_internal.h"
 #include "middle/spellings.h"
 #include "ops/shape_rules.h"
+#include "support/suggest.h"
 
 namespace spmd {
 namespace lowering {
 namespace {
-
-const char *op_symbol(ast::BinaryOpKind k) {
-  switch (k) {
-    case ast::BinaryOpKind::Add:
-      return "+";
-    case ast::BinaryOpKind::Sub:
-      return "-";
-    case ast::BinaryOpKind::Mul:
-      return "*";
-    case ast::BinaryOpKind::Div:
-      return "/";
-    case ast::BinaryOpKind::Pow:
-      return "**";
-    case ast::BinaryOpKind::MatMul:
-      return "@";
-    case ast::BinaryOpKind::Lt:
-      return "<";
-    case ast::BinaryOpKind::Le:
-      return "<=";
-    case ast::BinaryOpKind::Gt:
-      return ">";
-    case ast::BinaryOpKind::Ge:
-      return ">=";
-    case ast::BinaryOpKind::Eq:
-      return "==";
-    case ast::BinaryOpKind::Ne:
-      return "!=";
-    case ast::BinaryOpKind::And:
-      return "and";
-    case ast::BinaryOpKind::Or:
-      return "or";
-  }
-  return "?";
-}
 
 OpCode binary_opcode(ast::BinaryOpKind k) {
   switch (k) {
@@ -59,6 +26,10 @@ OpCode binary_opcode(ast::BinaryOpKind k) {
       return OpCode::Mul;
     case ast::BinaryOpKind::Div:
       return OpCode::Div;
+    case ast::BinaryOpKind::FloorDiv:
+      return OpCode::FloorDiv;
+    case ast::BinaryOpKind::Mod:
+      return OpCode::Rem;
     case ast::BinaryOpKind::Pow:
       return OpCode::Pow;
     case ast::BinaryOpKind::MatMul:
@@ -522,6 +493,12 @@ LExpr BodyLowerer::lower_name(const std::string &name, SourceSpan span) {
     if (it->second == kPoisoned) return {};  // its statement failed and was reported
     return LExpr::of(it->second, span);
   }
+  if (auto path = member_path(name)) {  // `x.T`: attributes of a local value
+    LExpr value = lower_name(path->front(), span);
+    for (size_t k = 1; k < path->size() && value.ok(); ++k)
+      value = lower_member(value, (*path)[k], span);
+    return value;
+  }
   auto sym = dim_symbols.find(name);
   if (sym != dim_symbols.end()) {
     LExpr e;
@@ -802,13 +779,15 @@ LExpr BodyLowerer::lower_expr(const ast::Expr &expr) {
           LExpr a = lower_expr(*node.lhs);
           LExpr b = lower_expr(*node.rhs);
           if (!a.ok() || !b.ok()) return {};
-          LExpr r = binary(binary_opcode(node.op), a, b, span);
-          (void)op_symbol;
-          return r;
+          return binary(binary_opcode(node.op), a, b, span);
         } else if constexpr (std::is_same_v<T, ast::CallExpr>) {
           return lower_call(node, span);
         } else if constexpr (std::is_same_v<T, ast::IndexExpr>) {
           return lower_index(node, span);
+        } else if constexpr (std::is_same_v<T, ast::MemberExpr>) {
+          LExpr base = lower_expr(*node.base);
+          if (!base.ok()) return {};
+          return lower_member(base, node.member.name, span);
         } else {
           diags().error("type-error", span,
                         "a tuple or list is only allowed as an argument of a builtin (shapes, "
@@ -819,9 +798,59 @@ LExpr BodyLowerer::lower_expr(const ast::Expr &expr) {
       expr.node);
 }
 
+std::optional<std::vector<std::string>> BodyLowerer::member_path(const std::string &name) const {
+  size_t dot = name.find('.');
+  if (dot == std::string::npos || !env.count(name.substr(0, dot))) return std::nullopt;
+  std::vector<std::string> parts;
+  for (size_t begin = 0;;) {
+    size_t end = name.find('.', begin);
+    parts.push_back(name.substr(begin, end == std::string::npos ? end : end - begin));
+    if (end == std::string::npos) return parts;
+    begin = end + 1;
+  }
+}
+
+LExpr BodyLowerer::lower_member(const LExpr &base, const std::string &member, SourceSpan span) {
+  ir::ValueId x = materialize(base, std::nullopt);
+  if (x == ir::kNoValue) return {};
+  const Type &t = function_.type(x);
+  if (member == "T") {  // NumPy's .T: all dimensions reversed
+    if (t.rank() < 2) return LExpr::of(x, span);
+    Attrs attrs;
+    for (int64_t d = t.rank() - 1; d >= 0; --d) attrs.dims.push_back(d);
+    return LExpr::of(emit(OpCode::Transpose, {x}, attrs, span), span);
+  }
+  Diagnostic &d =
+      diags().error("unknown-member", span,
+                    "values have no attribute `" + member + "` (they have `.T`, " +
+                        "`.astype(dtype)` and, in sizes, `.shape[k]`, `.ndim`, `.size`)");
+  if (member == "shape" || member == "ndim" || member == "size")
+    d.help("shapes are static: `." + member +
+           "` is a compile-time integer, usable where sizes are (e.g. reshape(x, (x.shape[0], "
+           "-1)))");
+  else if (member == "astype")
+    d.help("call it: `x.astype(f32)`");
+  else if (auto best = closest_match(member, {"T", "astype", "shape", "ndim", "size"}))
+    d.help("did you mean `." + *best + "`?");
+  return {};
+}
+
 LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
   if (call.function) return lower_derived_call(call, span);
   const std::string &name = call.callee.name;
+  // Methods: `(a + b).astype(f32)`, or `x.astype(f32)` on a local name.
+  if (call.receiver) {
+    LExpr self = lower_expr(*call.receiver);
+    if (!self.ok()) return {};
+    return lower_method(self, call, span);
+  }
+  if (auto path = member_path(name)) {
+    LExpr self = lower_name(path->front(), call.callee.span);
+    for (size_t k = 1; k + 1 < path->size() && self.ok(); ++k)
+      self = lower_member(self, (*path)[k], span);
+    if (!self.ok()) return {};
+    return lower_method(self, call, span, path->back());
+  }
   if (const BuiltinHandler *h = find_builtin(name)) {
     std::string outer = std::exchange(builtin_name_, name);
     LExpr result = (*h)(*this, call, span);
@@ -934,90 +963,124 @@ LExpr BodyLowerer::tuple_or_value(const std::vector<ir::ValueId> &results, Sourc
 }
 
 LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
+  // NumPy basic indexing on the local block: integers drop a dimension,
+  // slices keep it (a negative step reads it backwards), `None` inserts a new
+  // dimension of size 1. Lowered to one slice with positive steps, a flip of
+  // the dimensions read backwards, and a reshape for dropped/new dimensions.
   ir::ValueId base = lower_value(*index.base);
   if (base == ir::kNoValue) return {};
   const Type t = function_.type(base);
-  if (static_cast<int64_t>(index.subscripts.size()) > t.rank()) {
+  int64_t consumed = 0;
+  for (const ast::Subscript &s : index.subscripts) consumed += s.is_new_axis ? 0 : 1;
+  if (consumed > t.rank()) {
     diags().error("bad-index", span,
-                  "too many subscripts (" + std::to_string(index.subscripts.size()) +
-                      ") for a value of rank " + std::to_string(t.rank()));
+                  "too many subscripts (" + std::to_string(consumed) + ") for a value of rank " +
+                      std::to_string(t.rank()));
     return {};
   }
   Attrs attrs;
-  std::vector<int64_t> squeeze;
+  std::vector<int64_t> reversed;
   // Integer indices that are not compile-time constants (a loop index, `me`):
   // dimension and the i32 value, sliced with dynamic_slice after the static slice.
   std::vector<std::pair<int64_t, ir::ValueId>> dynamic;
-  for (int64_t d = 0; d < t.rank(); ++d) {
-    int64_t n = t.shape[d];
+  Shape result_shape;  // after dropping indexed and inserting new dimensions
+  int64_t d = 0;
+  auto slice_dim = [&](const ast::Subscript *s) -> bool {
+    const int64_t n = t.shape[d];
     int64_t b = 0, e = n, st = 1;
-    if (d < static_cast<int64_t>(index.subscripts.size())) {
-      const ast::Subscript &s = index.subscripts[d];
-      auto normalize = [&](int64_t v) { return v < 0 ? v + n : v; };
-      if (!s.is_slice && !is_static_int(*s.index)) {
-        if (!lower_dynamic_index(*s.index, d, n, dynamic)) return {};
-        squeeze.push_back(d);
-      } else if (!s.is_slice) {
-        auto i = eval_int(*s.index, "an index");
-        if (!i) return {};
-        int64_t k = normalize(*i);
-        if (k < 0 || k >= n) {
-          diags().error("bad-index", s.span,
-                        "index " + std::to_string(*i) + " is out of bounds for dimension " +
-                            std::to_string(d) + " of size " + std::to_string(n));
-          return {};
-        }
-        b = k;
-        e = k + 1;
-        squeeze.push_back(d);
-      } else {
-        if (s.step) {
-          auto v = eval_int(*s.step, "a slice step");
-          if (!v) return {};
-          if (*v <= 0) {
-            diags().error("bad-index", s.step->span, "slice steps must be positive");
-            return {};
-          }
-          st = *v;
-        }
-        if (s.start) {
-          auto v = eval_int(*s.start, "a slice start");
-          if (!v) return {};
-          b = std::clamp<int64_t>(normalize(*v), 0, n);
-        }
-        if (s.stop) {
-          auto v = eval_int(*s.stop, "a slice stop");
-          if (!v) return {};
-          e = std::clamp<int64_t>(normalize(*v), 0, n);
-        }
-        if (e < b) e = b;
-        if (e == b && n > 0) {
-          report_empty_slice(base, d, n, s.span);
-          return {};
-        }
+    auto normalize = [&](int64_t v) { return v < 0 ? v + n : v; };
+    if (s && !s->is_slice && !is_static_int(*s->index)) {
+      if (!lower_dynamic_index(*s->index, d, n, dynamic)) return false;
+      attrs.start.push_back(0);
+      attrs.limit.push_back(n);
+      attrs.stride.push_back(1);
+      return true;
+    }
+    if (s && !s->is_slice) {
+      auto i = eval_int(*s->index, "an index");
+      if (!i) return false;
+      int64_t k = normalize(*i);
+      if (k < 0 || k >= n) {
+        diags().error("bad-index", s->span,
+                      "index " + std::to_string(*i) + " is out of bounds for dimension " +
+                          std::to_string(d) + " of size " + std::to_string(n));
+        return false;
       }
+      attrs.start.push_back(k);
+      attrs.limit.push_back(k + 1);
+      attrs.stride.push_back(1);
+      return true;
+    }
+    if (s && s->step) {
+      auto v = eval_int(*s->step, "a slice step");
+      if (!v) return false;
+      if (*v == 0) {
+        diags().error("bad-index", s->step->span, "a slice step cannot be zero");
+        return false;
+      }
+      st = *v;
+    }
+    std::optional<int64_t> start, stop;
+    if (s && s->start && !(start = eval_int(*s->start, "a slice start"))) return false;
+    if (s && s->stop && !(stop = eval_int(*s->stop, "a slice stop"))) return false;
+    int64_t count;
+    if (st > 0) {
+      b = start ? std::clamp<int64_t>(normalize(*start), 0, n) : 0;
+      e = stop ? std::clamp<int64_t>(normalize(*stop), 0, n) : n;
+      if (e < b) e = b;
+      count = (e - b + st - 1) / st;
+    } else {
+      // Backwards: from `first` down to just above `last` (exclusive; -1 = past the start).
+      int64_t first = start ? std::clamp<int64_t>(normalize(*start), -1, n - 1) : n - 1;
+      int64_t last = stop ? std::clamp<int64_t>(normalize(*stop), -1, n - 1) : -1;
+      count = first > last ? (first - last - 1) / -st + 1 : 0;
+      // The same elements read forwards, then flipped.
+      b = count > 0 ? first - (count - 1) * -st : 0;
+      e = count > 0 ? first + 1 : 0;
+      st = -st;
+      if (count > 0) reversed.push_back(d);
+    }
+    if (count == 0 && n > 0) {
+      report_empty_slice(base, d, n, s->span);
+      return false;
     }
     attrs.start.push_back(b);
     attrs.limit.push_back(e);
     attrs.stride.push_back(st);
+    result_shape.push_back(count);
+    return true;
+  };
+  for (const ast::Subscript &s : index.subscripts) {
+    if (s.is_new_axis) {
+      result_shape.push_back(1);
+      continue;
+    }
+    if (!slice_dim(&s)) return {};
+    ++d;
   }
+  for (; d < t.rank(); ++d)
+    if (!slice_dim(nullptr)) return {};
   bool whole = true;  // no static slicing (only run-time indices)
-  for (int64_t d = 0; d < t.rank(); ++d)
-    whole = whole && attrs.start[d] == 0 && attrs.limit[d] == t.shape[d] && attrs.stride[d] == 1;
-  ir::ValueId v = whole && !dynamic.empty() ? base : emit(OpCode::Slice, {base}, attrs, span);
-  for (const auto &[d, i] : dynamic) {
+  for (int64_t k = 0; k < t.rank(); ++k)
+    whole = whole && attrs.start[k] == 0 && attrs.limit[k] == t.shape[k] && attrs.stride[k] == 1;
+  ir::ValueId v = base;
+  if (consumed > 0 && !(whole && !dynamic.empty())) v = emit(OpCode::Slice, {v}, attrs, span);
+  for (const auto &[k, i] : dynamic) {
     if (v == ir::kNoValue) return {};
-    Attrs ds;  // block i of size 1 along d
-    ds.dim = d;
+    Attrs ds;  // block i of size 1 along k
+    ds.dim = k;
     ds.shape = function_.type(v).shape;
-    ds.shape[static_cast<size_t>(d)] = 1;
+    ds.shape[static_cast<size_t>(k)] = 1;
     v = emit(OpCode::DynamicSlice, {v, i}, ds, span);
   }
-  if (v == ir::kNoValue || squeeze.empty()) return LExpr::of(v, span);
+  if (v != ir::kNoValue && !reversed.empty()) {
+    Attrs r;
+    r.dims = reversed;
+    v = emit(OpCode::Reverse, {v}, r, span, ir::Origin::Lowering);
+  }
+  if (v == ir::kNoValue || function_.type(v).shape == result_shape) return LExpr::of(v, span);
   Attrs r;
-  const Shape &sliced = function_.type(v).shape;
-  for (int64_t d = 0; d < static_cast<int64_t>(sliced.size()); ++d)
-    if (std::find(squeeze.begin(), squeeze.end(), d) == squeeze.end()) r.shape.push_back(sliced[d]);
+  r.shape = result_shape;
   return LExpr::of(emit(OpCode::Reshape, {v}, r, span, ir::Origin::Lowering), span);
 }
 
@@ -1165,10 +1228,37 @@ std::optional<int64_t> BodyLowerer::eval_int(const ast::Expr &expr, const char *
     return std::nullopt;
   };
   if (auto *lit = std::get_if<ast::IntLit>(&expr.node)) return lit->value;
+  // `x.ndim`, `x.size`, `x.shape[k]` of a local value: its static (local) shape.
+  auto local_shape = [&](const std::string &name, const char *attr) -> std::optional<Shape> {
+    auto path = member_path(name);
+    if (!path || path->size() != 2 || (*path)[1] != attr) return std::nullopt;
+    auto it = env.find(path->front());
+    if (it == env.end() || it->second == kPoisoned) return std::nullopt;
+    return function_.type(it->second).shape;
+  };
   if (auto *name = std::get_if<ast::NameExpr>(&expr.node)) {
     auto it = dim_symbols.find(name->name);
     if (it != dim_symbols.end()) return it->second;
+    if (auto shape = local_shape(name->name, "ndim")) return static_cast<int64_t>(shape->size());
+    if (auto shape = local_shape(name->name, "size")) return rt::num_elements(*shape);
     return fail();
+  }
+  if (auto *index = std::get_if<ast::IndexExpr>(&expr.node)) {
+    auto *base = std::get_if<ast::NameExpr>(&index->base->node);
+    std::optional<Shape> shape = base ? local_shape(base->name, "shape") : std::nullopt;
+    if (!shape || index->subscripts.size() != 1 || index->subscripts[0].is_slice ||
+        index->subscripts[0].is_new_axis)
+      return fail();
+    auto k = eval_int(*index->subscripts[0].index, "an index");
+    if (!k) return std::nullopt;
+    int64_t rank = static_cast<int64_t>(shape->size());
+    if (*k < -rank || *k >= rank) {
+      diags().error("bad-index", index->subscripts[0].span,
+                    "index " + std::to_string(*k) + " is out of bounds for a shape of rank " +
+                        std::to_string(rank));
+      return std::nullopt;
+    }
+    return (*shape)[static_cast<size_t>(*k < 0 ? *k + rank : *k)];
   }
   if (auto *u = std::get_if<ast::UnaryExpr>(&expr.node)) {
     if (u->op != ast::UnaryOpKind::Neg) return fail();
@@ -1192,6 +1282,18 @@ std::optional<int64_t> BodyLowerer::eval_int(const ast::Expr &expr, const char *
       case ast::BinaryOpKind::Mul:
         res = static_cast<__int128>(*l) * *r;
         break;
+      case ast::BinaryOpKind::FloorDiv:
+      case ast::BinaryOpKind::Mod: {  // Python's // and %: rounding toward -inf
+        if (*r == 0) {
+          diags().error("not-constant", expr.span,
+                        std::string(what) + " divides " + std::to_string(*l) + " by zero");
+          return std::nullopt;
+        }
+        int64_t q = *l / *r;
+        if (*l % *r != 0 && ((*l < 0) != (*r < 0))) --q;
+        res = b->op == ast::BinaryOpKind::FloorDiv ? q : *l - q * *r;
+        break;
+      }
       case ast::BinaryOpKind::Div:
         if (*r == 0 || *l % *r != 0) {
           diags().error("not-constant", expr.span,

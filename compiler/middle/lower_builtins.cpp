@@ -14,6 +14,7 @@
 #include "middle/spellings.h"
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
+#include "support/suggest.h"
 
 namespace spmd::lowering {
 namespace {
@@ -381,6 +382,8 @@ LExpr lower_ppermute(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span)
   return value_or_invalid(b.emit(OpCode::Ppermute, {x}, attrs, span), span);
 }
 
+std::optional<double> literal_value(BodyLowerer &b, const ast::Expr *v);
+
 LExpr lower_creation(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span, double fill,
                      bool has_value) {
   Args a = has_value ? Args(b, call, span, {{"shape"}, {"value"}, {"dtype", false}})
@@ -394,24 +397,256 @@ LExpr lower_creation(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span,
   attrs.dtype = *dtype;
   attrs.value = fill;
   if (has_value) {
-    const ast::Expr *v = a.get("value");
-    double sign = 1;
-    if (auto *u = std::get_if<ast::UnaryExpr>(&v->node); u && u->op == ast::UnaryOpKind::Neg) {
-      sign = -1;
-      v = u->operand.get();
-    }
-    if (auto *f = std::get_if<ast::FloatLit>(&v->node)) {
-      attrs.value = sign * f->value;
-    } else if (auto *i = std::get_if<ast::IntLit>(&v->node)) {
-      attrs.value = sign * static_cast<double>(i->value);
-    } else if (auto *bl = std::get_if<ast::BoolLit>(&v->node)) {
-      attrs.value = bl->value ? 1 : 0;
-    } else {
-      b.diags().error("bad-argument", v->span, "the fill value must be a literal");
+    auto v = literal_value(b, a.get("value"));
+    if (!v) return {};
+    attrs.value = *v;
+  }
+  OpCode op = shape->empty() ? OpCode::Constant : OpCode::Full;
+  return value_or_invalid(b.emit(op, {}, attrs, span), span);
+}
+
+/// The dimensions named by argument `name` (an int or a tuple, negative from
+/// the end) of a value of rank `rank`, sorted; `all` when the argument is absent.
+std::optional<std::vector<int64_t>> dims_argument(BodyLowerer &b, Args &a, const char *name,
+                                                  int64_t rank) {
+  if (!a.has(name)) {
+    std::vector<int64_t> all(static_cast<size_t>(rank));
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }
+  auto s = a.shape(name);
+  if (!s) return std::nullopt;
+  return normalize_dims(b, *s, rank, a.get(name)->span);
+}
+
+/// A literal fill value (`full`, `full_like`): an optionally negated number or bool.
+std::optional<double> literal_value(BodyLowerer &b, const ast::Expr *v) {
+  double sign = 1;
+  if (auto *u = std::get_if<ast::UnaryExpr>(&v->node); u && u->op == ast::UnaryOpKind::Neg) {
+    sign = -1;
+    v = u->operand.get();
+  }
+  if (auto *f = std::get_if<ast::FloatLit>(&v->node)) return sign * f->value;
+  if (auto *i = std::get_if<ast::IntLit>(&v->node)) return sign * static_cast<double>(i->value);
+  if (auto *bl = std::get_if<ast::BoolLit>(&v->node)) return bl->value ? 1.0 : 0.0;
+  b.diags().error("bad-argument", v->span, "the fill value must be a literal");
+  return std::nullopt;
+}
+
+/// clip(x, min, max): maximum(minimum(x, max), min) as NumPy; either bound may be left out.
+LExpr lower_clip(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"x"}, {"min", false}, {"max", false}});
+  if (!a.ok()) return {};
+  if (!a.has("min") && !a.has("max")) {
+    b.diags().error("bad-argument", span, "`clip` needs `min`, `max` or both");
+    return {};
+  }
+  LExpr r = b.lower_expr(*a.get("x"));
+  if (a.has("min")) r = b.binary(OpCode::Max, r, b.lower_expr(*a.get("min")), span);
+  if (a.has("max")) r = b.binary(OpCode::Min, r, b.lower_expr(*a.get("max")), span);
+  return r;
+}
+
+/// var(x, axes=all, keepdims=false, ddof=0) = sum((x - mean(x))^2) / (n - ddof).
+LExpr lower_var(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"x"}, {"axes", false}, {"keepdims", false}, {"ddof", false}});
+  if (!a.ok()) return {};
+  ir::ValueId x = a.value("x", DType::F32);
+  auto keep = a.boolean("keepdims", false);
+  auto ddof = a.integer("ddof", 0);
+  if (x == ir::kNoValue || !keep || !ddof) return {};
+  const Type xt = b.function().type(x);
+  if (!rt::is_float(xt.dtype)) {
+    b.diags().error(
+        "type-error", span,
+        "`var` needs a floating-point operand, got " + std::string(dtype_name(xt.dtype)));
+    return {};
+  }
+  auto dims = dims_argument(b, a, "axes", xt.rank());
+  if (!dims) return {};
+  int64_t n = 1;
+  for (int64_t d : *dims) n *= xt.shape[d];
+  Shape kept = xt.shape;
+  for (int64_t d : *dims) kept[d] = 1;
+  auto constant = [&](double v) {
+    Attrs c;
+    c.dtype = xt.dtype;
+    c.value = v;
+    return b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering);
+  };
+  auto sum_kept = [&](ir::ValueId v) {
+    Attrs sum;
+    sum.dims = *dims;
+    Attrs shape;
+    shape.shape = kept;
+    return b.emit(OpCode::Reshape,
+                  {b.emit(OpCode::ReduceSum, {v}, sum, span, ir::Origin::Lowering)}, shape, span,
+                  ir::Origin::Lowering);
+  };
+  ir::ValueId mean = b.emit(OpCode::Mul, {sum_kept(x), constant(1.0 / std::max<int64_t>(n, 1))}, {},
+                            span, ir::Origin::Lowering);
+  ir::ValueId centered = b.emit(OpCode::Sub, {x, mean}, {}, span, ir::Origin::Lowering);
+  ir::ValueId squares = b.emit(OpCode::Mul, {centered, centered}, {}, span, ir::Origin::Lowering);
+  ir::ValueId r =
+      b.emit(OpCode::Mul, {sum_kept(squares), constant(1.0 / static_cast<double>(n - *ddof))}, {},
+             span, ir::Origin::Lowering);
+  if (!*keep) {
+    Attrs shape;
+    for (int64_t d = 0; d < xt.rank(); ++d)
+      if (std::find(dims->begin(), dims->end(), d) == dims->end())
+        shape.shape.push_back(xt.shape[d]);
+    r = b.emit(OpCode::Reshape, {r}, shape, span, ir::Origin::Lowering);
+  }
+  return value_or_invalid(r, span);
+}
+
+/// flip(x, axes=all): the elements in reverse order along `axes`.
+LExpr lower_flip(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"x"}, {"axes", false}});
+  if (!a.ok()) return {};
+  ir::ValueId x = a.value("x", DType::F32);
+  if (x == ir::kNoValue) return {};
+  auto dims = dims_argument(b, a, "axes", b.function().type(x).rank());
+  if (!dims) return {};
+  Attrs attrs;
+  attrs.dims = *dims;
+  return value_or_invalid(b.emit(OpCode::Reverse, {x}, attrs, span), span);
+}
+
+/// squeeze(x, axes=all size-1 dimensions): a reshape without those dimensions.
+LExpr lower_squeeze(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"x"}, {"axes", false}});
+  if (!a.ok()) return {};
+  ir::ValueId x = a.value("x", DType::F32);
+  if (x == ir::kNoValue) return {};
+  const Type t = b.function().type(x);
+  std::vector<int64_t> dims;
+  if (a.has("axes")) {
+    auto named = dims_argument(b, a, "axes", t.rank());
+    if (!named) return {};
+    for (int64_t d : *named)
+      if (t.shape[d] != 1) {
+        b.diags().error("bad-argument", a.get("axes")->span,
+                        "cannot squeeze dimension " + std::to_string(d) + " of " +
+                            shape_type_str(t.dtype, t.shape) + ": its size is " +
+                            std::to_string(t.shape[d]) + ", not 1 (local shape, per device)");
+        return {};
+      }
+    dims = *named;
+  } else {
+    for (int64_t d = 0; d < t.rank(); ++d)
+      if (t.shape[d] == 1) dims.push_back(d);
+  }
+  Attrs attrs;
+  for (int64_t d = 0; d < t.rank(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) attrs.shape.push_back(t.shape[d]);
+  return value_or_invalid(b.emit(OpCode::Reshape, {x}, attrs, span), span);
+}
+
+/// expand_dims(x, axis): new dimensions of size 1 at `axis` (an int or a tuple,
+/// positions in the result, negative from its end).
+LExpr lower_expand_dims(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"x"}, {"axis"}});
+  if (!a.ok()) return {};
+  ir::ValueId x = a.value("x", DType::F32);
+  auto axes = a.shape("axis");
+  if (x == ir::kNoValue || !axes) return {};
+  const Type t = b.function().type(x);
+  const int64_t out_rank = t.rank() + static_cast<int64_t>(axes->size());
+  auto dims = normalize_dims(b, *axes, out_rank, a.get("axis")->span);
+  if (!dims) return {};
+  Attrs attrs;
+  for (int64_t d = 0, k = 0; d < out_rank; ++d)
+    attrs.shape.push_back(std::find(dims->begin(), dims->end(), d) != dims->end() ? 1
+                                                                                  : t.shape[k++]);
+  return value_or_invalid(b.emit(OpCode::Reshape, {x}, attrs, span), span);
+}
+
+/// The values of a tuple or list argument (`concat((a, b))`, `stack([a, b])`), lowered;
+/// `elements` (if given) receives the element expressions, for locating later errors.
+std::optional<std::vector<ir::ValueId>> lower_value_list(
+    BodyLowerer &b, const ast::Expr &values, const char *builtin,
+    const std::vector<ast::ExprPtr> **elements = nullptr) {
+  auto *list = std::get_if<ast::ListExpr>(&values.node);
+  auto *tuple = std::get_if<ast::TupleExpr>(&values.node);
+  const std::vector<ast::ExprPtr> *elems = list    ? &list->elements
+                                           : tuple ? &tuple->elements
+                                                   : nullptr;
+  if (!elems || elems->empty()) {
+    b.diags().error("bad-argument", values.span,
+                    std::string(builtin) + " takes a non-empty tuple or list of values");
+    return std::nullopt;
+  }
+  if (elements) *elements = elems;
+  std::vector<ir::ValueId> ops;
+  for (const auto &e : *elems) {
+    ops.push_back(b.lower_value(*e, DType::F32));
+    if (ops.back() == ir::kNoValue) return std::nullopt;
+  }
+  return ops;
+}
+
+/// stack((a, b, ...), axis=0): values of one shape joined along a new dimension.
+LExpr lower_stack(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"values"}, {"axis", false}});
+  if (!a.ok()) return {};
+  const ast::Expr *vals = a.get("values");
+  const std::vector<ast::ExprPtr> *elems = nullptr;
+  auto lowered = lower_value_list(b, *vals, "stack", &elems);
+  if (!lowered) return {};
+  std::vector<ir::ValueId> ops = std::move(*lowered);
+  const Type first = b.function().type(ops[0]);
+  for (size_t k = 1; k < ops.size(); ++k) {
+    const Type &t = b.function().type(ops[k]);
+    if (t.shape != first.shape || t.dtype != first.dtype) {
+      b.diags().error("type-error", (*elems)[k]->span,
+                      "stack needs values of one type: the first is " +
+                          shape_type_str(first.dtype, first.shape) + " but this one is " +
+                          shape_type_str(t.dtype, t.shape) + " (local shapes, per device)");
       return {};
     }
   }
-  OpCode op = shape->empty() ? OpCode::Constant : OpCode::Full;
+  auto axis = a.integer("axis", 0);
+  if (!axis) return {};
+  const int64_t out_rank = first.rank() + 1;
+  int64_t d = *axis < 0 ? *axis + out_rank : *axis;
+  if (d < 0 || d >= out_rank) {
+    b.diags().error("bad-argument", a.get("axis")->span,
+                    "axis " + std::to_string(*axis) + " is out of range for a result of rank " +
+                        std::to_string(out_rank));
+    return {};
+  }
+  Attrs r;
+  r.shape = first.shape;
+  r.shape.insert(r.shape.begin() + d, 1);
+  for (auto &v : ops) v = b.emit(OpCode::Reshape, {v}, r, span, ir::Origin::Lowering);
+  if (ops.size() == 1) return value_or_invalid(ops[0], span);
+  Attrs c;
+  c.dim = d;
+  return value_or_invalid(b.emit(OpCode::Concat, ops, c, span), span);
+}
+
+/// zeros_like / ones_like / full_like(x, [value,] dtype=x's): a constant of x's (local) shape.
+LExpr lower_like(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span, double fill,
+                 bool has_value) {
+  Args a = has_value ? Args(b, call, span, {{"x"}, {"value"}, {"dtype", false}})
+                     : Args(b, call, span, {{"x"}, {"dtype", false}});
+  if (!a.ok()) return {};
+  ir::ValueId x = a.value("x", DType::F32);
+  if (x == ir::kNoValue) return {};
+  const Type t = b.function().type(x);
+  auto dtype = a.dtype("dtype", t.dtype);
+  if (!dtype) return {};
+  Attrs attrs;
+  attrs.shape = t.shape;
+  attrs.dtype = *dtype;
+  attrs.value = fill;
+  if (has_value) {
+    auto v = literal_value(b, a.get("value"));
+    if (!v) return {};
+    attrs.value = *v;
+  }
+  OpCode op = t.shape.empty() ? OpCode::Constant : OpCode::Full;
   return value_or_invalid(b.emit(op, {}, attrs, span), span);
 }
 
@@ -518,8 +753,16 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       ir::ValueId vx = b.materialize(x, hint), vy = b.materialize(y, hint);
       return value_or_invalid(b.emit(OpCode::Select, {c, vx, vy}, {}, span), span);
     };
+    t["erf"] = unary(OpCode::Erf);
+    t["log1p"] = unary(OpCode::Log1p);
+    t["stop_gradient"] = unary(OpCode::StopGradient);
+    t["astype"] = t["cast"];
+    t["clip"] = lower_clip;
     // Reductions.
     t["sum"] = reduction(OpCode::ReduceSum, false);
+    t["argmax"] = reduction(OpCode::ArgMax, false);
+    t["argmin"] = reduction(OpCode::ArgMin, false);
+    t["var"] = lower_var;
     t["mean"] = reduction(OpCode::ReduceSum, true);
     t["max"] = reduction(OpCode::ReduceMax, false);
     t["min"] = reduction(OpCode::ReduceMin, false);
@@ -608,6 +851,10 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       }
       return value_or_invalid(b.emit(OpCode::Transpose, {x}, attrs, span), span);
     };
+    t["flip"] = lower_flip;
+    t["squeeze"] = lower_squeeze;
+    t["expand_dims"] = lower_expand_dims;
+    t["stack"] = lower_stack;
     t["broadcast_to"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"x"}, {"shape"}});
       if (!a.ok()) return {};
@@ -621,27 +868,14 @@ const std::map<std::string, BuiltinHandler> &builtins() {
     t["concat"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"values"}, {"axis", false}});
       if (!a.ok()) return {};
-      const ast::Expr *vals = a.get("values");
-      auto *list = std::get_if<ast::ListExpr>(&vals->node);
-      auto *tuple = std::get_if<ast::TupleExpr>(&vals->node);
-      const std::vector<ast::ExprPtr> *elems = list    ? &list->elements
-                                               : tuple ? &tuple->elements
-                                                       : nullptr;
-      if (!elems || elems->empty()) {
-        b.diags().error("bad-argument", vals->span, "concat takes a non-empty list of values");
-        return {};
-      }
-      std::vector<ir::ValueId> ops;
-      for (const auto &e : *elems) {
-        ops.push_back(b.lower_value(*e, DType::F32));
-        if (ops.back() == ir::kNoValue) return {};
-      }
+      auto ops = lower_value_list(b, *a.get("values"), "concat");
+      if (!ops) return {};
       auto axis = a.integer("axis", 0);
       if (!axis) return {};
       Attrs attrs;
-      int64_t rank = b.function().type(ops[0]).rank();
+      int64_t rank = b.function().type(ops->front()).rank();
       attrs.dim = *axis < 0 ? *axis + rank : *axis;
-      return value_or_invalid(b.emit(OpCode::Concat, ops, attrs, span), span);
+      return value_or_invalid(b.emit(OpCode::Concat, *ops, attrs, span), span);
     };
     t["pad"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"x"}, {"shape"}, {"start"}, {"stride", false}});
@@ -706,6 +940,15 @@ const std::map<std::string, BuiltinHandler> &builtins() {
     t["full"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
       return lower_creation(b, c, s, 0.0, true);
     };
+    t["zeros_like"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
+      return lower_like(b, c, s, 0.0, false);
+    };
+    t["ones_like"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
+      return lower_like(b, c, s, 1.0, false);
+    };
+    t["full_like"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
+      return lower_like(b, c, s, 0.0, true);
+    };
     t["iota"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"shape"}, {"dim", false}, {"dtype", false}});
       if (!a.ok()) return {};
@@ -741,7 +984,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       attrs.axes = *axes;
       return value_or_invalid(b.emit(OpCode::AxisIndex, {}, attrs, span), span);
     };
- t["constrain"] = lower_constrain;
+    t["constrain"] = lower_constrain;
     t["axis_size"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"axes"}});
       if (!a.ok()) return {};
@@ -767,6 +1010,40 @@ const BuiltinHandler *find_builtin(const std::string &name) {
 }
 
 bool is_builtin(const std::string &name) { return builtins().count(name) > 0; }
+
+LExpr BodyLowerer::lower_method(const LExpr &self, const ast::CallExpr &call, SourceSpan span,
+                                const std::string &method_name) {
+  const std::string &method = method_name.empty() ? call.callee.name : method_name;
+  ir::ValueId x = materialize(self, std::nullopt);
+  if (x == ir::kNoValue) return {};
+  if (method == "astype") {  // x.astype(dtype) = cast(x, dtype)
+    Args a(*this, call, span, {{"dtype"}});
+    if (!a.ok()) return {};
+    auto d = a.dtype("dtype", DType::F32);
+    if (!d) return {};
+    Attrs attrs;
+    attrs.dtype = *d;
+    return value_or_invalid(emit(OpCode::Cast, {x}, attrs, span), span);
+  }
+  Diagnostic &d =
+      diags().error("unknown-member", call.callee.span,
+                    "values have no method `" + method + "` (the only method is `.astype(dtype)`)");
+  if (is_builtin(method)) {
+    std::string self_text =
+        method_name.empty() ? "x" : call.callee.name.substr(0, call.callee.name.rfind('.'));
+    d.help("spmdc has functions, not methods: write `" + method + "(" + self_text +
+           (call.args.empty() ? "" : ", ...") + ")`");
+    if (!method_name.empty()) {  // `x.sum(...)` on a name: a mechanical rewrite
+      SourceSpan callee = call.callee.span;
+      d.fixit(callee, method);
+      d.fixit(SourceSpan{callee.file, callee.end + 1, callee.end + 1},
+              self_text + (call.args.empty() ? "" : ", "));
+    }
+  } else if (auto best = closest_match(method, {"astype"})) {
+    d.help("did you mean `." + *best + "`?");
+  }
+  return {};
+}
 
 std::vector<std::string> builtin_names() {
   std::vector<std::string> names;

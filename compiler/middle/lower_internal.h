@@ -154,6 +154,14 @@ class BodyLowerer {
   /// True when `expr` is a compile-time integer (eval_int would succeed).
   bool is_static_int(const ast::Expr &expr) const;
   LExpr lower_name(const std::string &name, SourceSpan span);
+  /// `x.T` -> {"x", "T"} when `x` is a local name (a value's attributes), else nullopt
+  /// (a module-qualified name such as `nn.relu`).
+  std::optional<std::vector<std::string>> member_path(const std::string &name) const;
+  /// The attribute `member` of a value: `.T`; anything else is an error.
+  LExpr lower_member(const LExpr &base, const std::string &member, SourceSpan span);
+  /// A method call on `self` (method name: `method`, or the call's callee).
+  LExpr lower_method(const LExpr &self, const ast::CallExpr &call, SourceSpan span,
+                     const std::string &method = "");
   /// A slice of dimension `dim` (size `size`) of `base` that selects nothing.
   void report_empty_slice(ir::ValueId base, int64_t dim, int64_t size, SourceSpan subscript_span);
   /// `return` inside `where` ("`if`" or "a loop"): an error at the return.

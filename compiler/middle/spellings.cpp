@@ -38,7 +38,6 @@ constexpr std::array kFunctions = {
     Entry{"permute_dims", "transpose", "spmdc calls it `transpose(x, perm)`"},
     Entry{"tensordot", "einsum", "write the contraction with `einsum(\"ij,jk->ik\", a, b)`"},
     Entry{"select", "where", "spmdc calls it `where(cond, a, b)`"},
-    Entry{"astype", "cast", "write `cast(x, dtype)`"},
     Entry{"add", "", "write `a + b`"},
     Entry{"subtract", "", "write `a - b`"},
     Entry{"multiply", "", "write `a * b`"},

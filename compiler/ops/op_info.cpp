@@ -25,6 +25,10 @@ std::string_view op_display_name(OpCode op) {
       return "*";
     case OpCode::Div:
       return "/";
+    case OpCode::FloorDiv:
+      return "//";
+    case OpCode::Rem:
+      return "%";
     case OpCode::Pow:
       return "**";
     case OpCode::Lt:

@@ -201,6 +201,7 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
     case OpKind::Unary: {
       const Type &x = ops[0];
       if (op == OpCode::Cast) return one(attrs.dtype, x.shape);
+      if (op == OpCode::StopGradient) return one(x.dtype, x.shape);
       if (op == OpCode::Not) {
         if (x.dtype != DType::Bool) return fail("logical_not needs a bool operand");
         return one(DType::Bool, x.shape);
@@ -254,7 +255,9 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
       if (x.dtype == DType::Bool) return fail("cannot reduce bool values; cast them first");
       if (op != OpCode::ReduceSum)
         for (int64_t d : attrs.dims)
-          if (x.shape[d] == 0) return fail("max/min over an empty dimension");
+          if (x.shape[d] == 0)
+            return fail(std::string(op_spelling(op)) + " over an empty dimension");
+      if (op == OpCode::ArgMax || op == OpCode::ArgMin) return one(DType::I32, s);
       return one(x.dtype, s);
     }
     case OpKind::Contraction:
@@ -296,6 +299,16 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
         s.push_back(x.shape[d]);
       }
       return one(x.dtype, s);
+    }
+    case OpCode::Reverse: {
+      for (size_t i = 0; i < attrs.dims.size(); ++i) {
+        if (!valid_dim(attrs.dims[i], x.rank()))
+          return fail("flip dimension " + std::to_string(attrs.dims[i]) + " is out of range for " +
+                      shp(x.shape));
+        if (i > 0 && attrs.dims[i] <= attrs.dims[i - 1])
+          return fail("flip dimensions must be distinct and sorted");
+      }
+      return one(x.dtype, x.shape);
     }
     case OpCode::BroadcastTo: {
       Shape s;

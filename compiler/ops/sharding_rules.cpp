@@ -194,7 +194,8 @@ ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<
       return r;
     }
     // Elementwise, unary.
-    case OpCode::Neg: {
+    case OpCode::Neg:
+    case OpCode::StopGradient: {  // the identity in value
       ShardingRule r = elementwise(results[0], operands);
       set_linear(r, Linearity::Any, {0});  // -(a1 + a2) = -a1 + -a2
       return r;
@@ -211,6 +212,8 @@ ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<
     case OpCode::Logistic:
     case OpCode::Not:
     case OpCode::Cast:
+    case OpCode::Erf:
+    case OpCode::Log1p:
       return elementwise(results[0], operands);
     // Elementwise, binary.
     case OpCode::Add:
@@ -230,6 +233,8 @@ ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<
       return r;
     }
     case OpCode::Pow:
+    case OpCode::FloorDiv:
+    case OpCode::Rem:
     case OpCode::Max:
     case OpCode::Min:
     case OpCode::Lt:
@@ -251,6 +256,22 @@ ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<
     case OpCode::ReduceMax:
     case OpCode::ReduceMin:
       return reduction(op, operands[0], attrs);
+    case OpCode::ArgMax:  // a position within the reduced dimensions: they are not split
+    case OpCode::ArgMin: {
+      const Type &x = operands[0];
+      auto reduced = [&](int64_t d) {
+        return std::find(attrs.dims.begin(), attrs.dims.end(), d) != attrs.dims.end();
+      };
+      ShardingRule r =
+          same_rank_layout(RuleFamily::Reduction, x, [&](int64_t d) { return !reduced(d); });
+      std::vector<int> &out = r.result_factors[0];
+      std::vector<int> kept;
+      for (int64_t d = 0; d < x.rank(); ++d)
+        if (!reduced(d)) kept.push_back(out[d]);
+      out = std::move(kept);
+      set_linear(r, Linearity::None, {});
+      return r;
+    }
     case OpCode::Einsum:
       return contraction(operands, attrs);
     // Layout.
@@ -268,6 +289,13 @@ ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<
       for (int64_t p : attrs.dims) out.push_back(static_cast<int>(p));
       r.operand_factors.push_back(in);
       r.result_factors.push_back(out);
+      set_linear(r, Linearity::Any, {0});
+      return r;
+    }
+    case OpCode::Reverse: {  // flipping a split dimension would reorder the blocks
+      ShardingRule r = same_rank_layout(RuleFamily::Slice, operands[0], [&](int64_t d) {
+        return std::find(attrs.dims.begin(), attrs.dims.end(), d) == attrs.dims.end();
+      });
       set_linear(r, Linearity::Any, {0});
       return r;
     }

@@ -43,7 +43,8 @@ std::optional<ir::ValueId> Rules::run() {
     case OpCode::Constant:
     case OpCode::Full:
     case OpCode::Iota:
-    case OpCode::Sign:  // piecewise constant
+    case OpCode::Sign:      // piecewise constant
+    case OpCode::FloorDiv:  // piecewise constant
       return std::nullopt;
     case OpCode::Neg:  // d(-x) = -dx
       return e_.neg(t(0), span());
@@ -65,6 +66,15 @@ std::optional<ir::ValueId> Rules::run() {
       return e_.mul(e_.op(OpCode::Sign, {x_[0]}, {}, span()), t(0), span());
     case OpCode::Logistic:  // d s(x) = r (1 - r) dx
       return e_.mul(e_.mul(r_, e_.sub(c(1), r_, span()), span()), t(0), span());
+    case OpCode::Erf: {  // d erf(x) = 2/sqrt(pi) exp(-x^2) dx
+      ir::ValueId x2 = e_.mul(x_[0], x_[0], span());
+      ir::ValueId g = e_.op(OpCode::Exp, {e_.neg(x2, span())}, {}, span());
+      return e_.mul(e_.mul(c(1.1283791670955126), g, span()), t(0), span());
+    }
+    case OpCode::Log1p:  // d log(1 + x) = dx / (1 + x)
+      return e_.div(t(0), e_.add(c(1), x_[0], span()), span());
+    case OpCode::StopGradient:  // no derivative flows through it
+      return std::nullopt;
     case OpCode::Cast:  // casts between float types are linear
       if (!rt::is_float(e_.type(x_[0]).dtype)) return std::nullopt;
       return e_.cast(t(0), a.dtype, span());
@@ -103,6 +113,16 @@ std::optional<ir::ValueId> Rules::run() {
         num = e_.neg(e_.mul(r_, t(1), span()), span());
       return to_result_shape(e_.div(num, x_[1], span()));
     }
+    case OpCode::Rem: {  // d(x % y) = dx - (x // y) dy
+      std::optional<ir::ValueId> d;
+      if (has(0)) d = to_result_shape(t(0));
+      if (has(1)) {
+        ir::ValueId q = e_.op(OpCode::FloorDiv, {x_[0], x_[1]}, {}, span());
+        ir::ValueId term = e_.mul(q, t(1), span());
+        d = d ? e_.sub(*d, term, span()) : e_.neg(term, span());
+      }
+      return d;
+    }
     case OpCode::Pow: {  // d(x^y) = y x^(y-1) dx + log(x) r dy
       std::optional<ir::ValueId> d;
       if (has(0)) {
@@ -128,6 +148,9 @@ std::optional<ir::ValueId> Rules::run() {
       return e_.op(OpCode::Select, {x_[0], t_or_zero(1), t_or_zero(2)}, {}, span());
     case OpCode::ReduceSum:  // linear
       return e_.op(instr.op, {t(0)}, a, span());
+    case OpCode::ArgMax:  // integer results have no tangent
+    case OpCode::ArgMin:
+      return std::nullopt;
     case OpCode::ReduceMax:
     case OpCode::ReduceMin: {
       // The tangent flows from the elements equal to the extreme, averaged over ties:
@@ -153,6 +176,7 @@ std::optional<ir::ValueId> Rules::run() {
     case OpCode::Reshape:
     case OpCode::Constrain:
     case OpCode::Transpose:
+    case OpCode::Reverse:
     case OpCode::BroadcastTo:
     case OpCode::Slice:
     case OpCode::Pad:

@@ -36,6 +36,7 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
     case OpCode::Reshape:
     case OpCode::Constrain:
     case OpCode::Transpose:
+    case OpCode::Reverse:
     case OpCode::BroadcastTo:
     case OpCode::Slice:
     case OpCode::Pad:
@@ -48,6 +49,9 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
     case OpCode::AllToAll:
     case OpCode::Ppermute:
       return std::nullopt;
+    case OpCode::StopGradient:
+      return "`stop_gradient` blocks derivatives: the function is not linear in an input that "
+             "flows through it";
     case OpCode::Cast:
       if (rt::is_float(in.attrs.dtype)) return std::nullopt;
       return "a cast to " + std::string(dtype_name(in.attrs.dtype)) + " is not linear";
@@ -90,7 +94,11 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
     case OpCode::Abs:
     case OpCode::Sign:
     case OpCode::Logistic:
+    case OpCode::Erf:
+    case OpCode::Log1p:
     case OpCode::Not:
+    case OpCode::FloorDiv:
+    case OpCode::Rem:
     case OpCode::Pow:
     case OpCode::Max:
     case OpCode::Min:
@@ -104,6 +112,8 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
     case OpCode::Or:
     case OpCode::ReduceMax:
     case OpCode::ReduceMin:
+    case OpCode::ArgMax:
+    case OpCode::ArgMin:
     case OpCode::Pmax:
     case OpCode::Pmin:
     case OpCode::AxisIndex:
@@ -205,6 +215,9 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
     }
     case OpCode::Reshape:  // reshape^T = reshape back
       give(0, e.reshape(ct, shape(0), s));
+      break;
+    case OpCode::Reverse:  // flip^T = the same flip
+      give(0, e.op(OpCode::Reverse, {ct}, a, s));
       break;
     case OpCode::Constrain:  // the identity (a sharding hint): constrain^T ct = constrain(ct)
       give(0, e.op(OpCode::Constrain, {ct}, a, s));
@@ -318,7 +331,11 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
     case OpCode::Abs:
     case OpCode::Sign:
     case OpCode::Logistic:
+    case OpCode::Erf:
+    case OpCode::Log1p:
     case OpCode::Not:
+    case OpCode::FloorDiv:
+    case OpCode::Rem:
     case OpCode::Pow:
     case OpCode::Max:
     case OpCode::Min:
@@ -332,6 +349,9 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
     case OpCode::Or:
     case OpCode::ReduceMax:
     case OpCode::ReduceMin:
+    case OpCode::ArgMax:
+    case OpCode::ArgMin:
+    case OpCode::StopGradient:
     case OpCode::Pmax:
     case OpCode::Pmin:
     case OpCode::AxisIndex:

@@ -59,6 +59,10 @@ inline C apply_unary(C x) {
     return sc::rsqrt(x);
   } else if constexpr (kOp == UnaryOp::Logistic) {
     return sc::logistic(x);
+  } else if constexpr (kOp == UnaryOp::Erf) {
+    return sc::erf(x);
+  } else if constexpr (kOp == UnaryOp::Log1p) {
+    return sc::log1p(x);
   } else {
     static_assert(kOp == UnaryOp::Not);
     return sc::logical_not(x);
@@ -77,8 +81,8 @@ constexpr bool unary_supported() {
 }
 
 const char *unary_name(UnaryOp op) {
-  static const char *names[] = {"neg",  "exp",   "log", "sin",  "cos",      "tanh",
-                                "sqrt", "rsqrt", "abs", "sign", "logistic", "not"};
+  static const char *names[] = {"neg",   "exp", "log",  "sin",      "cos", "tanh", "sqrt",
+                                "rsqrt", "abs", "sign", "logistic", "not", "erf",  "log1p"};
   return names[static_cast<int>(op)];
 }
 
@@ -120,6 +124,10 @@ inline auto apply_binary(C a, C b) {
     return sc::mul(a, b);
   } else if constexpr (kOp == BinaryOp::Div) {
     return sc::div(a, b);
+  } else if constexpr (kOp == BinaryOp::FloorDiv) {
+    return sc::floor_divide(a, b);
+  } else if constexpr (kOp == BinaryOp::Rem) {
+    return sc::remainder(a, b);
   } else if constexpr (kOp == BinaryOp::Pow) {
     return sc::pow(a, b);
   } else if constexpr (kOp == BinaryOp::Max) {
@@ -157,8 +165,9 @@ constexpr bool binary_supported() {
 }
 
 const char *binary_name(BinaryOp op) {
-  static const char *names[] = {"add", "sub", "mul", "div", "pow", "max", "min", "lt",
-                                "le",  "gt",  "ge",  "eq",  "ne",  "and", "or"};
+  static const char *names[] = {"add", "sub", "mul", "div",          "pow",      "max",
+                                "min", "lt",  "le",  "gt",           "ge",       "eq",
+                                "ne",  "and", "or",  "floor_divide", "remainder"};
   return names[static_cast<int>(op)];
 }
 
@@ -326,6 +335,8 @@ void unary_span(UnaryOp op, DType dtype, SpanArg x, void *out, int64_t n) {
     SPMDRT_UNARY_CASE(Sign)
     SPMDRT_UNARY_CASE(Logistic)
     SPMDRT_UNARY_CASE(Not)
+    SPMDRT_UNARY_CASE(Erf)
+    SPMDRT_UNARY_CASE(Log1p)
 #undef SPMDRT_UNARY_CASE
   }
   fail("unknown unary op");
@@ -359,6 +370,8 @@ decltype(auto) with_binary_op(BinaryOp op, Fn &&fn) {
     SPMDRT_BINARY_CASE(Ne)
     SPMDRT_BINARY_CASE(And)
     SPMDRT_BINARY_CASE(Or)
+    SPMDRT_BINARY_CASE(FloorDiv)
+    SPMDRT_BINARY_CASE(Rem)
 #undef SPMDRT_BINARY_CASE
   }
   fail("unknown binary op");

@@ -74,6 +74,23 @@ Tensor transpose(const Tensor &x, std::span<const int64_t> perm) {
   return out;
 }
 
+Tensor reverse(const Tensor &x, std::span<const int64_t> dims) {
+  std::vector<int64_t> strides = detail::row_major_strides(x.shape());
+  const auto esize = static_cast<int64_t>(dtype_size(x.dtype()));
+  int64_t start = 0;  // element offset of the first element read
+  for (int64_t d : dims) {
+    if (d < 0 || d >= x.rank())
+      fail("flip: dimension out of range for rank " + std::to_string(x.rank()));
+    if (x.shape()[d] == 0) return x.clone();
+    start += (x.shape()[d] - 1) * strides[d];
+    strides[d] = -strides[d];
+  }
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  detail::strided_copy(out.raw(), detail::row_major_strides(x.shape()), x.raw() + start * esize,
+                       strides, x.shape(), dtype_size(x.dtype()));
+  return out;
+}
+
 Tensor broadcast_to(const Tensor &x, const Shape &shape) {
   bool ok = x.rank() <= static_cast<int64_t>(shape.size());
   for (int64_t i = 0; ok && i < x.rank(); ++i) {

@@ -1,4 +1,5 @@
-// runtime/cpu/kernels_reduce.cpp — Sum / Max / Min reductions over a set of axes.
+// runtime/cpu/kernels_reduce.cpp — Sum / Max / Min reductions over a set of axes,
+// and argmax / argmin.
 //
 // Deterministic order: every output element is (((identity op x_0) op x_1) op ...)
 // over its input elements in increasing flat (C-order) index. Accumulation happens
@@ -101,7 +102,76 @@ Tensor reduce_dispatch(const Tensor &x, const std::vector<bool> &reduced, const 
   });
 }
 
+/// argmax/argmin of each row of `rows` (outer x inner, row-major): the first
+/// index holding the extreme; a NaN is the extreme (the first NaN wins).
+template <ReduceOp kOp, typename S>
+Tensor arg_reduce_rows(const Tensor &rows, int64_t outer, int64_t inner, const Shape &out_shape) {
+  Tensor out = Tensor::empty(DType::I32, out_shape);
+  int32_t *o = out.data<int32_t>();
+  const S *in = rows.data<S>();
+  for (int64_t r = 0; r < outer; ++r) {
+    const S *row = in + r * inner;
+    auto best = detail::Compute<S>::load(row[0]);
+    int64_t best_index = 0;
+    for (int64_t i = 1; i < inner && best == best; ++i) {
+      auto v = detail::Compute<S>::load(row[i]);
+      bool better = kOp == ReduceOp::Max ? v > best : v < best;
+      if (better || v != v) {
+        best = v;
+        best_index = i;
+      }
+    }
+    o[r] = static_cast<int32_t>(best_index);
+  }
+  return out;
+}
+
 }  // namespace
+
+Tensor arg_reduce(ReduceOp op, const Tensor &x, std::span<const int64_t> axes) {
+  if (op == ReduceOp::Sum) fail("arg_reduce: only max and min have an index");
+  const int64_t rank = x.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  int64_t previous = -1;
+  for (int64_t axis : axes) {
+    int64_t a = detail::normalize_axis(axis, rank, "argmax");
+    if (a <= previous) fail("argmax: axes must be sorted and distinct");
+    previous = a;
+    reduced[a] = true;
+  }
+  // Move the reduced dimensions last (in order), so each output element reads
+  // one contiguous row whose flat index is the row-major index over them.
+  std::vector<int64_t> perm;
+  Shape out_shape;
+  int64_t inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!reduced[d]) {
+      perm.push_back(d);
+      out_shape.push_back(x.shape()[d]);
+    }
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[d]) {
+      perm.push_back(d);
+      inner *= x.shape()[d];
+    }
+  if (inner == 0)
+    fail(std::string(op == ReduceOp::Max ? "argmax" : "argmin") +
+         " over an empty set of elements (shape " + shape_str(x.shape()) + ")");
+  if (inner > std::numeric_limits<int32_t>::max())
+    fail("argmax: too many elements for an i32 index");
+  const Tensor rows = transpose(x, perm);
+  const int64_t outer = num_elements(out_shape);
+  return detail::dispatch_dtype(x.dtype(), [&](auto tag) -> Tensor {
+    using S = decltype(tag);
+    if constexpr (std::is_same_v<S, bool>) {
+      fail("argmax/argmin do not accept bool operands (cast to i32 first)");
+    } else if (op == ReduceOp::Max) {
+      return arg_reduce_rows<ReduceOp::Max, S>(rows, outer, inner, out_shape);
+    } else {
+      return arg_reduce_rows<ReduceOp::Min, S>(rows, outer, inner, out_shape);
+    }
+  });
+}
 
 Tensor reduce(ReduceOp op, const Tensor &x, std::span<const int64_t> axes) {
   const int64_t rank = x.rank();

@@ -37,7 +37,8 @@ void check_nccl(ncclResult_t r, const char *what) {
     fail(std::string("NCCL error in ") + what + ": " + ncclGetErrorString(r));
 }
 void check_cublas(cublasStatus_t s, const char *what) {
-  if (s != CUBLAS_STATUS_SUCCESS) fail(std::string("cuBLAS error ") + std::to_string(s) + " in " + what);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    fail(std::string("cuBLAS error ") + std::to_string(s) + " in " + what);
 }
 
 constexpr int kMaxDims = 8;
@@ -50,7 +51,8 @@ struct CopyDesc {
 };
 
 template <typename T>
-__global__ void strided_copy_kernel(const T *__restrict src, T *__restrict dst, CopyDesc d, int64_t n) {
+__global__ void strided_copy_kernel(const T *__restrict src, T *__restrict dst, CopyDesc d,
+                                    int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t rem = i, s = d.src_offset, o = d.dst_offset;
@@ -89,10 +91,22 @@ void strided_copy(const Tensor &src, Tensor &dst, const std::vector<int64_t> &ex
   if (n == 0) return;
   const dim3 grid = grid_for(n);
   switch (rt::dtype_size(src.dtype())) {
-    case 1: strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint8_t>(), dst.data<uint8_t>(), d, n); break;
-    case 2: strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint16_t>(), dst.data<uint16_t>(), d, n); break;
-    case 4: strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint32_t>(), dst.data<uint32_t>(), d, n); break;
-    default: strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint64_t>(), dst.data<uint64_t>(), d, n); break;
+    case 1:
+      strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint8_t>(), dst.data<uint8_t>(),
+                                                          d, n);
+      break;
+    case 2:
+      strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint16_t>(),
+                                                          dst.data<uint16_t>(), d, n);
+      break;
+    case 4:
+      strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint32_t>(),
+                                                          dst.data<uint32_t>(), d, n);
+      break;
+    default:
+      strided_copy_kernel<<<grid, kBlock, 0, tl_stream>>>(src.data<uint64_t>(),
+                                                          dst.data<uint64_t>(), d, n);
+      break;
   }
   check_cuda(cudaGetLastError(), "strided copy kernel launch");
 }
@@ -103,11 +117,14 @@ __global__ void reduce_rows_kernel(const T *__restrict x, T *__restrict out, int
   __shared__ A part[kBlock];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     A acc = op == 0 ? A(0) : (op == 1 ? A(-INFINITY) : A(INFINITY));
-    if constexpr (std::is_integral_v<A>) acc = op == 0 ? A(0) : (op == 1 ? A(INT32_MIN) : A(INT32_MAX));
+    if constexpr (std::is_integral_v<A>)
+      acc = op == 0 ? A(0) : (op == 1 ? A(INT32_MIN) : A(INT32_MAX));
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       A v;
-      if constexpr (std::is_same_v<T, uint16_t>) v = rt::sc::bf16_load(x[r * cols + c]);
-      else v = A(x[r * cols + c]);
+      if constexpr (std::is_same_v<T, uint16_t>)
+        v = rt::sc::bf16_load(x[r * cols + c]);
+      else
+        v = A(x[r * cols + c]);
       acc = op == 0 ? acc + v : (op == 1 ? rt::sc::max(acc, v) : rt::sc::min(acc, v));
     }
     part[threadIdx.x] = acc;
@@ -120,34 +137,72 @@ __global__ void reduce_rows_kernel(const T *__restrict x, T *__restrict out, int
       __syncthreads();
     }
     if (threadIdx.x == 0) {
-      if constexpr (std::is_same_v<T, uint16_t>) out[r] = rt::sc::bf16_store(part[0]);
-      else out[r] = T(part[0]);
+      if constexpr (std::is_same_v<T, uint16_t>)
+        out[r] = rt::sc::bf16_store(part[0]);
+      else
+        out[r] = T(part[0]);
     }
     __syncthreads();
   }
 }
 
+/// argmax (op 1) / argmin (op 2) of each row: one thread per row scans it in
+/// order, so the first extreme (or the first NaN) wins, as on the CPU.
+template <typename T, typename A>
+__global__ void arg_reduce_rows_kernel(const T *__restrict x, int32_t *__restrict out, int64_t rows,
+                                       int64_t cols, int op) {
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    auto load = [&](int64_t c) -> A {
+      if constexpr (std::is_same_v<T, uint16_t>)
+        return rt::sc::bf16_load(x[r * cols + c]);
+      else
+        return A(x[r * cols + c]);
+    };
+    A best = load(0);
+    int64_t best_index = 0;
+    for (int64_t c = 1; c < cols && best == best; ++c) {
+      A v = load(c);
+      if ((op == 1 ? v > best : v < best) || v != v) {
+        best = v;
+        best_index = c;
+      }
+    }
+    out[r] = static_cast<int32_t>(best_index);
+  }
+}
+
 template <typename T>
 __global__ void fill_kernel(T *out, int64_t n, T value) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) out[i] = value;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = value;
 }
 
 template <typename T>
 __global__ void iota_kernel(T *out, int64_t n, int64_t inner, int64_t extent) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t v = (i / inner) % extent;
-    if constexpr (std::is_same_v<T, uint16_t>) out[i] = rt::sc::bf16_store(float(v));
-    else out[i] = T(v);
+    if constexpr (std::is_same_v<T, uint16_t>)
+      out[i] = rt::sc::bf16_store(float(v));
+    else
+      out[i] = T(v);
   }
 }
 
 ncclDataType_t nccl_type(DType d) {
   switch (d) {
-    case DType::F32: return ncclFloat32;
-    case DType::F64: return ncclFloat64;
-    case DType::BF16: return ncclBfloat16;
-    case DType::I32: return ncclInt32;
-    case DType::Bool: return ncclUint8;
+    case DType::F32:
+      return ncclFloat32;
+    case DType::F64:
+      return ncclFloat64;
+    case DType::BF16:
+      return ncclBfloat16;
+    case DType::I32:
+      return ncclInt32;
+    case DType::Bool:
+      return ncclUint8;
   }
   return ncclFloat32;
 }
@@ -155,7 +210,8 @@ ncclDataType_t nccl_type(DType d) {
 }  // namespace
 
 void check_cuda(cudaError_t status, const char *what) {
-  if (status != cudaSuccess) fail(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess)
+    fail(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
 }
 
 dim3 grid_for(int64_t n) {
@@ -175,7 +231,8 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
   void *p = nullptr;
   check_cuda(cudaMallocAsync(&p, std::max<size_t>(t.nbytes(), 1), tl_stream), "cudaMallocAsync");
   cudaStream_t s = tl_stream;
-  t.buffer_ = std::shared_ptr<std::byte>(static_cast<std::byte *>(p), [s](std::byte *q) { cudaFreeAsync(q, s); });
+  t.buffer_ = std::shared_ptr<std::byte>(static_cast<std::byte *>(p),
+                                         [s](std::byte *q) { cudaFreeAsync(q, s); });
   return t;
 }
 
@@ -192,14 +249,17 @@ Tensor Tensor::full(DType dtype, Shape shape, double value) {
 
 Tensor Tensor::from_host(const rt::Tensor &host) {
   Tensor t = empty(host.dtype(), host.shape());
-  check_cuda(cudaMemcpyAsync(t.data<void>(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, tl_stream), "host-to-device copy");
+  check_cuda(
+      cudaMemcpyAsync(t.data<void>(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, tl_stream),
+      "host-to-device copy");
   check_cuda(cudaStreamSynchronize(tl_stream), "host-to-device copy");
   return t;
 }
 
 rt::Tensor Tensor::to_host() const {
   rt::Tensor h = rt::Tensor::empty(dtype_, shape_);
-  check_cuda(cudaMemcpyAsync(h.raw(), data<void>(), nbytes(), cudaMemcpyDeviceToHost, tl_stream), "device-to-host copy");
+  check_cuda(cudaMemcpyAsync(h.raw(), data<void>(), nbytes(), cudaMemcpyDeviceToHost, tl_stream),
+             "device-to-host copy");
   check_cuda(cudaStreamSynchronize(tl_stream), "device-to-host copy");
   return h;
 }
@@ -225,6 +285,19 @@ Tensor transpose(const Tensor &x, const std::vector<int64_t> &perm) {
   }
   Tensor out = Tensor::empty(x.dtype(), out_shape);
   strided_copy(x, out, out_shape, ss, strides_of(out_shape), 0, 0);
+  return out;
+}
+
+Tensor reverse(const Tensor &x, const std::vector<int64_t> &dims) {
+  auto ss = strides_of(x.shape());
+  int64_t start = 0;  // element offset of the first element read
+  for (int64_t d : dims) {
+    if (x.shape()[d] == 0) return x;
+    start += (x.shape()[d] - 1) * ss[d];
+    ss[d] = -ss[d];
+  }
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  strided_copy(x, out, x.shape(), ss, strides_of(x.shape()), start, 0);
   return out;
 }
 
@@ -285,7 +358,8 @@ Tensor concat(const std::vector<Tensor> &parts, int64_t dim) {
 
 static int64_t read_index(const Tensor &index) {
   int32_t v = 0;
-  check_cuda(cudaMemcpyAsync(&v, index.data<void>(), 4, cudaMemcpyDeviceToHost, tl_stream), "index read");
+  check_cuda(cudaMemcpyAsync(&v, index.data<void>(), 4, cudaMemcpyDeviceToHost, tl_stream),
+             "index read");
   check_cuda(cudaStreamSynchronize(tl_stream), "index read");
   return v;
 }
@@ -309,9 +383,12 @@ void update_in(Tensor &out, const Tensor &update, const Tensor &index, int64_t d
 
 }  // namespace
 
-Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, const Tensor &index, int64_t dim) {
+Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, const Tensor &index,
+                            int64_t dim) {
   Tensor out = Tensor::empty(x.dtype(), x.shape());
-  check_cuda(cudaMemcpyAsync(out.data<void>(), x.data<void>(), x.nbytes(), cudaMemcpyDeviceToDevice, tl_stream), "copy");
+  check_cuda(cudaMemcpyAsync(out.data<void>(), x.data<void>(), x.nbytes(), cudaMemcpyDeviceToDevice,
+                             tl_stream),
+             "copy");
   update_in(out, update, index, dim);
   return out;
 }
@@ -355,11 +432,22 @@ Tensor iota(DType dtype, const Shape &shape, int64_t dim) {
   if (n == 0) return out;
   const int64_t inner = strides_of(shape)[dim];
   switch (dtype) {
-    case DType::F32: iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<float>(), n, inner, shape[dim]); break;
-    case DType::F64: iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<double>(), n, inner, shape[dim]); break;
-    case DType::BF16: iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<uint16_t>(), n, inner, shape[dim]); break;
-    case DType::I32: iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<int32_t>(), n, inner, shape[dim]); break;
-    case DType::Bool: iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<uint8_t>(), n, inner, shape[dim]); break;
+    case DType::F32:
+      iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<float>(), n, inner, shape[dim]);
+      break;
+    case DType::F64:
+      iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<double>(), n, inner, shape[dim]);
+      break;
+    case DType::BF16:
+      iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<uint16_t>(), n, inner,
+                                                         shape[dim]);
+      break;
+    case DType::I32:
+      iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<int32_t>(), n, inner, shape[dim]);
+      break;
+    case DType::Bool:
+      iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<uint8_t>(), n, inner, shape[dim]);
+      break;
   }
   check_cuda(cudaGetLastError(), "iota kernel launch");
   return out;
@@ -367,33 +455,90 @@ Tensor iota(DType dtype, const Shape &shape, int64_t dim) {
 
 // ---- reductions ---------------------------------------------------------------------
 
-Tensor reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims) {
-  std::vector<int64_t> perm;
-  Shape out_shape;
+/// `x` with the reduced dimensions `dims` moved innermost (in order): each
+/// output element of a row reduction reads one contiguous row of `cols`.
+struct ReductionRows {
+  Tensor rows;      // x, transposed
+  Shape out_shape;  // the kept dimensions
   int64_t cols = 1;
+};
+
+ReductionRows reduction_rows(const Tensor &x, const std::vector<int64_t> &dims) {
+  ReductionRows r;
+  std::vector<int64_t> perm;
   for (int64_t d = 0; d < static_cast<int64_t>(x.shape().size()); ++d)
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
       perm.push_back(d);
-      out_shape.push_back(x.shape()[d]);
+      r.out_shape.push_back(x.shape()[d]);
     }
   for (int64_t d : dims) {
     perm.push_back(d);
-    cols *= x.shape()[d];
+    r.cols *= x.shape()[d];
   }
-  Tensor t = dims.empty() ? x : transpose(x, perm);  // reduced dims innermost
+  r.rows = dims.empty() ? x : transpose(x, perm);
+  return r;
+}
+
+Tensor reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims) {
+  const auto [t, out_shape, cols] = reduction_rows(x, dims);
   Tensor out = Tensor::empty(x.dtype(), out_shape);
   const int64_t rows = out.numel();
   if (rows == 0) return out;
   const int o = static_cast<int>(op);
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
   switch (x.dtype()) {
-    case DType::F32: reduce_rows_kernel<float, float><<<grid, kBlock, 0, tl_stream>>>(t.data<float>(), out.data<float>(), rows, cols, o); break;
-    case DType::F64: reduce_rows_kernel<double, double><<<grid, kBlock, 0, tl_stream>>>(t.data<double>(), out.data<double>(), rows, cols, o); break;
-    case DType::BF16: reduce_rows_kernel<uint16_t, float><<<grid, kBlock, 0, tl_stream>>>(t.data<uint16_t>(), out.data<uint16_t>(), rows, cols, o); break;
-    case DType::I32: reduce_rows_kernel<int32_t, int32_t><<<grid, kBlock, 0, tl_stream>>>(t.data<int32_t>(), out.data<int32_t>(), rows, cols, o); break;
-    case DType::Bool: fail("CUDA target: reductions of bool are not supported yet");
+    case DType::F32:
+      reduce_rows_kernel<float, float>
+          <<<grid, kBlock, 0, tl_stream>>>(t.data<float>(), out.data<float>(), rows, cols, o);
+      break;
+    case DType::F64:
+      reduce_rows_kernel<double, double>
+          <<<grid, kBlock, 0, tl_stream>>>(t.data<double>(), out.data<double>(), rows, cols, o);
+      break;
+    case DType::BF16:
+      reduce_rows_kernel<uint16_t, float>
+          <<<grid, kBlock, 0, tl_stream>>>(t.data<uint16_t>(), out.data<uint16_t>(), rows, cols, o);
+      break;
+    case DType::I32:
+      reduce_rows_kernel<int32_t, int32_t>
+          <<<grid, kBlock, 0, tl_stream>>>(t.data<int32_t>(), out.data<int32_t>(), rows, cols, o);
+      break;
+    case DType::Bool:
+      fail("CUDA target: reductions of bool are not supported yet");
   }
   check_cuda(cudaGetLastError(), "reduction kernel launch");
+  return out;
+}
+
+Tensor arg_reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims) {
+  const auto [t, out_shape, cols] = reduction_rows(x, dims);
+  if (cols == 0) fail("argmax/argmin over an empty set of elements");
+  Tensor out = Tensor::empty(DType::I32, out_shape);
+  const int64_t rows = out.numel();
+  if (rows == 0) return out;
+  const int o = static_cast<int>(op);
+  const dim3 grid = grid_for(rows);
+  switch (x.dtype()) {
+    case DType::F32:
+      arg_reduce_rows_kernel<float, float>
+          <<<grid, kBlock, 0, tl_stream>>>(t.data<float>(), out.data<int32_t>(), rows, cols, o);
+      break;
+    case DType::F64:
+      arg_reduce_rows_kernel<double, double>
+          <<<grid, kBlock, 0, tl_stream>>>(t.data<double>(), out.data<int32_t>(), rows, cols, o);
+      break;
+    case DType::BF16:
+      arg_reduce_rows_kernel<uint16_t, float>
+          <<<grid, kBlock, 0, tl_stream>>>(t.data<uint16_t>(), out.data<int32_t>(), rows, cols, o);
+      break;
+    case DType::I32:
+      arg_reduce_rows_kernel<int32_t, int32_t>
+          <<<grid, kBlock, 0, tl_stream>>>(t.data<int32_t>(), out.data<int32_t>(), rows, cols, o);
+      break;
+    case DType::Bool:
+      fail("argmax/argmin do not accept bool operands");
+  }
+  check_cuda(cudaGetLastError(), "argmax kernel launch");
   return out;
 }
 
@@ -439,7 +584,8 @@ Tensor einsum(const std::string &spec, const std::vector<Tensor> &ops) {
   Tensor b = sum_private(ops[1], in_idx[1], in_idx[0], rb);
   std::string batch, m, k, n;
   for (char c : ra) {
-    const bool in_b = rb.find(c) != std::string::npos, in_out = out_idx.find(c) != std::string::npos;
+    const bool in_b = rb.find(c) != std::string::npos,
+               in_out = out_idx.find(c) != std::string::npos;
     (in_b ? (in_out ? batch : k) : m) += c;
   }
   for (char c : rb)
@@ -461,16 +607,21 @@ Tensor einsum(const std::string &spec, const std::vector<Tensor> &ops) {
   // Row-major C = A B is column-major C^T = B^T A^T.
   if (a.dtype() == DType::F32) {
     const float one = 1, zero = 0;
-    check_cublas(cublasSgemmStridedBatched(tl_cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one,
-                                           Bt.data<float>(), int(N), K * N, A.data<float>(), int(K), M * K,
-                                           &zero, C.data<float>(), int(N), M * N, int(B)), "sgemm");
+    check_cublas(
+        cublasSgemmStridedBatched(tl_cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one,
+                                  Bt.data<float>(), int(N), K * N, A.data<float>(), int(K), M * K,
+                                  &zero, C.data<float>(), int(N), M * N, int(B)),
+        "sgemm");
   } else if (a.dtype() == DType::F64) {
     const double one = 1, zero = 0;
-    check_cublas(cublasDgemmStridedBatched(tl_cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one,
-                                           Bt.data<double>(), int(N), K * N, A.data<double>(), int(K), M * K,
-                                           &zero, C.data<double>(), int(N), M * N, int(B)), "dgemm");
+    check_cublas(
+        cublasDgemmStridedBatched(tl_cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(M), int(K), &one,
+                                  Bt.data<double>(), int(N), K * N, A.data<double>(), int(K), M * K,
+                                  &zero, C.data<double>(), int(N), M * N, int(B)),
+        "dgemm");
   } else {
-    fail(std::string("CUDA target: einsum of ") + rt::dtype_name(a.dtype()) + " is not supported yet");
+    fail(std::string("CUDA target: einsum of ") + rt::dtype_name(a.dtype()) +
+         " is not supported yet");
   }
   return permute_to(C, batch + m + n, out_idx);
 }
@@ -555,33 +706,38 @@ int64_t DeviceContext::axis_index(const std::vector<int> &axes) const {
 Tensor DeviceContext::all_reduce(const Tensor &x, const std::vector<int> &axes, ReduceOp op) {
   ncclComm_t c = fabric_->comm(device_, axes);
   Tensor out = Tensor::empty(x.dtype(), x.shape());
-  check_nccl(ncclAllReduce(x.data<void>(), out.data<void>(), x.numel(), nccl_type(x.dtype()), nccl_op(op), c, tl_stream), "ncclAllReduce");
+  check_nccl(ncclAllReduce(x.data<void>(), out.data<void>(), x.numel(), nccl_type(x.dtype()),
+                           nccl_op(op), c, tl_stream),
+             "ncclAllReduce");
   wait_collective(c, "all_reduce (ncclAllReduce)", where_);
   return out;
 }
 
-std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs, const std::vector<int> &axes,
-                                              ReduceOp op) {
+std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
+                                              const std::vector<int> &axes, ReduceOp op) {
   ncclComm_t c = fabric_->comm(device_, axes);
   std::vector<Tensor> out;
   for (const Tensor &x : xs) out.push_back(Tensor::empty(x.dtype(), x.shape()));
   check_nccl(ncclGroupStart(), "ncclGroupStart");
   for (size_t i = 0; i < xs.size(); ++i)
-    check_nccl(ncclAllReduce(xs[i].data<void>(), out[i].data<void>(), xs[i].numel(), nccl_type(xs[i].dtype()),
-                             nccl_op(op), c, tl_stream),
+    check_nccl(ncclAllReduce(xs[i].data<void>(), out[i].data<void>(), xs[i].numel(),
+                             nccl_type(xs[i].dtype()), nccl_op(op), c, tl_stream),
                "ncclAllReduce");
   check_nccl(ncclGroupEnd(), "ncclGroupEnd");
   wait_collective(c, "combined all_reduce (grouped ncclAllReduce)", where_);
   return out;
 }
 
-Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled) {
+Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim,
+                                 bool tiled) {
   ncclComm_t c = fabric_->comm(device_, axes);
   const int64_t n = mesh().group_size(axes);
   Shape gathered = x.shape();
   gathered.insert(gathered.begin(), n);  // [n, ...] in rank order
   Tensor g = Tensor::empty(x.dtype(), gathered);
-  check_nccl(ncclAllGather(x.data<void>(), g.data<void>(), x.numel(), nccl_type(x.dtype()), c, tl_stream), "ncclAllGather");
+  check_nccl(
+      ncclAllGather(x.data<void>(), g.data<void>(), x.numel(), nccl_type(x.dtype()), c, tl_stream),
+      "ncclAllGather");
   wait_collective(c, "all_gather (ncclAllGather)", where_);
   if (!tiled) {
     std::vector<int64_t> perm;
@@ -590,34 +746,49 @@ Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, 
     for (int64_t d = dim + 1; d < static_cast<int64_t>(gathered.size()); ++d) perm.push_back(d);
     return dim == 0 ? g : transpose(g, perm);
   }
-  return dim == 0 ? g.reshaped([&] { Shape s = x.shape(); s[0] *= n; return s; }()) : unpack_blocks(g, dim);
+  return dim == 0 ? g.reshaped([&] {
+    Shape s = x.shape();
+    s[0] *= n;
+    return s;
+  }())
+                  : unpack_blocks(g, dim);
 }
 
-Tensor DeviceContext::reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled) {
+Tensor DeviceContext::reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim,
+                                     bool tiled) {
   ncclComm_t c = fabric_->comm(device_, axes);
   const int64_t n = mesh().group_size(axes);
   Tensor packed = dim == 0 ? x : pack_blocks(x, dim, n);  // blocks to the front
   Shape out_shape = x.shape();
-  if (tiled) out_shape[dim] /= n; else out_shape.erase(out_shape.begin() + dim);
+  if (tiled)
+    out_shape[dim] /= n;
+  else
+    out_shape.erase(out_shape.begin() + dim);
   Tensor out = Tensor::empty(x.dtype(), out_shape);
-  check_nccl(ncclReduceScatter(packed.data<void>(), out.data<void>(), out.numel(), nccl_type(x.dtype()), ncclSum, c, tl_stream), "ncclReduceScatter");
+  check_nccl(ncclReduceScatter(packed.data<void>(), out.data<void>(), out.numel(),
+                               nccl_type(x.dtype()), ncclSum, c, tl_stream),
+             "ncclReduceScatter");
   wait_collective(c, "psum_scatter (ncclReduceScatter)", where_);
   return out;
 }
 
-Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim, int64_t concat_dim) {
+Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
+                                 int64_t concat_dim) {
   ncclComm_t c = fabric_->comm(device_, axes);
   const int64_t n = mesh().group_size(axes);
   Tensor packed = pack_blocks(x, split_dim, n);  // [n, ..., b, ...]
   Tensor recv = Tensor::empty(x.dtype(), packed.shape());
   const size_t count = static_cast<size_t>(packed.numel() / n);
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
-  check_nccl(ncclAlltoAll(packed.data<void>(), recv.data<void>(), count, nccl_type(x.dtype()), c, tl_stream), "ncclAlltoAll");
+  check_nccl(ncclAlltoAll(packed.data<void>(), recv.data<void>(), count, nccl_type(x.dtype()), c,
+                          tl_stream),
+             "ncclAlltoAll");
 #else
   const size_t bytes = count * rt::dtype_size(x.dtype());
   check_nccl(ncclGroupStart(), "ncclGroupStart");
   for (int64_t p = 0; p < n; ++p) {
-    ncclSend(packed.data<std::byte>() + p * bytes, count, nccl_type(x.dtype()), int(p), c, tl_stream);
+    ncclSend(packed.data<std::byte>() + p * bytes, count, nccl_type(x.dtype()), int(p), c,
+             tl_stream);
     ncclRecv(recv.data<std::byte>() + p * bytes, count, nccl_type(x.dtype()), int(p), c, tl_stream);
   }
   check_nccl(ncclGroupEnd(), "ncclGroupEnd");
@@ -634,12 +805,17 @@ Tensor DeviceContext::all_to_all(const Tensor &x, const std::vector<int> &axes, 
 Tensor DeviceContext::ppermute(const Tensor &x, const std::vector<int> &axes,
                                const std::vector<std::pair<int64_t, int64_t>> &perm) {
   ncclComm_t c = fabric_->comm(device_, axes);
-  const int64_t me = axis_index(axes);  // the rank in the communicator over `axes`
+  const int64_t me = axis_index(axes);               // the rank in the communicator over `axes`
   Tensor out = Tensor::zeros(x.dtype(), x.shape());  // non-receivers keep zeros
   check_nccl(ncclGroupStart(), "ncclGroupStart");
   for (const auto &[src, dst] : perm) {
-    if (src == me) check_nccl(ncclSend(x.data<void>(), x.numel(), nccl_type(x.dtype()), int(dst), c, tl_stream), "ncclSend");
-    if (dst == me) check_nccl(ncclRecv(out.data<void>(), x.numel(), nccl_type(x.dtype()), int(src), c, tl_stream), "ncclRecv");
+    if (src == me)
+      check_nccl(ncclSend(x.data<void>(), x.numel(), nccl_type(x.dtype()), int(dst), c, tl_stream),
+                 "ncclSend");
+    if (dst == me)
+      check_nccl(
+          ncclRecv(out.data<void>(), x.numel(), nccl_type(x.dtype()), int(src), c, tl_stream),
+          "ncclRecv");
   }
   check_nccl(ncclGroupEnd(), "ncclGroupEnd");
   wait_collective(c, "ppermute (ncclSend/ncclRecv)", where_);
@@ -725,10 +901,12 @@ class CudaThreadsExecutor final : public rt::Executor {
       threads.emplace_back([&, d] {
         try {
           check_cuda(cudaSetDevice(static_cast<int>(d)), "cudaSetDevice");
-          run_device(fabric, bodies_.at(fn), d, locals[d], request, out[d],
-                     [&] { sync.arrive_and_wait(); }, clock, static_cast<size_t>(d), [&] {
-                       if (d == 0) times.push_back(clock.step_seconds());
-                     });
+          run_device(
+              fabric, bodies_.at(fn), d, locals[d], request, out[d],
+              [&] { sync.arrive_and_wait(); }, clock, static_cast<size_t>(d),
+              [&] {
+                if (d == 0) times.push_back(clock.step_seconds());
+              });
         } catch (...) {
           errors[d] = std::current_exception();
           sync.arrive_and_drop();
@@ -751,9 +929,7 @@ class CudaThreadsExecutor final : public rt::Executor {
 
 rt::ExecutorFactory cuda_executor(const std::vector<rt::ProgramFunction> &functions,
                                   const std::vector<CudaBody> &bodies) {
-  return [&functions, &bodies] {
-    return std::make_unique<CudaThreadsExecutor>(functions, bodies);
-  };
+  return [&functions, &bodies] { return std::make_unique<CudaThreadsExecutor>(functions, bodies); };
 }
 
 namespace {
@@ -796,9 +972,9 @@ class CudaMpiExecutor final : public rt::Executor {
     Fabric fabric(f.mesh, {rank}, {world});
     std::vector<std::vector<rt::Tensor>> out(1);
     rt::StepClock clock(1);
-    run_device(fabric, bodies_.at(fn), rank, locals.at(0), request, out[0],
-               [&] { processes_->barrier(); }, clock, 0,
-               [&] { seconds.push_back(processes_->max(clock.step_seconds())); });
+    run_device(
+        fabric, bodies_.at(fn), rank, locals.at(0), request, out[0], [&] { processes_->barrier(); },
+        clock, 0, [&] { seconds.push_back(processes_->max(clock.step_seconds())); });
     return out;
   }
 

@@ -191,6 +191,15 @@ shmap f(xs: f32[8, 4] @ P(None, i), a: f32[4] @ P(i), b: f32[4] @ P(i)) -> f32[4
   return a + b
 }
 )",
+    R"(mesh M = (i: 2)
+shmap h(x: f32[4, 6] @ P(i), k: i32[4, 6] @ P(i)) -> (f32[6, 4] @ P(None, i), i32[4] @ P(i)) on M {
+  a = x % 1.5 + x // -0.7 + erf(x) + log1p(x * x) + stop_gradient(clip(x, -1.0, max=1.0))
+  b = flip(x, axes=1)[::-1, 4:1:-2] @ x[:, None][:, 0, 0:3].T + var(x, axes=1, ddof=1)[:, None]
+  c = stack((x, a), axis=-1)[:, :, 0] + squeeze(expand_dims(x, (0, 2))) + zeros_like(x)
+  d = (a + c).T + x.astype(f64).astype(f32).T + ones_like(x, dtype=f32).T * b[0, 0]
+  return d, argmax(x, axes=1) + argmin(k % 3 + k // -2, axes=-1)
+}
+)",
 };
 
 std::vector<std::string> load_seeds() {
@@ -300,6 +309,17 @@ const std::string kTokens[] = {"(",
                                "\r",
                                "\xff",
                                "\xc3\xa9",
+                               "%",
+                               "//",
+                               ".T",
+                               "::-1",
+                               "[:, None]",
+                               ".astype(f32)",
+                               "stack(",
+                               "argmax(",
+                               "flip(",
+                               "var(",
+                               "squeeze(",
                                std::string(1, '\0')};
 
 std::string nesting(Rng &rng) {

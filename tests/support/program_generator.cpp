@@ -347,6 +347,7 @@ class Generator {
         return emit("hp(" + x.name + ")", x.var & ~uint64_t{1}, x.lin);
       case 16:
         if (linear()) return emit(x.name + " * 2.0", x.var, x.lin);
+        if (coin()) return numpy_habit(x, y, d);
         return emit(x.name + " * 2.0 + 1.0", x.var, x.lin);
       case 17:
       case 18:
@@ -354,6 +355,33 @@ class Generator {
       default:
         return loop();
     }
+  }
+
+  /// One of the NumPy-style ops students bring (`%`, `//`, erf, flip, `[:, None]`, `.T`,
+  /// astype, stack, ...): all local, so the result varies along the operands' union. The
+  /// Differentiable flavor gets only the smooth ones: `%`, `//`, clip, argmax and
+  /// stop_gradient have kinks, jumps or (by design) derivatives that finite differences do
+  /// not see.
+  void numpy_habit(const Val &x, const Val &y, int d) {
+    feature("numpy_habits");
+    const std::string a = x.name, b = y.name, D = std::to_string(d);
+    const std::string smooth[] = {
+        "erf(" + a + ") + log1p(" + b + " * " + b + ")",
+        "flip(" + a + ", axes=" + D + ") + " + b + "[::-1, ::-1].T",
+        "squeeze(" + a + "[:, None], 1) - var(" + b + ", axes=1, keepdims=true)",
+        "stack((" + a + ", " + b + "), axis=" + D + ")" + (d == 0 ? "[1]" : "[:, 0]") +
+            " + expand_dims(" + b + "[0], 0)",
+        "(" + a + ".astype(f64) * 0.3).astype(" + dt_ + ") - zeros_like(" + b + ")",
+    };
+    const std::string kinked[] = {
+        a + " % (abs(" + b + ") + 0.5) + " + a + " // 0.5 * 0.125",
+        "clip(" + a + ", -0.5, 0.5) + stop_gradient(" + b + ")",
+        a + " + cast(argmax(" + b + ", axes=1, keepdims=true), " + dt_ + ")",
+        "(" + a + ".astype(f64) % 0.3).astype(" + dt_ + ")",
+    };
+    if (o_.flavor != Flavor::General || coin())
+      return emit(smooth[pick(static_cast<int>(std::size(smooth)))], x.var | y.var, false);
+    emit(kinked[pick(static_cast<int>(std::size(kinked)))], x.var | y.var, false);
   }
 
   /// `ppermute(x, axes, ...)` over one axis or (on a 2-D mesh) both; sets

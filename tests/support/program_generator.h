@@ -13,8 +13,12 @@
 // by the same fixpoint as the checker) to choose out_specs the checker
 // accepts, so a program it writes that does not check is a bug.
 //
-// Flavors restrict the ops: Differentiable leaves out pmax/pmin (no
-// derivative) and makes result 0 a scalar loss; Linear keeps the program
+// NumPy-style ops (erf, log1p, flip, negative steps, `[:, None]`, `.T`,
+// astype, stack, squeeze, expand_dims, var, zeros_like; and in the General
+// flavor also `%`, `//`, clip, argmax, stop_gradient) appear too.
+// Flavors restrict the ops: Differentiable leaves out pmax/pmin and the
+// kinked NumPy ops (derivatives that finite differences cannot check) and
+// makes result 0 a scalar loss; Linear keeps the program
 // linear in the parameters listed in `linear_params` (for transposition).
 // `features` counts what the program exercises ("loop", "ppermute_axes2",
 // ...), so tests can report coverage.

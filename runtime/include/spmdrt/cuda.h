@@ -91,10 +91,14 @@ cudaStream_t current_stream();
 
 Tensor iota(DType dtype, const Shape &shape, int64_t dim);
 Tensor reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims);
+/// argmax (Max) / argmin (Min) over `dims`: i32 indices, as rt::arg_reduce.
+Tensor arg_reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims);
 /// One or two operands; f32/f64 via cuBLAS (transpose + batched gemm).
 Tensor einsum(const std::string &spec, const std::vector<Tensor> &operands);
 Tensor reshape(const Tensor &x, const Shape &shape);
 Tensor transpose(const Tensor &x, const std::vector<int64_t> &perm);
+/// Reverses the order of the elements along each of `dims` (as rt::reverse).
+Tensor reverse(const Tensor &x, const std::vector<int64_t> &dims);
 Tensor broadcast_to(const Tensor &x, const Shape &shape);
 Tensor slice(const Tensor &x, const std::vector<int64_t> &start, const std::vector<int64_t> &limit,
              const std::vector<int64_t> &stride);

@@ -30,7 +30,9 @@ enum class UnaryOp : uint8_t {
   Abs,
   Sign,
   Logistic,
-  Not
+  Not,
+  Erf,
+  Log1p
 };
 enum class BinaryOp : uint8_t {
   Add,
@@ -47,7 +49,9 @@ enum class BinaryOp : uint8_t {
   Eq,
   Ne,  // comparisons: result is Bool
   And,
-  Or  // logical, Bool operands
+  Or,  // logical, Bool operands
+  FloorDiv,
+  Rem  // NumPy's // and %: floor division and its remainder
 };
 enum class ReduceOp : uint8_t { Sum, Max, Min };
 
@@ -77,6 +81,10 @@ void cast_span(DType from, DType to, SpanArg x, void *out, int64_t n);
 /// Reduces over `axes` (sorted, distinct); the reduced dimensions are removed.
 /// Sum over an empty set of elements is 0; Max/Min of an empty set throw.
 Tensor reduce(ReduceOp op, const Tensor &x, std::span<const int64_t> axes);
+/// argmax (op Max) / argmin (op Min) over `axes` (sorted, distinct), removed: the
+/// i32 index, counted row-major over the reduced dimensions, of the first
+/// extreme element; a NaN counts as the extreme (NumPy). Empty sets throw.
+Tensor arg_reduce(ReduceOp op, const Tensor &x, std::span<const int64_t> axes);
 
 /// Matrix product with NumPy matmul semantics for rank >= 1 operands:
 /// [.., m, k] x [.., k, n] -> [.., m, n] with broadcast batch dimensions;
@@ -91,6 +99,8 @@ Tensor einsum(std::string_view spec, std::span<const Tensor> operands);
 Tensor reshape(const Tensor &x, const Shape &shape);
 /// Permutes dimensions: result dim i is input dim perm[i].
 Tensor transpose(const Tensor &x, std::span<const int64_t> perm);
+/// Reverses the order of the elements along each of `dims` (NumPy's flip).
+Tensor reverse(const Tensor &x, std::span<const int64_t> dims);
 /// NumPy broadcast_to.
 Tensor broadcast_to(const Tensor &x, const Shape &shape);
 /// Static strided slice: start, limit (exclusive), stride > 0 per dimension.

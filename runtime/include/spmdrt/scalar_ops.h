@@ -80,25 +80,57 @@ inline constexpr bool kHostF32Math = false;
 #else
 inline constexpr bool kHostF32Math = true;
 #endif
-template <typename C> SPMDRT_HD inline C exp(C x) {
-  if constexpr (kHostF32Math && std::is_same_v<C, float>) return vm::exp_f32(x);
-  else return std::exp(x);
+template <typename C>
+SPMDRT_HD inline C exp(C x) {
+  if constexpr (kHostF32Math && std::is_same_v<C, float>)
+    return vm::exp_f32(x);
+  else
+    return std::exp(x);
 }
-template <typename C> SPMDRT_HD inline C log(C x) {
-  if constexpr (kHostF32Math && std::is_same_v<C, float>) return vm::log_f32(x);
-  else return std::log(x);
+template <typename C>
+SPMDRT_HD inline C log(C x) {
+  if constexpr (kHostF32Math && std::is_same_v<C, float>)
+    return vm::log_f32(x);
+  else
+    return std::log(x);
 }
-template <typename C> SPMDRT_HD inline C sin(C x) { return std::sin(x); }
-template <typename C> SPMDRT_HD inline C cos(C x) { return std::cos(x); }
-template <typename C> SPMDRT_HD inline C tanh(C x) {
-  if constexpr (kHostF32Math && std::is_same_v<C, float>) return vm::tanh_f32(x);
-  else return std::tanh(x);
+template <typename C>
+SPMDRT_HD inline C sin(C x) {
+  return std::sin(x);
 }
-template <typename C> SPMDRT_HD inline C sqrt(C x) { return std::sqrt(x); }
-template <typename C> SPMDRT_HD inline C rsqrt(C x) { return C(1) / std::sqrt(x); }
-template <typename C> SPMDRT_HD inline C logistic(C x) {
-  if constexpr (kHostF32Math && std::is_same_v<C, float>) return vm::logistic_f32(x);
-  else return C(1) / (C(1) + std::exp(-x));
+template <typename C>
+SPMDRT_HD inline C cos(C x) {
+  return std::cos(x);
+}
+template <typename C>
+SPMDRT_HD inline C tanh(C x) {
+  if constexpr (kHostF32Math && std::is_same_v<C, float>)
+    return vm::tanh_f32(x);
+  else
+    return std::tanh(x);
+}
+template <typename C>
+SPMDRT_HD inline C sqrt(C x) {
+  return std::sqrt(x);
+}
+template <typename C>
+SPMDRT_HD inline C rsqrt(C x) {
+  return C(1) / std::sqrt(x);
+}
+template <typename C>
+SPMDRT_HD inline C logistic(C x) {
+  if constexpr (kHostF32Math && std::is_same_v<C, float>)
+    return vm::logistic_f32(x);
+  else
+    return C(1) / (C(1) + std::exp(-x));
+}
+template <typename C>
+SPMDRT_HD inline C erf(C x) {
+  return std::erf(x);
+}
+template <typename C>
+SPMDRT_HD inline C log1p(C x) {
+  return std::log1p(x);
 }
 SPMDRT_HD inline bool logical_not(bool x) { return !x; }
 
@@ -148,6 +180,55 @@ SPMDRT_HD inline C div(C a, C b) {
     return a / b;
   }
 }
+/// NumPy's floor division `a // b`: the quotient rounded toward -inf. Integers:
+/// division by zero is an error (0 on a GPU), INT_MIN // -1 wraps. Floats:
+/// NumPy's divmod algorithm (fmod, then the correction), so the result and
+/// its sign match NumPy exactly; division by zero gives a / b (inf or NaN).
+template <typename C>
+SPMDRT_HD inline C floor_divide(C a, C b) {
+  if constexpr (std::is_same_v<C, int32_t>) {
+    C q = div(a, b);  // truncated; checks b == 0 and wraps INT_MIN / -1
+    if (b != -1 && a % b != 0 && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+  } else {
+    if (b == C(0)) return a / b;
+    C mod = std::fmod(a, b);
+    C quotient = (a - mod) / b;
+    if (mod != C(0) && ((b < C(0)) != (mod < C(0)))) quotient -= C(1);
+    if (quotient == C(0)) return std::copysign(C(0), a / b);
+    C floored = std::floor(quotient);
+    if (quotient - floored > C(0.5)) floored += C(1);
+    return floored;
+  }
+}
+/// NumPy's remainder `a % b` = a - (a // b) * b, with the sign of b (zero is
+/// +0 or -0 like b). Integers: by zero is an error (0 on a GPU). Floats: by
+/// zero gives NaN.
+template <typename C>
+SPMDRT_HD inline C remainder(C a, C b) {
+  if constexpr (std::is_same_v<C, int32_t>) {
+    if (b == 0) {
+#if defined(__CUDA_ARCH__)
+      return 0;
+#else
+      throw RuntimeError("integer division by zero");
+#endif
+    }
+    if (b == -1) return 0;  // INT_MIN % -1 would overflow
+    C r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  } else {
+    C mod = std::fmod(a, b);
+    if (b == C(0)) return mod;
+    if (mod != C(0)) {
+      if ((b < C(0)) != (mod < C(0))) mod += b;
+    } else {
+      mod = std::copysign(C(0), b);
+    }
+    return mod;
+  }
+}
 template <typename C>
 SPMDRT_HD inline C pow(C a, C b) {
   if constexpr (std::is_same_v<C, int32_t>)
@@ -155,17 +236,44 @@ SPMDRT_HD inline C pow(C a, C b) {
   else  // x ** 2 is the (correctly rounded) square; a literal 2 folds this choice away
     return b == C(2) ? a * a : static_cast<C>(std::pow(a, b));
 }
-template <typename C> SPMDRT_HD inline C max(C a, C b) { return (a > b || a != a) ? a : b; }  // NaN wins
-template <typename C> SPMDRT_HD inline C min(C a, C b) { return (a < b || a != a) ? a : b; }
-template <typename C> SPMDRT_HD inline bool lt(C a, C b) { return a < b; }
-template <typename C> SPMDRT_HD inline bool le(C a, C b) { return a <= b; }
-template <typename C> SPMDRT_HD inline bool gt(C a, C b) { return a > b; }
-template <typename C> SPMDRT_HD inline bool ge(C a, C b) { return a >= b; }
-template <typename C> SPMDRT_HD inline bool eq(C a, C b) { return a == b; }
-template <typename C> SPMDRT_HD inline bool ne(C a, C b) { return a != b; }
+template <typename C>
+SPMDRT_HD inline C max(C a, C b) {
+  return (a > b || a != a) ? a : b;
+}  // NaN wins
+template <typename C>
+SPMDRT_HD inline C min(C a, C b) {
+  return (a < b || a != a) ? a : b;
+}
+template <typename C>
+SPMDRT_HD inline bool lt(C a, C b) {
+  return a < b;
+}
+template <typename C>
+SPMDRT_HD inline bool le(C a, C b) {
+  return a <= b;
+}
+template <typename C>
+SPMDRT_HD inline bool gt(C a, C b) {
+  return a > b;
+}
+template <typename C>
+SPMDRT_HD inline bool ge(C a, C b) {
+  return a >= b;
+}
+template <typename C>
+SPMDRT_HD inline bool eq(C a, C b) {
+  return a == b;
+}
+template <typename C>
+SPMDRT_HD inline bool ne(C a, C b) {
+  return a != b;
+}
 SPMDRT_HD inline bool logical_and(bool a, bool b) { return a && b; }
 SPMDRT_HD inline bool logical_or(bool a, bool b) { return a || b; }
-template <typename C> SPMDRT_HD inline C select(bool c, C a, C b) { return c ? a : b; }
+template <typename C>
+SPMDRT_HD inline C select(bool c, C a, C b) {
+  return c ? a : b;
+}
 
 // ---- cast -----------------------------------------------------------------------
 

@@ -58,8 +58,8 @@ inline std::string sexpr_of(const std::string &expr_text) {
 
 inline std::string sexpr(const ast::Expr &e) {
   using namespace ast;
-  static const char *bin[] = {"+",  "-", "*",  "/",  "**", "@",   "<",
-                              "<=", ">", ">=", "==", "!=", "and", "or"};
+  static const char *bin[] = {"+", "-",  "*", "/",  "//", "%",  "**",  "@",
+                              "<", "<=", ">", ">=", "==", "!=", "and", "or"};
   return std::visit(
       [&](const auto &n) -> std::string {
         using T = std::decay_t<decltype(n)>;
@@ -76,6 +76,7 @@ inline std::string sexpr(const ast::Expr &e) {
                  sexpr(*n.rhs) + ")";
         if constexpr (std::is_same_v<T, CallExpr>) {
           std::string s = "(call " + n.callee.name;
+          if (n.receiver) s = "(method " + sexpr(*n.receiver) + " " + n.callee.name;
           for (const Argument &a : n.args)
             s += " " + (a.keyword.empty() ? "" : a.keyword + "=") + sexpr(*a.value);
           return s + ")";
@@ -83,6 +84,10 @@ inline std::string sexpr(const ast::Expr &e) {
         if constexpr (std::is_same_v<T, IndexExpr>) {
           std::string s = "(index " + sexpr(*n.base);
           for (const Subscript &sub : n.subscripts) {
+            if (sub.is_new_axis) {
+              s += " None";
+              continue;
+            }
             if (!sub.is_slice) {
               s += " " + sexpr(*sub.index);
               continue;
@@ -94,6 +99,8 @@ inline std::string sexpr(const ast::Expr &e) {
           }
           return s + ")";
         }
+        if constexpr (std::is_same_v<T, MemberExpr>)
+          return "(member " + sexpr(*n.base) + " " + n.member.name + ")";
         if constexpr (std::is_same_v<T, TupleExpr>) {
           std::string s = "(tuple";
           for (const ExprPtr &x : n.elements) s += " " + sexpr(*x);

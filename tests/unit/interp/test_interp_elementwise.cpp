@@ -60,6 +60,9 @@ TEST_CASE("unary ops on sharded meshes", "[interp][elementwise]") {
                                      : x < 0 ? -1.0
                                              : 0.0; }, false, 0},
       {"sigmoid", [](double x) { return 1 / (1 + std::exp(-f(x))); }, false, 1e-6},
+      {"erf", [](double x) { return std::erf(f(x)); }, false, 1e-6},
+      {"log1p", [](double x) { return std::log1p(f(x)); }, true, 1e-6},
+      {"stop_gradient", [](double x) { return f(x); }, false, 0},
   };
   for (const Layout &l : kLayouts)
     for (const Case &c : cases) {
@@ -93,6 +96,14 @@ TEST_CASE("binary ops, with a broadcast row and literals", "[interp][elementwise
       {"pow(abs(a), $B)", [](double a, double b) { return std::pow(std::abs(f(a)), f(b)); }, 1e-5},
       {"abs(a) ** $B", [](double a, double b) { return std::pow(std::abs(f(a)), f(b)); }, 1e-5},
       {"2.0 * a - $B / 4.0", [](double a, double b) { return f(2 * f(a)) - f(f(b) / 4); }, 0},
+      // NumPy's // and %: the quotient rounded toward -inf, the remainder with b's sign.
+      {"a // $B", [](double a, double b) { return std::floor(double(f(a)) / double(f(b))); }, 0},
+      {"a % $B",
+       [](double a, double b) {
+         double r = std::fmod(double(f(a)), double(f(b)));
+         return r != 0 && (r < 0) != (f(b) < 0) ? r + f(b) : r;
+       },
+       1e-6},
   };
   for (const Layout &l : kLayouts)
     for (const Case &c : cases) {

@@ -35,6 +35,10 @@ double reference_unary(UnaryOp op, double x) {
       return 1 / (1 + std::exp(-x));
     case UnaryOp::Not:
       return x == 0;
+    case UnaryOp::Erf:
+      return std::erf(x);
+    case UnaryOp::Log1p:
+      return std::log1p(x);
   }
   return 0;
 }
@@ -44,10 +48,11 @@ double reference_unary(UnaryOp op, double x) {
 TEST_CASE("unary float ops", "[runtime][elementwise]") {
   const std::vector<double> inputs = {0.25, 1.0, 2.0, 3.5};
   const std::vector<double> signed_inputs = {-1.5, 0.0, 0.5, 2.0};
-  for (UnaryOp op :
-       {UnaryOp::Neg, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Sin, UnaryOp::Cos, UnaryOp::Tanh,
-        UnaryOp::Sqrt, UnaryOp::Rsqrt, UnaryOp::Abs, UnaryOp::Sign, UnaryOp::Logistic}) {
-    const bool positive_only = op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt;
+  for (UnaryOp op : {UnaryOp::Neg, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Sin, UnaryOp::Cos,
+                     UnaryOp::Tanh, UnaryOp::Sqrt, UnaryOp::Rsqrt, UnaryOp::Abs, UnaryOp::Sign,
+                     UnaryOp::Logistic, UnaryOp::Erf, UnaryOp::Log1p}) {
+    const bool positive_only =
+        op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt || op == UnaryOp::Log1p;
     const auto &in = positive_only ? inputs : signed_inputs;
     INFO("op " << int(op));
     std::vector<double> expected;
@@ -109,6 +114,31 @@ TEST_CASE("binary integer semantics", "[runtime][elementwise]") {
   Tensor c = make(DType::I32, {3}, {7, -7, -2147483648.0});
   Tensor d = make(DType::I32, {3}, {2, 2, -1});
   check_equal(binary(BinaryOp::Div, c, d), DType::I32, {3}, {3, -3, -2147483648.0});
+}
+
+TEST_CASE("floor division and remainder follow NumPy", "[runtime][elementwise]") {
+  // Integers: the quotient rounds toward -inf; the remainder has the divisor's sign.
+  Tensor a = make(DType::I32, {6}, {7, -7, 7, -7, -2147483648.0, 6});
+  Tensor b = make(DType::I32, {6}, {2, 2, -2, -2, -1, 3});
+  check_equal(binary(BinaryOp::FloorDiv, a, b), DType::I32, {6}, {3, -4, -4, 3, -2147483648.0, 2});
+  check_equal(binary(BinaryOp::Rem, a, b), DType::I32, {6}, {1, 1, -1, -1, 0, 0});
+  Tensor zero = make(DType::I32, {1}, {0});
+  CHECK_THROWS_WITH(binary(BinaryOp::FloorDiv, a, zero), Catch::Contains("division by zero"));
+  CHECK_THROWS_WITH(binary(BinaryOp::Rem, a, zero), Catch::Contains("division by zero"));
+  // Floats, worked out by hand: 7.5 // -2 = -4 and 7.5 % -2 = -0.5; exact
+  // multiples give a zero with the divisor's sign; by zero: inf and NaN.
+  for (DType d : {DType::F32, DType::F64, DType::BF16}) {
+    INFO(dtype_name(d));
+    Tensor x = make(d, {5}, {7.5, -7.5, 6, -6, 1});
+    Tensor y = make(d, {5}, {-2, 2, -3, 3, 0});
+    check_equal(binary(BinaryOp::FloorDiv, x, y), d, {5}, {-4, -4, -2, -2, INFINITY});
+    Tensor r = binary(BinaryOp::Rem, x, y);
+    CHECK(r.get(0) == -0.5);
+    CHECK(r.get(1) == 0.5);
+    CHECK((r.get(2) == 0 && std::signbit(r.get(2))));
+    CHECK((r.get(3) == 0 && !std::signbit(r.get(3))));
+    CHECK(std::isnan(r.get(4)));
+  }
 }
 
 TEST_CASE("comparisons return bool", "[runtime][elementwise]") {

@@ -35,6 +35,17 @@ TEST_CASE("transpose against a naive loop", "[runtime][layout]") {
   CHECK_THROWS_AS(transpose(m, short_perm), RuntimeError);
 }
 
+TEST_CASE("reverse (flip) against a naive loop", "[runtime][layout]") {
+  Tensor x = make(DType::I32, {2, 3}, {0, 1, 2, 3, 4, 5});
+  check_equal(reverse(x, std::vector<int64_t>{1}), DType::I32, {2, 3}, {2, 1, 0, 5, 4, 3});
+  check_equal(reverse(x, std::vector<int64_t>{0}), DType::I32, {2, 3}, {3, 4, 5, 0, 1, 2});
+  check_equal(reverse(x, std::vector<int64_t>{0, 1}), DType::I32, {2, 3}, {5, 4, 3, 2, 1, 0});
+  check_equal(reverse(x, std::vector<int64_t>{}), DType::I32, {2, 3}, {0, 1, 2, 3, 4, 5});
+  Tensor b = make(DType::BF16, {3}, {1.5, 2, -3});
+  check_equal(reverse(b, std::vector<int64_t>{0}), DType::BF16, {3}, {-3, 2, 1.5});
+  CHECK(reverse(make(DType::F32, {0, 2}, {}), std::vector<int64_t>{0}).numel() == 0);
+}
+
 TEST_CASE("broadcast_to", "[runtime][layout]") {
   check_equal(broadcast_to(make(DType::F64, {2, 1}, {1, 2}), {3, 2, 2}), DType::F64, {3, 2, 2},
               {1, 1, 2, 2, 1, 1, 2, 2, 1, 1, 2, 2});

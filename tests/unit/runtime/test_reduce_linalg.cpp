@@ -96,6 +96,22 @@ std::vector<double> naive_matmul(const Tensor &a, const Tensor &b, int64_t m, in
 
 }  // namespace
 
+TEST_CASE("argmax and argmin: first extreme, NaN wins, row-major over several axes",
+          "[runtime][reduce]") {
+  Tensor x = make(DType::F32, {2, 3}, {1, 5, 5, -2, -2, 0});
+  check_equal(arg_reduce(ReduceOp::Max, x, std::vector<int64_t>{1}), DType::I32, {2}, {1, 2});
+  check_equal(arg_reduce(ReduceOp::Min, x, std::vector<int64_t>{1}), DType::I32, {2}, {0, 0});
+  check_equal(arg_reduce(ReduceOp::Max, x, std::vector<int64_t>{0}), DType::I32, {3}, {0, 0, 0});
+  check_equal(arg_reduce(ReduceOp::Min, x, std::vector<int64_t>{0, 1}), DType::I32, {}, {3});
+  Tensor n = make(DType::F64, {4}, {1, NAN, 7, NAN});
+  check_equal(arg_reduce(ReduceOp::Max, n, std::vector<int64_t>{0}), DType::I32, {}, {1});
+  check_equal(arg_reduce(ReduceOp::Min, n, std::vector<int64_t>{0}), DType::I32, {}, {1});
+  Tensor i = make(DType::I32, {3}, {-4, 9, 9});
+  check_equal(arg_reduce(ReduceOp::Max, i, std::vector<int64_t>{0}), DType::I32, {}, {1});
+  CHECK_THROWS_AS(arg_reduce(ReduceOp::Max, make(DType::F32, {0}, {}), std::vector<int64_t>{0}),
+                  RuntimeError);
+}
+
 TEST_CASE("matmul 2-D in every dtype", "[runtime][linalg]") {
   for (DType dtype : {DType::F32, DType::F64, DType::BF16, DType::I32}) {
     Tensor a = random_tensor(dtype, {5, 7}, 1);

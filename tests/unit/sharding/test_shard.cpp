@@ -11,6 +11,7 @@
 #include <functional>
 #include <sstream>
 
+#include "../samples/sample_util.h"
 #include "analysis/cost.h"
 #include "analysis/stats.h"
 #include "sharding/auto_shard.h"
@@ -63,6 +64,23 @@ const char *kPrograms[] = {
     // through sum and * to one psum of a scalar.
     R"(sharded total(x: T[8, 16] @ P(None, a), w: T[16, 8] @ P(a)) -> T[] @ P() on M {
   return sum(x @ w) * 0.5
+})",
+    // The NumPy-style ops: flip and argmax keep their dimensions whole, the
+    // elementwise ones split like any other, `.T` is a transpose.
+    R"(sharded numpy_ops(x: T[8, 8] @ P(a), y: T[8, 8] @ P(None, B))
+    -> (T[8, 8] @ P(a), T[8] @ auto) on M {
+  f = flip(x, axes=1) + erf(y) - log1p(x * x) + x[::-1, :]
+  g = f % 0.7 + f // 0.5 + clip(stop_gradient(f), -1.0, 1.0)
+  k = cast(argmax(g, axes=1), dtype=T) + cast(argmin(g.T, axes=0), dtype=T)
+  return g.T, k + var(g, axes=1)
+})",
+    // A static loop (unrolled before sharding): a residual block three times.
+    R"(sharded looped(x: T[8, 16] @ P(a), w: T[16, 16] @ auto) -> T[8, 16] @ P(a) on M {
+  h = x
+  for k in range(0, 3) {
+    h = tanh(h @ w) + h
+  }
+  return h
 })",
 };
 
@@ -122,9 +140,45 @@ TEST_CASE("shard: emitted programs equal the unsharded run on 2-D meshes", "[sha
         check_equal_to_reference(instantiate(program, mesh, "f32"), automatic);
 }
 
-// The gradient of the emitted program (what `spmdc grad` derives from it)
-// against central differences of the unsharded global function, in f64,
-// along a random direction of all parameters.
+namespace {
+
+/// The gradient of sharded program `s` (what `spmdc grad` derives from it,
+/// printed and checked again) against central differences of the unsharded
+/// global function `fn` of `c`, along a random direction of all parameters.
+void check_gradient(const Compilation &c, const std::string &fn, const Compilation &s) {
+  DeriveRequest r;
+  r.kind = DeriveKind::Grad;
+  r.function = fn;
+  std::string grad_text = ir::print_module(derive(*s.module, r));
+  INFO(grad_text);
+  auto gc = test::compile_text(grad_text, /*auto_pb=*/false);
+  int global = test::function_index(c, fn);
+  const ir::Function &g = c.module->functions[static_cast<size_t>(global)];
+  auto x = test::random_inputs(g, 11, DType::F64);
+  auto dir = test::random_inputs(g, 12, DType::F64);
+  auto out = test::run_fn(*gc, test::function_index(*gc, fn + "_grad"), x);  // (loss, gradients)
+  REQUIRE(out.size() == 1 + x.size());
+  double analytic = 0;
+  for (size_t k = 0; k < x.size(); ++k)
+    for (int64_t i = 0; i < x[k].numel(); ++i) analytic += out[1 + k].get(i) * dir[k].get(i);
+  const double h = 1e-6;
+  auto shifted = [&](double sign) {
+    std::vector<rt::Tensor> y;
+    for (size_t k = 0; k < x.size(); ++k) {
+      rt::Tensor t = x[k].clone();
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, t.get(i) + sign * h * dir[k].get(i));
+      y.push_back(t);
+    }
+    return test::run_fn(c, global, y)[0].get(0);
+  };
+  double numeric = (shifted(1) - shifted(-1)) / (2 * h);
+  CHECK(std::abs(analytic - numeric) <= 1e-6 * (1 + std::abs(numeric)));
+}
+
+}  // namespace
+
+// The gradient of the emitted program against central differences of the
+// unsharded global function, in f64.
 TEST_CASE("shard: gradients of emitted programs match finite differences",
           "[sharding][shard][grad]") {
   for (const char *mesh : {"(a: 2)", "(a: 2, b: 2)", "(a: 4, b: 2)"})
@@ -135,33 +189,7 @@ TEST_CASE("shard: gradients of emitted programs match finite differences",
         auto c = test::compile_text(text);
         std::string fn = function_name(text);
         auto s = test::shard_text(*c, fn, automatic);
-        DeriveRequest r;
-        r.kind = DeriveKind::Grad;
-        r.function = fn;
-        std::string grad_text = ir::print_module(derive(*s->module, r));
-        INFO(grad_text);
-        auto gc = test::compile_text(grad_text, /*auto_pb=*/false);
-        int global = test::function_index(*c, fn);
-        const ir::Function &g = c->module->functions[static_cast<size_t>(global)];
-        auto x = test::random_inputs(g, 11, DType::F64);
-        auto dir = test::random_inputs(g, 12, DType::F64);
-        auto out = test::run_fn(*gc, 0, x);  // (loss, gradient per parameter)
-        REQUIRE(out.size() == 1 + x.size());
-        double analytic = 0;
-        for (size_t k = 0; k < x.size(); ++k)
-          for (int64_t i = 0; i < x[k].numel(); ++i) analytic += out[1 + k].get(i) * dir[k].get(i);
-        const double h = 1e-6;
-        auto shifted = [&](double sign) {
-          std::vector<rt::Tensor> y;
-          for (size_t k = 0; k < x.size(); ++k) {
-            rt::Tensor t = x[k].clone();
-            for (int64_t i = 0; i < t.numel(); ++i) t.set(i, t.get(i) + sign * h * dir[k].get(i));
-            y.push_back(t);
-          }
-          return test::run_fn(*c, global, y)[0].get(0);
-        };
-        double numeric = (shifted(1) - shifted(-1)) / (2 * h);
-        CHECK(std::abs(analytic - numeric) <= 1e-6 * (1 + std::abs(numeric)));
+        check_gradient(*c, fn, *s);
       }
 }
 
@@ -443,20 +471,14 @@ TEST_CASE("samples/global: the search is no worse than the hand-written sample",
       {"global/dp_tp.spmd", "dp_tp.spmd", 6.0 * 1024, {"P(None, model)"}, 2},
       {"global/moe.spmd", "moe.spmd", 4.0 * 1024, {"P(expert)"}, 2},  // two all_to_alls
   };
-  auto slurp = [](const std::string &name) {
-    std::ifstream in(std::string(SPMDC_SOURCE_DIR) + "/samples/" + name);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
   for (const Case &k : cases) {
     INFO(k.global);
     if (k.memory && !sharding::ilp_solver_available()) {
       WARN(std::string(k.global) + ": spmdc was built without CBC, which a memory limit needs");
       continue;
     }
-    auto g = test::compile_text(slurp(k.global));
-    auto hand = test::compile_text(slurp(k.hand));
+    auto g = test::compile_text(test::sample_text(k.global));
+    auto hand = test::compile_text(test::sample_text(k.hand));
     const ir::Function &gf =
         g->module->functions[static_cast<size_t>(g->module->functions.size() - 1)];
     std::string text;
@@ -484,6 +506,35 @@ TEST_CASE("samples/global: the search is no worse than the hand-written sample",
       CHECK(test::max_abs_diff(actual[r], expected[r]) <= tol);
       CHECK(test::max_abs_diff(handwritten[r], expected[r]) <= tol);
     }
+  }
+}
+
+// The loss samples of samples/global/ in f64: the gradient of the program
+// the search emits (gathers, reduce-scatters, psums of partial sums: each
+// transposed by spmdc grad) against finite differences of the global
+// function. Memory limits are twice the f32 ones (every block doubles).
+TEST_CASE("samples/global: gradients of the emitted programs match finite differences (f64)",
+          "[sharding][shard][samples][grad]") {
+  struct Case {
+    const char *global;
+    std::optional<double> memory;
+  };
+  const Case cases[] = {{"global/dp_mlp.spmd", std::nullopt},
+                        {"global/fsdp_mlp.spmd", 18.0 * 1024},
+                        {"global/dp_tp.spmd", 12.0 * 1024}};
+  for (const Case &k : cases) {
+    INFO(k.global);
+    if (k.memory && !sharding::ilp_solver_available()) {
+      WARN(std::string(k.global) + ": spmdc was built without CBC, which a memory limit needs");
+      continue;
+    }
+    auto g = test::compile_sample(k.global, /*f64=*/true);
+    const std::string fn = g->module->functions.back().name;
+    std::string text;
+    auto s = test::shard_text(*g, fn, true, &text, k.memory);
+    INFO(text);
+    CHECK(collective_stats(*s->module, s->module->functions.back()).communicating_count() >= 1);
+    check_gradient(*g, fn, *s);
   }
 }
 

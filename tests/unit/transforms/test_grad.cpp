@@ -112,6 +112,11 @@ TEST_CASE("derivatives of each differentiable op match finite differences", "[gr
       "where(x > 0.0, x, 2.0 * x)",
       "x ** 3.0",
       "x - w",
+      "erf(x)",
+      "log1p(x * x)",
+      "x % (w * w + 0.5) + w % 1.3",
+      "(x // 0.7) * x",
+      "clip(x, -0.3, max=w)",
   };
   for (const char *e : exprs) {
     INFO(e);
@@ -135,6 +140,53 @@ TEST_CASE("derivatives of reductions, contractions and layout ops", "[grad]") {
                     "  a = transpose(reshape(x, (3, 4)), (1, 0))\n"
                     "  b = concat((a[0:2, :], broadcast_to(a[3:4, :], (2, 3))), axis=0)\n"
                     "  return psum(sum(b * b * b), i)\n}\n");
+}
+
+TEST_CASE("derivatives of the NumPy-style ops", "[grad]") {
+  const std::string m = "mesh M = (i: 4)\n";
+  check_derivatives(
+      m +
+      "shmap f(x: f64[8, 6] @ P(i)) -> f64[] @ P() on M {\n"
+      "  a = var(x, axes=1) + var(x, keepdims=true, ddof=1)[:, 0]\n"
+      "  b = flip(x)[::-1, ::-2] * x[:, None, 1:6:2][:, 0] * x.T[1:6:2, :].T\n"
+      "  c = stack((x, x * x), axis=-1)\n"
+      "  return psum(sum(a * a) + sum(b) + sum(c * expand_dims(squeeze(x[None]), 2)), i)\n}\n");
+  check_derivatives(m +
+                    "shmap f(a: f64[8, 1, 3, 4] @ P(i), b: f64[5, 4, 2] @ P(), v: f64[4] @ P()) "
+                    "-> f64[] @ P() on M {\n"
+                    "  return psum(sum(tanh(a @ b)) + sum(a @ v) + sum(v @ b), i)\n}\n");
+}
+
+TEST_CASE("stop_gradient: its operand is a constant to the derivative", "[grad]") {
+  // f(x) = sum(x * stop_gradient(x)): the gradient is x, not 2x.
+  auto c = compile_ok(
+      "mesh M = (i: 4)\nshmap f(x: f64[8] @ P(i)) -> f64[] @ P() on M {\n"
+      "  return psum(sum(x * stop_gradient(x)), i)\n}\n");
+  auto g = derive_ok(*c, DeriveKind::Grad, "");
+  auto x = random_inputs(*c, 4);
+  auto out = run(*g, x);
+  REQUIRE(out.size() == 2);
+  for (int64_t e = 0; e < 8; ++e) CHECK(out[1].get(e) == x[0].get(e));
+}
+
+TEST_CASE("argmax, argmin and // have no derivative: they pass none on", "[grad]") {
+  // f(x) = sum(x * cast(argmax(x), f64)): d/dx = cast(argmax(x), f64) broadcast.
+  auto c = compile_ok(
+      "mesh M = (i: 4)\nshmap f(x: f64[8, 3] @ P(i)) -> f64[] @ P() on M {\n"
+      "  k = cast(argmax(x, axes=1) + argmin(x, axes=1), f64)\n"
+      "  return psum(sum(x * k[:, None] + x // 2.0), i)\n}\n");
+  auto g = derive_ok(*c, DeriveKind::Grad, "");
+  auto x = random_inputs(*c, 5);
+  auto out = run(*g, x);
+  REQUIRE(out.size() == 2);
+  for (int64_t r = 0; r < 8; ++r) {
+    int64_t hi = 0, lo = 0;
+    for (int64_t j = 1; j < 3; ++j) {
+      if (x[0].get(r * 3 + j) > x[0].get(r * 3 + hi)) hi = j;
+      if (x[0].get(r * 3 + j) < x[0].get(r * 3 + lo)) lo = j;
+    }
+    for (int64_t j = 0; j < 3; ++j) CHECK(out[1].get(r * 3 + j) == double(hi + lo));
+  }
 }
 
 TEST_CASE("derivatives through collectives", "[grad]") {

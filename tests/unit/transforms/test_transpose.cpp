@@ -130,6 +130,31 @@ TEST_CASE("transpose: dot-product identity for each linear op", "[transpose]") {
   }
 }
 
+TEST_CASE("transpose: dot-product identity for the NumPy-style ops", "[transpose]") {
+  const std::string m = "mesh M = (i: 4)\n";
+  SECTION("flip, negative steps, None subscripts, .T, stack, squeeze, expand_dims") {
+    check_dot_product(
+        m +
+        "shmap f(x: f64[8, 6] @ P(i), z: f64[8, 6] @ P(i)) -> (f64[8, 6] @ P(i), f64[8, 3] @ "
+        "P(i), f64[6, 8] @ P(None, i), f64[8, 2, 6] @ P(i), f64[8, 1, 6] @ P(i)) on M {\n"
+        "  a = flip(x) + flip(z, axes=1)\n"
+        "  b = x[::-1, 5:0:-2] + z[:, ::2]\n"
+        "  c = (x + z).T\n"
+        "  d = stack((x, squeeze(expand_dims(z, 0))), axis=1)\n"
+        "  return a, b, c, d, x[:, None] + z[:, None, :]\n}\n");
+  }
+  SECTION("batched matmul with broadcast batch dimensions, in each operand") {
+    check_dot_product(m + "shmap f(a: f64[8, 1, 3, 4] @ P(i), b: f64[5, 4, 2] @ P()) -> "
+                          "f64[8, 5, 3, 2] @ P(i) on M {\n"
+                          "  return a @ b\n}\n",
+                      {"a"});
+    check_dot_product(m + "shmap f(a: f64[8, 1, 3, 4] @ P(i), b: f64[5, 4, 2] @ P()) -> "
+                          "f64[8, 5, 3, 2] @ P(i) on M {\n"
+                          "  return a @ b\n}\n",
+                      {"b"});
+  }
+}
+
 TEST_CASE("transpose: dot-product identity for each collective", "[transpose]") {
   SECTION("psum to an unmapped output, pbroadcast") {
     check_dot_product(
