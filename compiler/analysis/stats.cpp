@@ -38,8 +38,8 @@ void collect(const ir::Module &m, const ir::Function &f, const std::vector<ir::I
     // A combined psum((a, b), axes) is one collective of all its operands' bytes.
     double operand_bytes = 0;
     for (ir::ValueId v : in.operands) operand_bytes += bytes_of(f.type(v));
-    CollectiveTraffic t = collective_traffic(in.op, n, operand_bytes,
-                                             bytes_of(f.type(in.results[0])), permutes);
+    CollectiveTraffic t =
+        collective_traffic(in.op, n, operand_bytes, bytes_of(f.type(in.results[0])), permutes);
     CollectiveEvent e;
     e.op = std::string(op_spelling(in.op));
     e.axes = axis_list_str(in.attrs.axes, mesh);
@@ -56,8 +56,8 @@ void collect(const ir::Module &m, const ir::Function &f, const std::vector<ir::I
 
 }  // namespace
 
-CollectiveTraffic collective_traffic(OpCode op, double n, double operand_bytes,
-                                     double result_bytes, bool permutes) {
+CollectiveTraffic collective_traffic(OpCode op, double n, double operand_bytes, double result_bytes,
+                                     bool permutes) {
   CollectiveTraffic t;
   switch (op) {
     case OpCode::Psum:
@@ -124,10 +124,11 @@ FunctionStats collective_stats(const ir::Module &module, const ir::Function &fun
   return stats;
 }
 
-std::string format_stats(const ir::Module &module) {
+std::string format_stats(const ir::Module &module, int only) {
   std::ostringstream out;
-  for (const ir::Function &f : module.functions) {
-    if (f.kind != ir::FunctionKind::Shmap) continue;
+  for (size_t i = 0; i < module.functions.size(); ++i) {
+    const ir::Function &f = module.functions[i];
+    if (f.kind != ir::FunctionKind::Shmap || (only >= 0 && static_cast<int>(i) != only)) continue;
     const ir::MeshDef &mesh = module.meshes.at(static_cast<size_t>(f.mesh));
     FunctionStats s = collective_stats(module, f);
     out << f.name << " (mesh " << mesh.name << ", " << mesh.mesh.num_devices()

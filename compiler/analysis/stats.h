@@ -21,8 +21,8 @@
 namespace spmd {
 
 struct CollectiveStat {
-  int64_t count = 0;   // collectives run (a combined psum((a, b), axes) is one)
-  int64_t values = 0;  // tensors they carry (psum((a, b), axes) carries two)
+  int64_t count = 0;       // collectives run (a combined psum((a, b), axes) is one)
+  int64_t values = 0;      // tensors they carry (psum((a, b), axes) carries two)
   double size_bytes = 0;   // summed over occurrences
   double moved_bytes = 0;  // summed over occurrences
 };
@@ -59,10 +59,11 @@ struct CollectiveTraffic {
 /// The traffic of `op` over `n` devices whose (local) operand and result hold
 /// `operand_bytes` and `result_bytes`; `permutes` says whether a ppermute
 /// sends anything (a permutation that maps every rank to itself does not).
-CollectiveTraffic collective_traffic(OpCode op, double n, double operand_bytes,
-                                     double result_bytes, bool permutes = true);
+CollectiveTraffic collective_traffic(OpCode op, double n, double operand_bytes, double result_bytes,
+                                     bool permutes = true);
 
-/// A readable table of the stats of every shmap in the module.
-std::string format_stats(const ir::Module &module);
+/// A readable table of the stats of every shmap in the module, or with
+/// `only` >= 0 of the function of that index alone.
+std::string format_stats(const ir::Module &module, int only = -1);
 
 }  // namespace spmd

@@ -16,10 +16,16 @@
 // a failed compiler run), 2 internal error.
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <stop_token>
+#include <thread>
 
 #include "backend/backend.h"
 #include "backend/toolchain.h"
@@ -53,6 +59,60 @@ backend::Target choose_target(const BuildOptions &o, std::string &note) {
   return cuda ? backend::Target::Cuda : backend::Target::Cpu;
 }
 
+/// Progress of a build on stderr, when it is a terminal and -q was not given:
+/// one line per phase, the emitted source's size, and while the host compiler
+/// runs a line that counts the seconds (rewritten in place), then its time.
+class Progress {
+ public:
+  explicit Progress(bool on) : on_(on) {}
+  ~Progress() { stop_ticking(); }
+  void phase(const std::string &text) {
+    if (!on_) return;
+    std::cout.flush();
+    std::cerr << "spmdc: " << text << "\n";
+  }
+  /// Starts the counting line for the host compiler (`what`).
+  void start_compiler(const std::string &what) {
+    start_ = Clock::now();
+    if (!on_) return;
+    ticker_ = std::jthread([this, what](std::stop_token stop) {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock lock(m);
+      while (true) {
+        std::cerr << "\rspmdc: [3/3] " << what << " ... " << seconds() << " s" << std::flush;
+        cv.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+        if (stop.stop_requested()) break;
+      }
+    });
+  }
+  /// Ends the counting line with the host compiler's time (`ok`: it succeeded).
+  void end_compiler(const std::string &what, bool ok) {
+    stop_ticking();
+    if (!on_) return;
+    std::cerr << "\rspmdc: [3/3] " << what << ": " << (ok ? "done" : "failed") << " in "
+              << seconds() << " s\n";
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string seconds() const {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f",
+                  std::chrono::duration<double>(Clock::now() - start_).count());
+    return text;
+  }
+  void stop_ticking() {
+    if (ticker_.joinable()) {
+      ticker_.request_stop();
+      ticker_.join();
+    }
+  }
+  bool on_;
+  Clock::time_point start_;
+  std::jthread ticker_;
+};
+
 std::string default_output(const std::string &input) {
   std::string base = input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
   if (base.size() > 5 && base.substr(base.size() - 5) == ".spmd") base.resize(base.size() - 5);
@@ -81,11 +141,15 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
         "was configured (or it was configured with -DSPMDC_ENABLE_CUDA=OFF); use --target cpu, "
         "or --emit-source FILE.cu to only write the CUDA source");
 
+  Progress progress(!o.quiet && ::isatty(2));
+  progress.phase("[1/3] checking " + common.input);
   Compilation c;
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
   const ir::Module &module = *c.module;
   backend::EmitOptions eo;
+  size_t shmaps = 0;
+  for (const ir::Function &f : module.functions) shmaps += f.kind == ir::FunctionKind::Shmap;
   try {
     // Every shmap is built; without --fn the only entry (a shmap of the file
     // that no body calls) is the default.
@@ -102,6 +166,10 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   eo.source_path = common.input;
   eo.built_by = version_line();
   const std::string source = backend::emit_program(module, &c.sources, eo);
+  const char *language = target == backend::Target::Cuda ? "CUDA C++" : "C++";
+  progress.phase("[2/3] emitted " + std::to_string(std::count(source.begin(), source.end(), '\n')) +
+                 " lines of " + language + " for " + std::to_string(shmaps) + " shmap" +
+                 (shmaps == 1 ? "" : "s"));
 
   if (!o.emit_source.empty() && !write_file_atomically(o.emit_source, source))
     return fail_build("cannot write `" + o.emit_source + "`");
@@ -134,7 +202,10 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
     for (const std::string &a : cmd) std::cerr << " " << a;
     std::cerr << "\n";
   }
+  const std::string compiling = "compiling with " + cmd.front();
+  progress.start_compiler(compiling);
   const int rc = backend::run_process(cmd, error);
+  progress.end_compiler(compiling, rc == 0);
   auto cleanup = [&] {
     if (!temp_dir.empty() && !o.keep_source) {
       std::remove(src_path.c_str());
@@ -191,7 +262,9 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
       ->type_name("FILE");
   cmd->add_flag("--keep-source", options.keep_source, "Keep the temporary source file");
   cmd->add_flag("--show-command", options.show_command, "Print the compiler command line");
-  cmd->add_flag("-q,--quiet", options.quiet, "Print no notes (the chosen target)");
+  cmd->add_flag("-q,--quiet", options.quiet,
+                "Print no notes (the chosen target) and no progress (shown when stderr is a "
+                "terminal: phase, emitted lines, host-compiler time)");
   out.push_back({cmd, [&common] { return run_build(common, options); }});
 }
 

@@ -7,9 +7,11 @@
 
 #include "analysis/stats.h"
 #include "driver/commands.h"
+#include "driver/size_options.h"
 #include "frontend/format.h"
 #include "ir/printer.h"
 #include "sharding/shard.h"
+#include "transforms/derive.h"
 
 namespace spmd::driver {
 
@@ -19,6 +21,11 @@ CompileOptions CommonOptions::compile_options() const {
   o.library_paths = library_paths;
   o.max_errors = max_errors;
   o.unroll_max_trip_count = unroll;
+  std::string unused;  // every text was checked while parsing
+  for (const std::string &text : meshes)
+    if (auto m = parse_mesh_override(text, unused)) o.overrides.meshes.push_back(*m);
+  for (const std::string &text : sizes)
+    if (auto s = parse_size_setting(text, unused)) o.overrides.sizes[s->first] = s->second;
   return o;
 }
 
@@ -85,7 +92,15 @@ int run_print(const CommonOptions &common, const PrintOptions &options) {
     return kExitOk;
   }
   if (options.stats) {
-    std::cout << format_stats(*c.module);
+    int only = -1;
+    if (!options.fn.empty()) {
+      try {
+        only = find_shmap(*c.module, options.fn);
+      } catch (const TransformError &e) {
+        return report_transform_error(e, c, common);
+      }
+    }
+    std::cout << format_stats(*c.module, only);
     return kExitOk;
   }
   ir::PrintOptions po;
@@ -119,7 +134,21 @@ int run_fmt(const CommonOptions &common, const FmtOptions &options) {
 
 namespace spmd::driver {
 
-void add_common_options(CLI::App &cmd, CommonOptions &common) {
+namespace {
+/// A CLI11 validator from a parser `parse(text, error)` that sets `error` when it fails;
+/// CLI11 reports the error as a usage error.
+template <typename Parse>
+CLI::Validator checked_by(Parse parse, const char *what) {
+  return CLI::Validator(
+      [parse](std::string &text) {
+        std::string error;
+        return parse(text, error) ? std::string() : error;
+      },
+      "", what);
+}
+}  // namespace
+
+void add_common_options(CLI::App &cmd, CommonOptions &common, bool sizes) {
   cmd.add_option("file", common.input, "The .spmd source file (- reads standard input)")
       ->required()
       ->type_name("FILE");
@@ -135,6 +164,17 @@ void add_common_options(CLI::App &cmd, CommonOptions &common) {
                  "Also unroll the loops of at most N iterations (loops stay loops otherwise; "
                  "those marked [[unroll]] are always unrolled)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  if (!sizes) return;
+  cmd.add_option("--mesh", common.meshes,
+                 "Resize axes of a mesh: \"(batch: 4)\" (the program's only mesh) or "
+                 "\"M=(batch: 4, model: 2)\"; specs must still divide the shapes (repeatable)")
+      ->type_name("[MESH=](AXIS: SIZE, ...)")
+      ->check(checked_by(parse_mesh_override, "mesh override"));
+  cmd.add_option("--set", common.sizes,
+                 "Size every dimension named NAME in shmap signatures (f32[n, 8] with --set "
+                 "n=128; repeatable)")
+      ->type_name("NAME=SIZE")
+      ->check(checked_by(parse_size_setting, "size setting"));
 }
 
 void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out) {
@@ -158,14 +198,17 @@ void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<C
                    "Stop after a phase and print it: ast (syntax tree), typed (= --types), "
                    "ir (raw instructions), source (default)")
       ->check(CLI::IsMember({"ast", "typed", "ir", "source"}));
-  print->add_flag("--stats", print_options.stats,
-                  "Print, per shmap, how many collectives of each kind it runs and how many "
-                  "bytes they move per device");
+  CLI::Option *stats =
+      print->add_flag("--stats", print_options.stats,
+                      "Print, per shmap, how many collectives of each kind it runs and how many "
+                      "bytes they move per device");
+  print->add_option("--fn", print_options.fn, "With --stats: only this shmap (default: every one)")
+      ->needs(stats);
   out.push_back({print, [&common] { return run_print(common, print_options); }});
 
   static FmtOptions fmt_options;
   CLI::App *fmt = app.add_subcommand("fmt", "Print the file in canonical formatting");
-  add_common_options(*fmt, common);
+  add_common_options(*fmt, common, /*sizes=*/false);
   fmt->add_flag("-i,--in-place", fmt_options.in_place, "Rewrite the file instead of printing");
   fmt->add_flag("--check", fmt_options.check,
                 "Exit 1 if the file is not canonically formatted (prints nothing else)");

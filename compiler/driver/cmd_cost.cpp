@@ -76,10 +76,7 @@ int run_cost(const CommonOptions &common, const CostOptions &o) {
     }
     return kExitOk;
   } catch (const TransformError &e) {
-    DiagnosticEngine diags;
-    diags.error(e.code, e.span, e.what());
-    print_diagnostics(diags, c.sources, common);
-    return kExitUserError;
+    return report_transform_error(e, c, common);
   }
 }
 

@@ -40,10 +40,7 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
     po.types = o.types;
     return write_output(common, o.output, ir::print_module(derived, po));
   } catch (const TransformError &e) {
-    DiagnosticEngine diags;
-    diags.error(e.code, e.span, e.what());
-    print_diagnostics(diags, c.sources, common);
-    return kExitUserError;
+    return report_transform_error(e, c, common);
   }
 }
 

@@ -30,6 +30,7 @@ struct RunOptions {
   int64_t print_limit = 1000;
   bool quiet = false;
   int iters = 0, warmup = 0;
+  bool cast = false;
 };
 
 /// A user error: printed as `spmdc: error: ...`, exit 1.
@@ -59,9 +60,10 @@ int choose_function(const ir::Module &module, const std::string &fn, const std::
                    fn + "` (its " + plural + ": " + join_names(names) + ")"};
 }
 
-/// Reads, checks and (for bf16 parameters) casts every input.
+/// Reads, checks and (for bf16 parameters, or with --cast) casts every input;
+/// `notes` receives a line per input --cast converted.
 std::vector<rt::Tensor> gather_inputs(const ir::Module &module, const ir::Function &f,
-                                      const RunOptions &options) {
+                                      const RunOptions &options, std::vector<std::string> &notes) {
   std::vector<std::string> names;
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
@@ -74,7 +76,8 @@ std::vector<rt::Tensor> gather_inputs(const ir::Module &module, const ir::Functi
       f.name, names, dtypes, shapes, options.inputs, options.random_seed,
       [&](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
         return interp::check_input(module, f, k, dtype, shape, found_in);
-      });
+      },
+      rt::InputCasts{options.cast, &notes});
 }
 
 /// Final path of every output to write, by result index.
@@ -94,7 +97,9 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
     const int index = choose_function(module, options.fn, common.input);
     const ir::Function &f = module.functions[static_cast<size_t>(index)];
     auto paths = output_paths(f, options);
-    std::vector<rt::Tensor> inputs = gather_inputs(module, f, options);
+    std::vector<std::string> notes;
+    std::vector<rt::Tensor> inputs = gather_inputs(module, f, options, notes);
+    for (const std::string &note : notes) report_note(common, "input-cast", note);
 
     interp::InterpOptions io;
     io.check_replication = options.check_replication;
@@ -149,7 +154,11 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
       ->type_name("NAME=PATH");
   run->add_option("--out", options.outputs, "Write output NAME to PATH.npy (repeatable)")
       ->type_name("NAME=PATH");
-  run->add_option("--out-dir", options.out_dir, "Write every output as DIR/NAME.npy")
+  run->add_flag("--cast", options.cast,
+                "Convert an input file of another dtype to its parameter's (f64 -> f32 rounds; "
+                "integers and bools to floats; bool -> i32), with a note per input");
+  run->add_option("--out-dir", options.out_dir,
+                  "Write every output as DIR/NAME.npy (DIR is created when missing)")
       ->type_name("DIR");
   run->add_option("--random", options.random_seed,
                   "Make every input not given with --in from this seed (uniform in [-1, 1))");

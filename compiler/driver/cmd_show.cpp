@@ -31,10 +31,7 @@ int run_show(const CommonOptions &common, const ShowOptions &o) {
           shown.push_back(describe_shmap(*c.module, f, c.sources));
     }
   } catch (const TransformError &e) {
-    DiagnosticEngine diags;
-    diags.error(e.code, e.span, e.what());
-    print_diagnostics(diags, c.sources, common);
-    return kExitUserError;
+    return report_transform_error(e, c, common);
   }
   if (shown.empty())
     return report_error(common, "unknown-function", common.input + " has no shmap to show");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pipeline/compile.h"
+#include "transforms/emitter.h"
 
 namespace spmd::driver {
 
@@ -26,7 +27,9 @@ struct CommonOptions {
   int max_errors = 50;
   bool color = false;
   DiagnosticsFormat diagnostics_format = DiagnosticsFormat::Text;
-  int64_t unroll = 0;  // --unroll N
+  int64_t unroll = 0;               // --unroll N
+  std::vector<std::string> meshes;  // --mesh [NAME=](axis: SIZE, ...), checked while parsing
+  std::vector<std::string> sizes;   // --set NAME=SIZE, checked while parsing
 
   CompileOptions compile_options() const;
 };
@@ -44,6 +47,10 @@ void print_diagnostics(const DiagnosticEngine &diags, const SourceManager &sourc
 /// optional help line, or as one JSON diagnostic; returns kExitUserError.
 int report_error(const CommonOptions &common, const std::string &code, const std::string &message,
                  const std::string &help = "");
+/// Prints a transformation's error (find_shmap, derive, ...) at its location
+/// in `c`'s sources; returns kExitUserError.
+int report_transform_error(const TransformError &e, const Compilation &c,
+                           const CommonOptions &common);
 /// Prints a one-line status note (`spmdc: note: ...`) unless quiet; in JSON mode
 /// it is a diagnostic of severity "note".
 void report_note(const CommonOptions &common, const std::string &code, const std::string &message);
@@ -62,8 +69,9 @@ bool write_file_atomically(const std::string &path, const std::string &text);
 /// `path`; returns the exit status (report_error when it cannot write).
 int write_output(const CommonOptions &common, const std::string &path, const std::string &text);
 
-/// Adds the options shared by file-compiling commands (the input file, ...).
-void add_common_options(CLI::App &cmd, CommonOptions &common);
+/// Adds the options shared by file-compiling commands (the input file, ...);
+/// with `sizes`, also --mesh and --set (every command that checks the program).
+void add_common_options(CLI::App &cmd, CommonOptions &common, bool sizes = true);
 
 // Each cmd_*.cpp registers its subcommands here; main.cpp calls them in order.
 // Options objects must outlive parsing, so registrars keep them in statics.
@@ -82,6 +90,7 @@ struct PrintOptions {
   bool types = false;
   std::string emit = "source";  // ast | typed | ir | source
   bool stats = false;           // print collective counts and bytes instead of the program
+  std::string fn;               // --fn: the shmap whose --stats to print (default: every one)
 };
 int run_print(const CommonOptions &common, const PrintOptions &options);
 

@@ -45,6 +45,14 @@ int report_error(const CommonOptions &common, const std::string &code, const std
   return kExitUserError;
 }
 
+int report_transform_error(const TransformError &e, const Compilation &c,
+                           const CommonOptions &common) {
+  DiagnosticEngine diags;
+  diags.error(e.code, e.span, e.what());
+  print_diagnostics(diags, c.sources, common);
+  return kExitUserError;
+}
+
 void report_note(const CommonOptions &common, const std::string &code, const std::string &message) {
   report(common, Severity::Note, code, message, "");
 }

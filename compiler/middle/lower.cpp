@@ -2,12 +2,14 @@
 // (see lower.h for the steps; bodies are lowered in lower_body.cpp).
 #include "middle/lower.h"
 
+#include <algorithm>
 #include <set>
 
 #include "frontend/format.h"
 #include "middle/lower_internal.h"
 #include "middle/spellings.h"
 #include "ops/shape_rules.h"
+#include "support/suggest.h"
 
 namespace spmd {
 namespace lowering {
@@ -68,7 +70,8 @@ void ProgramLowerer::collect() {
           // mesh as the importer: equal declarations are one mesh.
           const ir::MeshDef *first =
               known->second >= 0 ? &module.meshes[static_cast<size_t>(known->second)] : nullptr;
-          if (first && m > 0 && mesh_text(first->mesh) == mesh_text(*mesh)) continue;
+          // (As declared: --mesh resizes both alike.)
+          if (first && m > 0 && declared_meshes_[mesh->name.name] == mesh_text(*mesh)) continue;
           diags
               .error("duplicate-definition", mesh->name.span,
                      "mesh `" + mesh->name.name + "` is defined twice" +
@@ -96,6 +99,8 @@ void ProgramLowerer::collect() {
           }
           axes.push_back({ax.name.name, ax.size});
         }
+        declared_meshes_[mesh->name.name] = mesh_text(*mesh);
+        override_mesh(*mesh, axes);
         if (mesh->axes.empty()) {
           diags.error("bad-mesh", mesh->name.span, "a mesh needs at least one axis");
           ok = false;
@@ -207,8 +212,16 @@ std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type,
     }
     const std::string &sym = std::get<std::string>(d.value);
     if (!allow_symbols) {
-      diags.error("symbolic-dimension", d.span,
-                  "shmap signatures need concrete sizes; `" + sym + "` is symbolic");
+      if (auto it = options_.overrides.sizes.find(sym); it != options_.overrides.sizes.end()) {
+        sizes_used_.insert(sym);
+        shape.push_back(it->second);
+        continue;
+      }
+      diags
+          .error("symbolic-dimension", d.span,
+                 "shmap signatures need concrete sizes; `" + sym + "` is symbolic")
+          .help("write a number, or give `" + sym + "` its size on the command line: --set " + sym +
+                "=SIZE");
       ok = false;
       continue;
     }
@@ -267,12 +280,14 @@ std::optional<rt::PartitionSpec> ProgramLowerer::resolve_spec(const ast::SpecExp
       product *= mesh.axis_size(a);
     }
     if (ok && product > 1 && global[d] % product != 0) {
-      diags
-          .error("indivisible-dimension", spec.dims[d].span,
-                 "dimension " + std::to_string(d) + " has size " + std::to_string(global[d]) +
-                     ", which is not divisible by the " + std::to_string(product) +
-                     " devices it is split over")
-          .notes.push_back({type_span, "the global type is declared here"});
+      Diagnostic &e =
+          diags
+              .error("indivisible-dimension", spec.dims[d].span,
+                     "dimension " + std::to_string(d) + " has size " + std::to_string(global[d]) +
+                         ", which is not divisible by the " + std::to_string(product) +
+                         " devices it is split over")
+              .note(type_span, "the global type is declared here");
+      note_overridden_axes(e, mesh, spec.dims[d].axes);
       ok = false;
     }
   }
@@ -382,8 +397,7 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
     param.auto_spec = p.spec->is_auto;
     param.span = p.span;
     param.spec_span = p.spec->span;
-    Type local{type->dtype,
-               sharded ? type->shape : rt::local_shape(mesh, type->shape, *spec), {}};
+    Type local{type->dtype, sharded ? type->shape : rt::local_shape(mesh, type->shape, *spec), {}};
     param.value = f.add_value(local, p.name.name, p.name.span);
     f.params.push_back(param);
     bindings.emplace_back(p.name.name, param.value);
@@ -503,12 +517,12 @@ bool ProgramLowerer::check_global_view(const ir::Function &f) {
         if (in.op == OpCode::Call && seen.insert(in.attrs.callee).second)
           stack.emplace_back(in.attrs.callee, call_span);
         if (op_kind(in.op) != OpKind::Collective) continue;
-        auto &d = diags.error(
-            "collective-in-sharded", in.span,
-            "`" + std::string(op_spelling(in.op)) + "` in `" + callee.name +
-                "`, which the sharded function `" + f.name +
-                "` calls: a sharded function works on global arrays, so it cannot use "
-                "collectives or axis_index, even through a def");
+        auto &d =
+            diags.error("collective-in-sharded", in.span,
+                        "`" + std::string(op_spelling(in.op)) + "` in `" + callee.name +
+                            "`, which the sharded function `" + f.name +
+                            "` calls: a sharded function works on global arrays, so it cannot use "
+                            "collectives or axis_index, even through a def");
         d.notes.push_back({call_span, "`" + f.name + "` calls it here"});
         d.fix = "call a def without collectives, or write this part as a shmap";
         ok = false;
@@ -666,7 +680,75 @@ ir::Module ProgramLowerer::run() {
   for (const ast::FuncDecl *decl : called_shmaps_)
     if (int index = shmaps_[decl]; index >= 0)
       module.functions[static_cast<size_t>(index)].entry = false;
+  check_overrides_used();
   return std::move(module);
+}
+
+void ProgramLowerer::override_mesh(const ast::MeshDecl &decl, std::vector<rt::MeshAxis> &axes) {
+  for (const MeshOverride &o : options_.overrides.meshes) {
+    if (!o.mesh.empty() && o.mesh != decl.name.name) continue;
+    for (const auto &[axis, size] : o.axes) {
+      auto it = std::find_if(axes.begin(), axes.end(),
+                             [&](const rt::MeshAxis &a) { return a.name == axis; });
+      if (it == axes.end()) {
+        std::vector<std::string> names;
+        std::string list;
+        for (const rt::MeshAxis &a : axes) {
+          names.push_back(a.name);
+          list += (list.empty() ? "`" : ", `") + a.name + "`";
+        }
+        Diagnostic &e = diags.error("bad-override", {},
+                                    "--mesh " + o.text + ": mesh `" + decl.name.name +
+                                        "` has no axis `" + axis + "` (its axes: " + list +
+                                        "); --mesh resizes axes, it cannot add them");
+        if (auto best = closest_match(axis, names)) e.help("did you mean `" + *best + "`?");
+        e.note(decl.name.span, "mesh `" + decl.name.name + "` is declared here");
+        continue;
+      }
+      for (const ast::MeshAxisDecl &a : decl.axes)
+        if (a.name.name == axis) overridden_axes_[decl.name.name][axis] = a.size_span;
+      it->size = size;
+    }
+  }
+}
+
+void ProgramLowerer::note_overridden_axes(Diagnostic &d, const rt::Mesh &mesh,
+                                          const std::vector<ast::Ident> &axes) const {
+  for (const ir::MeshDef &m : module.meshes) {
+    if (&m.mesh != &mesh) continue;
+    auto found = overridden_axes_.find(m.name);
+    if (found == overridden_axes_.end()) return;
+    for (const ast::Ident &axis : axes)
+      if (auto it = found->second.find(axis.name); it != found->second.end())
+        d.note(it->second, "axis `" + axis.name + "` of mesh `" + m.name + "` has size " +
+                               std::to_string(mesh.axis_size(mesh.find_axis(axis.name))) +
+                               " from --mesh, not the size written here");
+  }
+}
+
+void ProgramLowerer::check_overrides_used() {
+  std::vector<std::string> mesh_names;
+  for (const ir::MeshDef &m : module.meshes) mesh_names.push_back(m.name);
+  for (const MeshOverride &o : options_.overrides.meshes) {
+    if (o.mesh.empty() && module.meshes.size() > 1) {
+      std::string list;
+      for (const std::string &n : mesh_names) list += (list.empty() ? "`" : ", `") + n + "`";
+      diags
+          .error("bad-override", {},
+                 "--mesh " + o.text + " names no mesh, but the program has " +
+                     std::to_string(mesh_names.size()) + " (" + list + ")")
+          .help("name one: --mesh " + mesh_names.front() + "=" + o.text);
+    } else if (!o.mesh.empty() && !meshes_.count(o.mesh)) {
+      Diagnostic &e = diags.error(
+          "bad-override", {}, "--mesh " + o.text + ": the program has no mesh `" + o.mesh + "`");
+      if (auto best = closest_match(o.mesh, mesh_names)) e.help("did you mean `" + *best + "`?");
+    }
+  }
+  for (const auto &[name, size] : options_.overrides.sizes)
+    if (!sizes_used_.count(name))
+      diags.error("bad-override", {},
+                  "--set " + name + "=" + std::to_string(size) +
+                      ": no shmap signature has a dimension named `" + name + "`");
 }
 
 }  // namespace lowering

@@ -12,10 +12,17 @@
 //      signature and mesh; a called shmap (from any module) is lowered once,
 //      on first use, and its arguments must have the local types its in_specs
 //      give, on a mesh with the same axes.
-// Variance is not computed here: every value is left invariant and
+// Sizes from the command line (SizeOverrides: --mesh, --set) replace those of
+// the source as the meshes and signatures are read, so everything after sees
+// one consistent program. Variance is not computed here: every value is left invariant and
 // infer_variance (middle/infer_variance.h) fills it in. Problems become
 // diagnostics; functions with errors are still returned but must not be used.
 #pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "frontend/imports.h"
 #include "ir/ir.h"
@@ -23,9 +30,26 @@
 
 namespace spmd {
 
+/// `--mesh [NAME=](axis: SIZE, ...)`: new sizes for some axes of a mesh.
+struct MeshOverride {
+  std::string mesh;  // empty: the program's only mesh
+  std::vector<std::pair<std::string, int64_t>> axes;
+  std::string text;  // as written, for messages
+};
+
+/// Sizes given on the command line instead of in the source.
+struct SizeOverrides {
+  std::vector<MeshOverride> meshes;
+  /// `--set NAME=SIZE`: the size of every dimension named NAME in a shmap (or
+  /// sharded) signature, which otherwise must be a number.
+  std::map<std::string, int64_t> sizes;
+  bool empty() const { return meshes.empty() && sizes.empty(); }
+};
+
 struct LowerOptions {
   /// Default for shmaps without [[no_auto_pbroadcast]] (the CLI's --no-auto-pbroadcast).
   bool auto_pbroadcast = true;
+  SizeOverrides overrides;
 };
 
 ir::Module lower_program(const Program &program, const SourceManager &sources,

@@ -229,6 +229,13 @@ class ProgramLowerer {
     int module_index;
   };
   void collect();
+  /// Applies the --mesh overrides naming mesh `decl` (or naming none) to its `axes`.
+  void override_mesh(const ast::MeshDecl &decl, std::vector<rt::MeshAxis> &axes);
+  /// Reports overrides that named nothing (after lowering).
+  void check_overrides_used();
+  /// Notes on `d` where the source sized those of `axes` (of `mesh`) that --mesh resized.
+  void note_overridden_axes(Diagnostic &d, const rt::Mesh &mesh,
+                            const std::vector<ast::Ident> &axes) const;
   std::optional<ir::Function> lower_shmap(const ast::FuncDecl &decl, int module_index);
   std::optional<Type> resolve_type(const ast::TypeExpr &type,
                                    const std::map<std::string, int64_t> *symbols,
@@ -240,8 +247,12 @@ class ProgramLowerer {
   const Program &program_;
   LowerOptions options_;
   std::map<std::string, int> meshes_;
-  std::map<std::string, SourceSpan> mesh_spans_;       // where each mesh name was first defined
-  std::map<std::string, std::vector<FuncSym>> funcs_;  // name (plain and qualified) -> decls
+  std::map<std::string, SourceSpan> mesh_spans_;  // where each mesh name was first defined
+  /// Per mesh, the axes --mesh resized (axis -> where the source gave its size).
+  std::map<std::string, std::map<std::string, SourceSpan>> overridden_axes_;
+  std::set<std::string> sizes_used_;                    // the --set names some signature used
+  std::map<std::string, std::string> declared_meshes_;  // mesh -> its axes as the source says
+  std::map<std::string, std::vector<FuncSym>> funcs_;   // name (plain and qualified) -> decls
   struct InstanceKey {
     const ast::FuncDecl *decl;
     int mesh;

@@ -34,6 +34,7 @@ void run_phases(Compilation &c, const CompileOptions &options) {
 
   LowerOptions lower_options;
   lower_options.auto_pbroadcast = options.auto_pbroadcast;
+  lower_options.overrides = options.overrides;
   timed("lower", [&] { c.module = lower_program(c.program, c.sources, lower_options, c.diags); });
   c.reached = Phase::Lower;
   if (c.diags.has_internal_errors() || options.stop_after == Phase::Lower) return;

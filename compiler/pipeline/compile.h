@@ -21,6 +21,7 @@
 
 #include "frontend/imports.h"
 #include "ir/ir.h"
+#include "middle/lower.h"
 #include "support/diagnostics.h"
 #include "support/source.h"
 
@@ -36,6 +37,8 @@ struct CompileOptions {
   /// Loops with at most this many iterations are unrolled after checking
   /// (`--unroll N`); loops marked [[unroll]] always are.
   int64_t unroll_max_trip_count = 0;
+  /// Mesh axis sizes and signature sizes from the command line (--mesh, --set).
+  SizeOverrides overrides;
 };
 
 struct Compilation {

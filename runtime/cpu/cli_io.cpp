@@ -30,6 +30,16 @@ std::string parent_dir(const std::string &path) {
   return path.substr(0, slash);
 }
 
+void make_directories(const std::string &dir) {
+  if (is_directory(dir)) return;
+  const std::string parent = parent_dir(dir);
+  if (parent != dir && parent != ".") make_directories(parent);
+  if (::mkdir(dir.c_str(), 0777) != 0 && !(errno == EEXIST && is_directory(dir)))
+    throw CliError{"cannot create output directory `" + dir + "`: " +
+                   (errno == EEXIST ? std::string("it exists and is not a directory")
+                                    : std::string(std::strerror(errno)))};
+}
+
 std::string join_names(const std::vector<std::string> &names) {
   std::string s;
   for (const auto &n : names) s += (s.empty() ? "`" : ", `") + n + "`";
@@ -71,17 +81,40 @@ std::vector<std::optional<std::string>> input_paths(const std::string &fn,
 
 uint64_t input_seed(uint64_t random_seed, size_t k) { return random_seed * 1000003ULL + k; }
 
-bool check_input_file(size_t k, DType param_dtype, DType file_dtype, const Shape &file_shape,
-                      const std::string &path, const InputCheck &check) {
-  const bool widened_bf16 = param_dtype == DType::BF16 && file_dtype == DType::F32;
-  std::string problem =
-      check(k, widened_bf16 ? DType::BF16 : file_dtype, file_shape, "`" + path + "`");
-  if (!problem.empty()) {
-    if (widened_bf16)  // report what the file really holds
-      problem = check(k, file_dtype, file_shape, "`" + path + "`");
-    throw CliError{problem};
+bool castable(DType from, DType to) {
+  if (is_float(to)) return true;
+  return to == DType::I32 && from == DType::Bool;
+}
+
+bool check_input_file(size_t k, const std::string &name, DType param_dtype, DType file_dtype,
+                      const Shape &file_shape, const std::string &path, const InputCheck &check,
+                      const InputCasts &casts) {
+  const std::string found_in = "`" + path + "`";
+  if (file_dtype == param_dtype) {
+    if (std::string problem = check(k, file_dtype, file_shape, found_in); !problem.empty())
+      throw CliError{problem};
+    return false;
   }
-  return widened_bf16;
+  // Another dtype: the shape must fit as it is; then the dtype decides.
+  const bool widened_bf16 = param_dtype == DType::BF16 && file_dtype == DType::F32;
+  const bool shape_fits = check(k, param_dtype, file_shape, found_in).empty();
+  if (shape_fits && widened_bf16) return true;
+  if (shape_fits && casts.allow && castable(file_dtype, param_dtype)) {
+    if (casts.notes)
+      casts.notes->push_back("input `" + name + "`: " + found_in + " holds " +
+                             dtype_name(file_dtype) + ", cast to " + dtype_name(param_dtype) +
+                             " (--cast)");
+    return true;
+  }
+  std::string problem = check(k, file_dtype, file_shape, found_in);  // what the file really holds
+  if (!shape_fits) throw CliError{problem};
+  if (castable(file_dtype, param_dtype))
+    problem += "; pass --cast to convert it to " + std::string(dtype_name(param_dtype));
+  else
+    problem += "; --cast does not convert " + std::string(dtype_name(file_dtype)) + " to " +
+               dtype_name(param_dtype) + " (it would lose more than rounding): convert the file " +
+               "itself, e.g. with NumPy's astype";
+  throw CliError{problem};
 }
 
 CliError input_read_error(const std::string &name, const RuntimeError &error) {
@@ -93,7 +126,7 @@ std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::
                                   const std::vector<Shape> &global_shapes,
                                   const std::vector<std::string> &inputs,
                                   const std::optional<uint64_t> &random_seed,
-                                  const InputCheck &check) {
+                                  const InputCheck &check, const InputCasts &casts) {
   const auto paths = input_paths(fn, names, inputs, random_seed);
   std::vector<Tensor> result(names.size());
   for (size_t k = 0; k < names.size(); ++k) {
@@ -107,8 +140,9 @@ std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::
     } catch (const RuntimeError &e) {
       throw input_read_error(names[k], e);
     }
-    const bool widen = check_input_file(k, dtypes[k], t.dtype(), t.shape(), *paths[k], check);
-    result[k] = widen ? cast(t, DType::BF16) : t;
+    const bool convert =
+        check_input_file(k, names[k], dtypes[k], t.dtype(), t.shape(), *paths[k], check, casts);
+    result[k] = convert ? cast(t, dtypes[k]) : t;
   }
   return result;
 }
@@ -132,7 +166,7 @@ std::vector<std::vector<std::string>> output_paths(const std::string &fn,
     paths[it->second].push_back(path);
   }
   if (!out_dir.empty()) {
-    if (!is_directory(out_dir)) throw CliError{"output directory `" + out_dir + "` does not exist"};
+    make_directories(out_dir);
     for (size_t k = 0; k < names.size(); ++k) paths[k].push_back(out_dir + "/" + names[k] + ".npy");
   }
   return paths;

@@ -38,6 +38,7 @@ struct Options {
   std::string executor;  // "", "threads" or "mpi"
   bool deterministic = false;
   bool version = false;
+  bool cast = false;
 };
 
 int64_t parse_int(const std::string &text, const std::string &flag, int64_t lo, int64_t hi) {
@@ -55,16 +56,18 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
                  const std::string &default_fn, const std::string &target) {
   std::cout
       << "Usage: " << argv0
-      << " [--fn NAME] [--in NAME=PATH]... [--out NAME=PATH]... [--out-dir DIR]\n"
+      << " [--fn NAME] [--in NAME=PATH]... [--cast] [--out NAME=PATH]... [--out-dir DIR]\n"
          "       [--random SEED] [--iters N] [--warmup N] [--print-limit N] [-q]\n"
          "       [--executor threads|mpi] [--deterministic] [--version]\n\n"
          "A program built by `spmdc build` (target "
       << target
       << "). Same inputs and outputs as `spmdc run`.\n"
          "  --in NAME=PATH    read parameter NAME (global array) from a .npy file\n"
+         "  --cast            convert an input file of another dtype (f64 for an f32\n"
+         "                    parameter, ...) to the parameter's, with a note\n"
          "  --random SEED     make every input not given with --in from this seed\n"
          "  --out NAME=PATH   write output NAME to a .npy file\n"
-         "  --out-dir DIR     write every output as DIR/NAME.npy\n"
+         "  --out-dir DIR     write every output as DIR/NAME.npy (created when missing)\n"
          "  --iters N         time N more runs (after --warmup runs); prints median/min/max\n"
          "  --print-limit N   abbreviate printed arrays above N elements (default 1000)\n"
          "  -q, --quiet       print no outputs\n"
@@ -138,6 +141,8 @@ void parse(int argc, char **argv, Options &o, bool &help) {
         throw UsageError{"--executor expects `threads` or `mpi`, got `" + o.executor + "`"};
     } else if (arg == "--deterministic") {
       o.deterministic = true;
+    } else if (arg == "--cast") {
+      o.cast = true;
     } else {
       throw UsageError{"unknown argument `" + arg + "` (see --help)"};
     }
@@ -284,6 +289,7 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
   std::vector<std::vector<std::string>> paths;
   std::vector<std::optional<std::string>> files;
   std::vector<NpyHeader> headers;
+  std::vector<std::string> notes;
   if (!agreed(procs, prog, [&] {
         index = choose_function(functions, options.fn.empty() ? default_fn : options.fn);
         const ProgramFunction &f = functions[index];
@@ -291,11 +297,15 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
         paths = output_paths(f.name, value_names(f.results), options.outputs, options.out_dir);
         files = input_paths(f.name, value_names(f.params), options.inputs, options.random_seed);
         headers = check_input_files(
-            f, files, [&f](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
+            f, files,
+            [&f](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
               return check_input(f, k, dtype, shape, found_in);
-            });
+            },
+            InputCasts{options.cast, &notes});
       }))
     return 1;
+  if (root)
+    for (const std::string &note : notes) std::cerr << prog << ": note: " << note << "\n";
   const ProgramFunction &f = functions[index];
   const std::vector<int64_t> devices = exec.local_devices(f.mesh);
 

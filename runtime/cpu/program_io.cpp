@@ -34,7 +34,7 @@ std::vector<std::string> value_names(const std::vector<ProgramValue> &values) {
 
 std::vector<NpyHeader> check_input_files(const ProgramFunction &f,
                                          const std::vector<std::optional<std::string>> &files,
-                                         const InputCheck &check) {
+                                         const InputCheck &check, const InputCasts &casts) {
   std::vector<NpyHeader> headers(files.size());
   for (size_t k = 0; k < files.size(); ++k) {
     if (!files[k]) continue;
@@ -43,7 +43,8 @@ std::vector<NpyHeader> check_input_files(const ProgramFunction &f,
     } catch (const RuntimeError &e) {
       throw input_read_error(f.params[k].name, e);
     }
-    check_input_file(k, f.params[k].dtype, headers[k].dtype, headers[k].shape, *files[k], check);
+    check_input_file(k, f.params[k].name, f.params[k].dtype, headers[k].dtype, headers[k].shape,
+                     *files[k], check, casts);
   }
   return headers;
 }
@@ -68,7 +69,7 @@ std::vector<std::vector<Tensor>> read_local_inputs(
           } catch (const RuntimeError &e) {
             throw input_read_error(p.name, e);
           }
-          if (t.dtype() != p.dtype) t = cast(t, p.dtype);  // f32 file of a bf16 parameter
+          if (t.dtype() != p.dtype) t = cast(t, p.dtype);  // bf16 from f32, or --cast
         }
       }
       locals[i].push_back(t);

@@ -21,10 +21,11 @@ namespace spmd::rt {
 std::vector<std::string> value_names(const std::vector<ProgramValue> &values);
 
 /// Reads the header of every input file of `f` (`files[k]`, nullopt for a
-/// --random input) and checks it with `check`. Throws CliError.
+/// --random input) and checks it with `check` and `casts` (check_input_file).
+/// Throws CliError.
 std::vector<NpyHeader> check_input_files(const ProgramFunction &f,
                                          const std::vector<std::optional<std::string>> &files,
-                                         const InputCheck &check);
+                                         const InputCheck &check, const InputCasts &casts);
 
 /// Parameter k's block on each of `devices`, as `[i][k]`: read from `files[k]`
 /// (only the block's bytes) or made from `random_seed`. Devices holding the

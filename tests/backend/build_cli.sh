@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/backend/build_cli.sh — the command line of `spmdc build` and of built executables:
 # the default target (cuda only when a GPU is visible), -q, building every shmap of a file
-# without --fn, and the executable's --fn / --version / --help.
+# without --fn, the executable's --fn / --version / --help, --cast and --out-dir (executable
+# and spmdc run), and the progress a build reports on a terminal.
 # Usage: build_cli.sh SPMDC SOURCE_DIR   (SPMDC_NO_CUDA=1 when spmdc was configured without CUDA)
 set -u
 SPMDC=$1; ROOT=$2
@@ -58,5 +59,40 @@ want_version="cm (target cpu), built by $("$SPMDC" --version | head -1) from $F"
 got=$("$W/cm" --version); rc=$?
 [[ $rc -eq 0 && "$got" == "$want_version" ]] && ok "--version: $got" ||
   fail "--version: exit $rc, got '$got', want '$want_version'"
+# 4. --cast and --out-dir, in the executable and in spmdc run alike. The f64 file holds the f32
+#    file's values (multiples of 0.25), so both give the result of the f32 file, bit for bit.
+D=$ROOT/tests/golden/run/data
+"$SPMDC" build "$S" --target cpu -q -o "$W/ex1" || fail "build ex1"
+"$W/ex1" --in x="$D/x_32x3.npy" >"$W/want" || fail "ex1 with the f32 file"
+for runner in "$W/ex1" "$SPMDC run $S"; do
+  name=${runner%% *}; name=${name##*/}
+  $runner --in x="$D/x_32x3_f64.npy" >"$W/out" 2>"$W/err"; rc=$?
+  [[ $rc -eq 1 ]] && grep -qF "holds f64[32, 3]; pass --cast to convert it to f32" "$W/err" &&
+    ok "$name: f64 file refused, --cast suggested" || fail "$name without --cast: exit $rc, $(cat "$W/err")"
+  $runner --in x="$D/x_32x3_f64.npy" --cast --out-dir "$W/out_$name/new/dir" >"$W/got" 2>"$W/err"; rc=$?
+  [[ $rc -eq 0 ]] && cmp -s "$W/want" "$W/got" && ok "$name: --cast gives the f32 file's result" ||
+    fail "$name --cast: exit $rc, $(cat "$W/err"; diff "$W/want" "$W/got")"
+  grep -qF "note: input \`x\`: \`$D/x_32x3_f64.npy\` holds f64, cast to f32 (--cast)" "$W/err" &&
+    [[ $(wc -l <"$W/err") -eq 1 ]] && ok "$name: one note" || fail "$name note: $(cat "$W/err")"
+  [[ -f "$W/out_$name/new/dir/f1.npy" ]] && ok "$name: --out-dir created" || fail "$name: no $W/out_$name/new/dir/f1.npy"
+done
+cmp -s "$W/out_ex1/new/dir/f1.npy" "$W/out_spmdc/new/dir/f1.npy" && ok "same f1.npy" || fail "f1.npy differ"
+
+# 5. Progress on a terminal (script(1) gives the build one), none without one or with -q.
+if command -v script >/dev/null; then
+  script -qec "\"$SPMDC\" build \"$F\" --target cpu -o \"$W/cm3\"" /dev/null >"$W/tty" 2>&1
+  tr '\r' '\n' <"$W/tty" >"$W/tty.lines"
+  for line in "spmdc: [1/3] checking $F" "spmdc: [2/3] emitted " "lines of C++ for 2 shmaps" \
+              "spmdc: [3/3] compiling with "; do
+    grep -qF -- "$line" "$W/tty.lines" || fail "progress: no '$line' in: $(cat "$W/tty.lines")"
+  done
+  grep -qE "^spmdc: \[3/3\] compiling with .*: done in [0-9]+\.[0-9] s" "$W/tty.lines" &&
+    ok "progress on a terminal" || fail "progress: no compiler time in: $(cat "$W/tty.lines")"
+  script -qec "\"$SPMDC\" build \"$F\" --target cpu -q -o \"$W/cm3\"" /dev/null >"$W/tty" 2>&1
+  [[ ! -s "$W/tty" ]] && ok "-q: no progress" || fail "-q printed: $(cat "$W/tty")"
+fi
+"$SPMDC" build "$F" --target cpu -o "$W/cm3" 2>"$W/err"
+[[ ! -s "$W/err" ]] && ok "no terminal: no progress" || fail "not a terminal, printed: $(cat "$W/err")"
+
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]

@@ -32,7 +32,8 @@ expect missing-input 1 "missing input \`x\`" -- "$W/ex1"
 expect wrong-shape 1 "must be f32[32, 3] @ P(i)" -- "$W/ex1" --in x="$W/x_bad.npy"
 expect missing-file 1 "cannot read input \`x\`" -- "$W/ex1" --in x="$W/nope.npy"
 expect unknown-input 1 "has no parameter named \`y\`" -- "$W/ex1" --in y="$W/x_ok.npy"
-expect out-dir-missing 1 "does not exist" -- "$W/ex1" --random 1 --out-dir "$W/no/such"
+# (A missing --out-dir is created: tests/backend/build_cli.sh. Not through a file.)
+expect out-dir-not-directory 1 "it exists and is not a directory" -- "$W/ex1" --random 1 --out-dir "$W/x_ok.npy/out"
 expect out-parent-missing 1 "does not exist" -- "$W/ex1" --random 1 --out f1="$W/no/f1.npy"
 expect unknown-output 1 "has no output named" -- "$W/ex1" --random 1 --out zz="$W/zz.npy"
 expect bad-iters 1 "--iters expects an integer" -- "$W/ex1" --random 1 --iters x

@@ -58,8 +58,10 @@ no_outputs missing-input
 expect wrong-shape 1 "must be i32[8] @ P(i)" 1 60 -- \
   "${MPI[@]}" -np 4 "${D[@]}" --in n="$W/n_bad.npy" --out-dir "$W/o"
 no_outputs wrong-shape
-expect missing-out-dir 1 "does not exist" 1 60 -- \
-  "${MPI[@]}" -np 4 "${D[@]}" --in n="$W/n_ok.npy" --out-dir "$W/o/no/such"
+# A missing --out-dir is created (every rank tries: mkdir -p is safe to race); one through
+# a file cannot be.
+expect out-dir-not-directory 1 "it exists and is not a directory" 1 60 -- \
+  "${MPI[@]}" -np 4 "${D[@]}" --in n="$W/n_ok.npy" --out-dir "$W/n_ok.npy/out"
 # The second output cannot be renamed into place (a directory is in the way):
 # neither output appears and no temporary is left.
 expect unwritable-output 1 "cannot write output file" 1 60 -- \
@@ -71,7 +73,8 @@ expect help 0 "" 0 60 -- "${MPI[@]}" -np 4 "${D[@]}" --help
 [[ $(grep -c "^Usage:" "$W/out") -eq 1 ]] || fail "help: printed $(grep -c '^Usage:' "$W/out") times"
 grep -q "divide(n: i32\[8\] @ P(i)) on mesh (i: 4)" "$W/out" || fail "help: no mesh in the function list"
 
-# The same program runs when launched right, outputs written once.
+# The same program runs when launched right, outputs written once (into a new --out-dir).
+rmdir "$W/o"
 expect good-run 0 "" 0 60 -- "${MPI[@]}" -np 4 "${D[@]}" --in n="$W/n_ok.npy" --out-dir "$W/o"
 grep -q "out0: i32\[\] (global) =" "$W/out" && [[ $(grep -c "(global) =" "$W/out") -eq 2 ]] ||
   fail "good-run: outputs not printed once: $(cat "$W/out")"

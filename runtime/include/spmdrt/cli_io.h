@@ -32,6 +32,8 @@ std::string join_names(const std::vector<std::string> &names);
 bool is_directory(const std::string &path);
 /// The directory part of `path` ("." when it has none).
 std::string parent_dir(const std::string &path);
+/// Creates directory `dir` and its missing parents (like `mkdir -p`). Throws CliError.
+void make_directories(const std::string &dir);
 
 /// Splits `NAME=PATH` (both non-empty); `flag` (e.g. "--in") names the option in the error.
 std::pair<std::string, std::string> split_assignment(const std::string &text, const char *flag);
@@ -50,27 +52,43 @@ std::vector<std::optional<std::string>> input_paths(const std::string &fn,
                                                     const std::optional<uint64_t> &random_seed);
 /// The seed --random SEED gives input k.
 uint64_t input_seed(uint64_t random_seed, size_t k);
+/// Whether --cast converts a file of dtype `from` for a parameter of dtype `to`:
+/// between floating-point dtypes (f64 -> f32 rounds to nearest), from i32 or
+/// bool to a floating-point dtype, from bool to i32 — never to bool, never
+/// from a float to an integer (those lose more than rounding).
+bool castable(DType from, DType to);
+
+/// How inputs whose file dtype differs from the parameter's are handled.
+struct InputCasts {
+  bool allow = false;                         // --cast given
+  std::vector<std::string> *notes = nullptr;  // receives one line per input --cast converted
+};
+
 /// Checks the file `path` (holding `file_dtype`/`file_shape`) for parameter k of
-/// dtype `param_dtype` with `check`; returns true when it holds f32 for a bf16
-/// parameter (to be cast after reading). Throws CliError.
-bool check_input_file(size_t k, DType param_dtype, DType file_dtype, const Shape &file_shape,
-                      const std::string &path, const InputCheck &check);
+/// dtype `param_dtype` (named `name`) with `check`; returns true when it must be
+/// cast after reading: an f32 file of a bf16 parameter (always), or any
+/// castable() file with casts.allow (noted in casts.notes). Throws CliError,
+/// whose message says to pass --cast where that would help.
+bool check_input_file(size_t k, const std::string &name, DType param_dtype, DType file_dtype,
+                      const Shape &file_shape, const std::string &path, const InputCheck &check,
+                      const InputCasts &casts);
 /// "cannot read input `NAME`: ..." for a file that cannot be read.
 CliError input_read_error(const std::string &name, const RuntimeError &error);
 
 /// Reads (--in NAME=PATH, `inputs`), or makes from `random_seed`, every input of
 /// function `fn` whose parameters are `names`/`dtypes`/`global_shapes`; checks
-/// each file with `check` and casts f32 files of bf16 parameters to bf16.
+/// each file with `check` and casts it where check_input_file says so.
 std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::string> &names,
                                   const std::vector<DType> &dtypes,
                                   const std::vector<Shape> &global_shapes,
                                   const std::vector<std::string> &inputs,
                                   const std::optional<uint64_t> &random_seed,
-                                  const InputCheck &check);
+                                  const InputCheck &check, const InputCasts &casts);
 
 /// The final paths of every output of function `fn` (results named `names`),
 /// by result index, from --out NAME=PATH (`outputs`) and --out-dir (`out_dir`,
-/// "" for none); checks that every directory exists.
+/// "" for none); checks that the directory of every --out exists, and creates
+/// `out_dir` (with its parents) when it does not.
 std::vector<std::vector<std::string>> output_paths(const std::string &fn,
                                                    const std::vector<std::string> &names,
                                                    const std::vector<std::string> &outputs,
