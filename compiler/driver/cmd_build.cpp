@@ -209,8 +209,12 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   size_t shmaps = 0;
   for (const ir::Function &f : module.functions) shmaps += f.kind == ir::FunctionKind::Shmap;
   try {
-    // Without --fn every shmap is built; the only one is the default.
-    if (!o.fn.empty() || shmaps <= 1)
+    // Every shmap is built; without --fn the only entry (a shmap of the file
+    // that no body calls) is the default.
+    size_t entries = 0;
+    for (const ir::Function &f : module.functions)
+      entries += f.kind == ir::FunctionKind::Shmap && f.entry;
+    if (!o.fn.empty() || entries <= 1)
       eo.entry = module.functions[static_cast<size_t>(find_shmap(module, o.fn))].name;
   } catch (const TransformError &e) {
     return fail_build(e.what());
@@ -300,8 +304,9 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
       "mesh) with the command line of `spmdc run`");
   add_common_options(*cmd, common);
   cmd->add_option("--fn", options.fn,
-                  "The executable's default shmap (every shmap is built; without --fn a file "
-                  "with several has no default and the executable needs --fn)");
+                  "The executable's default shmap (every shmap is built; without --fn the "
+                  "default is the file's only shmap that no body calls, and with several the "
+                  "executable needs --fn)");
   cmd->add_option("-o,--output", options.output,
                   "The executable to write (default: the input's name without .spmd)")
       ->type_name("FILE");

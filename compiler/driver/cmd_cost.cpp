@@ -89,7 +89,8 @@ void register_cost_command(CLI::App &app, CommonOptions &common, std::vector<Com
       "Estimate flops, communication, arithmetic intensity and time per device of a shmap "
       "(and its gradient with --grad) under an alpha-beta model");
   add_common_options(*cmd, common);
-  cmd->add_option("--fn", o.function, "The shmap to analyse (default: the only one)");
+  cmd->add_option("--fn", o.function,
+                  "The shmap to analyse (default: the file's only shmap that no body calls)");
   cmd->add_flag("--grad", o.grad,
                 "Also analyse its gradient program as `spmdc grad` emits it (the vjp when the "
                 "output is not a scalar)");

@@ -52,7 +52,8 @@ void add_derive(CLI::App &app, CommonOptions &common, std::vector<Command> &out,
   DeriveOptions &o = *storage.back();
   CLI::App *cmd = app.add_subcommand(name, help);
   add_common_options(*cmd, common);
-  cmd->add_option("--fn", o.function, "The shmap to transform (default: the only one)");
+  cmd->add_option("--fn", o.function,
+                  "The shmap to transform (default: the file's only shmap that no body calls)");
   cmd->add_option("--wrt", o.wrt,
                   "Parameters to transform in (comma-separated or repeated; default: all "
                   "floating-point parameters)")

@@ -160,7 +160,8 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
       "Run a shmap on a simulated CPU mesh (one simulated device per mesh position), or a "
       "sharded function unsharded on one device (the reference for `spmdc shard`)");
   add_common_options(*run, common);
-  run->add_option("--fn", options.fn, "The shmap to run (optional when the file has one)");
+  run->add_option("--fn", options.fn,
+                  "The shmap to run (default: the file's only shmap that no body calls)");
   run->add_option("--in", options.inputs, "Input NAME=PATH.npy, NAME a parameter (repeatable)")
       ->type_name("NAME=PATH");
   run->add_option("--out", options.outputs, "Write output NAME to PATH.npy (repeatable)")

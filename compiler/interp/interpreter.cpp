@@ -133,8 +133,7 @@ class DeviceEvaluator {
         std::vector<Tensor> out = detail::eval_fused_group(f, body, group, env);
         for (size_t k = 0; k < out.size(); ++k) env[group.outputs[k]] = std::move(out[k]);
       } else if (body[step.index].op == OpCode::For) {
-        run_loop(f, body[step.index], plan.loops.at(step.index), plan.takes_over[step.index],
-                 env);
+        run_loop(f, body[step.index], plan.loops.at(step.index), plan.takes_over[step.index], env);
       } else {
         const ir::Instr &instr = body[step.index];
         const std::vector<bool> &takes_over = plan.takes_over[step.index];
@@ -170,6 +169,14 @@ class DeviceEvaluator {
       Tensor &slot = env[loop.operands[k]];
       carried.push_back(takes_over[k] ? std::move(slot) : slot);
     }
+    // A next value may be defined outside the loop (`b = d` in the body): it
+    // is read again next iteration, so it is copied, never cleared or shared.
+    std::vector<bool> inner(r.yields.size(), false);
+    for (size_t k = 0; k < r.yields.size(); ++k) {
+      for (ir::ValueId p : r.params) inner[k] = inner[k] || p == r.yields[k];
+      for (const ir::Instr &in : r.body)
+        for (ir::ValueId v : in.results) inner[k] = inner[k] || v == r.yields[k];
+    }
     const int64_t trips = ir::trip_count(loop.attrs);
     for (int64_t n = 0; n < trips; ++n) {
       env[r.params[0]] =
@@ -177,8 +184,10 @@ class DeviceEvaluator {
       for (size_t k = 0; k < carried.size(); ++k) env[r.params[k + 1]] = std::move(carried[k]);
       for (ir::ValueId v : plan.dead_params) env[v] = Tensor();
       run_block(f, r.body, plan, env);
-      for (size_t k = 0; k < carried.size(); ++k) carried[k] = env[r.yields[k]];
-      for (ir::ValueId v : r.yields) env[v] = Tensor();
+      for (size_t k = 0; k < carried.size(); ++k)
+        carried[k] = inner[k] ? env[r.yields[k]] : env[r.yields[k]].clone();
+      for (size_t k = 0; k < r.yields.size(); ++k)
+        if (inner[k]) env[r.yields[k]] = Tensor();
       for (ir::ValueId v : r.params) env[v] = Tensor();
     }
     for (size_t k = 0; k < carried.size(); ++k) {
@@ -277,8 +286,8 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
   std::vector<Tensor> results;
   results.reserve(f.results.size());
   for (size_t k = 0; k < f.results.size(); ++k)
-    results.push_back(rt::unshard(
-        mesh, locals[k], spec_of(f.results[k].spec, f.results[k].global_shape.size())));
+    results.push_back(
+        rt::unshard(mesh, locals[k], spec_of(f.results[k].spec, f.results[k].global_shape.size())));
   return results;
 }
 

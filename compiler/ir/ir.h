@@ -92,9 +92,10 @@ struct Function {
   FunctionKind kind = FunctionKind::Shmap;
   int mesh = -1;  // index into Module::meshes
   bool auto_pbroadcast = true;
-  /// A shmap written in the main file: what `--fn` chooses from by default.
-  /// Shmaps lowered because a body calls them (from an imported module) or
-  /// derived by a call like `grad(loss)(...)` are not entries.
+  /// A shmap (or sharded function) of the main file that no body calls: what
+  /// `--fn` chooses from by default. Shmaps a body calls (or takes a
+  /// derivative of), those of imported modules and those derived by a call
+  /// like `grad(loss)(...)` are not entries; `--fn NAME` still picks them.
   bool entry = true;
   /// The `[[no_auto_pbroadcast]]` attribute that turned insertion off, if one did.
   SourceSpan no_auto_pbroadcast_span;

@@ -311,6 +311,7 @@ std::optional<rt::PartitionSpec> ProgramLowerer::resolve_spec(const ast::SpecExp
 
 int ProgramLowerer::shmap_function(const ast::FuncDecl &decl, int module_index,
                                    SourceSpan call_span) {
+  if (call_span.valid()) called_shmaps_.insert(&decl);
   auto [it, inserted] = shmaps_.emplace(&decl, -2);
   if (!inserted) {
     if (it->second == -2)
@@ -760,6 +761,11 @@ ir::Module ProgramLowerer::run() {
         if (fn->kind != ast::FuncKind::Def) shmap_function(*fn, static_cast<int>(m), {});
         if (diags.at_limit()) break;
       }
+  // The default entry is a shmap of the main file that no body calls: a
+  // training loop, not the loss it differentiates.
+  for (const ast::FuncDecl *decl : called_shmaps_)
+    if (int index = shmaps_[decl]; index >= 0)
+      module.functions[static_cast<size_t>(index)].entry = false;
   check_overrides_used();
   return std::move(module);
 }

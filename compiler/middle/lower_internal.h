@@ -211,6 +211,8 @@ class ProgramLowerer {
                                 int &def_module);
   /// Index of the lowered shmap `decl` (lowered on first use), or -1 after
   /// errors; a shmap that (indirectly) calls itself is reported at `call_span`.
+  /// A valid `call_span` means a body calls it (or a derivative of it), so it
+  /// is no default entry.
   int shmap_function(const ast::FuncDecl &decl, int module_index, SourceSpan call_span);
   /// Index of the instance of `decl` for these argument types on `mesh`, or -1.
   int instantiate(const ast::FuncDecl &decl, int decl_module, const std::vector<Type> &arg_types,
@@ -277,6 +279,7 @@ class ProgramLowerer {
   std::vector<std::pair<const ast::FuncDecl *, SourceSpan>> call_stack_;
   /// unrolled_size of every function of `module`, by index.
   std::vector<int64_t> function_sizes_;
+  std::set<const ast::FuncDecl *> called_shmaps_;
 };
 
 }  // namespace spmd::lowering

@@ -18,7 +18,10 @@
 //     program (the same ops from the same parameters, whatever the names and
 //     the order: ValueNumbering) — not always, as some transpose rules are
 //     not involutions op for op (`a - b` comes back as `a + -b`, a concat as
-//     pads and a sum).
+//     pads and a sum);
+//   * each derivative of a generated program, called in the language by a
+//     shmap (`return grad(f)(x, w)`, `transpose(f, wrt=(a, b))(...)`), prints
+//     as the CLI's program and computes the same bits.
 // Options (besides Catch's): --seed S (first generator seed, default 1) and
 // --programs N (generated programs per flavor, default 200). At the end it
 // prints how many programs of each kind were exercised; scripts/roundtrip-sweep.sh
@@ -243,6 +246,64 @@ std::optional<Derived> derive_as_source(const Compilation &c, const std::string 
   require_same_bits(run(d.module, d.name, in), run(*d.printed->module, d.name, in));
   tally(std::string(derive_kind_name(kind)) + " as source");
   return d;
+}
+
+/// The text of shmap `name` in printed `text`: from `shmap name(` to its
+/// closing brace (the comment above it is left out).
+std::string shmap_text(const std::string &text, const std::string &name) {
+  size_t at = text.find("shmap " + name + "(");
+  if (at == std::string::npos) return "";
+  return text.substr(at, text.find("\n}\n", at) + 3 - at);
+}
+
+/// The derivative called in the language: a shmap with the CLI's derived
+/// signature whose body is `return grad(f)(its parameters)` (or jvp, vjp,
+/// transpose, with `wrt`) must print the CLI's program as its callee, compute
+/// the same bits, and print as source that re-checks strictly.
+void check_called_in_language(const Compilation &c, const std::string &source,
+                              const std::string &fn, DeriveKind kind,
+                              const std::vector<std::string> &wrt, uint64_t seed) {
+  DeriveRequest r;
+  r.kind = kind;
+  r.function = fn;
+  r.wrt = wrt;
+  ir::Module cli;
+  try {
+    cli = derive(*c.module, r);
+  } catch (const TransformError &) {
+    return;  // refused the same way in the language (the goldens test that)
+  }
+  const ir::Function &d = cli.functions.at(0);
+  const std::string derived = shmap_text(ir::print_module(cli), d.name);
+  std::string option;
+  for (const auto &w : wrt) option += (option.empty() ? "" : ", ") + w;
+  if (!option.empty()) option = ", wrt=(" + option + ")";
+  std::string args;  // as printed (in memory, two parameters may share a name)
+  auto cli_printed = compile_printed(ir::print_module(cli));
+  const ir::Function &printed_d = cli_printed->module->functions.at(0);
+  for (const auto &p : printed_d.params)
+    args += (args.empty() ? "" : ", ") + printed_d.values[p.value].name;
+  const std::string caller = "called_" + d.name;
+  const std::string text =
+      source + "\nshmap " + caller +
+      derived.substr(6 + d.name.size(), derived.find(" {\n") - 6 - d.name.size()) +
+      " {\n  return " + derive_kind_name(kind) + "(" + fn + option + ")(" + args + ")\n}\n";
+  INFO("calling " << derive_kind_name(kind) << " in the language:\n" << text);
+  auto s = compile("in_language.spmd", text, true);
+  INFO(render_diagnostics(s->diags, s->sources));
+  REQUIRE(s->ok());
+  CHECK(shmap_text(print(s->printable(), false), d.name) == derived);
+  auto in = random_inputs(d, seed);
+  require_same_bits(run(*s->module, caller, in), run(cli, d.name, in));
+  // The printed program re-checks strictly and runs the same bits; printing
+  // that is idempotent. (As for the CLI's output, the first print need not be
+  // a fixed point: reading places a constant typed varying at its use.)
+  const std::string printed = print(s->printable(), false);
+  auto again = compile_printed(printed);
+  require_same_bits(run(*again->module, caller, in), run(cli, d.name, in));
+  const std::string reprinted = print(again->printable(), false);
+  CHECK(print(compile_printed(reprinted)->printable(), false) == reprinted);
+  tally(std::string(derive_kind_name(kind)) + " called in the language");
 }
 
 /// The float parameters of `f` (what jvp/vjp/grad differentiate by default).
@@ -508,6 +569,8 @@ TEST_CASE("derivatives of generated programs are source and match finite differe
     REQUIRE(c->ok());
     check_print_round_trip(*c, seed);
     check_derivatives(*c, "f", seed);
+    for (DeriveKind kind : {DeriveKind::Jvp, DeriveKind::Vjp, DeriveKind::Grad})
+      check_called_in_language(*c, p.source, "f", kind, {}, seed);
     tally("generated differentiable programs");
     tally_features(p);
   }
@@ -528,6 +591,7 @@ TEST_CASE("transposes of generated linear programs are source and transpose back
     INFO(render_diagnostics(c->diags, c->sources));
     REQUIRE(c->ok());
     check_transpose(*c, "f", p.linear_params, seed);
+    check_called_in_language(*c, p.source, "f", DeriveKind::Transpose, p.linear_params, seed);
     tally("generated linear programs");
     tally_features(p);
   }

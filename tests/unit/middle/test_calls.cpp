@@ -49,6 +49,39 @@ shmap step_inline(x: f32[8, 4] @ P(data), w: f32[4, 6] @ P(None, model), y: f32[
   CHECK(a[0].get(0) == Approx(expected).epsilon(1e-5));
 }
 
+TEST_CASE("calls: the default entry is the shmap no body calls", "[calls]") {
+  const std::string lib = R"(
+mesh M = (i: 2)
+shmap loss(w: f32[4] @ P(), x: f32[8] @ P(i)) -> f32[] @ P() on M {
+  return psum(sum(x * x) * sum(w * w), i)
+}
+shmap scale(w: f32[4] @ P()) -> f32[4] @ P() on M {
+  return 2.0 * w
+}
+)";
+  // `train` calls `scale` and a derivative of `loss`: it is the only entry.
+  auto c = compile_ok(lib + R"(
+shmap train(w: f32[4] @ P(), x: f32[8] @ P(i)) -> f32[4] @ P() on M {
+  for k in range(3) {
+    l, g = grad(loss, wrt=w)(w, x)
+    w = scale(w) - 0.1 * g
+  }
+  return w
+}
+)");
+  CHECK(c->module->functions[static_cast<size_t>(find_shmap(*c->module, ""))].name == "train");
+  // `--fn` still picks a called shmap.
+  CHECK(c->module->functions[static_cast<size_t>(find_shmap(*c->module, "loss"))].name == "loss");
+  // Two shmaps nothing calls: the user must choose, and is told which two.
+  auto two = compile_ok(lib);
+  try {
+    find_shmap(*two->module, "");
+    FAIL("no error");
+  } catch (const TransformError &e) {
+    CHECK(std::string(e.what()).find("several shmaps (`loss`, `scale`)") != std::string::npos);
+  }
+}
+
 TEST_CASE("calls: a step imports the program `spmdc grad -o` wrote", "[calls][imports]") {
   std::random_device rd;
   fs::path dir = fs::temp_directory_path() / ("spmdc_calls_test_" + std::to_string(rd()));

@@ -7,6 +7,8 @@
 // vjp, and derivatives worked out by hand. Each program is also checked as a
 // user sees it: printed, parsed again and checked with automatic pbroadcast
 // insertion off, and run.
+#include <algorithm>
+
 #include "../transforms/transform_test_util.h"
 
 namespace spmd::test {
@@ -92,6 +94,57 @@ TEST_CASE("derivatives: the gradient of a sharded loss equals finite differences
   double fd = (loss_at(h) - loss_at(-h)) / (2 * h);
   CHECK(dot(got[1], v) == Approx(fd).epsilon(2e-3).margin(1e-4));
   CHECK(got[0].get(0) == run_named(*c, "loss", in)[0].get(0));
+}
+
+const char *kLoop = R"(
+mesh M = (i: 4)
+shmap rnn(w: f64[8] @ P(i), s0: f64[8] @ P(i)) -> f64[] @ P() on M {
+  s = s0
+  for k in range(500) {
+    s = tanh(w * ppermute(s, i, shift=1) + 0.5 * s + s0)
+  }
+  return psum(sum(s * s), i)
+}
+shmap step(w: f64[8] @ P(i), s0: f64[8] @ P(i)) -> (f64[] @ P(), f64[8] @ P(i)) on M {
+  l, g = grad(rnn, wrt=w)(w, s0)
+  return l, g
+}
+)";
+
+TEST_CASE("derivatives: grad of a shmap with a loop keeps the loop", "[derivatives][loops]") {
+  auto c = compile_ok(kLoop);
+  DeriveRequest r;
+  r.kind = DeriveKind::Grad;
+  r.function = "rnn";
+  r.wrt = {"w"};
+  std::string cli = ir::print_module(derive(*c->module, r));
+  std::string printed = ir::print_module(*c->module);
+  INFO(printed);
+  std::string derived = function_text(printed, "rnn_grad");
+  REQUIRE(!derived.empty());
+  CHECK(derived == function_text(cli, "rnn_grad"));
+  // A forward loop and a backward loop, not 500 unrolled iterations.
+  size_t loops = 0;
+  for (size_t at = derived.find("for "); at != std::string::npos; at = derived.find("for ", at + 1))
+    ++loops;
+  CHECK(loops == 2);
+  CHECK(std::count(derived.begin(), derived.end(), '\n') < 80);
+
+  auto in = std::vector<rt::Tensor>{rt::random_tensor(DType::F64, {8}, 4),
+                                    rt::random_tensor(DType::F64, {8}, 5)};
+  auto got = run_named(*c, "step", in);
+  auto want = run(*compile_ok(cli, /*auto_pb=*/false), in);
+  require_same_bits(got[0], want[0]);
+  require_same_bits(got[1], want[1]);
+  // Against central finite differences of the loss along a random direction.
+  rt::Tensor v = rt::random_tensor(DType::F64, {8}, 6);
+  const double h = 1e-5;
+  auto loss_at = [&](double t) {
+    return run_named(*c, "rnn", {axpy(t, v, in[0]), in[1]})[0].get(0);
+  };
+  const double fd = (loss_at(h) - loss_at(-h)) / (2 * h);
+  CHECK(std::abs(fd) > 1e-3);  // the loss does depend on w
+  CHECK(dot(got[1], v) == Approx(fd).epsilon(1e-6));
 }
 
 const char *kDefs = R"(
