@@ -188,10 +188,7 @@ struct ExprPrinter {
     if (c.function) {
       print_expr(out, c.function.get(), kPostfix);
     } else {
-      if (c.receiver) {
-        print_expr(out, c.receiver.get(), kPostfix);
-        out += '.';
-      }
+      if (c.receiver) print_receiver(*c.receiver);
       out += c.callee.name;
     }
     out += '(';
@@ -212,8 +209,17 @@ struct ExprPrinter {
     out += ']';
   }
   void operator()(const MemberExpr &m) {
-    print_expr(out, m.base.get(), kPostfix);
-    out += '.' + m.member.name;
+    print_receiver(*m.base);
+    out += m.member.name;
+  }
+  /// `e.` before a member or method: a number is parenthesized, since `2.astype`
+  /// would read back as the float `2.` followed by a name.
+  void print_receiver(const Expr &e) {
+    const bool number =
+        std::holds_alternative<IntLit>(e.node) || std::holds_alternative<FloatLit>(e.node);
+    if (number) out += '(';
+    print_expr(out, &e, kPostfix);
+    out += number ? ")." : ".";
   }
   void operator()(const TupleExpr &t) {
     out += '(';

@@ -156,6 +156,9 @@ TEST_CASE("format: minimal parentheses", "[frontend][format]") {
   CHECK(expr("x[1:, :2, ::3, 1:2:3, :]") == "x[1:, :2, ::3, 1:2:3, :]");
   CHECK(expr("\"a\\\"b\\\\c\"") == "\"a\\\"b\\\\c\"");
   CHECK(expr("1.50e+3 + .5 + 2.") == "1.50e+3 + .5 + 2.");
+  // A number before `.member`: `2.astype` would read back as the float `2.`.
+  CHECK(expr("2 .astype(f32)") == "(2).astype(f32)");
+  CHECK(expr("2.5 .T + (a + b).T + a.T") == "(2.5).T + (a + b).T + a.T");
 }
 
 TEST_CASE("format: round trip and idempotence over a corpus", "[frontend][format]") {
