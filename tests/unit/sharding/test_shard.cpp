@@ -490,7 +490,7 @@ TEST_CASE("samples/global: the search is no worse than the hand-written sample",
         s->module->functions[static_cast<size_t>(test::function_index(*s, gf.name))];
     const ir::Function &hf = hand->module->functions.back();
     CHECK(collective_stats(*s->module, sf).communicating_count() == k.collectives);
-    const HardwareProfile &h100 = *find_profile("h100");
+    const HardwareProfile h100 = *find_profile("h100");  // a copy: the optional is a temporary
     double ours = estimate_cost(*s->module, sf, h100).total_s();
     double theirs = estimate_cost(*hand->module, hf, h100).total_s();
     CHECK(ours <= theirs * (1 + 1e-9));
