@@ -83,13 +83,21 @@ ShardingRule reduction(OpCode op, const Type &x, const Attrs &attrs) {
   FactorKind reduced = op == OpCode::ReduceSum   ? FactorKind::Sum
                        : op == OpCode::ReduceMax ? FactorKind::Max
                                                  : FactorKind::Min;
+  // argmax/argmin give a position within the reduced dimensions, which a
+  // device holding one block of them cannot know: those are not split.
+  const bool positional = op == OpCode::ArgMax || op == OpCode::ArgMin;
   std::vector<int> in, out;
   for (int64_t d = 0; d < x.rank(); ++d) {
     bool is_reduced = std::find(attrs.dims.begin(), attrs.dims.end(), d) != attrs.dims.end();
-    in.push_back(static_cast<int>(d));
+    if (is_reduced && positional) {
+      in.push_back(kNoFactor);
+      continue;
+    }
+    const int f = r.num_factors();
+    in.push_back(f);
     r.factor_sizes.push_back(x.shape[d]);
     r.factor_kinds.push_back(is_reduced ? reduced : FactorKind::Parallel);
-    if (!is_reduced) out.push_back(static_cast<int>(d));
+    if (!is_reduced) out.push_back(f);
   }
   r.operand_factors.push_back(in);
   r.result_factors.push_back(out);
@@ -255,23 +263,9 @@ ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<
     case OpCode::ReduceSum:
     case OpCode::ReduceMax:
     case OpCode::ReduceMin:
+    case OpCode::ArgMax:
+    case OpCode::ArgMin:
       return reduction(op, operands[0], attrs);
-    case OpCode::ArgMax:  // a position within the reduced dimensions: they are not split
-    case OpCode::ArgMin: {
-      const Type &x = operands[0];
-      auto reduced = [&](int64_t d) {
-        return std::find(attrs.dims.begin(), attrs.dims.end(), d) != attrs.dims.end();
-      };
-      ShardingRule r =
-          same_rank_layout(RuleFamily::Reduction, x, [&](int64_t d) { return !reduced(d); });
-      std::vector<int> &out = r.result_factors[0];
-      std::vector<int> kept;
-      for (int64_t d = 0; d < x.rank(); ++d)
-        if (!reduced(d)) kept.push_back(out[d]);
-      out = std::move(kept);
-      set_linear(r, Linearity::None, {});
-      return r;
-    }
     case OpCode::Einsum:
       return contraction(operands, attrs);
     // Layout.
