@@ -30,12 +30,15 @@ meshDecl : MESH IDENT ASSIGN LPAREN (meshAxis (COMMA meshAxis)* COMMA?)? RPAREN 
 meshAxis : IDENT COLON INT ;
 
 funcDecl
-  : attributes* kind=(DEF | SHMAP | SHARDED) IDENT
+  : attributes* kind=(DEF | SHMAP | SHARDED) IDENT typeParams?
     LPAREN (param (COMMA param)* COMMA?)? RPAREN
     (ARROW results)? (ON mesh=IDENT)? block
   ;
 
 attributes : LBRACK LBRACK IDENT (COMMA IDENT)* COMMA? RBRACK RBRACK ;
+
+// `def relu[T](x: T[...])`: dtype variables, bound by the arguments of each call.
+typeParams : LBRACK IDENT (COMMA IDENT)* COMMA? RBRACK ;
 
 param : IDENT COLON typeExpr variance? (AT specExpr)? ;
 
@@ -50,7 +53,8 @@ result : (name=IDENT COLON)? typeExpr (AT specExpr)? ;
 
 typeExpr : IDENT LBRACK (dim (COMMA dim)* COMMA?)? RBRACK ;
 
-dim : INT | IDENT ;
+// `...` stands for any number of dimensions (def signatures only).
+dim : INT | IDENT | ELLIPSIS ;
 
 variance : LBRACE (IDENT (COMMA IDENT)* COMMA?)? RBRACE ;
 
@@ -175,6 +179,7 @@ RBRACE : '}' ;
 COMMA  : ',' ;
 COLON  : ':' ;
 SEMI   : ';' ;
+ELLIPSIS : '...' ;
 DOT    : '.' ;
 
 FLOAT

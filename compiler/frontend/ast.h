@@ -26,8 +26,14 @@ struct Ident {
 
 // ---------------------------------------------------------------- types/specs
 
-/// One dimension of a type expression: a literal size or a symbol (`n`).
+/// One dimension of a type expression: a literal size, a symbol (`n`) or
+/// `...` (kEllipsis: any number of dimensions, def signatures only).
 struct DimExpr {
+  static constexpr const char *kEllipsis = "...";
+  bool is_ellipsis() const {
+    const auto *s = std::get_if<std::string>(&value);
+    return s != nullptr && *s == kEllipsis;
+  }
   std::variant<int64_t, std::string> value;
   SourceSpan span;
 };
@@ -255,6 +261,7 @@ struct FuncDecl {
   FuncKind kind = FuncKind::Def;
   Ident name;
   std::vector<Ident> attributes;
+  std::vector<Ident> type_params;  // `def f[T](...)`: dtype variables
   std::vector<Param> params;
   std::vector<Result> results;  // several = tuple result, written `-> (A, B)`
   bool results_parenthesized = false;

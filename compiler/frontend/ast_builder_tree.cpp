@@ -135,6 +135,19 @@ class TreeBuilder {
       if (group == nullptr) continue;
       for (antlr4::tree::TerminalNode *name : group->IDENT()) f.attributes.push_back(ident(name));
     }
+    if (P::TypeParamsContext *tp = ctx->typeParams()) {
+      std::string written;
+      for (antlr4::tree::TerminalNode *name : tp->IDENT()) {
+        f.type_params.push_back(ident(name));
+        written += (written.empty() ? "" : ", ") + f.type_params.back().name;
+      }
+      if (is_shmap)
+        diags_
+            .error("bad-type-parameter", span(tp),
+                   std::string("type parameters are only allowed on a `def`; a ") + kind_word +
+                       " has concrete types")
+            .fix = "remove `[" + written + "]` and write the dtype in each type";
+    }
     std::string what = std::string(kind_word) + " `" + f.name.name + "`";
     // Complain about a missing `->` or `on` only when the parser got to the body
     // (otherwise it has already reported the real problem).
@@ -228,6 +241,8 @@ class TreeBuilder {
       dim.span = span(d);
       if (d->INT() != nullptr)
         dim.value = integer(d->INT());
+      else if (d->ELLIPSIS() != nullptr)
+        dim.value = std::string(ast::DimExpr::kEllipsis);
       else
         dim.value = ident(d->IDENT()).name;
       t.dims.push_back(std::move(dim));

@@ -354,7 +354,9 @@ class ModulePrinter {
 
   void print_func(const FuncDecl &f) {
     if (!f.attributes.empty()) line(0, "[[" + join_idents(f.attributes, ", ") + "]]");
-    std::string prefix = std::string(func_keyword(f.kind)) + " " + f.name.name + "(";
+    std::string prefix = std::string(func_keyword(f.kind)) + " " + f.name.name;
+    if (!f.type_params.empty()) prefix += "[" + join_idents(f.type_params, ", ") + "]";
+    prefix += "(";
     std::vector<std::string> params;
     for (const Param &p : f.params)
       params.push_back(p.name.name + ": " + format_type(p.type) +
@@ -532,6 +534,7 @@ class AstDumper {
       if (f->mesh) head += " on " + f->mesh->name;
       node(depth, head, d.span);
       for (const Ident &a : f->attributes) node(depth + 1, "Attribute " + a.name, a.span);
+      for (const Ident &t : f->type_params) node(depth + 1, "TypeParam " + t.name, t.span);
       for (const Param &p : f->params) {
         std::string text = "Param " + p.name.name + ": " + format_type(p.type);
         if (p.spec) text += " @ " + format_spec(*p.spec);

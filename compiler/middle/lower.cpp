@@ -196,11 +196,11 @@ const ast::FuncDecl *ProgramLowerer::find_def(const std::string &name, int from_
   return cands[0].decl;
 }
 
-std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type,
-                                                 const std::map<std::string, int64_t> *symbols,
-                                                 bool allow_symbols,
-                                                 std::map<std::string, int64_t> *bind) {
-  auto dtype = parse_dtype(type.dtype.name);
+std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type, const DefBindings *def,
+                                                 bool allow_symbols) {
+  std::optional<DType> dtype = parse_dtype(type.dtype.name);
+  if (!dtype && def)
+    if (auto it = def->dtypes.find(type.dtype.name); it != def->dtypes.end()) dtype = it->second;
   bool ok = true;
   if (!dtype) {
     report_unknown_dtype(diags, type.dtype.span, type.dtype.name);
@@ -217,6 +217,22 @@ std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type,
       continue;
     }
     const std::string &sym = std::get<std::string>(d.value);
+    if (d.is_ellipsis()) {
+      if (!allow_symbols) {
+        diags
+            .error("symbolic-dimension", d.span,
+                   "`...` (any number of dimensions) is only allowed in a `def` signature")
+            .help("write the dimensions of the array");
+        ok = false;
+      } else if (def && def->ellipsis) {
+        shape.insert(shape.end(), def->ellipsis->begin(), def->ellipsis->end());
+      } else {
+        diags.error("unknown-name", d.span, "`...` is not bound by any parameter")
+            .help("a result may use `...` when a parameter's type has it too");
+        ok = false;
+      }
+      continue;
+    }
     if (!allow_symbols) {
       if (auto it = options_.overrides.sizes.find(sym); it != options_.overrides.sizes.end()) {
         sizes_used_.insert(sym);
@@ -231,9 +247,9 @@ std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type,
       ok = false;
       continue;
     }
-    if (symbols) {
-      auto it = symbols->find(sym);
-      if (it == symbols->end()) {
+    if (def) {
+      auto it = def->dims.find(sym);
+      if (it == def->dims.end()) {
         diags.error("unknown-name", d.span,
                     "dimension `" + sym + "` is not bound by any parameter");
         ok = false;
@@ -241,11 +257,8 @@ std::optional<Type> ProgramLowerer::resolve_type(const ast::TypeExpr &type,
       }
       shape.push_back(it->second);
     } else {
-      shape.push_back(-1);  // filled by the caller through `bind`
+      shape.push_back(-1);  // bound later
     }
-  }
-  if (type.variance && !bind) {
-    // Variance on signature types is only meaningful inside bodies.
   }
   if (!ok) return std::nullopt;
   // (-1 stands for a dimension the caller binds later.)
@@ -398,7 +411,7 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
     }
     // A parameter whose type or spec is wrong is poisoned in the body, which
     // is still checked for its own mistakes.
-    auto type = resolve_type(p.type, nullptr, false, nullptr);
+    auto type = resolve_type(p.type, nullptr, false);
     if (!type) {
       ok = false;
       bindings.emplace_back(p.name.name, kPoisoned);
@@ -428,7 +441,7 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
     bindings.emplace_back(p.name.name, param.value);
   }
   for (const ast::Result &r : decl.results) {
-    auto type = resolve_type(r.type, nullptr, false, nullptr);
+    auto type = resolve_type(r.type, nullptr, false);
     if (!type) {
       ok = false;
       continue;
@@ -588,6 +601,119 @@ bool ProgramLowerer::check_unrolled_size(int64_t size, SourceSpan span, const st
   return false;
 }
 
+namespace {
+/// `[2, 3]`: what `...` stands for, in messages.
+std::string dims_str(const Shape &dims) {
+  std::string out = "[";
+  for (size_t k = 0; k < dims.size(); ++k) out += (k ? ", " : "") + std::to_string(dims[k]);
+  return out + "]";
+}
+}  // namespace
+
+std::optional<ProgramLowerer::DefBindings> ProgramLowerer::bind_signature(
+    const ast::FuncDecl &decl, const std::vector<Type> &arg_types, SourceSpan call_span) {
+  DefBindings b;
+  std::set<std::string> type_params;
+  bool ok = true;
+  for (const ast::Ident &t : decl.type_params) {
+    if (parse_dtype(t.name)) {
+      diags
+          .error("bad-type-parameter", t.span,
+                 "`" + t.name + "` is a dtype; a type parameter needs another name")
+          .help("type parameters are usually single capitals: `def f[T](x: T[...])`");
+      ok = false;
+    } else if (!type_params.insert(t.name).second) {
+      diags.error("duplicate-definition", t.span,
+                  "type parameter `" + t.name + "` is declared twice");
+      ok = false;
+    }
+  }
+  auto mismatch = [&](const ast::Param &p, const Type &arg, const std::string &why) {
+    Diagnostic &d =
+        diags.error("argument-type-mismatch", call_span,
+                    "argument `" + p.name.name + "` of `" + decl.name.name + "` has type " +
+                        shape_type_str(arg.dtype, arg.shape) + ", which does not match `" +
+                        format_type(p.type) + "`" + (why.empty() ? "" : ": " + why));
+    d.notes.push_back({p.span, "parameter declared here"});
+    ok = false;
+  };
+  for (size_t i = 0; i < decl.params.size() && i < arg_types.size(); ++i) {
+    const ast::Param &p = decl.params[i];
+    const Type &arg = arg_types[i];
+    // The dtype: a concrete one, or a type parameter bound by its first use.
+    if (auto dtype = parse_dtype(p.type.dtype.name)) {
+      if (*dtype != arg.dtype) {
+        mismatch(p, arg, "");
+        continue;
+      }
+    } else if (type_params.count(p.type.dtype.name)) {
+      auto [it, inserted] = b.dtypes.emplace(p.type.dtype.name, arg.dtype);
+      if (!inserted && it->second != arg.dtype) {
+        mismatch(p, arg,
+                 "`" + it->first + "` is already " + std::string(dtype_name(it->second)) +
+                     " from an earlier argument");
+        continue;
+      }
+    } else {
+      report_unknown_dtype(diags, p.type.dtype.span, p.type.dtype.name);
+      Diagnostic &d = diags.at(diags.count() - 1);
+      if (d.fix.empty())
+        d.help("to accept any dtype, declare `" + p.type.dtype.name +
+               "` as a type parameter: `def " + decl.name.name + "[" + p.type.dtype.name +
+               "](...)`");
+      ok = false;
+      continue;
+    }
+    // The dimensions: those before `...` match the leading ones, those after
+    // it the trailing ones, and `...` stands for the rest (the same in every
+    // type of the signature).
+    const auto &dims = p.type.dims;
+    size_t ellipses = 0, at = dims.size();
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (dims[d].is_ellipsis()) ++ellipses, at = std::min(at, d);
+    if (ellipses > 1) {
+      diags.error("bad-type-parameter", p.type.span, "`...` may appear at most once in a type");
+      ok = false;
+      continue;
+    }
+    const size_t fixed = dims.size() - ellipses;
+    const size_t rank = arg.shape.size();
+    if (ellipses == 0 ? rank != fixed : rank < fixed) {
+      mismatch(p, arg,
+               "its rank is " + std::to_string(rank) + ", the parameter's " +
+                   (ellipses ? "at least " : "") + std::to_string(fixed));
+      continue;
+    }
+    const size_t spread = rank - fixed;  // dimensions `...` stands for
+    bool match = true;
+    std::string why;
+    for (size_t d = 0; match && d < dims.size(); ++d) {
+      if (d == at) {
+        Shape middle(arg.shape.begin() + static_cast<std::ptrdiff_t>(at),
+                     arg.shape.begin() + static_cast<std::ptrdiff_t>(at + spread));
+        if (!b.ellipsis) {
+          b.ellipsis = middle;
+        } else if (*b.ellipsis != middle) {
+          match = false;
+          why = "`...` is already " + dims_str(*b.ellipsis) + " from an earlier argument";
+        }
+        continue;
+      }
+      const int64_t size = arg.shape[d < at ? d : d - 1 + spread];
+      if (auto *n = std::get_if<int64_t>(&dims[d].value)) {
+        match = *n == size;
+      } else {
+        const std::string &sym = std::get<std::string>(dims[d].value);
+        auto [sit, inserted] = b.dims.emplace(sym, size);
+        match = inserted || sit->second == size;
+      }
+    }
+    if (!match) mismatch(p, arg, why);
+  }
+  if (!ok) return std::nullopt;
+  return b;
+}
+
 /// At most this many "in `f` called here" notes follow an error in a def.
 constexpr size_t kMaxCallNotes = 8;
 
@@ -633,46 +759,14 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
   int errors_before = diags.num_errors();
   size_t diags_before = diags.count();
 
-  // Bind dimension symbols from the arguments.
-  std::map<std::string, int64_t> symbols;
-  bool ok = true;
-  std::vector<Type> param_types;
-  for (size_t i = 0; i < decl.params.size(); ++i) {
-    const ast::Param &p = decl.params[i];
-    const Type &arg = arg_types[i];
-    auto dtype = parse_dtype(p.type.dtype.name);
-    if (!dtype) {
-      report_unknown_dtype(diags, p.type.dtype.span, p.type.dtype.name);
-      ok = false;
-      continue;
-    }
-    std::string expected = dtype_name(*dtype);
-    bool match = *dtype == arg.dtype && p.type.dims.size() == arg.shape.size();
-    for (size_t d = 0; match && d < p.type.dims.size(); ++d) {
-      const auto &dim = p.type.dims[d];
-      if (auto *n = std::get_if<int64_t>(&dim.value)) {
-        match = *n == arg.shape[d];
-      } else {
-        const std::string &sym = std::get<std::string>(dim.value);
-        auto [sit, inserted] = symbols.emplace(sym, arg.shape[d]);
-        match = inserted || sit->second == arg.shape[d];
-      }
-    }
-    if (!match) {
-      diags
-          .error("argument-type-mismatch", call_span,
-                 "argument `" + p.name.name + "` of `" + decl.name.name + "` has type " +
-                     shape_type_str(arg.dtype, arg.shape) + ", which does not match `" +
-                     format_type(p.type) + "`")
-          .notes.push_back({p.span, "parameter declared here"});
-      ok = false;
-    }
-    param_types.push_back(arg.with_variance({}));
-  }
-  if (!ok) {
+  std::optional<DefBindings> bound = bind_signature(decl, arg_types, call_span);
+  if (!bound) {
     instances_[key] = -1;
     return -1;
   }
+  bool ok = true;
+  std::vector<Type> param_types;
+  for (const Type &arg : arg_types) param_types.push_back(arg.with_variance({}));
 
   ir::Function f;
   f.name = decl.name.name;
@@ -689,7 +783,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
   }
   std::vector<Type> result_types;
   for (const ast::Result &r : decl.results) {
-    auto t = resolve_type(r.type, &symbols, true, nullptr);
+    auto t = resolve_type(r.type, &*bound, true);
     if (!t) {
       ok = false;
       continue;
@@ -709,7 +803,9 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
   ir::Function &fn = f;
   {
     BodyLowerer body(*this, fn, decl_module);
-    body.dim_symbols = symbols;
+    body.dim_symbols = bound->dims;
+    body.dtype_symbols = bound->dtypes;
+    body.ellipsis = bound->ellipsis;
     for (size_t i = 0; i < fn.params.size(); ++i)
       body.env[decl.params[i].name.name] = fn.params[i].value;
     body.lower_block(decl.body);

@@ -103,8 +103,9 @@ std::vector<ir::ValueId> BodyLowerer::emit_all(OpCode op, std::vector<ir::ValueI
                    "`: its body works on global arrays, and the compiler places the "
                    "collectives when it splits them (`spmdc shard`)" +
                    (op == OpCode::AxisIndex ? "; a device's position has no meaning there" : ""))
-        .fix = "write the global computation (e.g. `sum(x)` instead of `psum(sum(x), i)`), or "
-               "make the function a shmap";
+        .fix =
+        "write the global computation (e.g. `sum(x)` instead of `psum(sum(x), i)`), or "
+        "make the function a shmap";
     return {};
   }
   ir::BuildError error;
@@ -190,13 +191,24 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
                       "`" + target.name.name + "` shadows the mesh axis of the same name");
     if (target.annotation) {
       const ast::TypeExpr &ann = *target.annotation;
-      auto dtype = parse_dtype(ann.dtype.name);
+      std::optional<DType> dtype = parse_dtype(ann.dtype.name);
+      if (!dtype)
+        if (auto it = dtype_symbols.find(ann.dtype.name); it != dtype_symbols.end())
+          dtype = it->second;
       Shape shape;
       bool ok = dtype.has_value();
       if (!dtype) report_unknown_dtype(diags(), ann.dtype.span, ann.dtype.name);
       for (const auto &d : ann.dims) {
         if (auto *n = std::get_if<int64_t>(&d.value)) {
           shape.push_back(*n);
+        } else if (d.is_ellipsis()) {
+          if (ellipsis) {
+            shape.insert(shape.end(), ellipsis->begin(), ellipsis->end());
+          } else {
+            diags().error("unknown-name", d.span,
+                          "`...` is not bound here: only a def whose signature has it may use it");
+            ok = false;
+          }
         } else {
           auto it = dim_symbols.find(std::get<std::string>(d.value));
           if (it == dim_symbols.end()) {

@@ -12,9 +12,9 @@
 
 #include "middle/lower_internal.h"
 #include "middle/spellings.h"
-#include "spmdrt/checked.h"
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
+#include "spmdrt/checked.h"
 #include "support/suggest.h"
 
 namespace spmd::lowering {
@@ -129,8 +129,10 @@ class Args {
     if (!has(name)) return dflt;
     const ast::Expr &e = *get(name);
     auto *n = std::get_if<ast::NameExpr>(&e.node);
-    if (n)
+    if (n) {
       if (auto d = parse_dtype(n->name)) return d;
+      if (auto it = b_.dtype_symbols.find(n->name); it != b_.dtype_symbols.end()) return it->second;
+    }
     Diagnostic &d =
         fail(e.span, std::string("`") + name + "` must be a dtype (f32, f64, bf16, i32, bool)");
     if (n)

@@ -148,12 +148,34 @@ FunctionSignature declared_signature(const ast::FuncDecl &decl) {
   return sig;
 }
 
-/// Binds the dimension symbols of `written` to the sizes of `type`.
-void bind_symbols(const ast::TypeExpr &written, const Type &type,
-                  std::map<std::string, int64_t> &symbols) {
-  for (size_t d = 0; d < written.dims.size() && d < type.shape.size(); ++d)
-    if (const auto *s = std::get_if<std::string>(&written.dims[d].value))
-      symbols.emplace(*s, type.shape[d]);
+/// What the arguments bound: dimension symbols, dtype variables, `...`.
+struct Bound {
+  std::map<std::string, int64_t> dims;
+  std::map<std::string, DType> dtypes;
+  std::optional<Shape> ellipsis;
+};
+
+/// Binds the symbols of `written` (dimension names, a dtype variable, `...`)
+/// to what `type` has in their places.
+void bind_symbols(const ast::TypeExpr &written, const Type &type, Bound &bound) {
+  if (!parse_dtype(written.dtype.name)) bound.dtypes.emplace(written.dtype.name, type.dtype);
+  const auto &dims = written.dims;
+  size_t at = dims.size();
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d].is_ellipsis()) at = std::min(at, d);
+  const size_t fixed = dims.size() - (at < dims.size() ? 1 : 0);
+  if (type.shape.size() < fixed) return;  // a mismatch the instantiation reports
+  const size_t spread = type.shape.size() - fixed;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (d == at) {
+      if (!bound.ellipsis)
+        bound.ellipsis = Shape(type.shape.begin() + static_cast<std::ptrdiff_t>(at),
+                               type.shape.begin() + static_cast<std::ptrdiff_t>(at + spread));
+      continue;
+    }
+    if (const auto *s = std::get_if<std::string>(&dims[d].value))
+      bound.dims.emplace(*s, type.shape[d < at ? d : d - 1 + spread]);
+  }
 }
 
 }  // namespace
@@ -184,14 +206,14 @@ std::optional<std::vector<Type>> BodyLowerer::derivative_param_types(
   }
   if (args.size() != sig.params.size()) return std::nullopt;  // reported by the caller
   std::vector<std::optional<Type>> params(decl.params.size());
-  std::map<std::string, int64_t> symbols;
+  Bound bound;
   for (size_t k = 0; k < args.size(); ++k) {
     const SignatureEntry &e = sig.params[k];
     if (e.from_result) {
-      bind_symbols(decl.results[e.origin].type, args[k], symbols);
+      bind_symbols(decl.results[e.origin].type, args[k], bound);
     } else if (!params[e.origin]) {
       params[e.origin] = args[k].with_variance({});
-      bind_symbols(decl.params[e.origin].type, args[k], symbols);
+      bind_symbols(decl.params[e.origin].type, args[k], bound);
     }
   }
   std::vector<Type> types;
@@ -201,21 +223,39 @@ std::optional<std::vector<Type>> BodyLowerer::derivative_param_types(
       continue;
     }
     const ast::TypeExpr &t = decl.params[k].type;
-    Type type{parse_dtype(t.dtype.name).value_or(DType::F32), {}, {}};
+    auto cannot_infer = [&](const std::string &what) {
+      diags()
+          .error("cannot-infer-type", span,
+                 "the type of parameter `" + decl.params[k].name.name + "` of `" + decl.name.name +
+                     "` is not given by any argument, and its " + what +
+                     " is not bound by the others")
+          .notes.push_back({decl.params[k].span, "declared here"});
+    };
+    std::optional<DType> dtype = parse_dtype(t.dtype.name);
+    if (!dtype)
+      if (auto it = bound.dtypes.find(t.dtype.name); it != bound.dtypes.end()) dtype = it->second;
+    if (!dtype) {
+      cannot_infer("dtype `" + t.dtype.name + "`");
+      return std::nullopt;
+    }
+    Type type{*dtype, {}, {}};
     for (const auto &d : t.dims) {
       if (const auto *n = std::get_if<int64_t>(&d.value)) {
         type.shape.push_back(*n);
         continue;
       }
+      if (d.is_ellipsis()) {
+        if (!bound.ellipsis) {
+          cannot_infer("`...`");
+          return std::nullopt;
+        }
+        type.shape.insert(type.shape.end(), bound.ellipsis->begin(), bound.ellipsis->end());
+        continue;
+      }
       const std::string &sym = std::get<std::string>(d.value);
-      auto it = symbols.find(sym);
-      if (it == symbols.end()) {
-        diags()
-            .error("cannot-infer-type", span,
-                   "the type of parameter `" + decl.params[k].name.name + "` of `" +
-                       decl.name.name + "` is not given by any argument, and its dimension `" +
-                       sym + "` is not bound by the others")
-            .notes.push_back({decl.params[k].span, "declared here"});
+      auto it = bound.dims.find(sym);
+      if (it == bound.dims.end()) {
+        cannot_infer("dimension `" + sym + "`");
         return std::nullopt;
       }
       type.shape.push_back(it->second);

@@ -103,6 +103,8 @@ class BodyLowerer {
 
   std::map<std::string, ir::ValueId> env;      // local names (kPoisoned after a failed binding)
   std::map<std::string, int64_t> dim_symbols;  // def dimension symbols
+  std::map<std::string, DType> dtype_symbols;  // def dtype variables (`def f[T]`)
+  std::optional<Shape> ellipsis;               // what `...` stands for in the def
   /// Names no longer visible and why (bound in one branch of an `if` only, or
   /// inside a loop): a later use says so in a note.
   std::map<std::string, DiagnosticLabel> out_of_scope;
@@ -251,9 +253,22 @@ class ProgramLowerer {
   void note_overridden_axes(Diagnostic &d, const rt::Mesh &mesh,
                             const std::vector<ast::Ident> &axes) const;
   std::optional<ir::Function> lower_shmap(const ast::FuncDecl &decl, int module_index);
-  std::optional<Type> resolve_type(const ast::TypeExpr &type,
-                                   const std::map<std::string, int64_t> *symbols,
-                                   bool allow_symbols, std::map<std::string, int64_t> *bind);
+  /// What a def's arguments bound in its signature: dimension symbols (`n`),
+  /// dtype variables (`T` of `def f[T]`) and the dimensions `...` stands for.
+  struct DefBindings {
+    std::map<std::string, int64_t> dims;
+    std::map<std::string, DType> dtypes;
+    std::optional<Shape> ellipsis;
+  };
+  /// The type `type` names: a shmap's (allow_symbols false: concrete sizes,
+  /// or sizes given by --set) or a def result's under `def`'s bindings.
+  std::optional<Type> resolve_type(const ast::TypeExpr &type, const DefBindings *def,
+                                   bool allow_symbols);
+  /// Matches a call's argument types against `decl`'s parameters, binding
+  /// its dimension symbols, dtype variables and `...`; reports mismatches.
+  std::optional<DefBindings> bind_signature(const ast::FuncDecl &decl,
+                                            const std::vector<Type> &arg_types,
+                                            SourceSpan call_span);
   /// A sharded function's callees must not communicate: reports every
   /// collective in the def instances it reaches. True when there is none.
   bool check_global_view(const ir::Function &f);

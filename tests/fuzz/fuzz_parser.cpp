@@ -219,7 +219,7 @@ shmap loss(w: f32[4] @ P(), x: f32[8] @ P(i)) -> (l: f32[] @ P()) on M {
   [[remat]] for k in range(3) { s = tanh(s * w) }
   return psum(sum(s * s), i)
 }
-def scale(v: f32[4]) -> f32[4] { return 2.0 * v }
+def scale[T](v: T[..., m]) -> T[..., m] { return 2.0 * v }
 shmap step(w: f32[4] @ P(), x: f32[8] @ P(i)) -> (l: f32[] @ P(), w2: f32[4] @ P()) on M {
   l0 = loss(w, x)
   l, g = grad(loss, wrt=w)(w, x)
@@ -339,6 +339,9 @@ const std::string kTokens[] = {"(",
                                "None,",
                                "[[unroll]]",
                                "[[remat]]",
+                               "...",
+                               "[T]",
+                               "T[..., m]",
                                "grad(",
                                "vjp(",
                                "jvp(",

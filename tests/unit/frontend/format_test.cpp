@@ -168,6 +168,7 @@ TEST_CASE("format: round trip and idempotence over a corpus", "[frontend][format
       "import a.b.c\nimport d",
       "mesh M = (x: 1, y: 2, z: 3,)",
       "def f(a: f32[], b: bf16[2, n],) -> (f32[], i32[3],) { return a, b }",
+      "def g[T, U,](a: T[..., n], b: U[...], c: T[n, ...]) -> T[...] { return a }",
       "def f() -> f32[] { x = -a - -b + not c * d ** -e ** f }",
       "def f() -> f32[] { x = (a or b) and (c or not d) }",
       "def f() -> f32[] { x = a[b[0]][1:2][::-1] }",
@@ -251,4 +252,12 @@ TEST_CASE("loop attributes and steps format canonically", "[frontend][loops]") {
   CHECK(fmt(once) == once);
   CHECK(shape(text) == shape(once));
   CHECK(shape(text).find("Attribute remat") != std::string::npos);
+}
+
+TEST_CASE("format: type parameters and `...` print canonically", "[frontend][format]") {
+  Parsed p = parse_text("def  g[T ,U](a:T[...,n],b:U[ ... ])->T[...]{return a}");
+  INFO(p.rendered());
+  REQUIRE_FALSE(p.diags.has_errors());
+  CHECK(format_module(p.module) ==
+        "def g[T, U](a: T[..., n], b: U[...]) -> T[...] {\n  return a\n}\n");
 }
