@@ -15,7 +15,6 @@ devices, all_gather and psum_scatter move (n-1)/n of the gathered (summed)
 array, psum 2 (n-1)/n of its operand, all_to_all (n-1)/n of its operand,
 ppermute its operand.
 """
-import math
 import os
 import re
 import subprocess
@@ -24,9 +23,14 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import spmd_numpy as sn  # noqa: E402
+from spmd_numpy import attention, gelu, layer_norm  # noqa: E402
+
 spmdc, src = sys.argv[1], sys.argv[2]
 failures = []
-tmp = tempfile.mkdtemp(prefix="spmdc_samples_")
+tmpdir = tempfile.TemporaryDirectory(prefix="spmdc_samples_")
+tmp = tmpdir.name
 F32 = 4
 
 
@@ -35,20 +39,7 @@ def sample(name):
 
 
 def run(path, inputs, fn=None):
-    """Runs `path` on the given global inputs; returns {output name: array}."""
-    d = tempfile.mkdtemp(dir=tmp)
-    args = [spmdc, "run", path, "--out-dir", os.path.join(d, "out"), "--check-replication", "-q"]
-    if fn:
-        args += ["--fn", fn]
-    for k, v in inputs.items():
-        p = os.path.join(d, k + ".npy")
-        np.save(p, v)
-        args += ["--in", f"{k}={p}"]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"spmdc run {os.path.basename(path)} failed:\n{r.stderr}")
-    out = os.path.join(d, "out")
-    return {f[:-4]: np.load(os.path.join(out, f)) for f in sorted(os.listdir(out))}
+    return sn.run(spmdc, path, inputs, fn)
 
 
 def stats(path, fn=None):
@@ -99,16 +90,6 @@ def rand(*shape):
     return rng.uniform(-1, 1, shape).astype(np.float32)
 
 
-def gelu(x):
-    return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
-
-
-def layer_norm(x, scale, bias):
-    mu = x.mean(axis=-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * scale + bias
-
-
 def gathered(n, elems):  # all_gather / psum_scatter: (n-1)/n of the whole array
     return (n - 1) / n * elems * F32
 
@@ -151,10 +132,7 @@ def ulysses():
     path = sample("ulysses_attention.spmd")
     q, k, v = rand(16, 8, 4), rand(16, 8, 4), rand(16, 8, 4)
     out = run(path, dict(q=q, k=k, v=v))
-    s = np.einsum("qhd,khd->hqk", q, k) / math.sqrt(4)
-    p = np.exp(s - s.max(axis=2, keepdims=True))
-    p /= p.sum(axis=2, keepdims=True)
-    expect_close("ulysses", out["ulysses"], np.einsum("hqk,khd->qhd", p, v))
+    expect_close("ulysses", out["ulysses"], attention(q, k, v))
     # Four all_to_alls of a local f32[4, 8, 4] block: (n-1)/n of it each.
     a2a = 3 / 4 * 4 * 8 * 4 * F32
     expect_comm("ulysses forward", stats(path), {"all_to_all": (4, 4 * a2a)})
@@ -276,5 +254,6 @@ for name, body in [("megatron_sp", megatron_sp), ("ulysses", ulysses), ("cannon"
 
 for f in failures:
     print("FAIL:", f)
+tmpdir.cleanup()
 print(f"strategy samples: {len(failures)} failures")
 sys.exit(1 if failures else 0)
