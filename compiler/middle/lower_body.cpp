@@ -750,7 +750,16 @@ LExpr BodyLowerer::matmul(ir::ValueId va, ir::ValueId vb, SourceSpan span, const
   if (tb.rank() >= 2) out += kCol;
   Attrs attrs;
   attrs.spec = lhs + "," + rhs + "->" + out;
-  return LExpr::of(emit(OpCode::Einsum, {va, vb}, attrs, span), span);
+  const size_t before = diags().count();
+  ir::ValueId r = emit(OpCode::Einsum, {va, vb}, attrs, span);
+  if (r == ir::kNoValue && diags().count() > before) {
+    // Name the operator the user wrote, not the einsum it is lowered to.
+    std::string &message = diags().at(diags().count() - 1).message;
+    const std::string lowered = "`" + std::string(op_display_name(OpCode::Einsum)) + "`: ";
+    if (message.rfind(lowered, 0) == 0)
+      message = std::string("`") + spelling + "`: " + message.substr(lowered.size());
+  }
+  return LExpr::of(r, span);
 }
 
 LExpr BodyLowerer::lower_expr(const ast::Expr &expr) {
