@@ -233,7 +233,10 @@ class Peephole {
     const Shape &from = f_.type(in.operands[0]).shape, &to = f_.type(in.results[0]).shape;
     Attrs a = in.attrs;
     for (size_t d = 0; d < to.size(); ++d)
-      if (to[d] > 0) a.limit[d] = std::min(from[d], a.start[d] + to[d] * a.stride[d]);
+      if (to[d] > 0) {  // past the last element selected, by at most one step (no overflow)
+        const int64_t last = a.start[d] + (to[d] - 1) * a.stride[d];
+        a.limit[d] = last + std::min(a.stride[d], from[d] - last);
+      }
     if (a == in.attrs) return false;
     return replace(in, OpCode::Slice, in.operands, std::move(a));
   }
