@@ -14,11 +14,14 @@
 //     (relative tolerance 1e-6, see kFdTolerance) and agree with each other
 //     (<vjp(ybar), v> = <ybar, jvp(v)>); transposes satisfy the dot-product
 //     identity; the transpose of the printed transpose computes the same
-//     values as the original, and the report counts how often it is the same
-//     program (the same ops from the same parameters, whatever the names and
-//     the order: ValueNumbering) — not always, as some transpose rules are
-//     not involutions op for op (`a - b` comes back as `a + -b`, a concat as
-//     pads and a sum);
+//     values as the original and prints the same after renaming
+//     (canonical_text: the original as derive() sees it, derivable_form).
+//     The one exception (docs/transposition.md, "Transposing twice"): a
+//     value read more than once whose cotangents come back summed in another
+//     order, or with a linear op applied before rather than after the sum
+//     (`p0 + (v1 - v1)` as `(p0 + v1) - v1`): a different rounding, so a
+//     different program. For those the test asserts the same signed terms
+//     (ValueNumbering with sums) and counts them;
 //   * each derivative of a generated program, called in the language by a
 //     shmap (`return grad(f)(x, w)`, `transpose(f, wrt=(a, b))(...)`), prints
 //     as the CLI's program and computes the same bits.
