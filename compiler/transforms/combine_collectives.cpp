@@ -23,14 +23,34 @@ int64_t operand_bytes(const ir::Function &f, const ir::Instr &in) {
   return bytes;
 }
 
-/// Merges one bucket (members at increasing positions of f.body, mutually
+/// The values an instruction reads: its operands and, for a loop, every value
+/// its body reads (a loop body may read any value defined before the loop).
+/// Values the body defines itself are included too; they are never results of
+/// the block being combined, so they carry no dependence there.
+void collect_reads(const ir::Instr &in, std::vector<ir::ValueId> &out) {
+  out.insert(out.end(), in.operands.begin(), in.operands.end());
+  for (const ir::Region &r : in.regions) {
+    for (const ir::Instr &inner : r.body) collect_reads(inner, out);
+    out.insert(out.end(), r.yields.begin(), r.yields.end());
+  }
+}
+
+std::vector<ir::ValueId> reads(const ir::Instr &in) {
+  if (in.regions.empty()) return in.operands;
+  std::vector<ir::ValueId> out;
+  collect_reads(in, out);
+  return out;
+}
+
+/// Merges one bucket (members at increasing positions of `block`, mutually
 /// independent) into its last member and moves the instructions between the
 /// first and the last member that depend on a member's result to just after
 /// the combined collective.
-void merge_bucket(ir::Function &f, const std::vector<ir::Instr *> &members) {
+void merge_bucket(const ir::Function &f, std::vector<ir::Instr> &block,
+                  const std::vector<ir::Instr *> &members) {
   std::vector<size_t> at;
-  for (size_t i = 0, m = 0; i < f.body.size() && m < members.size(); ++i)
-    if (&f.body[i] == members[m]) at.push_back(i), ++m;
+  for (size_t i = 0, m = 0; i < block.size() && m < members.size(); ++i)
+    if (&block[i] == members[m]) at.push_back(i), ++m;
   ir::Instr combined;
   combined.op = members.front()->op;
   combined.attrs = members.front()->attrs;
@@ -43,16 +63,16 @@ void merge_bucket(ir::Function &f, const std::vector<ir::Instr *> &members) {
     for (ir::ValueId r : m->results) tainted[r] = true;
   }
   std::vector<ir::Instr> body, later;
-  body.reserve(f.body.size());
-  for (size_t i = 0; i < at.front(); ++i) body.push_back(std::move(f.body[i]));
+  body.reserve(block.size());
+  for (size_t i = 0; i < at.front(); ++i) body.push_back(std::move(block[i]));
   for (size_t i = at.front(), m = 0; i <= at.back(); ++i) {
     if (m < at.size() && i == at[m]) {
       ++m;
       continue;
     }
-    ir::Instr &in = f.body[i];
+    ir::Instr &in = block[i];
     bool depends = false;
-    for (ir::ValueId v : in.operands) depends = depends || tainted[v];
+    for (ir::ValueId v : reads(in)) depends = depends || tainted[v];
     if (depends) {
       for (ir::ValueId r : in.results) tainted[r] = true;
       later.push_back(std::move(in));
@@ -62,8 +82,8 @@ void merge_bucket(ir::Function &f, const std::vector<ir::Instr *> &members) {
   }
   body.push_back(std::move(combined));
   for (ir::Instr &in : later) body.push_back(std::move(in));
-  for (size_t i = at.back() + 1; i < f.body.size(); ++i) body.push_back(std::move(f.body[i]));
-  f.body = std::move(body);
+  for (size_t i = at.back() + 1; i < block.size(); ++i) body.push_back(std::move(block[i]));
+  block = std::move(body);
 }
 
 /// The instructions whose first result is a key, in their current order,
@@ -73,14 +93,15 @@ void merge_bucket(ir::Function &f, const std::vector<ir::Instr *> &members) {
 /// `b` have q1 reading p1 and p2 reading q2, the combined {p1, p2} reads q2
 /// and feeds q1, so combining q1 with q2 would be a cycle. Such a member
 /// stays alone.
-std::vector<ir::Instr *> independent_members(ir::Function &f, const std::vector<bool> &is_key) {
+std::vector<ir::Instr *> independent_members(const ir::Function &f, std::vector<ir::Instr> &block,
+                                             const std::vector<bool> &is_key) {
   std::vector<ir::Instr *> members;
   std::vector<bool> reads_member(f.values.size(), false);
-  for (ir::Instr &in : f.body) {
+  for (ir::Instr &in : block) {
     const bool member = !in.results.empty() && is_key[in.results[0]];
     if (members.empty() && !member) continue;
     bool depends = false;
-    for (ir::ValueId v : in.operands) depends = depends || reads_member[v];
+    for (ir::ValueId v : reads(in)) depends = depends || reads_member[v];
     if (member && !depends) members.push_back(&in);
     if (member || depends)
       for (ir::ValueId r : in.results) reads_member[r] = true;
@@ -88,13 +109,10 @@ std::vector<ir::Instr *> independent_members(ir::Function &f, const std::vector<
   return members;
 }
 
-}  // namespace
-
-int combine_collectives(ir::Function &f, const CombineOptions &options) {
-  if (options.threshold_bytes <= 0) return 0;
-  for (const ir::Instr &in : f.body)
-    if (!in.regions.empty()) return 0;  // loops: run after unroll_loops
-
+/// Combines the all-reduces of one block (a function body or a loop body);
+/// a loop inside it is one instruction that reads everything its body reads.
+int combine_block(const ir::Function &f, std::vector<ir::Instr> &block,
+                  const CombineOptions &options) {
   // Buckets, in one pass. A value's mask says which open buckets (by slot) it
   // depends on; a candidate whose operands depend on its bucket closes it.
   constexpr size_t kSlots = 64;
@@ -106,10 +124,10 @@ int combine_collectives(ir::Function &f, const CombineOptions &options) {
   std::vector<Open> open;  // at most one per (op, axes)
   std::vector<uint64_t> mask(f.values.size(), 0);
   size_t next_slot = 0;
-  for (size_t i = 0; i < f.body.size(); ++i) {
-    const ir::Instr &in = f.body[i];
+  for (size_t i = 0; i < block.size(); ++i) {
+    const ir::Instr &in = block[i];
     uint64_t m = 0;
-    for (ir::ValueId v : in.operands) m |= mask[v];
+    for (ir::ValueId v : reads(in)) m |= mask[v];
     const int64_t bytes = is_combinable_reduce(in.op) ? operand_bytes(f, in) : 0;
     if (is_combinable_reduce(in.op) && bytes <= options.threshold_bytes) {  // (huge: alone)
       auto it = std::find_if(open.begin(), open.end(), [&](const Open &o) {
@@ -138,19 +156,34 @@ int combine_collectives(ir::Function &f, const CombineOptions &options) {
   for (const Bucket &b : buckets) {
     if (b.members.size() < 2) continue;
     keys.emplace_back();
-    for (size_t i : b.members) keys.back().push_back(f.body[i].results.at(0));
+    for (size_t i : b.members) keys.back().push_back(block[i].results.at(0));
   }
   int merged = 0;
   std::vector<bool> is_key(f.values.size(), false);
   for (const std::vector<ir::ValueId> &key : keys) {
     for (ir::ValueId v : key) is_key[v] = true;
-    std::vector<ir::Instr *> members = independent_members(f, is_key);
+    std::vector<ir::Instr *> members = independent_members(f, block, is_key);
     for (ir::ValueId v : key) is_key[v] = false;
     if (members.size() < 2) continue;
     merged += static_cast<int>(members.size()) - 1;
-    merge_bucket(f, members);
+    merge_bucket(f, block, members);
   }
   return merged;
+}
+
+int combine_nested(const ir::Function &f, std::vector<ir::Instr> &block,
+                   const CombineOptions &options) {
+  int merged = 0;
+  for (ir::Instr &in : block)
+    for (ir::Region &r : in.regions) merged += combine_nested(f, r.body, options);
+  return merged + combine_block(f, block, options);
+}
+
+}  // namespace
+
+int combine_collectives(ir::Function &f, const CombineOptions &options) {
+  if (options.threshold_bytes <= 0) return 0;
+  return combine_nested(f, f.body, options);
 }
 
 namespace {

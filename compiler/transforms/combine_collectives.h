@@ -36,8 +36,10 @@ struct CombineOptions {
   int64_t threshold_bytes = int64_t{32} << 20;
 };
 
-/// Combines independent all-reduces of `f` (a flat function; one with loops
-/// is left alone for now); returns how many instructions were merged away.
+/// Combines independent all-reduces of `f`, block by block: the function body
+/// and every loop body on its own (a collective never moves into or out of a
+/// loop; a loop is one instruction of its block that reads everything its body
+/// reads). Returns how many instructions were merged away.
 int combine_collectives(ir::Function &f, const CombineOptions &options = {});
 
 /// Replaces every combined all-reduce of `f` (loop bodies included) by one

@@ -181,3 +181,48 @@ TEST_CASE("combine_collectives: buckets joined up by an earlier merge stay acycl
   auto x = run(*c, in), y = run(*again, in);
   for (size_t k = 0; k < x.size(); ++k) CHECK(same_bits(x[k], y[k]));
 }
+
+TEST_CASE("combine_collectives: loop bodies are combined on their own", "[combine]") {
+  // In the loop, p and q are independent: one collective per iteration. Outside,
+  // the loop reads s, so s's bucket closes before t and w (which read the
+  // loop's results); t and w combine. No collective moves into or out of the loop.
+  auto c = compile_ok(
+      "mesh M = (i: 4)\n"
+      "shmap f(a: f32[8] @ P(i), b: f32[8] @ P(i)) -> (f32[2] @ P(), f32[2] @ P(), f32[2] @ P())\n"
+      "    on M {\n"
+      "  s = psum(a, i)\n"
+      "  for k in range(3) {\n"
+      "    p = psum(a * 2.0, i)\n"
+      "    q = psum(b, i)\n"
+      "    a = a + 0.5 * p - s\n"
+      "    b = b - 0.25 * q\n"
+      "  }\n"
+      "  t = psum(a, i)\n"
+      "  w = psum(b, i)\n"
+      "  return s, t, w\n}\n");
+  ir::Function f = shmap_of(*c);
+  CHECK(combine_collectives(f) == 2);  // {p, q} in the loop, {t, w} after it
+  int top = 0, inner = 0, loops = 0;
+  for (const ir::Instr &in : f.body) {
+    if (in.op == OpCode::Psum) top += static_cast<int>(in.operands.size()) * 10 + 1;
+    for (const ir::Region &r : in.regions) {
+      ++loops;
+      for (const ir::Instr &x : r.body)
+        if (x.op == OpCode::Psum) inner += static_cast<int>(x.operands.size()) * 10 + 1;
+    }
+  }
+  CHECK(loops == 1);
+  CHECK(top == 11 + 21);  // s alone, then psum((t, w))
+  CHECK(inner == 21);     // psum((p, q)) once per iteration
+  ir::Module m = *c->module;
+  m.functions[static_cast<size_t>(only_shmap(*c))] = f;
+  REQUIRE(ir::verify_module(m).empty());
+  const std::string printed = ir::print_module(m);
+  CHECK(printed.find("for k in range(0, 3)") != std::string::npos);
+  CHECK(printed.find("p, q = psum((t0, b_1), i)") != std::string::npos);
+  auto again = compile_ok(printed, /*auto_pb=*/false);
+  auto in = random_inputs(*c, 6);
+  auto x = run(*c, in), y = run(*again, in);
+  REQUIRE(x.size() == 3);
+  for (size_t k = 0; k < x.size(); ++k) CHECK(same_bits(x[k], y[k]));
+}
