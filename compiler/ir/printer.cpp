@@ -11,6 +11,7 @@
 
 #include "ir/parallel_copy.h"
 #include "ops/shape_rules.h"
+#include "ops/variance_rules.h"
 #include "support/unique_names.h"
 
 namespace spmd::ir {
@@ -26,9 +27,9 @@ std::string shape_tuple(const Shape &s) {
 std::string int_tuple(const std::vector<int64_t> &v) { return shape_tuple(v); }
 
 bool is_keyword(const std::string &n) {
-  static const std::set<std::string> kw = {"import", "mesh", "def",   "shmap", "sharded", "on",   "return",
-                                           "for",    "in",   "range", "if",    "else", "and",
-                                           "or",     "not",  "true",  "false", "None"};
+  static const std::set<std::string> kw = {"import", "mesh", "def", "shmap", "sharded", "on",
+                                           "return", "for",  "in",  "range", "if",      "else",
+                                           "and",    "or",   "not", "true",  "false",   "None"};
   return kw.count(n) > 0;
 }
 
@@ -153,15 +154,31 @@ class FunctionPrinter {
         continue;
       }
       out << indent;
+      const bool annotate = o_.types || varying_constant(in);
       for (size_t k = 0; k < in.results.size(); ++k) {
         out << (k ? ", " : "") << namer_.name(in.results[k]);
-        if (o_.types) out << ": " << type_str(f_.type(in.results[k]), mesh_);
+        if (annotate) out << ": " << type_str(f_.type(in.results[k]), mesh_);
       }
       out << " = " << expr(in);
       if (o_.types && o_.mark_inserted && in.origin == Origin::AutoPbroadcast) out << "  # auto";
       if (!in.comment.empty()) out << "  # " << in.comment;
       out << "\n";
     }
+  }
+
+  /// A constant created with a variance its operands do not give it (a
+  /// transform may type `zeros(...)` as varying where it is used so). Printed
+  /// with its type, `t: f32[4]{i} = zeros((4,))`, so that reading the text
+  /// back types it the same at the same place (unannotated, it would be
+  /// invariant and re-created with the variance at its first use).
+  bool varying_constant(const Instr &in) const {
+    if (f_.kind != FunctionKind::Shmap || op_kind(in.op) != OpKind::Creation ||
+        in.results.size() != 1)
+      return false;
+    std::vector<AxisSet> operand_vars;
+    for (ValueId o : in.operands) operand_vars.push_back(f_.type(o).variance);
+    const std::vector<AxisSet> rvs = result_variances(in.op, operand_vars, 1, in.attrs);
+    return !rvs.empty() && f_.type(in.results[0]).variance != rvs[0];
   }
 
   /// `for k in range(a, b) { ... }`: a carried value has one printed name for
@@ -558,12 +575,19 @@ std::vector<bool> reachable(const Module &m) {
   return seen;
 }
 
-/// Callees before callers.
+/// Callees before callers: first the top-level functions `i` calls, then its
+/// def instances. Reading the text back makes every top-level function a
+/// source function in printed order and instantiates defs at their first
+/// call, so visiting top-level callees first gives the same order again
+/// (printing is idempotent) wherever the transforms appended them.
 void post_order(const Module &m, size_t i, std::vector<bool> &done, std::vector<size_t> &out) {
   if (done[i]) return;
   done[i] = true;
-  for_each_call(m.functions[i].body,
-                [&](int callee) { post_order(m, static_cast<size_t>(callee), done, out); });
+  for (bool top_level : {true, false})
+    for_each_call(m.functions[i].body, [&](int callee) {
+      if (is_top_level(m.functions[static_cast<size_t>(callee)]) == top_level)
+        post_order(m, static_cast<size_t>(callee), done, out);
+    });
   out.push_back(i);
 }
 

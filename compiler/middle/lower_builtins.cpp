@@ -12,6 +12,7 @@
 
 #include "middle/lower_internal.h"
 #include "middle/spellings.h"
+#include "spmdrt/checked.h"
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
 #include "support/suggest.h"
@@ -816,8 +817,8 @@ const std::map<std::string, BuiltinHandler> &builtins() {
             return {};
           }
           infer = static_cast<int64_t>(i);
-        } else {
-          known *= (*shape)[i];
+        } else {  // saturating: a huge shape is reported by the shape rule
+          known = rt::checked_mul(known, (*shape)[i]).value_or(INT64_MAX);
         }
       }
       int64_t numel = b.function().type(x).numel();

@@ -212,6 +212,24 @@ shmap f(xs: f32[8, 4] @ P(None, i), a: f32[4] @ P(i), b: f32[4] @ P(i)) -> f32[4
   return a + b
 }
 )",
+    // Shmaps calling shmaps and derivatives named in the language.
+    R"(mesh M = (i: 2)
+shmap loss(w: f32[4] @ P(), x: f32[8] @ P(i)) -> (l: f32[] @ P()) on M {
+  s = x
+  [[remat]] for k in range(3) { s = tanh(s * w) }
+  return psum(sum(s * s), i)
+}
+def scale(v: f32[4]) -> f32[4] { return 2.0 * v }
+shmap step(w: f32[4] @ P(), x: f32[8] @ P(i)) -> (l: f32[] @ P(), w2: f32[4] @ P()) on M {
+  l0 = loss(w, x)
+  l, g = grad(loss, wrt=w)(w, x)
+  y, dy = jvp(loss, wrt=(w,))(w, x, g)
+  s, w_bar, x_bar = vjp(loss)(w, x, 1.0)
+  t = transpose(scale)(g)
+  c, gg, c_dot, hv = jvp(grad(loss, wrt=w), wrt=w)(w, x, g)
+  return l + l0 + y, w - 0.1 * (g + t + hv)
+}
+)",
     R"(mesh M = (i: 2)
 shmap h(x: f32[4, 6] @ P(i), k: i32[4, 6] @ P(i)) -> (f32[6, 4] @ P(None, i), i32[4] @ P(i)) on M {
   a = x % 1.5 + x // -0.7 + erf(x) + log1p(x * x) + stop_gradient(clip(x, -1.0, max=1.0))
@@ -321,6 +339,14 @@ const std::string kTokens[] = {"(",
                                "None,",
                                "[[unroll]]",
                                "[[remat]]",
+                               "grad(",
+                               "vjp(",
+                               "jvp(",
+                               "transpose(",
+                               "wrt=",
+                               "of=",
+                               "grad(loss, wrt=w)(w, x)",
+                               "import \"grads/loss_grad.spmd\"",
                                "range(0, 8, 2)",
                                "xs[k]",
                                "for k in range(3) {",
