@@ -9,6 +9,7 @@
 #include "transforms/explicit_pbroadcast.h"
 #include "transforms/inline_calls.h"
 #include "transforms/jvp.h"
+#include "transforms/peephole.h"
 #include "transforms/simplify.h"
 #include "transforms/transpose.h"
 
@@ -263,14 +264,20 @@ std::string describe_step(const FunctionSignature &f, const ir::DeriveStep &step
   return "";
 }
 
-ir::Function derive_function(const ir::Module &module, const ir::Function &function,
-                             const ir::DeriveStep &step, const CombineOptions &combine,
-                             bool remat) {
+ir::Function derivable_form(const ir::Module &module, const ir::Function &function) {
   // Combined collectives are differentiated component by component; the
-  // result is combined again below.
+  // derivative is combined again by derive_function.
   ir::Function inlined = inline_calls(module, function);
   split_collectives(inlined);
   ir::Function flat = simplify(module, std::move(inlined));
+  rewrite_peepholes(module, flat);
+  return flat;
+}
+
+ir::Function derive_function(const ir::Module &module, const ir::Function &function,
+                             const ir::DeriveStep &step, const CombineOptions &combine,
+                             bool remat) {
+  ir::Function flat = derivable_form(module, function);
   std::string name = derived_name(flat.name, step.kind);
   ir::Function result;
   switch (step.kind) {
@@ -309,6 +316,7 @@ ir::Function derive_function(const ir::Module &module, const ir::Function &funct
     }
   }
   result = simplify(module, std::move(result));
+  rewrite_peepholes(module, result);
   combine_collectives(result, combine);
   make_pbroadcasts_explicit(module, result, ir::Origin::Transform);
   return result;

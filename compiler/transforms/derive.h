@@ -2,7 +2,7 @@
 // `jvp`, `vjp` and `grad`, and behind `grad(f)(x)` and friends in a body.
 //
 // derive_function takes a checked function, inlines its calls and simplifies
-// it, then:
+// it (derivable_form), then:
 //   transpose: transposes it in the `wrt` parameters, which it must be linear
 //              in; other parameters stay inputs;
 //   jvp:       f_jvp(x..., dx for wrt...) -> (y..., dy...);
@@ -10,7 +10,9 @@
 //              the JVP transposed in its tangents;
 //   grad:      f_grad(x...) -> (y..., xbar for wrt...), the vjp of the scalar
 //              outputs in `of` seeded with 1;
-// simplifies the result (dead code, CSE, trivial algebra), combines its
+// simplifies the result (dead code, CSE, trivial algebra, the peepholes of
+// transforms/peephole.h: transposing twice gives the derivable form back op
+// for op), combines its
 // independent all-reduces and makes its pbroadcasts explicit: it type-checks
 // with automatic pbroadcast insertion off. derive() does this for the CLI
 // (a shmap chosen by name, `wrt`/`of` given by name or index) and returns a
@@ -100,6 +102,10 @@ std::string derived_name(const std::string &name, DeriveKind kind);
 ir::DeriveStep select_step(const FunctionSignature &f, DeriveKind kind,
                            const std::vector<std::string> &wrt, const std::vector<std::string> &of,
                            SourceSpan at);
+
+/// `function` as derive_function transforms it: calls inlined, combined
+/// collectives split, simplified, peepholes rewritten (transforms/peephole.h).
+ir::Function derivable_form(const ir::Module &module, const ir::Function &function);
 
 /// The derivative `step` of `function`, a checked function of `module` (which
 /// holds its callees); see the file comment. Throws TransformError.

@@ -47,6 +47,10 @@ class Simplifier {
       }
       if (auto c = fold_constant(out, in)) in = std::move(*c);
       canonicalize(out, in);
+      if (auto v = fold(out, in)) {  // reshape(reshape(x)) may now change nothing
+        remap_[in.results[0]] = *v;
+        continue;
+      }
       if (const ir::Instr *prev = find_equal(out, in)) {
         for (size_t k = 0; k < in.results.size(); ++k) remap_[in.results[k]] = prev->results[k];
         continue;

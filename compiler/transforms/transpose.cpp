@@ -439,7 +439,16 @@ class Transposer {
       auto c = ct.find(loop.results[k]);
       bwd.operands.push_back(c != ct.end() ? c->second : e_.zeros(f_.type(loop.results[k])));
     }
-    for (ir::ValueId c : b.captured) bwd.operands.push_back(e_.zeros(f_.type(c)));
+    // A captured value's sum starts from its cotangent so far (from the uses
+    // after the loop): the loop adds to it, instead of adding its own sum
+    // from zeros afterwards — transposing twice then gives back a loop that
+    // starts from that value, as written.
+    std::vector<bool> seeded;
+    for (ir::ValueId c : b.captured) {
+      auto so_far = ct.find(c);
+      seeded.push_back(so_far != ct.end());
+      bwd.operands.push_back(so_far != ct.end() ? so_far->second : e_.zeros(f_.type(c)));
+    }
     bwd.regions.push_back(b.region);
     std::vector<std::pair<ir::ValueId, ir::ValueId>> flows;  // (f value, its ct out of the loop)
     for (size_t k : b.linear_carries) {
@@ -449,10 +458,14 @@ class Transposer {
       bwd.results.push_back(res);
       if (linear_[init]) flows.emplace_back(init, res);
     }
-    for (ir::ValueId c : b.captured) {
+    for (size_t j = 0; j < b.captured.size(); ++j) {
+      const ir::ValueId c = b.captured[j];
       const ir::ValueId res = fresh(c, cotangent_name(f_.values[c].name));
       bwd.results.push_back(res);
-      flows.emplace_back(c, res);
+      if (seeded[j])
+        ct[c] = res;
+      else
+        flows.emplace_back(c, res);
     }
     e_.append(std::move(bwd));
     for (auto [v, c] : flows) accumulate(ct, v, c);

@@ -27,7 +27,9 @@
 //     cotangent of each linear carried value (it starts as the cotangent of
 //     the loop's result and ends as that of the initial value) and the sum,
 //     over iterations, of the cotangents of the linear values the body reads
-//     from outside the loop; its body is the body's linear part transposed.
+//     from outside the loop (starting from their cotangent from the uses
+//     after the loop, or zeros); its body is the body's linear part
+//     transposed.
 // The backward body needs values of the forward body (residuals). Those that
 // do not depend on a constant carried value (the index, outside values,
 // constants, what is computed from them) are recomputed in the backward

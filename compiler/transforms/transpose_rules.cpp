@@ -184,15 +184,17 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       parse_einsum(a.spec, spec, error);
       for (size_t k = 0; k < spec.inputs.size(); ++k) {
         if (!in.linear[k]) continue;
+        // ct takes operand k's place, so transposing twice gives the einsum back.
         const std::string &target = spec.inputs[k];
         std::string others = spec.output;
         std::vector<ir::ValueId> ops = {ct};
         EinsumSpec t;
         t.inputs.push_back(spec.output);
         if (spec.inputs.size() == 2) {
-          t.inputs.push_back(spec.inputs[1 - k]);
+          t.inputs.insert(t.inputs.begin() + static_cast<std::ptrdiff_t>(1 - k),
+                          spec.inputs[1 - k]);
           others += spec.inputs[1 - k];
-          ops.push_back(c(1 - k));
+          ops.insert(ops.begin() + static_cast<std::ptrdiff_t>(1 - k), c(1 - k));
         }
         std::string kept;
         Shape kept_shape;
@@ -271,7 +273,9 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
     }
     case OpCode::DynamicSlice: {  // ^T = write ct into zeros at the index
       ir::ValueId zeros = e.zeros(in.operand_types[0], s);
-      give(0, e.op(OpCode::DynamicUpdateSlice, {zeros, ct, c(1)}, a, s));
+      Attrs ta;
+      ta.dim = a.dim;
+      give(0, e.op(OpCode::DynamicUpdateSlice, {zeros, ct, c(1)}, ta, s));
       break;
     }
     case OpCode::DynamicUpdateSlice: {  // ^T = (ct with the block zeroed, the block)

@@ -187,6 +187,8 @@ def main():
         ("if ", "and", "keyword.operator.logical.spmd"),
         ("if ", "true", "constant.language.spmd"),
         ("1.5e-3", "1.5e-3", "constant.numeric.float.spmd"),
+        ("7 // 2", "//", "keyword.operator.spmd"),
+        ("7 // 2", "%", "keyword.operator.spmd"),
         ("sharded", "sharded", "storage.type.function.spmd"),
         ("@ auto", "auto", "support.constant.auto.spmd"),
         ("P(None", "None", "constant.language.spmd"),

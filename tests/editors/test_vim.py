@@ -126,6 +126,7 @@ def main():
         ("axis=0", "axis", "spmdKeywordArg"), ("x: f32[4]{i}", "i}", "spmdAxis"),
         ("import std.nn", "std.nn", "spmdModule"), ("if ", "and", "spmdLogical"),
         ("1.5e-3", "1.5e-3", "spmdFloat"), ("sharded", "sharded", "spmdDeclaration"),
+        ("7 // 2", "//", "spmdOperator"), ("7 // 2", "%", "spmdOperator"),
         ("@ auto", "auto", "spmdAuto"), ("P(None", "None", "spmdConstant"), ("$", "$", "spmdError"),
         ("# NOTE", "NOTE", "spmdTodo"),
     ])

@@ -6,7 +6,9 @@ its holes) does not, and says where the holes are; every wrong solution in
 tests/exercises/NN-*/ fails with the message its first line promises
 (`# EXPECT: text`). The reference of exercise 08 (a backward written by
 hand) is also checked against `spmdc vjp` of the forward in its header, on
-the same random inputs: the compiler's derivative is an independent answer.
+the same random inputs: the compiler's derivative is an independent answer;
+the references of exercises 09-12 are checked against NumPy programs over
+the global arrays.
 """
 import glob
 import os
@@ -29,7 +31,7 @@ def grade(exercise, student):
 
 
 exercises = sorted(glob.glob(os.path.join(src, "exercises", "[0-9][0-9]-*")))
-if len(exercises) < 8:
+if len(exercises) < 12:
     failures.append(f"only {len(exercises)} exercises")
 if not any("forbid" in open(os.path.join(e, "grade.json")).read() for e in exercises):
     failures.append("no exercise uses `forbid`: the grader's check of it is untested")
@@ -86,6 +88,42 @@ if ex8:
             if not np.allclose(got, want, rtol=1e-5, atol=1e-5):
                 failures.append(f"exercise 08's reference differs from spmdc vjp: max error "
                                 f"{np.abs(got - want).max()}")
+
+# The references of exercises 09-12 against NumPy over the global arrays.
+sys.path.insert(0, os.path.join(src, "tests", "support"))
+import spmd_numpy as sn  # noqa: E402
+
+rng = np.random.default_rng(9)
+rand = lambda *shape: rng.uniform(-1, 1, shape).astype(np.float32)
+
+
+def check_reference(prefix, inputs, want):
+    ex = next((e for e in exercises if os.path.basename(e).startswith(prefix)), None)
+    if ex is None:
+        failures.append(f"no exercise {prefix}")
+        return
+    got = sn.run(spmdc, os.path.join(ex, "solution.spmd"), inputs)
+    for name, w in want.items():
+        if not np.allclose(got[name], w, rtol=1e-4, atol=1e-5):
+            failures.append(f"{os.path.basename(ex)}'s reference: `{name}` differs from NumPy by "
+                            f"{np.abs(got[name] - w).max():.3g}")
+
+
+# 09: a ZeRO-2 step of y ~ x @ w, mean squared error, SGD with momentum 0.9.
+w, m, x, y, lr = rand(16, 8), rand(16, 8), rand(64, 16), rand(64, 8), np.float32(0.05)
+g = x.T @ (2 * (x @ w - y) / y.size)
+check_reference("09-", dict(w=w, m=m, x=x, y=y, lr=lr),
+                {"loss": ((x @ w - y) ** 2).mean(), "m": 0.9 * m + g, "w": w - lr * (0.9 * m + g)})
+# 10: attention, 4 heads of dimension 4.
+q, k, v = rand(16, 4, 4), rand(16, 4, 4), rand(16, 4, 4)
+check_reference("10-", dict(q=q, k=k, v=v), {"attention": sn.attention(q, k, v)})
+# 11: a matmul.
+a, b = rand(6, 9), rand(9, 3)
+check_reference("11-", dict(a=a, b=b), {"summa": a @ b})
+# 12: x + mlp(layer_norm(x)).
+x, w1, w2 = rand(16, 8), rand(8, 32), rand(32, 8)
+check_reference("12-", dict(x=x, w1=w1, w2=w2),
+                {"block": x + sn.gelu(sn.layer_norm(x, 1, 0) @ w1) @ w2})
 
 for f in failures:
     print("FAIL:", f)

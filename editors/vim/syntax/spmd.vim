@@ -26,7 +26,7 @@ syn match   spmdNumber "\<\d\+\>"
 syn match   spmdFloat "\<\d\+\.\d*\%([eE][+-]\=\d\+\)\="
 syn match   spmdFloat "\.\d\+\%([eE][+-]\=\d\+\)\="
 syn match   spmdFloat "\<\d\+[eE][+-]\=\d\+\>"
-syn match   spmdOperator "->\|\*\*\|<=\|>=\|==\|!=\|[-+*/<>=@]"
+syn match   spmdOperator "->\|\*\*\|//\|<=\|>=\|==\|!=\|[-+*/%<>=@]"
 " A type's variance: f32[8, 4]{batch}.
 syn region  spmdVariance matchgroup=spmdVarianceBrace start="\]\@<={" end="}" contains=spmdAxis oneline
 syn match   spmdAxis "\h\w*" contained
@@ -36,7 +36,7 @@ syn match   spmdEscape "\\." contained
 syn match   spmdComment "#.*$" contains=spmdTodo,@Spell
 syn keyword spmdTodo TODO FIXME XXX NOTE contained
 " Anything else that is not a name, number, operator or bracket is an error.
-syn match   spmdError "[^[:space:][:alnum:]_#\"()\[\]{},;:.=+\-*/<>!@]"
+syn match   spmdError "[^[:space:][:alnum:]_#\"()\[\]{},;:.=+\-*/%<>!@]"
 " A hole `???` of an exercise's starter (exercises/).
 syn match   spmdHole "???"
 

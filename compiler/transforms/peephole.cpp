@@ -1,0 +1,256 @@
+// transforms/peephole.cpp — see peephole.h.
+#include "transforms/peephole.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "ir/loops.h"
+#include "ops/shape_rules.h"
+#include "ops/variance_rules.h"
+#include "transforms/dce.h"
+
+namespace spmd {
+namespace {
+
+/// True when shapes `a` and `b` differ only in leading 1s ([1, 7] and [7]).
+bool same_but_leading_ones(const Shape &a, const Shape &b) {
+  auto strip = [](const Shape &s) {
+    auto it = std::find_if(s.begin(), s.end(), [](int64_t n) { return n != 1; });
+    return Shape(it, s.end());
+  };
+  return strip(a) == strip(b);
+}
+
+bool elementwise(OpCode op) {
+  switch (op_kind(op)) {
+    case OpKind::Binary:
+    case OpKind::Compare:
+    case OpKind::Logical:
+    case OpKind::Select:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class Peephole {
+ public:
+  Peephole(const ir::Module &module, ir::Function &f) : f_(f), mesh_(module.mesh_of(f)) {}
+
+  /// Counts the uses of every value (operands, next values, returns).
+  void count_uses() {
+    uses_.assign(f_.values.size(), 0);
+    ir::for_each_instr(f_.body, [&](const ir::Instr &in) {
+      for (ir::ValueId o : in.operands) ++uses_[o];
+      for (const ir::Region &r : in.regions)
+        for (ir::ValueId y : r.yields) ++uses_[y];
+    });
+    for (ir::ValueId r : f_.returns) ++uses_[r];
+  }
+
+  void run(std::vector<ir::Instr> &body) {
+    for (ir::Instr &in : body) {
+      for (ir::Region &r : in.regions) run(r.body);
+      while (rewrite(in)) {
+      }
+      for (ir::ValueId r : in.results) def_[r] = &in;
+    }
+  }
+
+ private:
+  ir::Instr *def(ir::ValueId v, OpCode op) const {
+    auto it = def_.find(v);
+    return it != def_.end() && it->second->op == op ? it->second : nullptr;
+  }
+
+  bool is_zero(ir::ValueId v) const {
+    auto it = def_.find(v);
+    if (it == def_.end()) return false;
+    const ir::Instr &d = *it->second;
+    return (d.op == OpCode::Constant || d.op == OpCode::Full) && d.attrs.value == 0.0;
+  }
+
+  /// Replaces `in` by `op(operands, attrs)` when that has exactly `in`'s result type.
+  bool replace(ir::Instr &in, OpCode op, std::vector<ir::ValueId> operands, Attrs attrs) {
+    if (in.results.size() != 1) return false;
+    std::vector<Type> types;
+    std::vector<AxisSet> variances;
+    AxisSet all;
+    for (ir::ValueId o : operands) {
+      types.push_back(f_.type(o));
+      all = all | f_.type(o).variance;
+    }
+    ShapeRuleResult shapes = infer_shapes(op, types, attrs, mesh_);
+    const Type &want = f_.type(in.results[0]);
+    if (!shapes.ok() || shapes.results.size() != 1 || shapes.results[0].dtype != want.dtype ||
+        shapes.results[0].shape != want.shape || result_variance(op, all, attrs) != want.variance)
+      return false;
+    for (ir::ValueId o : in.operands) --uses_[o];
+    for (ir::ValueId o : operands) ++uses_[o];
+    in.op = op;
+    in.operands = std::move(operands);
+    in.attrs = std::move(attrs);
+    return true;
+  }
+
+  bool rewrite(ir::Instr &in) {
+    if (in.op == OpCode::Add && (add_of_neg(in) || add_of_pads(in) || add_of_selects(in)))
+      return true;
+    if (in.op == OpCode::Sub && sub_of_sub(in)) return true;
+    if (elementwise(in.op) && implicit_broadcast(in)) return true;
+    if (in.op == OpCode::BroadcastTo) return broadcast_of_broadcast(in);
+    if (in.op == OpCode::DynamicUpdateSlice) return update_of_zeroed_block(in);
+    if (in.op == OpCode::Slice) return tight_slice_limits(in);
+    return false;
+  }
+
+  /// `x + -y`, `-y + x` -> `x - y`.
+  bool add_of_neg(ir::Instr &in) {
+    for (size_t k = 0; k < 2; ++k)
+      if (const ir::Instr *n = def(in.operands[k], OpCode::Neg))
+        return replace(in, OpCode::Sub, {in.operands[1 - k], n->operands[0]}, {});
+    return false;
+  }
+
+  /// `x - (a - b)` -> `x + (b - a)` when nothing else reads `a - b` (the
+  /// same bits: rounding is symmetric, a - b = -(b - a)).
+  bool sub_of_sub(ir::Instr &in) {
+    ir::Instr *inner = def(in.operands[1], OpCode::Sub);
+    if (!inner || uses_[inner->results[0]] != 1) return false;
+    const ir::ValueId x = in.operands[0], d = inner->operands[1];
+    if (!replace(in, OpCode::Add, {x, inner->results[0]}, {})) return false;
+    inner->operands[1] = inner->operands[0];
+    inner->operands[0] = d;
+    return true;
+  }
+
+  /// The source of operand `v` when it only broadcasts (broadcast_to, or a
+  /// reshape adding or removing leading 1s), else nothing.
+  std::optional<ir::ValueId> broadcast_source(ir::ValueId v) const {
+    if (const ir::Instr *b = def(v, OpCode::BroadcastTo)) return b->operands[0];
+    if (const ir::Instr *r = def(v, OpCode::Reshape))
+      if (same_but_leading_ones(f_.type(r->operands[0]).shape, f_.type(v).shape))
+        return r->operands[0];
+    return std::nullopt;
+  }
+
+  bool implicit_broadcast(ir::Instr &in) {
+    for (size_t k = 0; k < in.operands.size(); ++k)
+      if (auto source = broadcast_source(in.operands[k])) {
+        std::vector<ir::ValueId> operands = in.operands;
+        operands[k] = *source;
+        if (replace(in, in.op, std::move(operands), in.attrs)) return true;
+      }
+    return false;
+  }
+
+  bool broadcast_of_broadcast(ir::Instr &in) {
+    if (auto source = broadcast_source(in.operands[0]))
+      return replace(in, OpCode::BroadcastTo, {*source}, in.attrs);
+    return false;
+  }
+
+  /// A tree of adds whose leaves are zero pads (stride 1) tiling the result
+  /// along one dimension -> concat of the padded values in order.
+  bool add_of_pads(ir::Instr &in) {
+    std::vector<const ir::Instr *> pads;
+    const Type &t = f_.type(in.results[0]);
+    for (ir::ValueId o : in.operands)
+      if (!collect_pads(o, t, pads)) return false;
+    const Shape &full = t.shape;
+    for (size_t dim = 0; dim < full.size(); ++dim) {
+      std::vector<const ir::Instr *> order = pads;
+      std::sort(order.begin(), order.end(), [&](const ir::Instr *a, const ir::Instr *b) {
+        return a->attrs.start[dim] < b->attrs.start[dim];
+      });
+      int64_t next = 0;
+      bool tiles = true;
+      for (const ir::Instr *p : order) {
+        const Shape &piece = f_.type(p->operands[0]).shape;
+        for (size_t d = 0; d < full.size(); ++d)
+          tiles = tiles && p->attrs.stride[d] == 1 &&
+                  (d == dim ? p->attrs.start[d] == next
+                            : p->attrs.start[d] == 0 && piece[d] == full[d]);
+        next += piece[dim];
+      }
+      if (!tiles || next != full[dim]) continue;
+      std::vector<ir::ValueId> operands;
+      for (const ir::Instr *p : order) operands.push_back(p->operands[0]);
+      Attrs a;
+      a.dim = static_cast<int64_t>(dim);
+      return replace(in, OpCode::Concat, std::move(operands), a);
+    }
+    return false;
+  }
+
+  /// The leaves of the tree of adds at `v`, if all are pads; every node has type `t`.
+  bool collect_pads(ir::ValueId v, const Type &t, std::vector<const ir::Instr *> &pads) const {
+    auto it = def_.find(v);
+    if (it == def_.end() || !(f_.type(v) == t)) return false;
+    const ir::Instr *d = it->second;
+    if (d->op == OpCode::Pad) {
+      pads.push_back(d);
+      return true;
+    }
+    return d->op == OpCode::Add && collect_pads(d->operands[0], t, pads) &&
+           collect_pads(d->operands[1], t, pads);
+  }
+
+  /// `where(c, 0, a) + where(c, b, 0)` (either order) -> `where(c, b, a)`.
+  bool add_of_selects(ir::Instr &in) {
+    const ir::Instr *s0 = def(in.operands[0], OpCode::Select);
+    const ir::Instr *s1 = def(in.operands[1], OpCode::Select);
+    if (!s0 || !s1 || s0->operands[0] != s1->operands[0]) return false;
+    for (auto [zero_first, zero_second] : {std::pair{s0, s1}, std::pair{s1, s0}})
+      if (is_zero(zero_first->operands[1]) && is_zero(zero_second->operands[2]))
+        return replace(in, OpCode::Select,
+                       {s0->operands[0], zero_second->operands[1], zero_first->operands[2]}, {});
+    return false;
+  }
+
+  /// `dynamic_update_slice(u, dynamic_slice(u, i) + y, i)` with
+  /// `u = dynamic_update_slice(x, 0, i)` -> `dynamic_update_slice(x, y, i)`.
+  bool update_of_zeroed_block(ir::Instr &in) {
+    const ir::ValueId u = in.operands[0], i = in.operands[2];
+    const ir::Instr *zeroed = def(u, OpCode::DynamicUpdateSlice);
+    const ir::Instr *sum = def(in.operands[1], OpCode::Add);
+    if (!zeroed || !sum || zeroed->operands[2] != i || !is_zero(zeroed->operands[1]) ||
+        zeroed->attrs.dim != in.attrs.dim)
+      return false;
+    for (size_t k = 0; k < 2; ++k) {
+      const ir::Instr *block = def(sum->operands[k], OpCode::DynamicSlice);
+      if (block && block->operands[0] == u && block->operands[1] == i &&
+          block->attrs.dim == in.attrs.dim &&
+          block->attrs.shape == f_.type(zeroed->operands[1]).shape &&
+          f_.type(sum->operands[1 - k]).shape == block->attrs.shape)
+        return replace(in, OpCode::DynamicUpdateSlice,
+                       {zeroed->operands[0], sum->operands[1 - k], i}, zeroed->attrs);
+    }
+    return false;
+  }
+
+  bool tight_slice_limits(ir::Instr &in) {
+    const Shape &from = f_.type(in.operands[0]).shape, &to = f_.type(in.results[0]).shape;
+    Attrs a = in.attrs;
+    for (size_t d = 0; d < to.size(); ++d)
+      if (to[d] > 0) a.limit[d] = std::min(from[d], a.start[d] + to[d] * a.stride[d]);
+    if (a == in.attrs) return false;
+    return replace(in, OpCode::Slice, in.operands, std::move(a));
+  }
+
+  ir::Function &f_;
+  const rt::Mesh &mesh_;
+  std::unordered_map<ir::ValueId, ir::Instr *> def_;
+  std::vector<int> uses_;
+};
+
+}  // namespace
+
+void rewrite_peepholes(const ir::Module &module, ir::Function &function) {
+  Peephole p(module, function);
+  p.count_uses();
+  p.run(function.body);
+  eliminate_dead_code(function);
+}
+
+}  // namespace spmd

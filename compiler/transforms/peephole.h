@@ -1,0 +1,37 @@
+// transforms/peephole.h — local rewrites that undo what transposing leaves behind.
+//
+// Transposing a transpose gives the original function back mathematically,
+// but some transpose rules, applied twice, come back as a different spelling
+// of the same op: `a - b` as `u = -b; a + u`, a concat as zero pads added up,
+// `where(c, a, b)` as two selects against zero added up. derive() runs this
+// pass on the function it derives from and on what it derives, so that
+// transposing twice gives the same program, op for op (the round-trip
+// property test checks it), and so derived programs read like hand-written
+// ones. Each rewrite computes the same values (bit for bit, but for the sign
+// of a zero that an added zero pad or select turned into +0):
+//   * `x + -y` and `-y + x` become `x - y`; `x - (a - b)` becomes
+//     `x + (b - a)` when nothing else reads `a - b`;
+//   * an operand of an elementwise op (binary, comparison, logical, where)
+//     that is a broadcast_to, or a reshape that only adds or removes leading
+//     1s, is
+//     replaced by its source when NumPy broadcasting gives the same shape;
+//     likewise broadcast_to of such a reshape or of a broadcast_to;
+//   * a sum of zero pads (stride 1) that tile the result along one
+//     dimension becomes the concat of the padded values;
+//   * `where(c, 0, a) + where(c, b, 0)` becomes `where(c, b, a)`;
+//   * `dynamic_update_slice(u, dynamic_slice(u, i) + y, i)` where
+//     `u = dynamic_update_slice(x, 0, i)` becomes
+//     `dynamic_update_slice(x, y, i)` (a block zeroed, then added to);
+//   * a slice's limits become the smallest ones that select the same
+//     elements, capped by the dimension (`x[0:5:2]` of 6 is `x[::2]`).
+// A rewrite is kept only when the rewritten instruction has exactly the
+// original's result type (dtype, shape, variance). Dead code is removed.
+#pragma once
+
+#include "ir/ir.h"
+
+namespace spmd {
+
+void rewrite_peepholes(const ir::Module &module, ir::Function &function);
+
+}  // namespace spmd
