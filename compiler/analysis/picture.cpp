@@ -93,23 +93,6 @@ std::vector<std::string> device_coords(const rt::Mesh &mesh) {
   return out;
 }
 
-std::string xml(const std::string &text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '&')
-      out += "&amp;";
-    else if (ch == '<')
-      out += "&lt;";
-    else if (ch == '>')
-      out += "&gt;";
-    else if (ch == '"')
-      out += "&quot;";
-    else
-      out += ch;
-  }
-  return out;
-}
-
 /// A source path as a reader of the picture wants it: relative to the current directory when the
 /// file lies inside it (so a picture made in one checkout is the same in every other), else as
 /// given.
@@ -288,18 +271,35 @@ std::string picture_text(const std::vector<ShownShmap> &shmaps) {
 
 // ---- SVG -------------------------------------------------------------------
 
+std::string xml_escape(const std::string &text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '&')
+      out += "&amp;";
+    else if (ch == '<')
+      out += "&lt;";
+    else if (ch == '>')
+      out += "&gt;";
+    else if (ch == '"')
+      out += "&quot;";
+    else
+      out += ch;
+  }
+  return out;
+}
+
 std::string picture_svg(const std::vector<ShownShmap> &shmaps) {
   constexpr int kMargin = 16, kLine = 18, kCellH = 34, kCharW = 7, kMaxW = 720;
   std::ostringstream body;
   int y = kMargin, width = 480;
   auto text = [&](int x, int ty, const std::string &t, const std::string &cls) {
-    body << "  <text x=\"" << x << "\" y=\"" << ty << "\" class=\"" << cls << "\">" << xml(t)
+    body << "  <text x=\"" << x << "\" y=\"" << ty << "\" class=\"" << cls << "\">" << xml_escape(t)
          << "</text>\n";
     width = std::max(width, x + kCharW * static_cast<int>(t.size()) + kMargin);
   };
   for (const ShownShmap &s : shmaps) {
     y += kLine;
-    body << " <g class=\"shmap\" data-name=\"" << xml(s.name) << "\">\n";
+    body << " <g class=\"shmap\" data-name=\"" << xml_escape(s.name) << "\">\n";
     text(kMargin, y,
          "shmap " + s.name + " on mesh " + mesh_str(s) + ", " +
              std::to_string(s.mesh.num_devices()) + " devices",
@@ -313,11 +313,11 @@ std::string picture_svg(const std::vector<ShownShmap> &shmaps) {
     }
     for (const ShownArray &a : s.arrays) {
       y += kLine + 8;
-      body << "  <g class=\"array\" data-role=\"" << a.role << "\" data-name=\"" << xml(a.name)
-           << "\" data-spec=\"" << xml(a.spec) << "\" data-global=\""
-           << xml(shape_type_str(a.dtype, a.layout.global)) << "\" data-local=\""
-           << xml(shape_type_str(a.dtype, a.layout.local)) << "\" data-row-dim=\"" << a.row_dim
-           << "\" data-col-dim=\"" << a.col_dim << "\">\n";
+      body << "  <g class=\"array\" data-role=\"" << a.role << "\" data-name=\""
+           << xml_escape(a.name) << "\" data-spec=\"" << xml_escape(a.spec) << "\" data-global=\""
+           << xml_escape(shape_type_str(a.dtype, a.layout.global)) << "\" data-local=\""
+           << xml_escape(shape_type_str(a.dtype, a.layout.local)) << "\" data-row-dim=\""
+           << a.row_dim << "\" data-col-dim=\"" << a.col_dim << "\">\n";
       text(kMargin, y, heading(a), "heading");
       y += kLine;
       text(kMargin, y, summary(a, s.mesh.num_devices()), "note");
@@ -348,8 +348,9 @@ std::string picture_svg(const std::vector<ShownShmap> &shmaps) {
              << "\" data-devices=\"";
         for (size_t d = 0; d < c.devices.size(); ++d) body << (d ? " " : "") << c.devices[d];
         body << "\" data-rows=\"" << rows << "\" data-cols=\"" << cols << "\"><title>"
-             << xml("devices " + device_list(c.devices) + (rows.empty() ? "" : ", rows " + rows) +
-                    (cols.empty() ? "" : ", columns " + cols))
+             << xml_escape("devices " + device_list(c.devices) +
+                           (rows.empty() ? "" : ", rows " + rows) +
+                           (cols.empty() ? "" : ", columns " + cols))
              << "</title></rect>\n";
         text(x + 6, cy + kCellH / 2 + 5, "dev " + device_list(c.devices), "cell");
         if (c.col == 0 && a.row_dim >= 0) text(kMargin, cy + kCellH / 2 + 5, rows, "range");
@@ -374,7 +375,7 @@ std::string picture_svg(const std::vector<ShownShmap> &shmaps) {
       y += kLine + 4;
       const int bar = most > 0 ? static_cast<int>(240.0 * moved_per_call(c.event) / most) : 0;
       body << "  <g class=\"collective\" data-op=\"" << c.event.op << "\" data-axes=\""
-           << xml(c.event.axes) << "\" data-moved-bytes=\"" << c.event.moved_bytes
+           << xml_escape(c.event.axes) << "\" data-moved-bytes=\"" << c.event.moved_bytes
            << "\" data-times=\"" << c.event.times << "\">\n";
       body << "   <rect class=\"bar\" x=\"" << kMargin << "\" y=\"" << y - 12 << "\" width=\""
            << std::max(bar, 1) << "\" height=\"14\" fill=\""

@@ -64,4 +64,7 @@ std::string device_list(const std::vector<int64_t> &devices);
 std::string picture_text(const std::vector<ShownShmap> &shmaps);
 std::string picture_svg(const std::vector<ShownShmap> &shmaps);
 
+/// `text` with `&`, `<`, `>` and `"` escaped, for SVG text and attribute values.
+std::string xml_escape(const std::string &text);
+
 }  // namespace spmd

@@ -56,7 +56,7 @@ int run_check(const CommonOptions &common, bool strict) {
   // Sharded functions: do the written specs agree with the ops' rules?
   DiagnosticEngine diags;
   bool ok = sharding::check_sharded_functions(*c.module, strict, diags);
-  if (!diags.all().empty()) std::cerr << render_diagnostics(diags, c.sources, common.color);
+  print_diagnostics(diags, c.sources, common);  // in the chosen format, like the others
   return ok ? kExitOk : kExitUserError;
 }
 

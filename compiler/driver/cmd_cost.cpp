@@ -5,10 +5,12 @@
 // estimate for it and, with --grad, for its gradient program as `spmdc grad`
 // builds it (the vjp when the output is not a scalar), as a table or --json.
 // The hardware is a built-in profile (--profile h100|h200) whose numbers
-// --flops-per-s, --bw-bytes-per-s and --latency-s override.
+// --flops-per-s, --bw-bytes-per-s and --latency-s override. --plot FILE also
+// draws the programs on the roofline of that profile (analysis/roofline.h).
 #include <iostream>
 
 #include "analysis/cost.h"
+#include "analysis/roofline.h"
 #include "driver/commands.h"
 #include "transforms/derive.h"
 
@@ -22,6 +24,7 @@ struct CostOptions {
   std::string profile = "h100";
   std::optional<double> flops_per_s, bw_bytes_per_s, latency_s;
   bool json = false;
+  std::string plot;  // --plot FILE: the roofline as SVG ("-": stdout, instead of the table)
 };
 
 int run_cost(const CommonOptions &common, const CostOptions &o) {
@@ -65,6 +68,11 @@ int run_cost(const CommonOptions &common, const CostOptions &o) {
           std::string(scalar ? "gradient: " : "vjp (output not scalar): ") + g.name,
           estimate_cost(derived, g, *profile));
     }
+    if (!o.plot.empty()) {
+      int written =
+          write_output(common, o.plot == "-" ? "" : o.plot, roofline_svg(reports, *profile));
+      if (written != kExitOk || o.plot == "-") return written;
+    }
     if (o.json) {
       std::cout << "{\"file\": \"" << common.input << "\", \"programs\": [";
       for (size_t k = 0; k < reports.size(); ++k)
@@ -105,6 +113,10 @@ void register_cost_command(CLI::App &app, CommonOptions &common, std::vector<Com
   cmd->add_option("--latency-s", o.latency_s,
                   "Latency alpha per collective in seconds (overrides the profile)");
   cmd->add_flag("--json", o.json, "Print JSON instead of a table");
+  cmd->add_option("--plot", o.plot,
+                  "Also draw the roofline of the profile with each analysed program as a point, "
+                  "as SVG, to FILE (- : to stdout, instead of the table)")
+      ->type_name("FILE");
   out.push_back({cmd, [&common] { return run_cost(common, o); }});
 }
 

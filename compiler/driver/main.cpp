@@ -8,6 +8,10 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <iostream>
 
 #include "driver/cli_docs.h"
@@ -62,6 +66,7 @@ int real_main(int argc, char **argv) {
   register_cost_command(app, common, commands);
   register_show_command(app, common, commands);
   register_shard_commands(app, common, commands);
+  register_lsp_command(app, common, commands);
   register_doc_commands(app, commands);
 
   // An unknown command word would otherwise read as "a subcommand is required".
@@ -123,6 +128,14 @@ int main(int argc, char **argv) {
     }
     return kExitInternalError;
   };
+#if defined(__GLIBC__)
+  // The compiler builds and frees whole phase structures (parse trees, IR
+  // bodies) of millions of small blocks. glibc's "fast bins" defer
+  // coalescing of freed small blocks, and the next large request then walks
+  // them all (malloc_consolidate); without them a 100k-op `check` takes 13%
+  // and a `vjp` 12% less CPU time (bench/compiler_bench).
+  mallopt(M_MXFAST, 0);
+#endif
   try {
     return real_main(argc, argv);
   } catch (const std::exception &e) {

@@ -87,36 +87,57 @@ std::vector<Tensor> eval_fused_group(const ir::Function &f, const std::vector<ir
     }
   }
 
+  // What each member runs, looked up once rather than per tile.
+  struct Step {
+    ElementwiseKernel kernel;
+    DType dtype, other_dtype;
+    std::vector<const Home *> args;
+    const Home *out;
+  };
+  std::vector<Step> steps;
+  steps.reserve(group.members.size());
+  for (size_t i : group.members) {
+    const ir::Instr &in = body[i];
+    Step step{elementwise_kernel(in.op),
+              f.type(in.operands[0]).dtype,
+              in.attrs.dtype,
+              {},
+              &homes.at(in.results[0])};
+    if (step.kernel.kind == ElementwiseKernel::Kind::Select)
+      step.other_dtype = f.type(in.operands[1]).dtype;
+    if (step.kernel.kind == ElementwiseKernel::Kind::None)
+      throw std::logic_error("interpreter: `" + std::string(op_spelling(in.op)) +
+                             "` in a fused group");
+    for (ir::ValueId v : in.operands) step.args.push_back(&homes.at(v));
+    steps.push_back(std::move(step));
+  }
+
   for (int64_t offset = 0; offset < n; offset += tile) {
     const int64_t count = std::min(tile, n - offset);
-    for (size_t i : group.members) {
-      const ir::Instr &in = body[i];
+    for (const Step &step : steps) {
       auto arg = [&](size_t k) {
-        const Home &h = homes.at(in.operands[k]);
-        return rt::SpanArg{h.at(offset), h.scalar};
+        return rt::SpanArg{step.args[k]->at(offset), step.args[k]->scalar};
       };
-      void *out = homes.at(in.results[0]).out_at(offset);
-      const ElementwiseKernel k = elementwise_kernel(in.op);
-      const DType dtype = f.type(in.operands[0]).dtype;
+      void *out = step.out->out_at(offset);
+      const ElementwiseKernel &k = step.kernel;
       switch (k.kind) {
         case ElementwiseKernel::Kind::Unary:
-          rt::unary_span(k.unary, dtype, arg(0), out, count);
+          rt::unary_span(k.unary, step.dtype, arg(0), out, count);
           break;
         case ElementwiseKernel::Kind::Binary:
-          rt::binary_span(k.binary, dtype, arg(0), arg(1), out, count);
+          rt::binary_span(k.binary, step.dtype, arg(0), arg(1), out, count);
           break;
         case ElementwiseKernel::Kind::Select:
-          rt::select_span(arg(0), f.type(in.operands[1]).dtype, arg(1), arg(2), out, count);
+          rt::select_span(arg(0), step.other_dtype, arg(1), arg(2), out, count);
           break;
         case ElementwiseKernel::Kind::Cast:
-          rt::cast_span(dtype, in.attrs.dtype, arg(0), out, count);
+          rt::cast_span(step.dtype, step.other_dtype, arg(0), out, count);
           break;
         case ElementwiseKernel::Kind::Identity:
-          rt::cast_span(dtype, dtype, arg(0), out, count);  // a copy
+          rt::cast_span(step.dtype, step.dtype, arg(0), out, count);  // a copy
           break;
         case ElementwiseKernel::Kind::None:
-          throw std::logic_error("interpreter: `" + std::string(op_spelling(in.op)) +
-                                 "` in a fused group");
+          break;  // rejected above
       }
     }
   }

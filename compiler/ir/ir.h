@@ -87,6 +87,13 @@ struct Result {
   SourceSpan spec_span;    // the written spec
 };
 
+/// A name the source binds (a parameter, an assignment target, a loop
+/// variable) and the value it names: the source map editors use (lsp/ hover).
+struct NameBinding {
+  SourceSpan name;  // the identifier where the name is bound
+  ValueId value = kNoValue;
+};
+
 struct Function {
   std::string name;
   FunctionKind kind = FunctionKind::Shmap;
@@ -110,9 +117,12 @@ struct Function {
   std::string comment;
   /// For def instances: the source def's name and span.
   std::string source_name;
+  /// Set by lowering, valid for the checked module only: passes that rebuild
+  /// a function (without_body) drop it, since they renumber values.
+  std::vector<NameBinding> bindings;
 
   ValueId add_value(Type type, std::string name, SourceSpan span);
-  /// A copy of every field but `values` and `body` (passes that rebuild a
+  /// A copy of every field but `values`, `body` and `bindings` (passes that rebuild a
   /// function start from it, so a large body is not copied only to be
   /// cleared). A new field of Function must be added there too (ir.cpp).
   Function without_body() const;

@@ -56,7 +56,12 @@ class VarianceInference {
     DiagnosticEngine *caller_diags = diags_;
     diags_ = top_diags_;
     int errors_before = diags_->num_errors();
+    // A shmap is typed once: its pristine body is not needed again (its
+    // signature is, by derivatives of it).
+    std::vector<ir::Instr> body = std::move(pristine_[i].body);
+    pristine_[i].body.clear();
     ir::Function f = pristine_[i];
+    f.body = std::move(body);
     std::vector<AxisSet> param_var;
     for (const auto &p : f.params) param_var.push_back(spec_axes(p.spec));
     const ir::Function *caller_shmap = shmap_;
@@ -109,12 +114,12 @@ class VarianceInference {
     for (size_t i = 0; i < f.params.size(); ++i) f.type(f.params[i].value).variance = param_var[i];
     std::vector<ir::Instr> old_body = std::move(f.body);
     f.body.clear();
+    f.body.reserve(old_body.size() + old_body.size() / 8 + 8);  // room for a few lifts
     st.lifted.emplace_back();
     process_block(st, old_body, f.body);
     for (size_t k = 0; k < f.returns.size(); ++k) f.returns[k] = resolve(st, f.returns[k]);
     if (f.kind == ir::FunctionKind::Shmap) check_returns(st, f.body);
     st.lifted.pop_back();
-    eliminate_dead_code(f);  // constants re-typed with another variance leave copies behind
     eliminate_dead_code(f);  // constants re-typed with another variance leave copies behind
   }
 

@@ -438,6 +438,7 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
     Type local{type->dtype, sharded ? type->shape : rt::local_shape(mesh, type->shape, *spec), {}};
     param.value = f.add_value(local, p.name.name, p.name.span);
     f.params.push_back(param);
+    f.bindings.push_back({p.name.span, param.value});
     bindings.emplace_back(p.name.name, param.value);
   }
   for (const ast::Result &r : decl.results) {
@@ -780,6 +781,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
     param.span = decl.params[i].span;
     param.value = f.add_value(param_types[i], decl.params[i].name.name, decl.params[i].name.span);
     f.params.push_back(param);
+    f.bindings.push_back({decl.params[i].name.span, param.value});
   }
   std::vector<Type> result_types;
   for (const ast::Result &r : decl.results) {

@@ -55,4 +55,9 @@ struct LowerOptions {
 ir::Module lower_program(const Program &program, const SourceManager &sources,
                          const LowerOptions &options, DiagnosticEngine &diags);
 
+namespace lowering {
+/// `(data: 2, model: 4)`: a mesh's axes as written.
+std::string mesh_text(const rt::Mesh &mesh);
+}  // namespace lowering
+
 }  // namespace spmd

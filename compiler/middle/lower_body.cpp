@@ -248,6 +248,7 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
     ir::Value &info = function_.values[v];
     if (info.name.empty()) info.name = target.name.name;
     bind(target.name.name, v);
+    function_.bindings.push_back({target.name.span, v});
   }
 }
 
@@ -364,6 +365,7 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   }
   auto saved_env = env;
   env[loop.var.name] = region.params[0];
+  function_.bindings.push_back({loop.var.span, region.params[0]});
   for (const auto &n : carried) {
     ir::ValueId init = saved_env.at(n);
     instr.operands.push_back(init);

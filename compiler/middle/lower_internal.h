@@ -48,9 +48,6 @@ struct DerivativeStepSyntax {
   SourceSpan span;
 };
 
-/// `(data: 2, model: 4)`: a mesh's axes as written.
-std::string mesh_text(const rt::Mesh &mesh);
-
 /// What `env` binds a name to when the statement that bound it failed: every
 /// later use of the name is silently invalid, so one mistake gives one error
 /// (no "unknown name" for each use of a value that could not be computed).

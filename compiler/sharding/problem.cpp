@@ -24,7 +24,7 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
   // may be split differently), then simplified.
   ir::Function flat = inline_calls(module, function);
   unroll_loops(flat, UnrollPolicy{std::numeric_limits<int64_t>::max()});
-  p.flat = simplify(module, flat);
+  p.flat = simplify(module, std::move(flat));
   p.mesh = module.mesh_of(function);
   p.profile = profile;
   p.connector = std::make_unique<Connector>(p.mesh, profile);

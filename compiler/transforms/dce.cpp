@@ -39,9 +39,9 @@ class DeadCode {
   }
 
   /// Removes what mark() left dead, carries included.
+  /// In place: the kept instructions move down over the dropped ones.
   void sweep(std::vector<ir::Instr> &body) {
-    std::vector<ir::Instr> out;
-    out.reserve(body.size());
+    size_t kept = 0;
     for (ir::Instr &in : body) {
       bool used = false;
       for (auto r : in.results) used = used || live_[r];
@@ -59,9 +59,10 @@ class DeadCode {
         in.results = std::move(results);
       }
       for (auto &region : in.regions) sweep(region.body);
-      out.push_back(std::move(in));
+      if (&body[kept] != &in) body[kept] = std::move(in);
+      ++kept;
     }
-    body = std::move(out);
+    body.erase(body.begin() + static_cast<std::ptrdiff_t>(kept), body.end());
   }
 
  private:

@@ -35,7 +35,7 @@ bool elementwise(OpCode op) {
 
 class Peephole {
  public:
-  Peephole(const ir::Module &module, ir::Function &f) : f_(f), mesh_(module.mesh_of(f)) {}
+  explicit Peephole(const ir::Module &module, ir::Function &f) : f_(f), mesh_(module.mesh_of(f)) {}
 
   /// Counts the uses of every value (operands, next values, returns).
   void count_uses() {
@@ -50,11 +50,28 @@ class Peephole {
 
   void run(std::vector<ir::Instr> &body) {
     for (ir::Instr &in : body) {
-      for (ir::Region &r : in.regions) run(r.body);
+      for (ir::ValueId &o : in.operands) o = resolve(o);
+      for (ir::Region &r : in.regions) {
+        run(r.body);
+        for (ir::ValueId &y : r.yields) y = resolve(y);
+      }
       while (rewrite(in)) {
+      }
+      if (auto same = unchanged(in)) {
+        alias_[in.results[0]] = *same;  // its uses read `same`; dead code removes it
+        continue;
       }
       for (ir::ValueId r : in.results) def_[r] = &in;
     }
+  }
+
+  /// `v`, or the value it was found equal to (uses counted again).
+  ir::ValueId resolve(ir::ValueId v) {
+    auto it = alias_.find(v);
+    if (it == alias_.end()) return v;
+    --uses_[v];
+    ++uses_[it->second];
+    return it->second;
   }
 
  private:
@@ -102,6 +119,18 @@ class Peephole {
     if (in.op == OpCode::DynamicUpdateSlice) return update_of_zeroed_block(in);
     if (in.op == OpCode::Slice) return tight_slice_limits(in);
     return false;
+  }
+
+  /// `dynamic_update_slice(x, dynamic_slice(x, i), i)` writes back what it
+  /// read: it is x.
+  std::optional<ir::ValueId> unchanged(const ir::Instr &in) const {
+    if (in.op != OpCode::DynamicUpdateSlice) return std::nullopt;
+    const ir::ValueId x = in.operands[0];
+    const ir::Instr *block = def(in.operands[1], OpCode::DynamicSlice);
+    if (block && block->operands[0] == x && block->operands[1] == in.operands[2] &&
+        block->attrs.dim == in.attrs.dim && f_.type(x) == f_.type(in.results[0]))
+      return x;
+    return std::nullopt;
   }
 
   /// `x + -y`, `-y + x` -> `x - y`.
@@ -233,7 +262,10 @@ class Peephole {
     const Shape &from = f_.type(in.operands[0]).shape, &to = f_.type(in.results[0]).shape;
     Attrs a = in.attrs;
     for (size_t d = 0; d < to.size(); ++d)
-      if (to[d] > 0) a.limit[d] = std::min(from[d], a.start[d] + to[d] * a.stride[d]);
+      if (to[d] > 0) {  // past the last element selected, by at most one step (no overflow)
+        const int64_t last = a.start[d] + (to[d] - 1) * a.stride[d];
+        a.limit[d] = last + std::min(a.stride[d], from[d] - last);
+      }
     if (a == in.attrs) return false;
     return replace(in, OpCode::Slice, in.operands, std::move(a));
   }
@@ -242,6 +274,7 @@ class Peephole {
   const rt::Mesh &mesh_;
   std::unordered_map<ir::ValueId, ir::Instr *> def_;
   std::vector<int> uses_;
+  std::unordered_map<ir::ValueId, ir::ValueId> alias_;  // value -> the equal value it reads
 };
 
 }  // namespace
@@ -250,6 +283,7 @@ void rewrite_peepholes(const ir::Module &module, ir::Function &function) {
   Peephole p(module, function);
   p.count_uses();
   p.run(function.body);
+  for (ir::ValueId &r : function.returns) r = p.resolve(r);
   eliminate_dead_code(function);
 }
 

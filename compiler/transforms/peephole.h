@@ -21,9 +21,10 @@
 //   * `where(c, 0, a) + where(c, b, 0)` becomes `where(c, b, a)`;
 //   * `dynamic_update_slice(u, dynamic_slice(u, i) + y, i)` where
 //     `u = dynamic_update_slice(x, 0, i)` becomes
-//     `dynamic_update_slice(x, y, i)` (a block zeroed, then added to);
-//   * a slice's limits become the smallest ones that select the same
-//     elements, capped by the dimension (`x[0:5:2]` of 6 is `x[::2]`).
+//     `dynamic_update_slice(x, y, i)` (a block zeroed, then added to), and
+//     `dynamic_update_slice(x, dynamic_slice(x, i), i)` becomes x;
+//   * a slice's limit becomes one step past the last element it selects,
+//     capped by the dimension (`x[0:5:2]` of 6 is `x[::2]`, as written).
 // A rewrite is kept only when the rewritten instruction has exactly the
 // original's result type (dtype, shape, variance). Dead code is removed.
 #pragma once

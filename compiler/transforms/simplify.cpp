@@ -14,24 +14,23 @@ namespace {
 
 class Simplifier {
  public:
-  Simplifier(const ir::Function &f) : in_(f) {}
-
-  ir::Function run() {
-    ir::Function out = in_;
-    out.body = simplify_block(out, in_.body);
-    for (auto &r : out.returns) r = resolve(r);
-    eliminate_dead_code(out);
-    return out;
+  /// Simplifies `f` in place (its body is rebuilt, instructions moved).
+  void run(ir::Function &f) {
+    std::vector<ir::Instr> body = std::move(f.body);
+    f.body = simplify_block(f, std::move(body));
+    for (auto &r : f.returns) r = resolve(r);
+    eliminate_dead_code(f);
   }
 
  private:
   /// The simplified copy of `block`. Common subexpressions found inside it are
   /// forgotten at its end: values defined in a loop body are not visible after it.
-  std::vector<ir::Instr> simplify_block(ir::Function &out, const std::vector<ir::Instr> &block) {
+  std::vector<ir::Instr> simplify_block(ir::Function &out, std::vector<ir::Instr> block) {
     std::vector<ir::Instr> body;
+    body.reserve(block.size());
     const size_t scope = cse_log_.size();
-    for (const ir::Instr &orig : block) {
-      ir::Instr in = orig;
+    for (ir::Instr &orig : block) {
+      ir::Instr in = std::move(orig);
       for (auto &o : in.operands) o = resolve(o);
       if (in.op == OpCode::For) {
         simplify_loop(out, std::move(in), body);
@@ -57,7 +56,7 @@ class Simplifier {
       }
       for (auto r : in.results) def_[r] = in;
       if (!in.results.empty()) {
-        const std::string k = key(in);
+        const size_t k = key(in);
         cse_[k].push_back(in.results[0]);
         cse_log_.push_back(k);
       }
@@ -80,7 +79,7 @@ class Simplifier {
       return;
     }
     ir::Region &r = loop.regions.at(0);
-    r.body = simplify_block(out, r.body);
+    r.body = simplify_block(out, std::move(r.body));
     for (auto &y : r.yields) y = resolve(y);
     for (size_t k = loop.results.size(); k-- > 0;) {
       if (r.yields[k] != r.params[k + 1]) continue;
@@ -347,9 +346,10 @@ class Simplifier {
     }
   }
 
-  std::string key(const ir::Instr &in) const {
-    std::string k = std::to_string(static_cast<int>(in.op));
-    for (auto o : in.operands) k += "," + std::to_string(o);
+  /// A hash of the op and operands; find_equal compares candidates in full.
+  static size_t key(const ir::Instr &in) {
+    size_t k = std::hash<int>()(static_cast<int>(in.op));
+    for (auto o : in.operands) k = k * 1000003u ^ std::hash<ir::ValueId>()(o);
     return k;
   }
 
@@ -369,21 +369,21 @@ class Simplifier {
     return nullptr;
   }
 
-  const ir::Function &in_;
   std::unordered_map<ir::ValueId, ir::ValueId> remap_;
   /// The (simplified) instruction defining each value; loops are not recorded.
   std::unordered_map<ir::ValueId, ir::Instr> def_;
   /// Candidates for CSE by key (their first result), and the keys in the order
   /// they were added, so a block's entries can be dropped at its end.
-  std::unordered_map<std::string, std::vector<ir::ValueId>> cse_;
-  std::vector<std::string> cse_log_;
+  std::unordered_map<size_t, std::vector<ir::ValueId>> cse_;
+  std::vector<size_t> cse_log_;
 };
 
 }  // namespace
 
-ir::Function simplify(const ir::Module &module, const ir::Function &function) {
+ir::Function simplify(const ir::Module &module, ir::Function function) {
   (void)module;
-  return Simplifier(function).run();
+  Simplifier().run(function);
+  return function;
 }
 
 }  // namespace spmd

@@ -19,6 +19,6 @@
 
 namespace spmd {
 
-ir::Function simplify(const ir::Module &module, const ir::Function &function);
+ir::Function simplify(const ir::Module &module, ir::Function function);
 
 }  // namespace spmd

@@ -86,6 +86,32 @@ const char *unary_name(UnaryOp op) {
   return names[static_cast<int>(op)];
 }
 
+// ---- multiversioned f32/f64 loops -------------------------------------------------
+// The contiguous loops of f32 and f64 arithmetic are compiled for AVX-512, AVX2
+// and baseline x86-64, and the widest the CPU has is chosen when the program is
+// loaded (GCC function multiversioning): the runtime is built for baseline
+// x86-64, where these loops run at a quarter of the width. The versions compute
+// the same bits: every op is the same IEEE operation at every width (no FMA:
+// -ffp-contract=off; vector_math.h is IEEE ops and selects), so `spmdc run`
+// stays bit-identical to the executables' fused loops. Only loops that cannot
+// throw are cloned: with GCC 12 and -fPIC an exception leaving a target_clones
+// function calls std::terminate, so every check (dtype, op, integer division by
+// zero) stays in the baseline callers below.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SPMDRT_MULTIVERSION [[gnu::target_clones("avx512f", "avx2", "default"), gnu::flatten]]
+#else
+#define SPMDRT_MULTIVERSION
+#endif
+
+template <typename S>
+constexpr bool kIsWideFloat = std::is_same_v<S, float> || std::is_same_v<S, double>;
+
+/// out[i] = op(in[i]) for i < n.
+template <UnaryOp kOp, typename S>
+SPMDRT_MULTIVERSION void unary_loop(const S *in, S *out, int64_t n) noexcept {
+  for (int64_t i = 0; i < n; ++i) out[i] = apply_unary<kOp>(in[i]);
+}
+
 /// out[0, n) = op(x): x contiguous, or one element repeated.
 template <UnaryOp kOp>
 void run_unary_span(DType dtype, SpanArg x, void *out, int64_t n) {
@@ -100,6 +126,8 @@ void run_unary_span(DType dtype, SpanArg x, void *out, int64_t n) {
       S *o = static_cast<S *>(out);
       if (x.scalar) {
         if (n > 0) std::fill(o, o + n, Cx::store(apply_unary<kOp>(Cx::load(in[0]))));
+      } else if constexpr (kIsWideFloat<S>) {
+        unary_loop<kOp>(in, o, n);
       } else {
         for (int64_t i = 0; i < n; ++i) o[i] = Cx::store(apply_unary<kOp>(Cx::load(in[i])));
       }
@@ -182,6 +210,22 @@ BinaryResult<kOp, S> store_binary(V v) {
     return Compute<S>::store(v);
 }
 
+/// out[i] = op(a[i], b[i]), one of them possibly a repeated scalar (`scalar`:
+/// 0 none, 1 a, 2 b).
+template <BinaryOp kOp, typename S>
+SPMDRT_MULTIVERSION void binary_loop(const S *a, const S *b, S *out, int64_t n,
+                                     int scalar) noexcept {
+  if (scalar == 1) {
+    const S sa = a[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = apply_binary<kOp>(sa, b[i]);
+  } else if (scalar == 2) {
+    const S sb = b[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = apply_binary<kOp>(a[i], sb);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = apply_binary<kOp>(a[i], b[i]);
+  }
+}
+
 /// out[0, n) = op(a, b): each operand contiguous or one element repeated.
 template <BinaryOp kOp>
 void run_binary_span(DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
@@ -197,6 +241,10 @@ void run_binary_span(DType dtype, SpanArg a, SpanArg b, void *out, int64_t n) {
       const S *pa = static_cast<const S *>(a.data);
       const S *pb = static_cast<const S *>(b.data);
       R *o = static_cast<R *>(out);
+      if constexpr (kIsWideFloat<S> && std::is_same_v<R, S>) {  // arithmetic, not comparisons
+        if (!a.scalar || !b.scalar)
+          return binary_loop<kOp>(pa, pb, o, n, a.scalar ? 1 : b.scalar ? 2 : 0);
+      }
       if (!a.scalar && !b.scalar) {
         for (int64_t i = 0; i < n; ++i)
           o[i] = store(apply_binary<kOp>(Cx::load(pa[i]), Cx::load(pb[i])));

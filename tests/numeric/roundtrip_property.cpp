@@ -14,11 +14,14 @@
 //     (relative tolerance 1e-6, see kFdTolerance) and agree with each other
 //     (<vjp(ybar), v> = <ybar, jvp(v)>); transposes satisfy the dot-product
 //     identity; the transpose of the printed transpose computes the same
-//     values as the original, and the report counts how often it is the same
-//     program (the same ops from the same parameters, whatever the names and
-//     the order: ValueNumbering) — not always, as some transpose rules are
-//     not involutions op for op (`a - b` comes back as `a + -b`, a concat as
-//     pads and a sum);
+//     values as the original and prints the same after renaming
+//     (canonical_text: the original as derive() sees it, derivable_form).
+//     The one exception (docs/transposition.md, "Transposing twice"): a
+//     value read more than once whose cotangents come back summed in another
+//     order, or with a linear op applied before rather than after the sum
+//     (`p0 + (v1 - v1)` as `(p0 + v1) - v1`): a different rounding, so a
+//     different program. For those the test asserts the same signed terms
+//     (ValueNumbering with sums) and counts them;
 //   * each derivative of a generated program, called in the language by a
 //     shmap (`return grad(f)(x, w)`, `transpose(f, wrt=(a, b))(...)`), prints
 //     as the CLI's program and computes the same bits.
@@ -42,6 +45,7 @@
 
 #include "interp/interpreter.h"
 #include "ir/printer.h"
+#include "ops/variance_rules.h"
 #include "pipeline/compile.h"
 #include "program_generator.h"
 #include "transforms/combine_collectives.h"
@@ -176,25 +180,34 @@ class ValueNumbering {
     return op == OpCode::Add || op == OpCode::Mul || op == OpCode::Max || op == OpCode::Min;
   }
 
+  /// The op and its attributes (what the printer shows of them).
+  std::string op_key(const ir::Instr &in) const {
+    const Attrs &a = in.attrs;
+    std::ostringstream key;
+    key << op_spelling(in.op) << "|" << dtype_name(a.dtype) << "|" << a.value << "|" << a.dim << ","
+        << a.dim2 << "," << a.step << "," << a.tiled << "|" << a.spec << "|";
+    for (auto v : {&a.dims, &a.shape, &a.start, &a.limit, &a.stride}) {
+      for (auto x : *v) key << x << ",";
+      key << "|";
+    }
+    for (int x : a.axes) key << x << ",";
+    for (auto [s, d] : a.perm) key << s << ">" << d << ",";
+    if (op_kind(in.op) == OpKind::Creation)  // (a literal prints the same at any variance)
+      key << "|" << shape_type_str(a.dtype, f_.type(in.results[0]).shape);
+    return key.str();
+  }
+
   void number_block(const std::vector<ir::Instr> &body, int depth) {
     for (const ir::Instr &in : body) {
       std::vector<int> ops;
       for (auto o : in.operands) ops.push_back(number_[o]);
       if (commutative(in.op)) std::sort(ops.begin(), ops.end());
-      const Attrs &a = in.attrs;
       std::ostringstream key;
-      key << op_spelling(in.op) << "|" << dtype_name(a.dtype) << "|" << a.value << "|" << a.dim
-          << "," << a.dim2 << "," << a.step << "," << a.tiled << "|" << a.spec << "|";
-      for (auto v : {&a.dims, &a.shape, &a.start, &a.limit, &a.stride}) {
-        for (auto x : *v) key << x << ",";
-        key << "|";
-      }
-      for (int x : a.axes) key << x << ",";
-      for (auto [s, d] : a.perm) key << s << ">" << d << ",";
-      if (op_kind(in.op) == OpKind::Creation)  // (a literal prints the same at any variance)
-        key << "|" << shape_type_str(a.dtype, f_.type(in.results[0]).shape);
+      key << op_key(in);
       key << "|";
-      if (in.op != OpCode::For)  // (a loop's, below, in no particular order)
+      const bool combined = in.results.size() > 1 && is_combinable_reduce(in.op);
+      if (combined) std::sort(ops.begin(), ops.end());  // (result k by its operand, below)
+      if (in.op != OpCode::For)                         // (a loop's, below, in no particular order)
         for (int o : ops) key << o << ",";
       // A loop: numbered by its carried values (initial and next value, as
       // a set: their order does not matter). Its body is numbered with each
@@ -223,37 +236,142 @@ class ValueNumbering {
       }
       for (size_t k = 0; k < in.results.size(); ++k)
         number_[in.results[k]] =
-            intern(key.str() + "#" + (carries.empty() ? std::to_string(k) : carries[k]));
+            intern(key.str() + "#" +
+                   (!carries.empty() ? carries[k]
+                    : combined       ? "of " + std::to_string(number_[in.operands[k]])
+                                     : std::to_string(k)));
     }
   }
-  /// Numbers `in` by its signed leaves when it is a `+`, `-`, unary `-` or
-  /// broadcast (sums_ mode).
+  /// sums_ mode: numbers `in` as a sum of signed terms, linear ops
+  /// distributed over the sums they read (a slice of `a - b` is the slice of
+  /// a minus the slice of b; a concat is a sum of placed pieces; `where` a sum
+  /// of its two sides against zero; a multiplication by a factor applies to
+  /// each term), so that programs that differ only in where a sum is
+  /// associated, or in which linear op was applied before or after adding,
+  /// get the same numbers. False for the other ops (numbered as usual).
   bool number_sum(const ir::Instr &in) {
-    auto leaves = [&](ir::ValueId v, int sign, std::vector<std::pair<int, int>> &out) {
-      if (terms_[v].empty()) return out.emplace_back(sign, number_[v]), void();
-      for (auto [s, n] : terms_[v]) out.emplace_back(s * sign, n);
+    using Terms = std::vector<std::pair<int, int>>;
+    auto terms = [&](ir::ValueId v) { return terms_[v] ? *terms_[v] : Terms{{1, number_[v]}}; };
+    auto apply = [&](const std::string &op, const Terms &t) {  // a linear op of each term
+      Terms out;
+      for (auto [sign, n] : t) out.emplace_back(sign, intern(op + "(" + std::to_string(n) + ")"));
+      return out;
     };
-    std::vector<std::pair<int, int>> t;
+    auto append = [](Terms &to, const Terms &t, int sign = 1) {
+      for (auto [s, n] : t) to.emplace_back(s * sign, n);
+    };
+    auto is_size_one = [&](const std::vector<int64_t> &dims) {
+      for (auto d : dims)
+        if (f_.type(in.operands[0]).shape[static_cast<size_t>(d)] != 1) return false;
+      return true;
+    };
+    const std::string shape = rt::shape_str(f_.type(in.results[0]).shape);
+    auto pad_key = [&](const Shape &start, const Shape &stride) {
+      std::ostringstream k;
+      k << "placed " << shape << " at ";
+      for (auto x : start) k << x << ",";
+      k << " by ";
+      for (auto x : stride) k << x << ",";
+      return k.str();
+    };
+    if (in.results.size() > 1) {  // a combined all-reduce: one per operand
+      if (!is_combinable_reduce(in.op)) return false;
+      for (size_t k = 0; k < in.results.size(); ++k)
+        set_sum(in.results[k], apply(op_key(in) + rt::shape_str(f_.type(in.results[k]).shape),
+                                     terms(in.operands[k])));
+      return true;
+    }
+    Terms t;
     switch (in.op) {
+      case OpCode::Constant:
+      case OpCode::Full:
+        if (in.attrs.value != 0.0) return false;
+        break;  // zero: no terms
       case OpCode::Add:
       case OpCode::Sub:
-        leaves(in.operands[0], 1, t);
-        leaves(in.operands[1], in.op == OpCode::Sub ? -1 : 1, t);
+        append(t, terms(in.operands[0]));
+        append(t, terms(in.operands[1]), in.op == OpCode::Sub ? -1 : 1);
         break;
       case OpCode::Neg:
-      case OpCode::BroadcastTo:
-        leaves(in.operands[0], in.op == OpCode::Neg ? -1 : 1, t);
+        append(t, terms(in.operands[0]), -1);
         break;
+      case OpCode::BroadcastTo:  // (a term's shape is the sum's)
+        t = terms(in.operands[0]);
+        break;
+      case OpCode::ReduceSum:  // over dimensions of size 1: a reshape
+        t = is_size_one(in.attrs.dims) ? terms(in.operands[0])
+                                       : apply(op_key(in) + shape, terms(in.operands[0]));
+        break;
+      case OpCode::Reshape:
+        if (f_.type(in.operands[0]).shape.size() != f_.type(in.results[0]).shape.size() &&
+            terms_[in.operands[0]]) {
+          t = terms(in.operands[0]);  // leading 1s: the sum's shape says it
+          break;
+        }
+        [[fallthrough]];
+      case OpCode::Transpose:
+      case OpCode::Reverse:
+      case OpCode::Slice:
+      case OpCode::Cast:
+      case OpCode::Constrain:
+      case OpCode::Psum:
+      case OpCode::Pbroadcast:
+      case OpCode::AllGather:
+      case OpCode::AllGatherInvariant:
+      case OpCode::PsumScatter:
+      case OpCode::Pscatter:
+      case OpCode::AllToAll:
+      case OpCode::Ppermute:
+        t = apply(op_key(in) + shape, terms(in.operands[0]));
+        break;
+      case OpCode::Pad:
+        t = apply(pad_key(in.attrs.start, in.attrs.stride), terms(in.operands[0]));
+        break;
+      case OpCode::Concat: {
+        Shape start(f_.type(in.results[0]).shape.size(), 0), stride(start.size(), 1);
+        for (ir::ValueId o : in.operands) {
+          append(t, apply(pad_key(start, stride), terms(o)));
+          start[static_cast<size_t>(in.attrs.dim)] +=
+              f_.type(o).shape[static_cast<size_t>(in.attrs.dim)];
+        }
+        break;
+      }
+      case OpCode::Select: {
+        const std::string c = std::to_string(number_[in.operands[0]]);
+        append(t, apply("where " + c + " this or 0 " + shape, terms(in.operands[1])));
+        append(t, apply("where " + c + " 0 or this " + shape, terms(in.operands[2])));
+        break;
+      }
+      case OpCode::Mul:
+      case OpCode::Div: {  // each term by a factor (that is not a sum itself)
+        auto sum_like = [&](ir::ValueId v) {
+          return terms_[v] && !(terms_[v]->size() == 1 && (*terms_[v])[0].first == 1);
+        };
+        size_t k = 0;  // the operand distributed over
+        if (in.op == OpCode::Mul && !sum_like(in.operands[0]) && sum_like(in.operands[1])) k = 1;
+        const int factor = number_[in.operands[1 - k]];
+        for (auto [sign, n] : terms(in.operands[k])) {
+          const int a = in.op == OpCode::Mul ? std::min(n, factor) : n;
+          const int b = in.op == OpCode::Mul ? std::max(n, factor) : factor;
+          t.emplace_back(sign, intern(std::string(op_spelling(in.op)) + " " + shape + " " +
+                                      std::to_string(a) + "," + std::to_string(b)));
+        }
+        break;
+      }
       default:
         return false;
     }
+    set_sum(in.results[0], std::move(t));
+    return true;
+  }
+
+  void set_sum(ir::ValueId v, std::vector<std::pair<int, int>> t) {
     std::sort(t.begin(), t.end());
     std::ostringstream key;
-    key << "sum " << rt::shape_str(f_.type(in.results[0]).shape) << ":";
-    for (auto [s, n] : t) key << (s > 0 ? "+" : "-") << n;
-    number_[in.results[0]] = intern(key.str());
-    terms_[in.results[0]] = std::move(t);
-    return true;
+    key << "sum " << rt::shape_str(f_.type(v).shape) << ":";
+    for (auto [sign, n] : t) key << (sign > 0 ? "+" : "-") << n;
+    number_[v] = t.size() == 1 && t[0].first == 1 ? t[0].second : intern(key.str());
+    terms_[v] = std::move(t);
   }
 
   /// The order of a loop's carried values by their numbers, for printing.
@@ -274,7 +392,7 @@ class ValueNumbering {
   const ir::Function &f_;
   bool sums_;
   std::vector<int> number_;
-  std::vector<std::vector<std::pair<int, int>>> terms_;  // sums_: the signed leaves of a sum
+  std::vector<std::optional<std::vector<std::pair<int, int>>>> terms_;  // sums_: signed terms
 };
 
 /// `f` printed after renaming: parameters sorted by name, results unnamed,
@@ -316,6 +434,18 @@ std::string canonical_text(const ir::Module &m, const ir::Function &f) {
           r.yields[j] = in.regions[0].yields[order[j]];
         }
         in = std::move(sorted);
+      }
+      if (in.results.size() > 1 && is_combinable_reduce(in.op)) {  // operands by number
+        std::vector<size_t> order(in.operands.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+          return numbering[in.operands[a]] < numbering[in.operands[b]];
+        });
+        const ir::Instr copy = in;
+        for (size_t j = 0; j < order.size(); ++j) {
+          in.operands[j] = copy.operands[order[j]];
+          in.results[j] = copy.results[order[j]];
+        }
       }
       for (auto r : in.results) def[r] = &in;
       for (auto &r : in.regions) index(r.body);
