@@ -89,13 +89,17 @@ elif command -v setpriv >/dev/null; then
   # As root, check the same as the user `nobody`, for whom permissions hold.
   as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
   chmod 755 "$W"; mkdir "$W/nobody"; chmod 777 "$W/nobody"
+  # The checkout may sit in a directory only root can enter (a fresh clone in
+  # a `mktemp -d`): `nobody` runs copies of spmdc and of the input.
+  cp "$SPMDC" "$W/nobody/spmdc"; cp "$S" "$W/nobody/in.spmd"
+  chmod 755 "$W/nobody/spmdc"; chmod 644 "$W/nobody/in.spmd"
   echo keep > "$W/nobody/ro"; chmod 444 "$W/nobody/ro"
   expect read-only 1 "cannot write \`$W/nobody/ro\`: Permission denied" -- \
-    as_nobody "$SPMDC" grad "$S" -o "$W/nobody/ro"
+    as_nobody "$W/nobody/spmdc" grad "$W/nobody/in.spmd" -o "$W/nobody/ro"
   [[ $(cat "$W/nobody/ro") == keep ]] || fail "read-only: changed"
   mkdir "$W/nobody/locked"; chmod 555 "$W/nobody/locked"
   expect locked-dir 1 "cannot create files in directory" -- \
-    as_nobody "$SPMDC" grad "$S" -o "$W/nobody/locked/x"
+    as_nobody "$W/nobody/spmdc" grad "$W/nobody/in.spmd" -o "$W/nobody/locked/x"
 else
   echo "skip read-only (root may write anything)"
 fi
