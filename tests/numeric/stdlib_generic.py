@@ -13,13 +13,14 @@ these row-wise functions do not mix; the means are pmean'd into global means.
 Usage: stdlib_generic.py --spmdc BUILD/compiler/spmdc [--seed N]
 """
 import argparse
-import math
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import spmd_numpy as sn  # noqa: E402
 
 PROGRAM = """
 import std.nn
@@ -60,10 +61,6 @@ def bf16_round(x):
     return rounded.astype(np.uint32).view(np.float32)
 
 
-def gelu(x):
-    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
-
-
 def softmax(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -90,42 +87,36 @@ def main():
     inputs = dict(x3=x3, w=w, b=b, x1=x1, x2=x2, t2=t2, v=v, n=n, scale=scale, bias=bias)
 
     x2d = x2.astype(np.float64)
-    mu = x3.mean(axis=-1, keepdims=True)
-    var = ((x3 - mu) ** 2).mean(axis=-1, keepdims=True)
     expected = dict(
-        relu3=np.maximum(x3, 0.0), gelu1=gelu(x1), softmax3=softmax(x3),
+        relu3=np.maximum(x3, 0.0), gelu1=sn.gelu(x1), softmax3=softmax(x3),
         log_softmax1=log_softmax(x1), mse3=np.mean((x3 - 2.0 * x3) ** 2),
         ce2=-np.mean(np.sum(softmax(t2.astype(np.float64)) * log_softmax(x2d), axis=-1)),
-        layer_norm3=(x3 - mu) / np.sqrt(var + 1e-5) * scale + bias, dense3=x3 @ w + b,
+        layer_norm3=sn.layer_norm(x3, scale, bias), dense3=x3 @ w + b,
         dense1=x1 @ w + b, relu_i32=np.maximum(n, 0), relu_bf16=np.maximum(bf16_round(v), 0),
-        softmax2=softmax(x2d), gelu0=gelu(np.float64(1.5)),
+        softmax2=softmax(x2d), gelu0=sn.gelu(np.float64(1.5)),
     )
-    failures = 0
     with tempfile.TemporaryDirectory(prefix="spmdc-stdlib-") as work:
         prog = os.path.join(work, "stdlib.spmd")
         with open(prog, "w") as f:
             f.write(PROGRAM)
-        cmd = [a.spmdc, "run", prog, "-q", "--out-dir", work]
-        for name, arr in inputs.items():
-            path = os.path.join(work, "in_" + name + ".npy")
-            np.save(path, arr)
-            cmd += ["--in", f"{name}={path}"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print("spmdc run failed:\n" + proc.stderr)
+        try:
+            outputs = sn.run(a.spmdc, prog, inputs)
+        except RuntimeError as e:
+            print(e)
             return 1
-        for name, want in expected.items():
-            got = np.load(os.path.join(work, name + ".npy"))
-            want = np.asarray(want)
-            ok = got.shape == want.shape
-            if ok and got.dtype.kind == "i" or name == "relu_bf16":
-                ok = ok and np.array_equal(got, want.astype(got.dtype))
-            elif ok:
-                tol = 1e-5 if got.dtype == np.float32 else 1e-12
-                ok = np.allclose(got, want, rtol=tol, atol=tol)
-            if not ok:
-                failures += 1
-                print(f"{name}: spmdc {got.dtype}{list(got.shape)}\n{got}\nNumPy\n{want}")
+    failures = 0
+    for name, want in expected.items():
+        got = outputs[name]
+        want = np.asarray(want)
+        ok = got.shape == want.shape
+        if ok and (got.dtype.kind == "i" or name == "relu_bf16"):
+            ok = np.array_equal(got, want.astype(got.dtype))
+        elif ok:
+            tol = 1e-5 if got.dtype == np.float32 else 1e-12
+            ok = np.allclose(got, want, rtol=tol, atol=tol)
+        if not ok:
+            failures += 1
+            print(f"{name}: spmdc {got.dtype}{list(got.shape)}\n{got}\nNumPy\n{want}")
     print(f"{len(expected) - failures} of {len(expected)} std.nn outputs match NumPy")
     return 1 if failures else 0
 
