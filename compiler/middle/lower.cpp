@@ -602,6 +602,16 @@ bool ProgramLowerer::check_unrolled_size(int64_t size, SourceSpan span, const st
   return false;
 }
 
+std::optional<DimLayout> layout_dims(const std::vector<ast::DimExpr> &dims, size_t rank) {
+  size_t at = dims.size();
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d].is_ellipsis()) at = std::min(at, d);
+  const bool ellipsis = at < dims.size();
+  const size_t fixed = dims.size() - (ellipsis ? 1 : 0);
+  if (ellipsis ? rank < fixed : rank != fixed) return std::nullopt;
+  return DimLayout{at, rank - fixed};
+}
+
 namespace {
 /// `[2, 3]`: what `...` stands for, in messages.
 std::string dims_str(const Shape &dims) {
@@ -669,29 +679,27 @@ std::optional<ProgramLowerer::DefBindings> ProgramLowerer::bind_signature(
     // it the trailing ones, and `...` stands for the rest (the same in every
     // type of the signature).
     const auto &dims = p.type.dims;
-    size_t ellipses = 0, at = dims.size();
-    for (size_t d = 0; d < dims.size(); ++d)
-      if (dims[d].is_ellipsis()) ++ellipses, at = std::min(at, d);
-    if (ellipses > 1) {
+    if (std::count_if(dims.begin(), dims.end(),
+                      [](const ast::DimExpr &d) { return d.is_ellipsis(); }) > 1) {
       diags.error("bad-type-parameter", p.type.span, "`...` may appear at most once in a type");
       ok = false;
       continue;
     }
-    const size_t fixed = dims.size() - ellipses;
-    const size_t rank = arg.shape.size();
-    if (ellipses == 0 ? rank != fixed : rank < fixed) {
+    const std::optional<DimLayout> layout = layout_dims(dims, arg.shape.size());
+    if (!layout) {
+      const bool ellipsis = std::any_of(dims.begin(), dims.end(),
+                                        [](const ast::DimExpr &d) { return d.is_ellipsis(); });
       mismatch(p, arg,
-               "its rank is " + std::to_string(rank) + ", the parameter's " +
-                   (ellipses ? "at least " : "") + std::to_string(fixed));
+               "its rank is " + std::to_string(arg.shape.size()) + ", the parameter's " +
+                   (ellipsis ? "at least " : "") + std::to_string(dims.size() - ellipsis));
       continue;
     }
-    const size_t spread = rank - fixed;  // dimensions `...` stands for
     bool match = true;
     std::string why;
     for (size_t d = 0; match && d < dims.size(); ++d) {
-      if (d == at) {
-        Shape middle(arg.shape.begin() + static_cast<std::ptrdiff_t>(at),
-                     arg.shape.begin() + static_cast<std::ptrdiff_t>(at + spread));
+      if (d == layout->at) {
+        const auto first = arg.shape.begin() + static_cast<std::ptrdiff_t>(layout->at);
+        Shape middle(first, first + static_cast<std::ptrdiff_t>(layout->spread));
         if (!b.ellipsis) {
           b.ellipsis = middle;
         } else if (*b.ellipsis != middle) {
@@ -700,7 +708,7 @@ std::optional<ProgramLowerer::DefBindings> ProgramLowerer::bind_signature(
         }
         continue;
       }
-      const int64_t size = arg.shape[d < at ? d : d - 1 + spread];
+      const int64_t size = arg.shape[layout->index(d)];
       if (auto *n = std::get_if<int64_t>(&dims[d].value)) {
         match = *n == size;
       } else {

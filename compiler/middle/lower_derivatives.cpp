@@ -14,6 +14,8 @@
 //    against it and emit the call, typed from the signature. The call names
 //    the function derived and the steps (ir::DerivedCallee); infer_variance
 //    builds the derived function.
+#include <algorithm>
+
 #include "frontend/format.h"
 #include "middle/lower_internal.h"
 #include "transforms/derive.h"
@@ -160,21 +162,23 @@ struct Bound {
 void bind_symbols(const ast::TypeExpr &written, const Type &type, Bound &bound) {
   if (!parse_dtype(written.dtype.name)) bound.dtypes.emplace(written.dtype.name, type.dtype);
   const auto &dims = written.dims;
-  size_t at = dims.size();
-  for (size_t d = 0; d < dims.size(); ++d)
-    if (dims[d].is_ellipsis()) at = std::min(at, d);
-  const size_t fixed = dims.size() - (at < dims.size() ? 1 : 0);
-  if (type.shape.size() < fixed) return;  // a mismatch the instantiation reports
-  const size_t spread = type.shape.size() - fixed;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (d == at) {
+  // A rank that does not fit is a mismatch the instantiation reports (without
+  // `...`, the dimensions both have still bind).
+  const std::optional<DimLayout> fits = layout_dims(dims, type.shape.size());
+  const bool ellipsis =
+      std::any_of(dims.begin(), dims.end(), [](const ast::DimExpr &d) { return d.is_ellipsis(); });
+  if (!fits && ellipsis) return;
+  const DimLayout layout = fits.value_or(DimLayout{dims.size(), 0});
+  const size_t common = std::min(dims.size(), type.shape.size() + (ellipsis ? 1 : 0));
+  for (size_t d = 0; d < common; ++d) {
+    if (d == layout.at) {
+      const auto first = type.shape.begin() + static_cast<std::ptrdiff_t>(layout.at);
       if (!bound.ellipsis)
-        bound.ellipsis = Shape(type.shape.begin() + static_cast<std::ptrdiff_t>(at),
-                               type.shape.begin() + static_cast<std::ptrdiff_t>(at + spread));
+        bound.ellipsis = Shape(first, first + static_cast<std::ptrdiff_t>(layout.spread));
       continue;
     }
     if (const auto *s = std::get_if<std::string>(&dims[d].value))
-      bound.dims.emplace(*s, type.shape[d < at ? d : d - 1 + spread]);
+      bound.dims.emplace(*s, type.shape[layout.index(d)]);
   }
 }
 

@@ -41,6 +41,17 @@ struct LExpr {
 
 class ProgramLowerer;
 
+/// How a signature type's written dimensions (at most one `...`) line up
+/// with a shape of `rank` dimensions: written dimension d (not `...`) is shape
+/// dimension index(d), and `...` covers [at, at + spread).
+struct DimLayout {
+  size_t at;      // the position of `...` (dims.size() when there is none)
+  size_t spread;  // how many dimensions `...` stands for
+  size_t index(size_t d) const { return d < at ? d : d - 1 + spread; }
+};
+/// nullopt when `rank` does not fit (too small; different without `...`).
+std::optional<DimLayout> layout_dims(const std::vector<ast::DimExpr> &dims, size_t rank);
+
 /// One derivative as written: `grad(f, wrt=(a, b), of=0)` (lower_derivatives.cpp).
 struct DerivativeStepSyntax {
   DeriveKind kind = DeriveKind::Grad;
