@@ -49,7 +49,8 @@ class Peephole {
   }
 
   void run(std::vector<ir::Instr> &body) {
-    for (ir::Instr &in : body) {
+    for (size_t index = 0; index < body.size(); ++index) {
+      ir::Instr &in = body[index];
       for (ir::ValueId &o : in.operands) o = resolve(o);
       for (ir::Region &r : in.regions) {
         run(r.body);
@@ -62,6 +63,7 @@ class Peephole {
         continue;
       }
       for (ir::ValueId r : in.results) def_[r] = &in;
+      place_[&in] = {&body, index};
     }
   }
 
@@ -111,13 +113,15 @@ class Peephole {
   }
 
   bool rewrite(ir::Instr &in) {
-    if (in.op == OpCode::Add && (add_of_neg(in) || add_of_pads(in) || add_of_selects(in)))
+    if (in.op == OpCode::Add && (add_of_neg(in) || add_of_pads(in) || add_of_selects(in) ||
+                                 add_of_complementary_blocks(in)))
       return true;
     if (in.op == OpCode::Sub && sub_of_sub(in)) return true;
     if (elementwise(in.op) && implicit_broadcast(in)) return true;
     if (in.op == OpCode::BroadcastTo) return broadcast_of_broadcast(in);
     if (in.op == OpCode::DynamicUpdateSlice) return update_of_zeroed_block(in);
     if (in.op == OpCode::Slice) return tight_slice_limits(in);
+    if (in.op == OpCode::ReduceSum) return sum_over_ones(in);
     return false;
   }
 
@@ -258,6 +262,52 @@ class Peephole {
     return false;
   }
 
+  /// `dynamic_update_slice(a, dynamic_slice(a, i) + y, i) + dynamic_update_slice(x, 0, i)`
+  /// (either order; the first is `a + dynamic_update_slice(0, y, i)` as
+  /// simplify accumulates it in place) -> `a + dynamic_update_slice(x, y, i)`:
+  /// in each element one of the two blocks adds a zero. The later of the two
+  /// updates (both read only here) becomes the merged one; the rest is dead.
+  bool add_of_complementary_blocks(ir::Instr &in) {
+    const Type &t = f_.type(in.results[0]);
+    for (size_t k = 0; k < 2; ++k) {
+      ir::Instr *p = def(in.operands[k], OpCode::DynamicUpdateSlice);
+      ir::Instr *q = def(in.operands[1 - k], OpCode::DynamicUpdateSlice);
+      if (!p || !q || p == q || uses_[p->results[0]] != 1 || uses_[q->results[0]] != 1 ||
+          !(f_.type(p->results[0]) == t) || !(f_.type(q->results[0]) == t))
+        continue;
+      const ir::ValueId a = p->operands[0], i = q->operands[2];
+      const ir::Instr *sum = def(p->operands[1], OpCode::Add);
+      if (!sum || p->operands[2] != i || p->attrs.dim != q->attrs.dim || !is_zero(q->operands[1]) ||
+          !(f_.type(a) == t))
+        continue;
+      const auto pp = place_.at(p), pq = place_.at(q);
+      if (pp.first != pq.first) continue;
+      ir::Instr *later = pp.second > pq.second ? p : q;
+      for (size_t j = 0; j < 2; ++j) {
+        const ir::Instr *block = def(sum->operands[j], OpCode::DynamicSlice);
+        const ir::ValueId y = sum->operands[1 - j];
+        if (!block || block->operands[0] != a || block->operands[1] != i ||
+            block->attrs.dim != p->attrs.dim || f_.type(y).shape != f_.type(q->operands[1]).shape)
+          continue;
+        const ir::ValueId x = q->operands[0];
+        if (!replace(*later, OpCode::DynamicUpdateSlice, {x, y, i}, q->attrs)) return false;
+        return replace(in, OpCode::Add, {a, later->results[0]}, {});
+      }
+    }
+    return false;
+  }
+
+  /// A sum over dimensions of size 1 only -> a reshape (the transpose of a
+  /// broadcast that adds a leading 1 sums over it).
+  bool sum_over_ones(ir::Instr &in) {
+    const Shape &from = f_.type(in.operands[0]).shape;
+    for (int64_t d : in.attrs.dims)
+      if (from[static_cast<size_t>(d)] != 1) return false;
+    Attrs a;
+    a.shape = f_.type(in.results[0]).shape;
+    return replace(in, OpCode::Reshape, in.operands, std::move(a));
+  }
+
   bool tight_slice_limits(ir::Instr &in) {
     const Shape &from = f_.type(in.operands[0]).shape, &to = f_.type(in.results[0]).shape;
     Attrs a = in.attrs;
@@ -275,6 +325,8 @@ class Peephole {
   std::unordered_map<ir::ValueId, ir::Instr *> def_;
   std::vector<int> uses_;
   std::unordered_map<ir::ValueId, ir::ValueId> alias_;  // value -> the equal value it reads
+  /// Where each instruction seen is: its block and index.
+  std::unordered_map<const ir::Instr *, std::pair<const std::vector<ir::Instr> *, size_t>> place_;
 };
 
 }  // namespace

@@ -23,6 +23,10 @@
 //     `u = dynamic_update_slice(x, 0, i)` becomes
 //     `dynamic_update_slice(x, y, i)` (a block zeroed, then added to), and
 //     `dynamic_update_slice(x, dynamic_slice(x, i), i)` becomes x;
+//   * `dynamic_update_slice(a, dynamic_slice(a, i) + y, i)` plus
+//     `dynamic_update_slice(x, 0, i)` becomes `a + dynamic_update_slice(x, y, i)`
+//     (in every element one of the two adds a zero);
+//   * a sum over dimensions of size 1 only becomes a reshape;
 //   * a slice's limit becomes one step past the last element it selects,
 //     capped by the dimension (`x[0:5:2]` of 6 is `x[::2]`, as written).
 // A rewrite is kept only when the rewritten instruction has exactly the

@@ -78,6 +78,25 @@ TEST_CASE("peephole: what transposing twice leaves becomes the op written", "[pe
               " -> f32[2, 6] @ P() on M {\n  i = 1\n  y = b[:1, :]\n"
               "  t0 = dynamic_update_slice(a, y, i, axis=0)\n  return t0\n}\n");
   }
+  SECTION("a block added in place, and the rest added as a zeroed block") {
+    // (a + dus(0, y, i)) + dus(b, 0, i): in the block a + y, elsewhere a + b.
+    CHECK(rewritten(kMesh + sig +
+                    " -> f32[2, 6] @ P() on M {\n"
+                    "  i = 1\n"
+                    "  y = b[:1, :]\n"
+                    "  u = dynamic_update_slice(a, dynamic_slice(a, i, size=1, axis=0) + y, i, "
+                    "axis=0)\n"
+                    "  return u + dynamic_update_slice(b, zeros((1, 6), f32), i, axis=0)\n}\n") ==
+          kMesh + sig +
+              " -> f32[2, 6] @ P() on M {\n  i = 1\n  y = b[:1, :]\n"
+              "  t0 = dynamic_update_slice(b, y, i, axis=0)\n  t1 = a + t0\n  return t1\n}\n");
+  }
+  SECTION("a sum over dimensions of size 1") {
+    CHECK(rewritten(kMesh + sig + " -> f32[6] @ P() on M {\n  return sum(a[:1, :], axes=0)\n}\n") ==
+          kMesh + sig +
+              " -> f32[6] @ P() on M {\n  t0 = a[:1, :]\n  t1 = reshape(t0, (6,))\n"
+              "  return t1\n}\n");
+  }
 }
 
 TEST_CASE("peephole: rewrites that would change the meaning are not made", "[peephole]") {
@@ -105,6 +124,20 @@ TEST_CASE("peephole: rewrites that would change the meaning are not made", "[pee
                               "  n11 = dynamic_update_slice(n8, n10, j, axis=0)\n"
                               "  return n1, n4, n6, n5, n11\n}\n";
   CHECK(rewritten(program) == program);
+  // A block added in at one index, the rest of another index zeroed.
+  const std::string blocks = kMesh + sig +
+                             " -> f32[2, 6] @ P() on M {\n"
+                             "  j = 1\n"
+                             "  n0 = dynamic_slice(a, j, size=1, axis=0)\n"
+                             "  y = b[:1, :]\n"
+                             "  n1 = n0 + y\n"
+                             "  n2 = dynamic_update_slice(a, n1, j, axis=0)\n"
+                             "  n3 = zeros((1, 6))\n"
+                             "  i = 0\n"
+                             "  n4 = dynamic_update_slice(b, n3, i, axis=0)\n"
+                             "  n5 = n2 + n4\n"
+                             "  return n5\n}\n";
+  CHECK(rewritten(blocks) == blocks);
 }
 
 }  // namespace
