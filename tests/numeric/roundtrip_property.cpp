@@ -829,6 +829,14 @@ bool check_transpose(const Compilation &c, const std::string &fn,
   return same_text;
 }
 
+/// Generator options for programs of `flavor` in f64 (derivatives are compared in f64).
+testgen::GeneratorOptions f64_programs(testgen::Flavor flavor) {
+  testgen::GeneratorOptions o;
+  o.flavor = flavor;
+  o.f64 = true;
+  return o;
+}
+
 std::string f32_to_f64(std::string text) {
   for (size_t p = 0; (p = text.find("f32", p)) != std::string::npos; p += 3)
     text.replace(p, 3, "f64");
@@ -905,9 +913,7 @@ TEST_CASE("generated programs print as source that re-checks strictly and runs t
 
 TEST_CASE("derivatives of generated programs are source and match finite differences",
           "[roundtrip][generated]") {
-  testgen::GeneratorOptions o;
-  o.flavor = testgen::Flavor::Differentiable;
-  o.f64 = true;
+  const testgen::GeneratorOptions o = f64_programs(testgen::Flavor::Differentiable);
   for (int i = 0; i < g_programs; ++i) {
     const uint64_t seed = g_seed + 1000000 + static_cast<uint64_t>(i);
     auto p = testgen::generate_program(seed, o);
@@ -932,9 +938,7 @@ TEST_CASE("finite differences across a kink are recognised, not compared",
   // of the finite differences flips the comparison (a jump). The derivatives are still
   // printed, re-checked and run; only the comparison with finite differences
   // is skipped, and counted.
-  testgen::GeneratorOptions o;
-  o.flavor = testgen::Flavor::Differentiable;
-  o.f64 = true;
+  const testgen::GeneratorOptions o = f64_programs(testgen::Flavor::Differentiable);
   for (uint64_t seed : {1000467, 1005285}) {
     auto p = testgen::generate_program(seed, o);
     INFO("generated program (seed " << seed << ", differentiable):\n" << p.source);
@@ -951,9 +955,7 @@ TEST_CASE("finite differences across a kink are recognised, not compared",
 
 TEST_CASE("transposes of generated linear programs are source and transpose back",
           "[roundtrip][generated]") {
-  testgen::GeneratorOptions o;
-  o.flavor = testgen::Flavor::Linear;
-  o.f64 = true;
+  const testgen::GeneratorOptions o = f64_programs(testgen::Flavor::Linear);
   for (int i = 0; i < g_programs; ++i) {
     const uint64_t seed = g_seed + 2000000 + static_cast<uint64_t>(i);
     auto p = testgen::generate_program(seed, o);
@@ -979,9 +981,7 @@ TEST_CASE("linear programs the sweep found transposing back differently now tran
   // started from zeros and added p0 * 2 after the loop); 2008814,
   // `dynamic_update_slice(u, b, i) + v` (transposed back, v's block and the
   // rest were added in separately). Both now come back as the same text.
-  testgen::GeneratorOptions o;
-  o.flavor = testgen::Flavor::Linear;
-  o.f64 = true;
+  const testgen::GeneratorOptions o = f64_programs(testgen::Flavor::Linear);
   for (uint64_t seed : {2007008, 2008814}) {
     auto p = testgen::generate_program(seed, o);
     INFO("generated program (seed " << seed << ", linear):\n" << p.source);
