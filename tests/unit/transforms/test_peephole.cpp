@@ -39,6 +39,20 @@ TEST_CASE("peephole: what transposing twice leaves becomes the op written", "[pe
               "  t0 = a - b\n  t1 = a - b\n  t2 = a - b\n  t3 = a + t2\n"
               "  return t0, t1, t3\n}\n");
   }
+  SECTION("negations") {
+    // -(a - b) = b - a; a - -b = a + b; -a + -b = -(a + b); of -(2a) + n
+    // with n = -(2b) read again, n stays and -(2a) goes: n - 2a.
+    CHECK(
+        rewritten(kMesh + sig +
+                  " -> (f32[2, 6] @ P(), f32[2, 6] @ P(), f32[2, 6] @ P(), f32[2, 6] @ P(), "
+                  "f32[2, 6] @ P()) on M {\n"
+                  "  n = -(b * 2.0)\n  return -(a - b), a - -b, -a + -b, -(a * 2.0) + n, n\n}\n") ==
+        kMesh + sig +
+            " -> (f32[2, 6] @ P(), f32[2, 6] @ P(), f32[2, 6] @ P(), f32[2, 6] @ P(), "
+            "f32[2, 6] @ P()) on M {\n"
+            "  t0 = b * 2.0\n  n = -t0\n  t1 = b - a\n  t2 = a + b\n  t3 = a + b\n"
+            "  t4 = -t3\n  t5 = a * 2.0\n  t6 = n - t5\n  return t1, t2, t4, t6, n\n}\n");
+  }
   SECTION("zero pads that tile a dimension, added up") {
     CHECK(rewritten(kMesh + sig +
                     " -> f32[2, 6] @ P() on M {\n"
@@ -91,11 +105,14 @@ TEST_CASE("peephole: what transposing twice leaves becomes the op written", "[pe
               " -> f32[2, 6] @ P() on M {\n  i = 1\n  y = b[:1, :]\n"
               "  t0 = dynamic_update_slice(b, y, i, axis=0)\n  t1 = a + t0\n  return t1\n}\n");
   }
-  SECTION("a sum over dimensions of size 1") {
-    CHECK(rewritten(kMesh + sig + " -> f32[6] @ P() on M {\n  return sum(a[:1, :], axes=0)\n}\n") ==
+  SECTION("a sum over a leading dimension of size 1 that an elementwise op broadcasts") {
+    // (a sum over dimensions of size 1 read otherwise stays: see below)
+    CHECK(rewritten(kMesh + sig +
+                    " -> (f32[2, 6] @ P(), f32[6] @ P()) on M {\n"
+                    "  return b * sum(a[:1, :], axes=0), sum(b[1:, :], axes=0)\n}\n") ==
           kMesh + sig +
-              " -> f32[6] @ P() on M {\n  t0 = a[:1, :]\n  t1 = reshape(t0, (6,))\n"
-              "  return t1\n}\n");
+              " -> (f32[2, 6] @ P(), f32[6] @ P()) on M {\n  t0 = a[:1, :]\n  t1 = b * t0\n"
+              "  t2 = b[1:, :]\n  t3 = sum(t2, axes=(0,))\n  return t1, t3\n}\n");
   }
 }
 
