@@ -49,7 +49,8 @@ class Peephole {
   }
 
   void run(std::vector<ir::Instr> &body) {
-    for (ir::Instr &in : body) {
+    for (size_t index = 0; index < body.size(); ++index) {
+      ir::Instr &in = body[index];
       for (ir::ValueId &o : in.operands) o = resolve(o);
       for (ir::Region &r : in.regions) {
         run(r.body);
@@ -62,6 +63,7 @@ class Peephole {
         continue;
       }
       for (ir::ValueId r : in.results) def_[r] = &in;
+      place_[&in] = {&body, index};
     }
   }
 
@@ -111,9 +113,11 @@ class Peephole {
   }
 
   bool rewrite(ir::Instr &in) {
-    if (in.op == OpCode::Add && (add_of_neg(in) || add_of_pads(in) || add_of_selects(in)))
+    if (in.op == OpCode::Add && (add_of_negs(in) || add_of_neg(in) || add_of_pads(in) ||
+                                 add_of_selects(in) || add_of_complementary_blocks(in)))
       return true;
-    if (in.op == OpCode::Sub && sub_of_sub(in)) return true;
+    if (in.op == OpCode::Sub && (sub_of_neg(in) || sub_of_sub(in))) return true;
+    if (in.op == OpCode::Neg && neg_of_sub(in)) return true;
     if (elementwise(in.op) && implicit_broadcast(in)) return true;
     if (in.op == OpCode::BroadcastTo) return broadcast_of_broadcast(in);
     if (in.op == OpCode::DynamicUpdateSlice) return update_of_zeroed_block(in);
@@ -133,12 +137,44 @@ class Peephole {
     return std::nullopt;
   }
 
-  /// `x + -y`, `-y + x` -> `x - y`.
+  /// `x + -y`, `-y + x` -> `x - y`. Of `-a + -b`, the negation nothing
+  /// else reads goes (`v1 - m` of a `v1 = -v0` read elsewhere too, not
+  /// `-m - v0`).
   bool add_of_neg(ir::Instr &in) {
-    for (size_t k = 0; k < 2; ++k)
-      if (const ir::Instr *n = def(in.operands[k], OpCode::Neg))
-        return replace(in, OpCode::Sub, {in.operands[1 - k], n->operands[0]}, {});
+    const ir::Instr *n[2] = {def(in.operands[0], OpCode::Neg), def(in.operands[1], OpCode::Neg)};
+    const size_t first = n[0] && n[1] && uses_[in.operands[0]] > 1 && uses_[in.operands[1]] == 1;
+    for (size_t k : {first, 1 - first})
+      if (n[k]) return replace(in, OpCode::Sub, {in.operands[1 - k], n[k]->operands[0]}, {});
     return false;
+  }
+
+  /// `-a + -b` -> `-(a + b)` when nothing else reads either negation (only
+  /// a zero's sign can differ): the later negation becomes the sum.
+  bool add_of_negs(ir::Instr &in) {
+    ir::Instr *n0 = def(in.operands[0], OpCode::Neg), *n1 = def(in.operands[1], OpCode::Neg);
+    if (!n0 || !n1 || n0 == n1 || uses_[n0->results[0]] != 1 || uses_[n1->results[0]] != 1)
+      return false;
+    const auto p0 = place_.at(n0), p1 = place_.at(n1);
+    if (p0.first != p1.first || !(f_.type(in.operands[0]) == f_.type(in.operands[1]))) return false;
+    ir::Instr *later = p0.second > p1.second ? n0 : n1;
+    Attrs none;
+    if (!replace(*later, OpCode::Add, {n0->operands[0], n1->operands[0]}, none)) return false;
+    return replace(in, OpCode::Neg, {later->results[0]}, none);
+  }
+
+  /// `x - -y` -> `x + y` (the same operation: subtracting adds the negation).
+  bool sub_of_neg(ir::Instr &in) {
+    if (const ir::Instr *n = def(in.operands[1], OpCode::Neg))
+      return replace(in, OpCode::Add, {in.operands[0], n->operands[0]}, {});
+    return false;
+  }
+
+  /// `-(a - b)` -> `b - a` when nothing else reads `a - b` (rounding is
+  /// symmetric; only a zero's sign can differ).
+  bool neg_of_sub(ir::Instr &in) {
+    const ir::Instr *d = def(in.operands[0], OpCode::Sub);
+    if (!d || uses_[d->results[0]] != 1) return false;
+    return replace(in, OpCode::Sub, {d->operands[1], d->operands[0]}, {});
   }
 
   /// `x - (a - b)` -> `x + (b - a)` when nothing else reads `a - b` (the
@@ -154,12 +190,19 @@ class Peephole {
   }
 
   /// The source of operand `v` when it only broadcasts (broadcast_to, or a
-  /// reshape adding or removing leading 1s), else nothing.
+  /// reshape or a sum over dimensions of size 1 that adds or removes leading
+  /// 1s), else nothing.
   std::optional<ir::ValueId> broadcast_source(ir::ValueId v) const {
     if (const ir::Instr *b = def(v, OpCode::BroadcastTo)) return b->operands[0];
-    if (const ir::Instr *r = def(v, OpCode::Reshape))
-      if (same_but_leading_ones(f_.type(r->operands[0]).shape, f_.type(v).shape))
-        return r->operands[0];
+    const ir::Instr *r = def(v, OpCode::Reshape);
+    if (const ir::Instr *s = def(v, OpCode::ReduceSum)) {
+      const Shape &from = f_.type(s->operands[0]).shape;
+      bool ones = true;
+      for (int64_t d : s->attrs.dims) ones = ones && from[static_cast<size_t>(d)] == 1;
+      if (ones) r = s;
+    }
+    if (r && same_but_leading_ones(f_.type(r->operands[0]).shape, f_.type(v).shape))
+      return r->operands[0];
     return std::nullopt;
   }
 
@@ -275,6 +318,41 @@ class Peephole {
     return false;
   }
 
+  /// `dynamic_update_slice(a, dynamic_slice(a, i) + y, i) + dynamic_update_slice(x, 0, i)`
+  /// (either order; the first is `a + dynamic_update_slice(0, y, i)` as
+  /// simplify accumulates it in place) -> `a + dynamic_update_slice(x, y, i)`:
+  /// in each element one of the two blocks adds a zero. The later of the two
+  /// updates (both read only here) becomes the merged one; the rest is dead.
+  bool add_of_complementary_blocks(ir::Instr &in) {
+    const Type &t = f_.type(in.results[0]);
+    for (size_t k = 0; k < 2; ++k) {
+      ir::Instr *p = def(in.operands[k], OpCode::DynamicUpdateSlice);
+      ir::Instr *q = def(in.operands[1 - k], OpCode::DynamicUpdateSlice);
+      if (!p || !q || p == q || uses_[p->results[0]] != 1 || uses_[q->results[0]] != 1 ||
+          !(f_.type(p->results[0]) == t) || !(f_.type(q->results[0]) == t))
+        continue;
+      const ir::ValueId a = p->operands[0], i = q->operands[2];
+      const ir::Instr *sum = def(p->operands[1], OpCode::Add);
+      if (!sum || p->operands[2] != i || p->attrs.dim != q->attrs.dim || !is_zero(q->operands[1]) ||
+          !(f_.type(a) == t))
+        continue;
+      const auto pp = place_.at(p), pq = place_.at(q);
+      if (pp.first != pq.first) continue;
+      ir::Instr *later = pp.second > pq.second ? p : q;
+      for (size_t j = 0; j < 2; ++j) {
+        const ir::Instr *block = def(sum->operands[j], OpCode::DynamicSlice);
+        const ir::ValueId y = sum->operands[1 - j];
+        if (!block || block->operands[0] != a || block->operands[1] != i ||
+            block->attrs.dim != p->attrs.dim || f_.type(y).shape != f_.type(q->operands[1]).shape)
+          continue;
+        const ir::ValueId x = q->operands[0];
+        if (!replace(*later, OpCode::DynamicUpdateSlice, {x, y, i}, q->attrs)) return false;
+        return replace(in, OpCode::Add, {a, later->results[0]}, {});
+      }
+    }
+    return false;
+  }
+
   bool tight_slice_limits(ir::Instr &in) {
     const Shape &from = f_.type(in.operands[0]).shape, &to = f_.type(in.results[0]).shape;
     Attrs a = in.attrs;
@@ -292,6 +370,8 @@ class Peephole {
   std::unordered_map<ir::ValueId, ir::Instr *> def_;
   std::vector<int> uses_;
   std::unordered_map<ir::ValueId, ir::ValueId> alias_;  // value -> the equal value it reads
+  /// Where each instruction seen is: its block and index.
+  std::unordered_map<const ir::Instr *, std::pair<const std::vector<ir::Instr> *, size_t>> place_;
   static constexpr int8_t kUnknown = -1, kNo = 0, kYes = 1;
   std::vector<int8_t> pad_tree_ = std::vector<int8_t>(f_.values.size(), kUnknown);
 };

@@ -9,11 +9,14 @@
 // property test checks it), and so derived programs read like hand-written
 // ones. Each rewrite computes the same values (bit for bit, but for the sign
 // of a zero that an added zero pad or select turned into +0):
-//   * `x + -y` and `-y + x` become `x - y`; `x - (a - b)` becomes
-//     `x + (b - a)` when nothing else reads `a - b`;
+//   * `x + -y` and `-y + x` become `x - y` (of `-a + -b`, the negation
+//     nothing else reads goes; when neither is read elsewhere, the sum
+//     becomes `-(a + b)`); `x - -y` becomes `x + y`; `x - (a - b)` becomes
+//     `x + (b - a)` and `-(a - b)` becomes `b - a` when nothing else reads
+//     `a - b`;
 //   * an operand of an elementwise op (binary, comparison, logical, where)
-//     that is a broadcast_to, or a reshape that only adds or removes leading
-//     1s, is
+//     that is a broadcast_to, or a reshape (or a sum over dimensions of
+//     size 1) that only adds or removes leading 1s, is
 //     replaced by its source when NumPy broadcasting gives the same shape;
 //     likewise broadcast_to of such a reshape or of a broadcast_to;
 //   * a sum of zero pads (stride 1) that tile the result along one
@@ -23,6 +26,9 @@
 //     `u = dynamic_update_slice(x, 0, i)` becomes
 //     `dynamic_update_slice(x, y, i)` (a block zeroed, then added to), and
 //     `dynamic_update_slice(x, dynamic_slice(x, i), i)` becomes x;
+//   * `dynamic_update_slice(a, dynamic_slice(a, i) + y, i)` plus
+//     `dynamic_update_slice(x, 0, i)` becomes `a + dynamic_update_slice(x, y, i)`
+//     (in every element one of the two adds a zero);
 //   * a slice's limit becomes one step past the last element it selects,
 //     capped by the dimension (`x[0:5:2]` of 6 is `x[::2]`, as written).
 // A rewrite is kept only when the rewritten instruction has exactly the

@@ -2,6 +2,7 @@
 // loops are transposed here (see "Loops" in transpose.h).
 #include "transforms/transpose.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -26,10 +27,11 @@ using Cotangents = std::unordered_map<ir::ValueId, ir::ValueId>;  // f value -> 
 /// body of the backward loop, built while its forward loop was emitted (so
 /// the values it needs from the forward loop could be stacked or recomputed).
 struct BackwardLoop {
-  std::vector<size_t> linear_carries;  // indices of the loop's linear carried values
-  std::vector<ir::ValueId> captured;   // linear values from outside the loop read in it
-  ir::Region region;                   // (k, ct of each linear carry, ct sum of each captured)
-  Attrs attrs;                         // the range reversed
+  std::vector<size_t> linear_carries;   // indices of the loop's linear carried values
+  std::vector<ir::ValueId> captured;    // linear values from outside the loop read in it
+  std::vector<const ir::Instr *> sunk;  // before the loop, transposed in the backward body
+  ir::Region region;                    // (k, ct of each linear carry, ct sum of each captured)
+  Attrs attrs;                          // the range reversed
 };
 
 class Transposer {
@@ -117,9 +119,10 @@ class Transposer {
   /// reads. A loop keeps its constant carried values here, and its backward
   /// body is prepared (forward_loop).
   void forward(const std::vector<ir::Instr> &body) {
-    for (const ir::Instr &in : body) {
+    for (size_t at = 0; at < body.size(); ++at) {
+      const ir::Instr &in = body[at];
       if (in.op == OpCode::For) {
-        forward_loop(in);
+        forward_loop(body, at);
         continue;
       }
       if (!in.results.empty() && linear_[in.results[0]]) continue;
@@ -147,21 +150,26 @@ class Transposer {
       }
       if (in.results.empty() || !linear_[in.results[0]]) continue;
       auto it = ct.find(in.results[0]);
-      if (it == ct.end()) continue;                      // zero cotangent
-      std::vector<std::optional<ir::ValueId>> operands;  // constant operands, mapped
-      std::vector<bool> lin_ops;
-      std::vector<Type> operand_types;
-      for (ir::ValueId o : in.operands) {
-        lin_ops.push_back(linear_[o] && !zero_[o]);
-        operands.push_back(linear_[o] ? std::nullopt : std::optional(map_.at(o)));
-        operand_types.push_back(f_.type(o));
-      }
-      TransposeRuleInput rule{in, operands, operand_types, lin_ops, it->second};
-      const auto first_new = static_cast<ir::ValueId>(out_.values.size());
-      for (auto [k, c] : apply_transpose_rule(e_, rule)) {
-        if (c >= first_new) e_.set_name(c, cotangent_name(f_.values[in.operands[k]].name));
-        accumulate(ct, in.operands[k], c);
-      }
+      if (it == ct.end()) continue;  // zero cotangent
+      transpose_instr(in, it->second, ct);
+    }
+  }
+
+  /// Gives each linear operand of `in` its share of `in`'s cotangent `c_in`.
+  void transpose_instr(const ir::Instr &in, ir::ValueId c_in, Cotangents &ct) {
+    std::vector<std::optional<ir::ValueId>> operands;  // constant operands, mapped
+    std::vector<bool> lin_ops;
+    std::vector<Type> operand_types;
+    for (ir::ValueId o : in.operands) {
+      lin_ops.push_back(linear_[o] && !zero_[o]);
+      operands.push_back(linear_[o] ? std::nullopt : std::optional(map_.at(o)));
+      operand_types.push_back(f_.type(o));
+    }
+    TransposeRuleInput rule{in, operands, operand_types, lin_ops, c_in};
+    const auto first_new = static_cast<ir::ValueId>(out_.values.size());
+    for (auto [k, c] : apply_transpose_rule(e_, rule)) {
+      if (c >= first_new) e_.set_name(c, cotangent_name(f_.values[in.operands[k]].name));
+      accumulate(ct, in.operands[k], c);
     }
   }
 
@@ -189,7 +197,8 @@ class Transposer {
   /// backward loop, built here and emitted by backward_loop(), runs the range
   /// backwards carrying the cotangents of the linear carried values and the
   /// sums of the cotangents of the linear values the body reads from outside.
-  void forward_loop(const ir::Instr &loop) {
+  void forward_loop(const std::vector<ir::Instr> &body, size_t at) {
+    const ir::Instr &loop = body[at];
     const ir::Region &r = loop.regions.at(0);
     ir::Instr fwd;
     fwd.op = OpCode::For;
@@ -219,13 +228,59 @@ class Transposer {
     fwd.regions.push_back(std::move(fr));
     if (!b.linear_carries.empty()) {
       for (ir::ValueId v : ir::captured_values(r))
-        if (linear_[v]) b.captured.push_back(v);
+        if (linear_[v]) capture(b, v, body, at);
       b.attrs = reversed(loop.attrs);
       build_backward_body(loop, fwd, b);
       residuals(fwd, b, outer);
       backward_loops_[&loop] = std::move(b);
     }
     e_.append(std::move(fwd));
+  }
+
+  /// Adds linear value `c`, read in the loop `body[at]`, to the values whose
+  /// cotangents the backward loop sums. When c = op(x) is a local linear op
+  /// (reshape, sum, broadcast_to) just for this loop, and x is read again
+  /// after the loop, the op is transposed in the backward body instead and
+  /// the loop sums x's cotangent, starting from its cotangent so far: the
+  /// transpose of a loop that adds a hoisted `sum(x)` to a carry from zeros
+  /// then adds the broadcast x to a carry that starts from x's other
+  /// cotangent, as the loop transposed had it (transposing twice gives the
+  /// program back).
+  void capture(BackwardLoop &b, ir::ValueId c, const std::vector<ir::Instr> &body, size_t at) {
+    auto add = [&](ir::ValueId v) {
+      if (std::find(b.captured.begin(), b.captured.end(), v) == b.captured.end())
+        b.captured.push_back(v);
+    };
+    if (&body != &f_.body) return add(c);  // (a loop body's yields are not looked at)
+    const ir::Instr *d = nullptr;
+    for (size_t i = 0; i < at && !d; ++i)
+      if (body[i].results.size() == 1 && body[i].results[0] == c) d = &body[i];
+    if (!d ||
+        (d->op != OpCode::Reshape && d->op != OpCode::ReduceSum && d->op != OpCode::BroadcastTo))
+      return add(c);
+    const ir::ValueId x = d->operands[0];
+    bool later = false, elsewhere = false;  // x read after the loop; c read outside it
+    auto reads = [](const ir::Instr &in, ir::ValueId v) {
+      if (std::find(in.operands.begin(), in.operands.end(), v) != in.operands.end()) return true;
+      for (const ir::Region &rr : in.regions) {
+        const auto cap = ir::captured_values(rr);
+        if (std::find(cap.begin(), cap.end(), v) != cap.end()) return true;
+      }
+      return false;
+    };
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (i == at) continue;
+      elsewhere = elsewhere || reads(body[i], c);
+      later = later || (i > at && reads(body[i], x));
+    }
+    if (&body == &f_.body)
+      for (ir::ValueId r : f_.returns) {
+        elsewhere = elsewhere || r == c;
+        later = later || r == x;
+      }
+    if (!later || elsewhere || !linear_[x] || zero_[x]) return add(c);
+    b.sunk.push_back(d);
+    add(x);
   }
 
   static Attrs reversed(const Attrs &a) {
@@ -262,6 +317,10 @@ class Transposer {
       if (linear_[y]) accumulate(ct, y, ct_params[j]);
     }
     backward(r.body, ct);
+    for (size_t s = b.sunk.size(); s-- > 0;) {
+      auto it = ct.find(b.sunk[s]->results[0]);
+      if (it != ct.end()) transpose_instr(*b.sunk[s], it->second, ct);
+    }
     for (size_t k : b.linear_carries) {
       auto it = ct.find(r.params[k + 1]);
       br.yields.push_back(it != ct.end() ? it->second : e_.zeros(f_.type(r.params[k + 1])));

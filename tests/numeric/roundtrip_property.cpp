@@ -748,10 +748,12 @@ void check_derivatives(const Compilation &c, const std::string &fn, uint64_t see
 
 /// The transpose in `linear` (printed, re-read) satisfies <ct, f(x)> = <f^T(ct), x>,
 /// and transposing the printed transpose gives the original program back.
-void check_transpose(const Compilation &c, const std::string &fn,
+/// True when it came back as the same text (after renaming), not only as the
+/// same sums associated differently.
+bool check_transpose(const Compilation &c, const std::string &fn,
                      const std::vector<std::string> &linear, uint64_t seed) {
   auto t = derive_as_source(c, fn, DeriveKind::Transpose, linear, seed);
-  if (!t) return;
+  if (!t) return false;
   const ir::Function &f = c.module->functions[static_cast<size_t>(c.module->find_function(fn))];
   std::vector<bool> is_linear(f.params.size(), linear.empty());
   for (size_t k = 0; k < f.params.size(); ++k)
@@ -787,6 +789,7 @@ void check_transpose(const Compilation &c, const std::string &fn,
     cotangents.push_back(ft.values[ft.params[k].value].name);
   auto tt = derive_as_source(*t->printed, t->name, DeriveKind::Transpose, cotangents, seed);
   REQUIRE(tt);
+  bool same_text = false;
   // The same program, printed after renaming: the original as derive() sees
   // it (derivable_form: inlined, simplified, peepholes rewritten; its
   // independent all-reduces combined, as in every derived program) and the
@@ -800,6 +803,7 @@ void check_transpose(const Compilation &c, const std::string &fn,
   const std::string twice = canonical_text(tt->module, ftt);
   if (original == twice) {
     tally("transpose twice: the same program (printed text, after renaming)");
+    same_text = true;
   } else {
     INFO("the original:\n" << original << "transposed twice:\n" << twice);
     ValueNumbering a(flat, /*sums=*/true), b(ftt, /*sums=*/true);
@@ -808,7 +812,7 @@ void check_transpose(const Compilation &c, const std::string &fn,
     CHECK(a.returns() == b.returns());
     tally("transpose twice: the same program but for the association of sums");
     if (std::getenv("DUMP_TT"))
-      std::cerr << "=====DIFF\n" << original << "-----\n" << twice << "\n";
+      std::cerr << "=====DIFF (seed " << seed << ")\n" << original << "-----\n" << twice << "\n";
   }
   std::vector<rt::Tensor> tt_in;  // f^T^T takes the constant parameters first
   for (size_t k = 0; k < f.params.size(); ++k)
@@ -822,6 +826,15 @@ void check_transpose(const Compilation &c, const std::string &fn,
     for (int64_t i = 0; i < again.outputs[k].numel(); ++i)
       CHECK(again.outputs[k].get(i) == Approx(fx.outputs[k].get(i)).epsilon(1e-9).margin(1e-12));
   tally("transpose twice: same values");
+  return same_text;
+}
+
+/// Generator options for programs of `flavor` in f64 (derivatives are compared in f64).
+testgen::GeneratorOptions f64_programs(testgen::Flavor flavor) {
+  testgen::GeneratorOptions o;
+  o.flavor = flavor;
+  o.f64 = true;
+  return o;
 }
 
 std::string f32_to_f64(std::string text) {
@@ -900,9 +913,7 @@ TEST_CASE("generated programs print as source that re-checks strictly and runs t
 
 TEST_CASE("derivatives of generated programs are source and match finite differences",
           "[roundtrip][generated]") {
-  testgen::GeneratorOptions o;
-  o.flavor = testgen::Flavor::Differentiable;
-  o.f64 = true;
+  const testgen::GeneratorOptions o = f64_programs(testgen::Flavor::Differentiable);
   for (int i = 0; i < g_programs; ++i) {
     const uint64_t seed = g_seed + 1000000 + static_cast<uint64_t>(i);
     auto p = testgen::generate_program(seed, o);
@@ -927,9 +938,7 @@ TEST_CASE("finite differences across a kink are recognised, not compared",
   // of the finite differences flips the comparison (a jump). The derivatives are still
   // printed, re-checked and run; only the comparison with finite differences
   // is skipped, and counted.
-  testgen::GeneratorOptions o;
-  o.flavor = testgen::Flavor::Differentiable;
-  o.f64 = true;
+  const testgen::GeneratorOptions o = f64_programs(testgen::Flavor::Differentiable);
   for (uint64_t seed : {1000467, 1005285}) {
     auto p = testgen::generate_program(seed, o);
     INFO("generated program (seed " << seed << ", differentiable):\n" << p.source);
@@ -946,9 +955,7 @@ TEST_CASE("finite differences across a kink are recognised, not compared",
 
 TEST_CASE("transposes of generated linear programs are source and transpose back",
           "[roundtrip][generated]") {
-  testgen::GeneratorOptions o;
-  o.flavor = testgen::Flavor::Linear;
-  o.f64 = true;
+  const testgen::GeneratorOptions o = f64_programs(testgen::Flavor::Linear);
   for (int i = 0; i < g_programs; ++i) {
     const uint64_t seed = g_seed + 2000000 + static_cast<uint64_t>(i);
     auto p = testgen::generate_program(seed, o);
@@ -962,6 +969,25 @@ TEST_CASE("transposes of generated linear programs are source and transpose back
     check_called_in_language(*c, p.source, "f", DeriveKind::Transpose, p.linear_params, seed);
     tally("generated linear programs");
     tally_features(p);
+  }
+}
+
+TEST_CASE("linear programs the sweep found transposing back differently now transpose back",
+          "[roundtrip][generated]") {
+  // Seeds of the 10,000-program sweep whose transpose of the transpose was
+  // neither the same text nor the same sums: 2007008, a loop adding a
+  // broadcast slice of p0 to a carry that starts from p0 * 2 (transposed,
+  // the loop adds a hoisted sum to a carry from zeros; transposed back, it
+  // started from zeros and added p0 * 2 after the loop); 2008814,
+  // `dynamic_update_slice(u, b, i) + v` (transposed back, v's block and the
+  // rest were added in separately). Both now come back as the same text.
+  const testgen::GeneratorOptions o = f64_programs(testgen::Flavor::Linear);
+  for (uint64_t seed : {2007008, 2008814}) {
+    auto p = testgen::generate_program(seed, o);
+    INFO("generated program (seed " << seed << ", linear):\n" << p.source);
+    auto c = compile("generated.spmd", p.source, true);
+    REQUIRE(c->ok());
+    CHECK(check_transpose(*c, "f", p.linear_params, seed));
   }
 }
 

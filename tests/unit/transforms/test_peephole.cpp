@@ -39,6 +39,20 @@ TEST_CASE("peephole: what transposing twice leaves becomes the op written", "[pe
               "  t0 = a - b\n  t1 = a - b\n  t2 = a - b\n  t3 = a + t2\n"
               "  return t0, t1, t3\n}\n");
   }
+  SECTION("negations") {
+    // -(a - b) = b - a; a - -b = a + b; -a + -b = -(a + b); of -(2a) + n
+    // with n = -(2b) read again, n stays and -(2a) goes: n - 2a.
+    CHECK(
+        rewritten(kMesh + sig +
+                  " -> (f32[2, 6] @ P(), f32[2, 6] @ P(), f32[2, 6] @ P(), f32[2, 6] @ P(), "
+                  "f32[2, 6] @ P()) on M {\n"
+                  "  n = -(b * 2.0)\n  return -(a - b), a - -b, -a + -b, -(a * 2.0) + n, n\n}\n") ==
+        kMesh + sig +
+            " -> (f32[2, 6] @ P(), f32[2, 6] @ P(), f32[2, 6] @ P(), f32[2, 6] @ P(), "
+            "f32[2, 6] @ P()) on M {\n"
+            "  t0 = b * 2.0\n  n = -t0\n  t1 = b - a\n  t2 = a + b\n  t3 = a + b\n"
+            "  t4 = -t3\n  t5 = a * 2.0\n  t6 = n - t5\n  return t1, t2, t4, t6, n\n}\n");
+  }
   SECTION("zero pads that tile a dimension, added up") {
     CHECK(rewritten(kMesh + sig +
                     " -> f32[2, 6] @ P() on M {\n"
@@ -78,6 +92,28 @@ TEST_CASE("peephole: what transposing twice leaves becomes the op written", "[pe
               " -> f32[2, 6] @ P() on M {\n  i = 1\n  y = b[:1, :]\n"
               "  t0 = dynamic_update_slice(a, y, i, axis=0)\n  return t0\n}\n");
   }
+  SECTION("a block added in place, and the rest added as a zeroed block") {
+    // (a + dus(0, y, i)) + dus(b, 0, i): in the block a + y, elsewhere a + b.
+    CHECK(rewritten(kMesh + sig +
+                    " -> f32[2, 6] @ P() on M {\n"
+                    "  i = 1\n"
+                    "  y = b[:1, :]\n"
+                    "  u = dynamic_update_slice(a, dynamic_slice(a, i, size=1, axis=0) + y, i, "
+                    "axis=0)\n"
+                    "  return u + dynamic_update_slice(b, zeros((1, 6), f32), i, axis=0)\n}\n") ==
+          kMesh + sig +
+              " -> f32[2, 6] @ P() on M {\n  i = 1\n  y = b[:1, :]\n"
+              "  t0 = dynamic_update_slice(b, y, i, axis=0)\n  t1 = a + t0\n  return t1\n}\n");
+  }
+  SECTION("a sum over a leading dimension of size 1 that an elementwise op broadcasts") {
+    // (a sum over dimensions of size 1 read otherwise stays: see below)
+    CHECK(rewritten(kMesh + sig +
+                    " -> (f32[2, 6] @ P(), f32[6] @ P()) on M {\n"
+                    "  return b * sum(a[:1, :], axes=0), sum(b[1:, :], axes=0)\n}\n") ==
+          kMesh + sig +
+              " -> (f32[2, 6] @ P(), f32[6] @ P()) on M {\n  t0 = a[:1, :]\n  t1 = b * t0\n"
+              "  t2 = b[1:, :]\n  t3 = sum(t2, axes=(0,))\n  return t1, t3\n}\n");
+  }
 }
 
 TEST_CASE("peephole: rewrites that would change the meaning are not made", "[peephole]") {
@@ -105,6 +141,20 @@ TEST_CASE("peephole: rewrites that would change the meaning are not made", "[pee
                               "  n11 = dynamic_update_slice(n8, n10, j, axis=0)\n"
                               "  return n1, n4, n6, n5, n11\n}\n";
   CHECK(rewritten(program) == program);
+  // A block added in at one index, the rest of another index zeroed.
+  const std::string blocks = kMesh + sig +
+                             " -> f32[2, 6] @ P() on M {\n"
+                             "  j = 1\n"
+                             "  n0 = dynamic_slice(a, j, size=1, axis=0)\n"
+                             "  y = b[:1, :]\n"
+                             "  n1 = n0 + y\n"
+                             "  n2 = dynamic_update_slice(a, n1, j, axis=0)\n"
+                             "  n3 = zeros((1, 6))\n"
+                             "  i = 0\n"
+                             "  n4 = dynamic_update_slice(b, n3, i, axis=0)\n"
+                             "  n5 = n2 + n4\n"
+                             "  return n5\n}\n";
+  CHECK(rewritten(blocks) == blocks);
 }
 
 }  // namespace
