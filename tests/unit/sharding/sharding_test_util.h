@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,6 +81,36 @@ inline double max_abs(const rt::Tensor &a) {
   double m = 0;
   for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::abs(a.get(i)));
   return m;
+}
+
+/// Every plan of `p`, for exhaustive searches: sets `trial` (sized to the
+/// flat function) to each combination of a strategy per body instruction that
+/// has strategies, a candidate layout per parameter (a written spec has one)
+/// and per result, and calls `visit` on each.
+inline void for_each_plan(const sharding::Problem &p, sharding::Plan &trial,
+                          const std::function<void()> &visit) {
+  const size_t n_params = p.param_candidates.size(), n_results = p.result_candidates.size();
+  trial.params.resize(n_params);
+  trial.results.resize(n_results);
+  trial.choice.resize(p.flat.body.size(), -1);
+  std::function<void(size_t)> layouts = [&](size_t k) {  // parameters, then results
+    if (k == n_params + n_results) return visit();
+    const bool param = k < n_params;
+    for (const sharding::Sharding &s :
+         param ? p.param_candidates[k] : p.result_candidates[k - n_params]) {
+      (param ? trial.params[k] : trial.results[k - n_params]) = s;
+      layouts(k + 1);
+    }
+  };
+  std::function<void(size_t)> choices = [&](size_t i) {
+    if (i == p.flat.body.size()) return layouts(0);
+    if (p.strategies[i].empty()) return choices(i + 1);
+    for (size_t s = 0; s < p.strategies[i].size(); ++s) {
+      trial.choice[i] = static_cast<int>(s);
+      choices(i + 1);
+    }
+  };
+  choices(0);
 }
 
 }  // namespace spmd::test

@@ -157,37 +157,16 @@ sharded f(x: f32[64, 32] @ P(a), w: f32[32, 128] @ auto, v: f32[128, 32] @ auto)
   sharding::Problem p = sharding::make_problem(
       *c->module, c->module->functions[static_cast<size_t>(test::function_index(*c, "f"))],
       builtin_profiles().front());
-  const ir::Function &f = p.flat;
   // Every plan: both weights' layouts x each op's strategy x the result's.
   struct Seen {
     double time, peak;
   };
   std::vector<Seen> plans;
   sharding::Plan trial;
-  trial.params.resize(f.params.size());
-  trial.results.resize(f.results.size());
-  trial.choice.assign(f.body.size(), -1);
-  trial.params[0] = p.param_candidates[0][0];
-  std::function<void(size_t)> search = [&](size_t i) {
-    if (i == f.body.size()) {
-      for (const auto &w : p.param_candidates[1])
-        for (const auto &v : p.param_candidates[2])
-          for (const auto &r : p.result_candidates[0]) {
-            trial.params[1] = w;
-            trial.params[2] = v;
-            trial.results[0] = r;
-            sharding::PlanCost cost = sharding::evaluate(p, trial);
-            if (std::isfinite(cost.total_s())) plans.push_back({cost.total_s(), cost.peak_bytes});
-          }
-      return;
-    }
-    if (p.strategies[i].empty()) return search(i + 1);
-    for (size_t s = 0; s < p.strategies[i].size(); ++s) {
-      trial.choice[i] = static_cast<int>(s);
-      search(i + 1);
-    }
-  };
-  search(0);
+  test::for_each_plan(p, trial, [&] {
+    sharding::PlanCost cost = sharding::evaluate(p, trial);
+    if (std::isfinite(cost.total_s())) plans.push_back({cost.total_s(), cost.peak_bytes});
+  });
   REQUIRE(!plans.empty());
   double least = HUGE_VAL, most = 0;
   for (const Seen &s : plans) {

@@ -288,29 +288,13 @@ sharded f(x: f32[64, 32] @ P(a), w: f32[32, 128] @ auto) -> f32[64, 128] @ auto 
     CHECK(dp_report.solver == "dynamic program");
     CHECK(std::abs(sharding::evaluate(p, *dp).total_s() - ilp) <= 1e-9 * (1 + ilp));
     // Exhaustive: w's layout x each op's strategy x the result's layout.
-    const ir::Function &f = p.flat;
     double best = HUGE_VAL;
     sharding::Plan trial = *plan;
-    std::function<void(size_t)> search = [&](size_t i) {
-      if (i == f.body.size()) {
-        for (const auto &w : p.param_candidates[1])
-          for (const auto &r : p.result_candidates[0]) {
-            trial.params[1] = w;
-            trial.results[0] = r;
-            bool feasible = true;
-            double t = sharding::evaluate(p, trial).total_s();
-            if (!std::isfinite(t)) feasible = false;
-            if (feasible) best = std::min(best, t);
-          }
-        return;
-      }
-      if (p.strategies[i].empty()) return search(i + 1);
-      for (size_t s = 0; s < p.strategies[i].size(); ++s) {
-        trial.choice[i] = static_cast<int>(s);
-        search(i + 1);
-      }
-    };
-    search(0);
+    test::for_each_plan(p, trial, [&] {
+      const double t = sharding::evaluate(p, trial).total_s();
+      if (std::isfinite(t)) best = std::min(best, t);
+    });
+    REQUIRE(std::isfinite(best));  // the walk saw at least the chosen plan
     CHECK(ilp <= best * (1 + 1e-9));
     // With the simplifications the search is as good here.
     sharding::AutoReport simple_report;
