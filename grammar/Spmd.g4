@@ -134,6 +134,9 @@ subscript
   ;
 
 // ------------------------------------------------------------------------ tokens
+// spmdc lexes with compiler/frontend/lexer.cpp, these rules written by hand
+// (longest match, first rule on ties). Change both together: tests/fuzz/
+// lexer_diff checks that it gives exactly the generated lexer's tokens.
 
 IMPORT : 'import' ;
 MESH   : 'mesh' ;

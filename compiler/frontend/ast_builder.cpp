@@ -1,10 +1,9 @@
-// frontend/ast_builder.cpp — running the ANTLR lexer and parser over one file.
+// frontend/ast_builder.cpp — running the lexer and the ANTLR parser over one file.
 //
-// The file's bytes are fed to ANTLR one byte per "code point" (a Latin-1 view),
-// so token indices are byte offsets and no input, however malformed, makes the
-// UTF-8 decoder throw. After lexing, malformed tokens (hidden channel) become
-// `syntax-error` diagnostics and comments are collected for attachment. Before
-// the recursive-descent parser runs, a linear scan of the tokens rejects input
+// The hand-written lexer (lexer.cpp) turns the file's bytes into the token
+// stream of Spmd.g4; token indices are byte offsets. After lexing, malformed
+// tokens (hidden channel) become `syntax-error` diagnostics and comments are collected for
+// attachment. Before the recursive-descent parser runs, a linear scan of the tokens rejects input
 // whose bracket nesting or operator chains would recurse too deeply
 // (`nesting-too-deep`). Syntax errors are reported by a custom error strategy
 // that words them in plain language ("expected `)` to close the call to
@@ -18,14 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "SpmdLexer.h"
 #include "SpmdParser.h"
 #include "antlr4-runtime.h"
 #include "frontend/ast_builder_internal.h"
+#include "frontend/lexer.h"
 
 namespace spmd::frontend_detail {
-
-using spmd_antlr::SpmdLexer;
 
 // ------------------------------------------------------------ SyntaxErrorSink
 
@@ -71,17 +68,6 @@ std::string SyntaxErrorSink::text(const antlr4::Token *token) const {
 namespace {
 
 // ------------------------------------------------------------------- helpers
-
-/// Feeds bytes to ANTLR as code points 0..255 so indices are byte offsets.
-class ByteInputStream : public antlr4::ANTLRInputStream {
- public:
-  ByteInputStream(std::string_view bytes, const std::string &source_name) {
-    _data.reserve(bytes.size());
-    for (char c : bytes) _data.push_back(static_cast<unsigned char>(c));
-    p = 0;
-    name = source_name;
-  }
-};
 
 bool is_open(size_t t) {
   return t == SpmdParser::LPAREN || t == SpmdParser::LBRACK || t == SpmdParser::LBRACE;
@@ -399,8 +385,8 @@ bool scan_hidden_tokens(const std::vector<antlr4::Token *> &all, SyntaxErrorSink
         size_t n = utf8_sequence_length(bytes, 0);
         std::string shown = std::string(bytes.substr(0, n > 0 ? n : 1));
         if (span.begin == 0 && shown == "\xEF\xBB\xBF") {  // an editor's byte order mark
-          Diagnostic *d = sink.report({span.file, 0, 3},
-                                      "the file starts with a UTF-8 byte order mark (BOM)");
+          Diagnostic *d =
+              sink.report({span.file, 0, 3}, "the file starts with a UTF-8 byte order mark (BOM)");
           if (d != nullptr)
             d->fix = "save the file as UTF-8 without a BOM (remove its first three bytes)";
           previous = t;
@@ -508,9 +494,8 @@ RawParse build_ast(const SourceFile &file, FileId id, DiagnosticEngine &diags) {
     return result;
   }
   try {
-    ByteInputStream input(file.text(), file.path());
-    SpmdLexer lexer(&input);
-    lexer.removeErrorListeners();  // every input lexes: bad characters are tokens
+    ByteCharStream input(file.text(), file.path());
+    SpmdTokenSource lexer(input);  // every input lexes: bad characters are tokens
     antlr4::CommonTokenStream tokens(&lexer);
     tokens.fill();
     const std::vector<antlr4::Token *> &all = tokens.getTokens();

@@ -1,6 +1,6 @@
 // frontend/ast_builder_internal.h — shared pieces of the ANTLR-based AST builder.
 //
-// Only ast_builder.cpp (lexing, bracket-depth guard, error reporting) and
+// Only ast_builder.cpp (running lexer and parser, bracket-depth guard, errors) and
 // ast_builder_tree.cpp (parse tree to AST) include this header, and with it
 // the generated ANTLR headers. SyntaxErrorSink collects `syntax-error`
 // diagnostics for one file: it drops duplicates at the same position and stops

@@ -3,7 +3,7 @@
 // Internal to the interpreter. The interpreter groups elementwise chains with
 // the backend's own fusion plan (backend/fusion.h), so `spmdc run` fuses
 // exactly what `spmdc build` fuses. A group is evaluated over its iteration
-// space in tiles of a few thousand elements: each member runs its runtime
+// space in tiles of a thousand elements: each member runs its runtime
 // kernel (rt::unary_span, binary_span, select_span, cast_span — the per-element
 // code of the tensor kernels) on the tile, reading earlier members' tiles from
 // small cache-resident buffers, and only the group's outputs are written to

@@ -18,6 +18,7 @@
 
 #include "analysis/cost.h"
 #include "sharding/ilp.h"
+#include "sharding/lagrangian.h"
 #include "sharding/pairwise.h"
 
 namespace spmd::sharding {
@@ -26,6 +27,10 @@ namespace {
 constexpr double kTimeScale = 1e6;                // the objective in microseconds
 constexpr double kBytesScale = 1e-6;              // memory rows in megabytes
 constexpr size_t kNoCbcStates = size_t{1} << 22;  // elimination's table limit without CBC
+/// What CBC needs per variable of the ILP, at the least, before it checks
+/// its clock (the root LP): ~60 s for the 152k variables of the 1,000-op
+/// bench stack with memory rows, under load (docs/sharding.md).
+constexpr double kCbcSecondsPerVariable = 1e-4;
 /// Seconds charged per byte of a parameter's block: far below any real cost
 /// difference (16 MiB weigh 17 ps), it only breaks ties between plans of
 /// equal time towards the one that stores less — e.g. a batch that arrives
@@ -358,138 +363,72 @@ class AutoBuilder {
   }
 
   // 5. Memory: parameters + live values at every program point <= the limit.
-  void make_memory_rows(const std::vector<int> &first_var, double &constant_bytes) {
-    const double limit = *options_.memory_per_device;
-    const ir::Function &f = p_.flat;
-    // The bytes of value v as terms on its root's candidates (or a constant).
-    auto value_terms = [&](ir::ValueId v, std::vector<std::pair<int, double>> &terms,
-                           double &constant) {
-      int r = nodes_[static_cast<size_t>(producer_node(v))].root;
+  MemoryModel memory_model() {
+    MemoryModel m;
+    m.limit = *options_.memory_per_device;
+    // The bytes of value v, on the candidates of its producer's root.
+    auto add = [&](ir::ValueId v, MemoryModel::Sum &sum) {
+      const int r = nodes_[static_cast<size_t>(producer_node(v))].root;
       const Node &n = nodes_[static_cast<size_t>(r)];
       const Type &t = p_.type(v);
-      int first = first_var[static_cast<size_t>(var_of_[static_cast<size_t>(r)])];
-      if (first < 0) {
-        constant += local_bytes(p_.mesh, t.shape, t.dtype, out(v, 0));
+      if (n.cands.size() == 1) {
+        sum.constant += local_bytes(p_.mesh, t.shape, t.dtype, out(v, 0));
         return;
       }
+      MemoryModel::Term term;
+      term.node = var_of_[static_cast<size_t>(r)];
       for (size_t a = 0; a < n.cands.size(); ++a)
-        terms.push_back({first + static_cast<int>(a),
-                         local_bytes(p_.mesh, t.shape, t.dtype, out(v, a)) * kBytesScale});
+        term.bytes.push_back(local_bytes(p_.mesh, t.shape, t.dtype, out(v, a)));
+      sum.terms.push_back(std::move(term));
     };
-    std::vector<std::pair<int, double>> params;
-    double params_constant = 0;
-    for (const ir::Param &param : f.params) value_terms(param.value, params, params_constant);
-    // The parameters' total, as one continuous variable.
-    int total = ilp_.add_variable(0, 0, 1e300, false);
-    params.push_back({total, -1.0});
-    ilp_.add_row(std::move(params), 'E', -params_constant * kBytesScale);
+    for (const ir::Param &param : p_.flat.params) add(param.value, m.shared);
     std::vector<ir::ValueId> previous;
     for (auto &values : live_values(p_)) {
       if (values == previous) continue;
       previous = values;
-      std::vector<std::pair<int, double>> terms = {{total, 1.0}};
-      double constant = 0;
-      for (ir::ValueId v : values) value_terms(v, terms, constant);
-      ilp_.add_row(std::move(terms), 'L', (limit - constant) * kBytesScale);
+      MemoryModel::Sum point;
+      for (ir::ValueId v : values) add(v, point);
+      m.points.push_back(std::move(point));
     }
-    constant_bytes = params_constant;
+    return m;
   }
 
-  /// Whether the plan of pairwise choice `choice` fits the memory limit.
-  bool fits(const std::vector<int> &choice) {
-    std::vector<size_t> pick(choice.begin(), choice.end());
-    return evaluate(p_, read_plan(pick)).peak_bytes <= *options_.memory_per_device;
+  double since(std::chrono::steady_clock::time_point t) const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   }
 
-  /// A plan under the memory limit by elimination (no proof of optimality):
-  /// every byte a candidate defines (a parameter's block, an op's results)
-  /// costs lambda seconds, and a bisection over lambda = 2^k s/B finds the
-  /// smallest penalty whose optimum fits; then the cut between that plan and
-  /// the cheaper one just below the threshold. The objective is unpenalised.
-  std::optional<Elimination> fitting_elimination(size_t states,
-                                                 const std::vector<int> &unconstrained) {
-    const std::vector<std::vector<double>> base = pairwise_.unary;
-    std::vector<std::vector<double>> bytes(base.size());
-    for (size_t v = 0; v < base.size(); ++v) bytes[v].assign(base[v].size(), 0);
-    const ir::Function &f = p_.flat;
-    for (size_t v = 0; v < f.values.size(); ++v) {
-      ir::ValueId value = static_cast<ir::ValueId>(v);
-      if (is_constant(value) || (p_.uses[v].empty() && !p_.is_param(value))) continue;
-      int prod = p_.producer[v];
-      if (prod >= 0 && op_node_[static_cast<size_t>(prod)] < 0) continue;
-      int root = nodes_[static_cast<size_t>(producer_node(value))].root;
-      std::vector<double> &b = bytes[static_cast<size_t>(var_of_[static_cast<size_t>(root)])];
-      const Type &t = p_.type(value);
-      for (size_t a = 0; a < b.size(); ++a)
-        b[a] += local_bytes(p_.mesh, t.shape, t.dtype, out(value, a));
-    }
-    struct Trial {
-      std::optional<Elimination> e;  // the penalised optimum, priced without the penalty
-      bool fits = false;
-    };
-    auto solve_with = [&](int k) -> Trial {
-      const double lambda = std::ldexp(1.0, k);
-      for (size_t v = 0; v < base.size(); ++v)
-        for (size_t a = 0; a < base[v].size(); ++a)
-          pairwise_.unary[v][a] = base[v][a] + lambda * bytes[v][a];
-      std::optional<Elimination> e = eliminate(pairwise_, states);
-      pairwise_.unary = base;
-      if (!e) return {};
-      e->objective = pairwise_objective(e->choice);
-      bool ok = fits(e->choice);
-      return {std::move(e), ok};
-    };
-    int lo = -64, hi = -8;  // 2^-64 s/B changes nothing; 2^-8 s/B outweighs any time
-    Trial above = solve_with(hi);
-    if (!above.fits) return std::nullopt;
-    std::optional<Elimination> best = above.e;
-    std::vector<int> below = unconstrained;  // the cheapest plan seen that does not fit
-    while (hi - lo > 1) {
-      int mid = (lo + hi) / 2;
-      Trial t = solve_with(mid);
-      if (t.fits) {
-        hi = mid;
-        if (t.e->objective < best->objective) best = t.e;
-        above = std::move(t);
-      } else {
-        lo = mid;
-        if (t.e) below = t.e->choice;
-      }
-    }
-    // Penalties move whole families of alike nodes at once (the blocks of a
-    // stack): mixing the two plans either side of the threshold — the first
-    // nodes as in the one that does not fit, the rest as in the one that
-    // does — keeps as much of the cheaper plan as fits (bisection on the cut).
-    const std::vector<int> &fit = above.e->choice;
-    auto mix = [&](size_t cut) {
-      std::vector<int> c = fit;
-      std::copy(below.begin(), below.begin() + static_cast<long>(cut), c.begin());
-      return c;
-    };
-    size_t ok = 0, bad = below.size();
-    while (bad - ok > 1) {
-      size_t mid = (ok + bad) / 2;
-      (fits(mix(mid)) ? ok : bad) = mid;
-    }
-    std::vector<int> mixed = mix(ok);
-    double objective = pairwise_objective(mixed);
-    if (objective < best->objective) best = Elimination{std::move(mixed), objective, 0};
-    return best;
+  std::vector<size_t> picked(const std::vector<int> &choice) const {
+    return std::vector<size_t>(choice.begin(), choice.end());
   }
 
-  /// The pairwise objective of a choice.
-  double pairwise_objective(const std::vector<int> &choice) const {
-    double total = 0;
-    for (size_t v = 0; v < pairwise_.unary.size(); ++v)
-      total += pairwise_.unary[v][static_cast<size_t>(choice[v])];
-    for (const PairwiseProblem::Pair &pair : pairwise_.pairs)
-      total += pair.cost[static_cast<size_t>(choice[static_cast<size_t>(pair.u)]) *
-                             pairwise_.unary[static_cast<size_t>(pair.v)].size() +
-                         static_cast<size_t>(choice[static_cast<size_t>(pair.v)])];
-    return total;
+  void report_no_fit(const ir::Function &f) {
+    auto &d =
+        diags_.error("memory-limit", f.span,
+                     "no plan for `" + f.name + "` fits in " +
+                         std::to_string(static_cast<int64_t>(*options_.memory_per_device)) +
+                         " bytes per device (parameters and the values live at once, per device)");
+    d.fix = "raise --memory-per-device, or split the parameters with written specs";
   }
 
-  // 6. Solve: elimination when narrow and unconstrained, else CBC.
+  /// The relaxation's plan as the answer: optimal when its bound meets it.
+  std::vector<size_t> accept(const Relaxation &r, const std::string &why) {
+    report_.optimal = r.gap() <= 0;
+    report_.objective_s = r.best->objective;
+    report_.bound_s = r.bound;
+    report_.gap = r.gap();
+    char line[320];
+    if (report_.optimal)
+      std::snprintf(line, sizeof line, "optimal");
+    else
+      std::snprintf(line, sizeof line, "%s: at most %.2f%% above the optimum (proven bound %s)",
+                    why.c_str(), 100 * r.gap(), format_seconds(r.bound).c_str());
+    report_.status = line;
+    return picked(r.best->choice);
+  }
+
+  // 6. Solve: elimination (with a memory limit, its Lagrangian relaxation)
+  // while the tables stay small, else (or when the relaxation leaves a gap
+  // and there is time) CBC.
   std::optional<std::vector<size_t>> solve() {
     const ir::Function &f = p_.flat;
     if (options_.memory_per_device && !parameters_can_fit()) return std::nullopt;
@@ -497,36 +436,47 @@ class AutoBuilder {
     const size_t states = ilp_solver_available()
                               ? options_.elimination_states
                               : std::max(options_.elimination_states, kNoCbcStates);
-    auto t = std::chrono::steady_clock::now();
-    std::optional<Elimination> fitting;  // with a memory limit: a plan that fits, or none
-    if (states > 0) {
-      // Exact without a memory limit; with one, still the answer when the
-      // unconstrained optimum fits (it is then optimal under the limit too).
-      std::optional<Elimination> e = eliminate(pairwise_, states);
-      if (e && options_.memory_per_device && !fits(e->choice)) {
-        // Not the answer, but a penalised elimination finds a plan that fits:
-        // CBC starts from it, and it stands when CBC finds nothing better.
-        if (ilp_solver_available()) fitting = fitting_elimination(states, e->choice);
-        e.reset();
-      }
-      if (e) {
+    const auto t = std::chrono::steady_clock::now();
+    std::optional<Relaxation> relaxed;  // with a memory limit
+    std::optional<MemoryModel> memory;
+    if (options_.memory_per_device) memory = memory_model();
+    if (states > 0 && !memory) {
+      if (std::optional<Elimination> e = eliminate(pairwise_, states)) {
         report_.solver = "dynamic program";
-        report_.solve_seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+        report_.solve_seconds = since(t);
         report_.optimal = true;
         report_.objective_s = report_.bound_s = e->objective;
         report_.status = "optimal";
-        std::vector<size_t> pick;
-        for (int c : e->choice) pick.push_back(static_cast<size_t>(c));
-        return pick;
+        return picked(e->choice);
+      }
+    }
+    if (states > 0 && memory) {
+      RelaxOptions ro;
+      ro.gap = options_.gap;
+      ro.time_limit_s = options_.time_limit_s;
+      ro.max_states = states;
+      relaxed = relax_memory(pairwise_, *memory, ro);
+      report_.eliminations = relaxed->eliminations;
+      report_.solver = relaxed->eliminations == 1 ? "dynamic program" : "Lagrangian relaxation";
+      if (relaxed->infeasible) {
+        report_no_fit(f);
+        return std::nullopt;
+      }
+      if (relaxed->best && relaxed->gap() <= options_.gap) {
+        report_.solve_seconds = since(t);
+        return accept(*relaxed, "within the requested gap");
       }
     }
     if (!ilp_solver_available()) {
+      if (relaxed && relaxed->best) {
+        report_.solve_seconds = since(t);
+        return accept(*relaxed, "stopped (no CBC in this spmdc to close the gap)");
+      }
       diags_
           .error("search-needs-cbc", f.span,
                  "this spmdc was built without CBC, and `" + f.name + "` needs it: " +
-                     (options_.memory_per_device
-                          ? std::string("its cheapest plan does not fit the memory limit")
+                     (relaxed && !relaxed->too_wide
+                          ? std::string("the relaxation found no plan that fits the memory limit")
                           : std::string("too many choices are live at once for the exact "
                                         "dynamic program")))
           .fix =
@@ -534,49 +484,49 @@ class AutoBuilder {
           "more specs to shrink the search";
       return std::nullopt;
     }
+    const bool have_plan = relaxed && relaxed->best;
+    // CBC does not check its clock while it solves the root LP: with a plan
+    // in hand, do not start it (nor build its ILP) when the ILP's size says
+    // it cannot finish in time.
+    const double left = options_.time_limit_s - since(t);
+    const double needs =
+        kCbcSecondsPerVariable * static_cast<double>(ilp_variables_bound(pairwise_));
+    if (have_plan && left < needs) {
+      report_.solve_seconds = since(t);
+      char why[160];
+      std::snprintf(why, sizeof why, "stopped at the %s time limit (CBC would need about %s)",
+                    format_seconds(options_.time_limit_s).c_str(), format_seconds(needs).c_str());
+      return accept(*relaxed, why);
+    }
     std::vector<int> first_var;
     double constant = 0;
     ilp_ = to_ilp(pairwise_, kTimeScale, first_var, constant);
-    double constant_bytes = 0;
-    if (options_.memory_per_device) make_memory_rows(first_var, constant_bytes);
+    if (memory) add_memory_rows(ilp_, *memory, first_var, kBytesScale);
     report_.variables = ilp_.num_variables();
     report_.rows = static_cast<int>(ilp_.rows.size());
-    report_.solver = "CBC";
-    if (fitting)
+    if (have_plan)
       for (size_t v = 0; v < pairwise_.unary.size(); ++v)
-        if (first_var[v] >= 0) ilp_.start.push_back({first_var[v] + fitting->choice[v], 1.0});
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-    // The penalised elimination used up the time limit: CBC would only
-    // overrun it (it does not check its clock in the root LP), so do not start it.
-    IlpSolution sol;
-    if (!fitting || elapsed < options_.time_limit_s)
-      sol = solve_ilp(ilp_, std::max(options_.time_limit_s - elapsed, 1e-9));
-    report_.solve_seconds = elapsed + sol.seconds;
+        if (first_var[v] >= 0) ilp_.start.push_back({first_var[v] + relaxed->best->choice[v], 1.0});
+    report_.solver = have_plan ? report_.solver + " + CBC" : std::string("CBC");
+    IlpSolution sol = solve_ilp(ilp_, std::max(options_.time_limit_s - since(t), 1e-9));
+    report_.solve_seconds = since(t);
     using S = IlpSolution::Status;
-    // CBC stopped with nothing better than the penalised elimination's plan.
-    if (fitting && (sol.status == S::NoSolution || sol.status == S::Infeasible ||
-                    (sol.status == S::Stopped &&
-                     sol.objective / kTimeScale + constant > fitting->objective))) {
-      report_.solver = "dynamic program with a memory penalty, then CBC";
-      report_.optimal = false;
-      report_.objective_s = fitting->objective;
-      report_.bound_s = sol.status == S::Stopped ? sol.bound / kTimeScale + constant : 0;
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "stopped at the %.3g s time limit: a plan that fits, found by a dynamic "
-                    "program that penalises memory, not proven optimal",
-                    options_.time_limit_s);
-      report_.status = line;
-      return std::vector<size_t>(fitting->choice.begin(), fitting->choice.end());
+    const bool cbc_plan = sol.status == S::Optimal || sol.status == S::Stopped;
+    if (have_plan) {
+      // The better of the two plans, and the better of the two bounds (CBC's
+      // optimum proves the relaxation's plan optimal when it is no cheaper).
+      if (cbc_plan)
+        relaxed->bound = std::max(
+            relaxed->bound,
+            (sol.status == S::Optimal ? sol.objective : sol.bound) / kTimeScale + constant);
+      if (!cbc_plan || sol.objective / kTimeScale + constant >= relaxed->best->objective) {
+        relaxed->bound = std::min(relaxed->bound, relaxed->best->objective);
+        return accept(*relaxed,
+                      "stopped at the " + format_seconds(options_.time_limit_s) + " time limit");
+      }
     }
     if (sol.status == S::Infeasible) {
-      auto &d = diags_.error(
-          "memory-limit", f.span,
-          "no plan for `" + f.name + "` fits in " +
-              std::to_string(static_cast<int64_t>(*options_.memory_per_device)) +
-              " bytes per device (parameters and the values live at once, per device)");
-      d.fix = "raise --memory-per-device, or split the parameters with written specs";
+      report_no_fit(f);
       return std::nullopt;
     }
     if (sol.status == S::NoSolution) {
@@ -600,17 +550,19 @@ class AutoBuilder {
     report_.optimal = sol.status == S::Optimal;
     report_.objective_s = sol.objective / kTimeScale + constant;
     report_.bound_s = sol.bound / kTimeScale + constant;
+    if (have_plan) report_.bound_s = std::max(report_.bound_s, relaxed->bound);
+    report_.gap = report_.objective_s > 0
+                      ? std::max(0.0, (report_.objective_s - report_.bound_s) / report_.objective_s)
+                      : 0;
     char line[256];
     if (report_.optimal) {
       std::snprintf(line, sizeof line, "optimal");
     } else {
-      double gap = report_.objective_s > 0
-                       ? 100 * (report_.objective_s - report_.bound_s) / report_.objective_s
-                       : 0;
       std::snprintf(line, sizeof line,
-                    "stopped at the %.3g s time limit: the best plan found, at most %.1f%% above "
-                    "the bound CBC proved",
-                    options_.time_limit_s, gap);
+                    "stopped at the %s time limit: at most %.2f%% above the optimum (proven "
+                    "bound %s)",
+                    format_seconds(options_.time_limit_s).c_str(), 100 * report_.gap,
+                    format_seconds(report_.bound_s).c_str());
     }
     report_.status = line;
     return pick;

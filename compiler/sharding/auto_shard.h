@@ -27,11 +27,13 @@
 // into the producer's costs), strategies of one node with the same layouts
 // are merged (the cheapest kept), constants take any layout for free, and a
 // use whose producer or consumer has one candidate is a linear term, not an
-// edge variable. Past the time limit, CBC's best solution is used and the
-// report says so. Without a memory limit (or when its plan fits one) the
-// exact elimination of pairwise.h answers instead of CBC; when a limit is
-// not met by that plan, a penalised elimination finds one that fits, which
-// CBC starts from and which stands if CBC finds nothing better in time.
+// edge variable. Without a memory limit the exact elimination of pairwise.h
+// answers while its tables stay small. Under a memory limit, the Lagrangian
+// relaxation of lagrangian.h gives a plan that fits and a proven lower
+// bound; when their gap is within `gap` that plan is the answer, else CBC
+// starts from it — if the time left can cover CBC's root LP, which does not
+// check the clock — and the better plan and bound stand. Past the time
+// limit the best plan found is used and the report states its gap.
 #pragma once
 
 #include <optional>
@@ -45,6 +47,9 @@ namespace spmd::sharding {
 struct AutoOptions {
   std::optional<double> memory_per_device;  // bytes
   double time_limit_s = 10;
+  /// Under a memory limit: accept a plan proven within this fraction of the
+  /// optimum without starting CBC.
+  double gap = 0.01;
   bool simplify = true;  // fold elementwise ops into producers, merge strategies
   /// Solve by elimination (pairwise.h) when no table exceeds this many
   /// entries (and, with a memory limit, when its plan fits); 0 always uses CBC.
@@ -57,11 +62,13 @@ struct AutoReport {
   int followers = 0;     // ops folded into their producers
   int variables = 0, rows = 0;
   double build_seconds = 0;  // preparing the ILP
-  double solve_seconds = 0;  // CBC
-  std::string solver;        // "dynamic program" or "CBC"
-  bool optimal = false;      // proven optimal (else stopped at the time limit)
+  double solve_seconds = 0;  // eliminations, relaxation, CBC
+  int eliminations = 0;      // dynamic programs the relaxation ran
+  std::string solver;        // "dynamic program", "Lagrangian relaxation ...", "CBC", ...
+  bool optimal = false;      // proven optimal
   double objective_s = 0;    // the ILP's estimate of the plan
-  double bound_s = 0;        // CBC's lower bound
+  double bound_s = 0;        // the proven lower bound (relaxation or CBC)
+  double gap = 0;            // (objective - bound) / objective
   std::string status;        // one line for humans
 };
 

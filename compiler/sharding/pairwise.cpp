@@ -22,6 +22,64 @@ std::vector<int> classes(const std::vector<std::vector<double>> &items, std::vec
 
 }  // namespace
 
+double MemoryModel::Sum::at(const std::vector<int> &choice) const {
+  double total = constant;
+  for (const Term &t : terms)
+    total += t.bytes[static_cast<size_t>(choice[static_cast<size_t>(t.node)])];
+  return total;
+}
+
+double MemoryModel::peak(const std::vector<int> &choice) const {
+  double most = 0;
+  for (const Sum &point : points) most = std::max(most, point.at(choice));
+  return shared.at(choice) + most;
+}
+
+double objective(const PairwiseProblem &p, const std::vector<int> &choice) {
+  double total = 0;
+  for (size_t v = 0; v < p.unary.size(); ++v) total += p.unary[v][static_cast<size_t>(choice[v])];
+  for (const PairwiseProblem::Pair &pair : p.pairs)
+    total += pair.cost[static_cast<size_t>(choice[static_cast<size_t>(pair.u)]) *
+                           p.unary[static_cast<size_t>(pair.v)].size() +
+                       static_cast<size_t>(choice[static_cast<size_t>(pair.v)])];
+  return total;
+}
+
+size_t ilp_variables_bound(const PairwiseProblem &p) {
+  size_t n = 0;
+  for (const auto &costs : p.unary) n += costs.size() > 1 ? costs.size() : 0;
+  for (const PairwiseProblem::Pair &pair : p.pairs) n += pair.cost.size();
+  return n;
+}
+
+void add_memory_rows(IlpProblem &ilp, const MemoryModel &m, const std::vector<int> &first_var,
+                     double scale) {
+  // A sum as terms on the variables, and what it adds for certain.
+  auto terms_of = [&](const MemoryModel::Sum &sum, std::vector<std::pair<int, double>> &terms) {
+    double constant = sum.constant;
+    for (const MemoryModel::Term &t : sum.terms) {
+      int first = first_var[static_cast<size_t>(t.node)];
+      if (first < 0) {
+        constant += t.bytes[0];
+        continue;
+      }
+      for (size_t a = 0; a < t.bytes.size(); ++a)
+        if (t.bytes[a] != 0) terms.push_back({first + static_cast<int>(a), t.bytes[a] * scale});
+    }
+    return constant;
+  };
+  std::vector<std::pair<int, double>> shared;
+  const double shared_constant = terms_of(m.shared, shared);
+  const int total = ilp.add_variable(0, 0, 1e300, false);
+  shared.push_back({total, -1.0});
+  ilp.add_row(std::move(shared), 'E', -shared_constant * scale);
+  for (const MemoryModel::Sum &point : m.points) {
+    std::vector<std::pair<int, double>> terms = {{total, 1.0}};
+    const double constant = terms_of(point, terms);
+    ilp.add_row(std::move(terms), 'L', (m.limit - constant) * scale);
+  }
+}
+
 IlpProblem to_ilp(const PairwiseProblem &p, double scale, std::vector<int> &first_var,
                   double &constant) {
   IlpProblem ilp;

@@ -14,6 +14,11 @@
 // needed — which is fast when few nodes are live at once (a chain, a residual
 // stack) and gives up when a table would exceed `max_states`. An infinite
 // cost forbids a candidate or a pair.
+//
+// A memory limit is stated over the same nodes (MemoryModel): what is
+// stored at every point (the parameters) plus the most that is live at any
+// one point must fit; add_memory_rows() states it as ILP rows and
+// lagrangian.h bounds and solves the limited problem by elimination.
 #pragma once
 
 #include <optional>
@@ -32,11 +37,47 @@ struct PairwiseProblem {
   std::vector<Pair> pairs;
 };
 
+/// The bytes per device a choice stores: `shared` at every program point
+/// (the parameters) plus, at each point, the values live there; a plan fits
+/// when shared + the largest point is at most `limit`.
+struct MemoryModel {
+  struct Term {
+    int node = 0;               // a node with more than one candidate
+    std::vector<double> bytes;  // per candidate of that node
+  };
+  struct Sum {
+    std::vector<Term> terms;
+    double constant = 0;  // the bytes of nodes with one candidate
+    double at(const std::vector<int> &choice) const;
+  };
+  Sum shared;
+  std::vector<Sum> points;
+  double limit = 0;
+
+  /// shared + the largest point, for a choice of every node.
+  double peak(const std::vector<int> &choice) const;
+  bool fits(const std::vector<int> &choice) const { return peak(choice) <= limit; }
+};
+
+/// The pairwise objective of a choice of every node.
+double objective(const PairwiseProblem &p, const std::vector<int> &choice);
+
 /// The ILP of `p`; variable first_var[v] + a is node v's candidate a (nodes
 /// with one candidate have none: first_var = -1), and `constant` collects
 /// what they contribute.
 IlpProblem to_ilp(const PairwiseProblem &p, double scale, std::vector<int> &first_var,
                   double &constant);
+
+/// At most how many variables to_ilp() makes of `p` (one per candidate of
+/// a node with a choice, one per pair of candidates of each pair) — a size
+/// for deciding whether CBC can be afforded, without building the ILP.
+size_t ilp_variables_bound(const PairwiseProblem &p);
+
+/// Adds `m`'s rows to the ILP of to_ilp() (first_var as it returned): one
+/// continuous variable for the shared bytes, and per point shared + the
+/// point's bytes <= the limit, all in units of `scale` bytes.
+void add_memory_rows(IlpProblem &ilp, const MemoryModel &m, const std::vector<int> &first_var,
+                     double scale);
 
 struct Elimination {
   std::vector<int> choice;  // per node

@@ -330,16 +330,33 @@ class Peephole {
   }
 
   /// The leaves of the tree of adds at `v`, if all are pads; every node has type `t`.
-  bool collect_pads(ir::ValueId v, const Type &t, std::vector<const ir::Instr *> &pads) const {
-    auto it = def_.find(v);
-    if (it == def_.end() || !(f_.type(v) == t)) return false;
-    const ir::Instr *d = it->second;
+  bool collect_pads(ir::ValueId v, const Type &t, std::vector<const ir::Instr *> &pads) {
+    if (!(f_.type(v) == t) || !is_pad_tree(v)) return false;
+    const ir::Instr *d = def_.at(v);
     if (d->op == OpCode::Pad) {
       pads.push_back(d);
       return true;
     }
-    return d->op == OpCode::Add && collect_pads(d->operands[0], t, pads) &&
-           collect_pads(d->operands[1], t, pads);
+    return collect_pads(d->operands[0], t, pads) && collect_pads(d->operands[1], t, pads);
+  }
+
+  /// Whether `v` is a pad, or an add of two such trees of v's type. Remembered
+  /// per value: a gradient sums many cotangents in one long chain of adds, and
+  /// walking that chain again at every add of it would be quadratic.
+  bool is_pad_tree(ir::ValueId v) {
+    int8_t &known = pad_tree_[static_cast<size_t>(v)];
+    if (known != kUnknown) return known == kYes;
+    auto it = def_.find(v);
+    bool yes = false;
+    if (it != def_.end()) {
+      const ir::Instr *d = it->second;
+      yes =
+          d->op == OpCode::Pad || (d->op == OpCode::Add && f_.type(d->operands[0]) == f_.type(v) &&
+                                   f_.type(d->operands[1]) == f_.type(v) &&
+                                   is_pad_tree(d->operands[0]) && is_pad_tree(d->operands[1]));
+    }
+    known = yes ? kYes : kNo;
+    return yes;
   }
 
   /// `where(c, 0, a) + where(c, b, 0)` (either order) -> `where(c, b, a)`.
@@ -430,6 +447,8 @@ class Peephole {
   std::unordered_map<ir::ValueId, ir::ValueId> alias_;  // value -> the equal value it reads
   /// Where each instruction seen is: its block and index.
   std::unordered_map<const ir::Instr *, std::pair<const std::vector<ir::Instr> *, size_t>> place_;
+  static constexpr int8_t kUnknown = -1, kNo = 0, kYes = 1;
+  std::vector<int8_t> pad_tree_ = std::vector<int8_t>(f_.values.size(), kUnknown);
 };
 
 }  // namespace

@@ -1,0 +1,210 @@
+// sharding/lagrangian.cpp — see lagrangian.h.
+#include "sharding/lagrangian.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace spmd::sharding {
+
+double Relaxation::gap() const {
+  if (!best) return HUGE_VAL;
+  if (best->objective <= 0) return 0;
+  return std::max(0.0, (best->objective - bound) / best->objective);
+}
+
+namespace {
+
+/// Relative tolerance for "no plan lies below the line".
+constexpr double kTolerance = 1e-12;
+/// Multiplier sets (points to weigh) tried before giving up on the gap.
+constexpr int kRounds = 3;
+/// Eliminations per multiplier set (the hull search ends far sooner).
+constexpr int kSteps = 40;
+
+class Relaxer {
+ public:
+  Relaxer(const PairwiseProblem &p, const MemoryModel &m, const RelaxOptions &o)
+      : p_(p), m_(m), o_(o), work_(p), start_(std::chrono::steady_clock::now()) {
+    out_.bound = -HUGE_VAL;
+  }
+
+  Relaxation run() {
+    std::optional<Trial> free = solve_time_only();
+    if (!free) return finish();
+    if (m_.fits(free->choice)) {  // the unlimited optimum fits: optimal
+      out_.bound = free->time;
+      return finish();
+    }
+    std::vector<int> tried;
+    int point = peak_point(free->choice);
+    // The first round always runs to its smallest plan, whatever the time:
+    // a plan that fits is worth more than the time limit.
+    for (int round = 0; round < kRounds && (round == 0 || !done()); ++round) {
+      tried.push_back(point);
+      std::optional<Trial> high = search({point}, *free);
+      if (!high) break;
+      // Next, weigh the point where the plan on the fitting side peaks.
+      point = peak_point(high->choice);
+      if (std::find(tried.begin(), tried.end(), point) != tried.end()) break;
+    }
+    return finish();
+  }
+
+ private:
+  struct Trial {
+    std::vector<int> choice;
+    double time = 0;   // T
+    double bytes = 0;  // the weighted memory
+  };
+  /// Per-candidate weights of shared + sum_p pi_p point_p (pi uniform over
+  /// `points`), and the part no choice changes.
+  struct Weights {
+    std::vector<std::vector<double>> w;
+    double constant = 0;
+  };
+
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  bool out_of_time() const { return elapsed() >= o_.time_limit_s; }
+  bool done() const {
+    return out_.infeasible || out_.too_wide || out_of_time() || out_.gap() <= o_.gap;
+  }
+
+  Relaxation finish() {
+    if (out_.best) out_.bound = std::min(out_.bound, out_.best->objective);
+    return std::move(out_);
+  }
+
+  int peak_point(const std::vector<int> &choice) const {
+    int at = -1;
+    double most = -HUGE_VAL;
+    for (size_t q = 0; q < m_.points.size(); ++q) {
+      double b = m_.points[q].at(choice);
+      if (b > most) {
+        most = b;
+        at = static_cast<int>(q);
+      }
+    }
+    return at;
+  }
+
+  Weights weights(const std::vector<int> &points) const {
+    Weights w;
+    w.w.resize(p_.unary.size());
+    for (size_t v = 0; v < p_.unary.size(); ++v) w.w[v].assign(p_.unary[v].size(), 0);
+    auto add = [&](const MemoryModel::Sum &sum, double share) {
+      w.constant += share * sum.constant;
+      for (const MemoryModel::Term &t : sum.terms)
+        for (size_t a = 0; a < t.bytes.size(); ++a)
+          w.w[static_cast<size_t>(t.node)][a] += share * t.bytes[a];
+    };
+    add(m_.shared, 1);
+    for (int q : points)
+      if (q >= 0) add(m_.points[static_cast<size_t>(q)], 1.0 / static_cast<double>(points.size()));
+    return w;
+  }
+
+  double weighed(const Weights &w, const std::vector<int> &choice) const {
+    double total = w.constant;
+    for (size_t v = 0; v < choice.size(); ++v) total += w.w[v][static_cast<size_t>(choice[v])];
+    return total;
+  }
+
+  /// A plan that fits: the best so far when it is cheaper.
+  void offer(const std::vector<int> &choice) {
+    if (!m_.fits(choice)) return;
+    double t = objective(p_, choice);
+    if (!out_.best || t < out_.best->objective) out_.best = Elimination{choice, t, 0};
+  }
+
+  /// argmin of time_weight * T + lambda * weighed bytes; with time_weight 1
+  /// its value is g(lambda) + lambda * (L - constant), a lower bound.
+  std::optional<Trial> solve(const Weights &w, double lambda, double time_weight) {
+    // Forbidden candidates and pairs (infinite costs) stay forbidden.
+    auto scaled = [time_weight](double c) { return std::isinf(c) ? c : time_weight * c; };
+    for (size_t v = 0; v < p_.unary.size(); ++v)
+      for (size_t a = 0; a < p_.unary[v].size(); ++a)
+        work_.unary[v][a] = scaled(p_.unary[v][a]) + lambda * w.w[v][a];
+    if (time_weight == 0)
+      for (auto &pair : work_.pairs)
+        for (double &c : pair.cost) c = scaled(c);
+    std::optional<Elimination> e = eliminate(work_, o_.max_states);
+    if (time_weight == 0) work_.pairs = p_.pairs;
+    ++out_.eliminations;
+    if (!e) {
+      out_.too_wide = true;
+      return std::nullopt;
+    }
+    if (time_weight == 1)
+      out_.bound = std::max(out_.bound, e->objective + lambda * (w.constant - m_.limit));
+    Trial t{e->choice, objective(p_, e->choice), weighed(w, e->choice)};
+    offer(t.choice);
+    return t;
+  }
+
+  std::optional<Trial> solve_time_only() { return solve(weights({}), 0, 1); }
+
+  /// The hull search over lambda for the points `points`, from the plan
+  /// `low` that does not fit; returns the last plan on the fitting side.
+  std::optional<Trial> search(const std::vector<int> &points, Trial low) {
+    const Weights w = weights(points);
+    low.bytes = weighed(w, low.choice);
+    // The least weighed memory (time ignored): over the limit, nothing fits.
+    std::optional<Trial> high = solve(w, 1, 0);
+    if (!high) return std::nullopt;
+    if (high->bytes > m_.limit * (1 + kTolerance)) {
+      out_.infeasible = true;
+      return std::nullopt;
+    }
+    for (int step = 0; step < kSteps && !done(); ++step) {
+      if (!(low.bytes > high->bytes)) break;
+      double lambda = std::max(0.0, (high->time - low.time) / (low.bytes - high->bytes));
+      double line = low.time + lambda * low.bytes;
+      std::optional<Trial> t = solve(w, lambda, 1);
+      if (!t) break;
+      if (t->time + lambda * t->bytes >= line - kTolerance * std::abs(line)) break;  // lambda*
+      (t->bytes > m_.limit ? low : *high) = std::move(*t);
+    }
+    mix(low.choice, high->choice);
+    mix(high->choice, low.choice);
+    return high;
+  }
+
+  /// Plans that take the first nodes as in `first` and the rest as in
+  /// `rest`: the longest such prefix that fits (by bisection; offered).
+  void mix(const std::vector<int> &first, const std::vector<int> &rest) {
+    auto mixed = [&](size_t cut) {
+      std::vector<int> c = rest;
+      std::copy(first.begin(), first.begin() + static_cast<long>(cut), c.begin());
+      return c;
+    };
+    size_t ok = 0, bad = first.size();
+    if (!m_.fits(mixed(ok)) || m_.fits(mixed(bad))) {
+      offer(mixed(bad));
+      return;
+    }
+    while (bad - ok > 1) {
+      size_t mid = (ok + bad) / 2;
+      (m_.fits(mixed(mid)) ? ok : bad) = mid;
+    }
+    offer(mixed(ok));
+  }
+
+  const PairwiseProblem &p_;
+  const MemoryModel &m_;
+  const RelaxOptions &o_;
+  PairwiseProblem work_;
+  std::chrono::steady_clock::time_point start_;
+  Relaxation out_;
+};
+
+}  // namespace
+
+Relaxation relax_memory(const PairwiseProblem &p, const MemoryModel &memory,
+                        const RelaxOptions &options) {
+  return Relaxer(p, memory, options).run();
+}
+
+}  // namespace spmd::sharding

@@ -1,0 +1,56 @@
+// sharding/lagrangian.h — the memory-limited choice problem by Lagrangian relaxation.
+//
+// Minimising a pairwise objective T(x) (pairwise.h) subject to a memory
+// limit (a MemoryModel: shared(x) + max_p point_p(x) <= L) is hard in
+// general, but its relaxation is as easy as the unlimited problem: for any
+// weights pi_p >= 0 summing to 1 over the points and any lambda >= 0,
+//
+//   g(lambda, pi) = min_x  T(x) + lambda * (shared(x) + sum_p pi_p point_p(x) - L)
+//
+// is a lower bound on the limited optimum — for a plan x that fits, the
+// weighted average of the points is at most their maximum, so the penalty
+// is <= 0 and T(x) >= the bracket >= g — and its minimisation is the
+// unlimited problem with lambda * bytes added to each candidate's cost,
+// solved exactly by eliminate(). relax_memory() picks pi as the point where
+// a plan peaks, maximises g over lambda by the hull (Dinkelbach) search —
+// each new lambda is where the lines of the cheapest plan that does not fit
+// and the smallest one that does cross, until no plan lies below both —
+// and keeps every plan it meets that fits, plus the plans that take the
+// first nodes from one side of the threshold and the rest from the other.
+// The best of those is an upper bound; its distance to the largest g is the
+// proven gap. When even the smallest plan (lambda -> infinity) exceeds the
+// limit under some pi, nothing fits: the weighted average is a lower bound
+// on every plan's peak.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "sharding/pairwise.h"
+
+namespace spmd::sharding {
+
+struct RelaxOptions {
+  double gap = 0.01;  // stop once (best - bound) <= gap * best
+  /// No new elimination starts after this, except the first two (the
+  /// unlimited optimum and the smallest plan), which always run.
+  double time_limit_s = 10;
+  size_t max_states = 1 << 16;  // eliminate()'s table limit
+};
+
+struct Relaxation {
+  std::optional<Elimination> best;  // the cheapest choice found that fits (objective: T)
+  double bound = 0;                 // proven: no choice that fits costs less
+  bool infeasible = false;          // proven: no choice fits
+  bool too_wide = false;            // eliminate() gave up (a table over max_states)
+  int eliminations = 0;
+  /// (best - bound) / best: how far above the optimum `best` may be.
+  double gap() const;
+};
+
+/// The relaxation of `p` under `memory`; an unlimited optimum that fits is
+/// returned as optimal at once.
+Relaxation relax_memory(const PairwiseProblem &p, const MemoryModel &memory,
+                        const RelaxOptions &options);
+
+}  // namespace spmd::sharding
