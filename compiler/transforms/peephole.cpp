@@ -109,6 +109,7 @@ class Peephole {
     in.op = op;
     in.operands = std::move(operands);
     in.attrs = std::move(attrs);
+    pad_tree_[static_cast<size_t>(in.results[0])] = kUnknown;  // (it may have been a pad)
     return true;
   }
 
@@ -266,15 +267,19 @@ class Peephole {
   }
 
   /// The leaves of the tree of adds at `v` read only in the tree (all of
-  /// type `t`), or false.
-  bool sum_leaves(ir::ValueId v, const Type &t, std::vector<ir::ValueId> &leaves) const {
-    if (!(f_.type(v) == t)) return false;
+  /// type `t`), or false; also false past `budget` nodes (a gradient sums
+  /// many cotangents in one long chain of adds: walking all of it again at
+  /// every add would be quadratic).
+  bool sum_leaves(ir::ValueId v, const Type &t, std::vector<ir::ValueId> &leaves,
+                  int &budget) const {
+    if (!(f_.type(v) == t) || --budget < 0) return false;
     const ir::Instr *d = def(v, OpCode::Add);
     if (!d || uses_[v] != 1) {
       leaves.push_back(v);
       return true;
     }
-    return sum_leaves(d->operands[0], t, leaves) && sum_leaves(d->operands[1], t, leaves);
+    return sum_leaves(d->operands[0], t, leaves, budget) &&
+           sum_leaves(d->operands[1], t, leaves, budget);
   }
 
   /// A tree of adds of one value x and of pieces that are zero but in one
@@ -285,8 +290,9 @@ class Peephole {
   bool add_of_covering_pieces(ir::Instr &in) {
     const Type &t = f_.type(in.results[0]);
     std::vector<ir::ValueId> leaves;
+    int budget = 64;
     for (ir::ValueId o : in.operands)
-      if (!sum_leaves(o, t, leaves)) return false;
+      if (!sum_leaves(o, t, leaves, budget)) return false;
     std::vector<ir::ValueId> others;
     std::vector<ir::Instr *> pads, selects;
     for (ir::ValueId v : leaves) {
