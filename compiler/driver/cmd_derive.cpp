@@ -27,6 +27,7 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
   Compilation c;
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
+  c.program = {};  // the syntax trees: not needed to derive (free them first)
   DeriveRequest request;
   request.kind = kind;
   request.function = o.function;

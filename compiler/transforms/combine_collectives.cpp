@@ -23,96 +23,125 @@ int64_t operand_bytes(const ir::Function &f, const ir::Instr &in) {
   return bytes;
 }
 
-/// The values an instruction reads: its operands and, for a loop, every value
-/// its body reads (a loop body may read any value defined before the loop).
-/// Values the body defines itself are included too; they are never results of
-/// the block being combined, so they carry no dependence there.
-void collect_reads(const ir::Instr &in, std::vector<ir::ValueId> &out) {
-  out.insert(out.end(), in.operands.begin(), in.operands.end());
+/// Calls `fn` on each value an instruction reads: its operands and, for a
+/// loop, every value its body reads (a loop body may read any value defined
+/// before the loop). Values the body defines itself are visited too; they are
+/// never results of the block being combined, so they carry no dependence there.
+template <typename Fn>
+void for_each_read(const ir::Instr &in, Fn &&fn) {
+  for (ir::ValueId v : in.operands) fn(v);
   for (const ir::Region &r : in.regions) {
-    for (const ir::Instr &inner : r.body) collect_reads(inner, out);
-    out.insert(out.end(), r.yields.begin(), r.yields.end());
+    for (const ir::Instr &inner : r.body) for_each_read(inner, fn);
+    for (ir::ValueId y : r.yields) fn(y);
   }
 }
 
-std::vector<ir::ValueId> reads(const ir::Instr &in) {
-  if (in.regions.empty()) return in.operands;
-  std::vector<ir::ValueId> out;
-  collect_reads(in, out);
-  return out;
+/// Per-value scratch tables shared by every block of one function, so that a
+/// block costs time in its own size, not in the function's: each block sets
+/// entries only for the values it touches and clears them again when done.
+struct Scratch {
+  explicit Scratch(size_t values) : mask(values, 0), flag(values, 0), pos(values, 0) {}
+  std::vector<uint64_t> mask;    // the open buckets a value depends on
+  std::vector<uint8_t> flag;     // kKey / kReadsMember / kTainted bits, see below
+  std::vector<size_t> pos;       // where the instruction a key value is the first result of is
+  std::vector<ir::ValueId> set;  // values with a flag set (cleared by clear_flags)
+  void mark(ir::ValueId v, uint8_t bit) {
+    if (!flag[v]) set.push_back(v);
+    flag[v] |= bit;
+  }
+  void clear_flags(uint8_t bits) {
+    for (ir::ValueId v : set) flag[v] &= static_cast<uint8_t>(~bits);
+    std::erase_if(set, [&](ir::ValueId v) { return flag[v] == 0; });
+  }
+};
+constexpr uint8_t kKey = 1, kReadsMember = 2, kTainted = 4;
+
+/// A block being combined. Merging a bucket rewrites only the stretch from
+/// its first member to its last: instructions move within it and the slots
+/// it no longer needs are left dead (removed once, at the end), so the
+/// positions of everything else stay put.
+struct Block {
+  std::vector<ir::Instr> &code;
+  std::vector<bool> dead = std::vector<bool>(code.size(), false);
+};
+
+/// The live members of one bucket (their first results are flagged kKey) in
+/// their current order, less those that read (through any chain of
+/// instructions) an earlier one. Members of one bucket are independent in
+/// the original program, but an earlier merge can join them up: if psums p1,
+/// p2 over `a` and q1, q2 over `b` have q1 reading p1 and p2 reading q2, the
+/// combined {p1, p2} reads q2 and feeds q1, so combining q1 with q2 would be
+/// a cycle. Such a member stays alone. Only [lo, hi], where the keys are, is scanned.
+std::vector<size_t> independent_members(Block &b, Scratch &s, size_t lo, size_t hi) {
+  std::vector<size_t> members;
+  for (size_t i = lo; i <= hi; ++i) {
+    if (b.dead[i]) continue;
+    const ir::Instr &in = b.code[i];
+    const bool member = !in.results.empty() && (s.flag[in.results[0]] & kKey);
+    bool depends = false;
+    for_each_read(in, [&](ir::ValueId v) { depends = depends || (s.flag[v] & kReadsMember); });
+    if (member && !depends) members.push_back(i);
+    if (member || depends)
+      for (ir::ValueId r : in.results) s.mark(r, kReadsMember);
+  }
+  s.clear_flags(kReadsMember);
+  return members;
 }
 
-/// Merges one bucket (members at increasing positions of `block`, mutually
-/// independent) into its last member and moves the instructions between the
+/// Merges one bucket (members at increasing live positions `at`, mutually
+/// independent) into one instruction and moves the instructions between the
 /// first and the last member that depend on a member's result to just after
-/// the combined collective.
-void merge_bucket(const ir::Function &f, std::vector<ir::Instr> &block,
-                  const std::vector<ir::Instr *> &members) {
-  std::vector<size_t> at;
-  for (size_t i = 0, m = 0; i < block.size() && m < members.size(); ++i)
-    if (&block[i] == members[m]) at.push_back(i), ++m;
+/// it; the stretch [at.front(), at.back()] is rewritten in place.
+void merge_bucket(Block &b, Scratch &s, const std::vector<size_t> &at) {
+  const ir::Instr &first = b.code[at.front()];
   ir::Instr combined;
-  combined.op = members.front()->op;
-  combined.attrs = members.front()->attrs;
-  combined.span = members.front()->span;
+  combined.op = first.op;
+  combined.attrs = first.attrs;
+  combined.span = first.span;
   combined.origin = ir::Origin::Transform;
-  std::vector<bool> tainted(f.values.size(), false);
-  for (ir::Instr *m : members) {
-    combined.operands.insert(combined.operands.end(), m->operands.begin(), m->operands.end());
-    combined.results.insert(combined.results.end(), m->results.begin(), m->results.end());
-    for (ir::ValueId r : m->results) tainted[r] = true;
+  for (size_t i : at) {
+    const ir::Instr &m = b.code[i];
+    combined.operands.insert(combined.operands.end(), m.operands.begin(), m.operands.end());
+    combined.results.insert(combined.results.end(), m.results.begin(), m.results.end());
+    for (ir::ValueId r : m.results) s.mark(r, kTainted);
   }
-  std::vector<ir::Instr> body, later;
-  body.reserve(block.size());
-  for (size_t i = 0; i < at.front(); ++i) body.push_back(std::move(block[i]));
+  std::vector<ir::Instr> kept, later;
   for (size_t i = at.front(), m = 0; i <= at.back(); ++i) {
+    if (b.dead[i]) continue;
     if (m < at.size() && i == at[m]) {
       ++m;
       continue;
     }
-    ir::Instr &in = block[i];
+    ir::Instr &in = b.code[i];
     bool depends = false;
-    for (ir::ValueId v : reads(in)) depends = depends || tainted[v];
+    for_each_read(in, [&](ir::ValueId v) { depends = depends || (s.flag[v] & kTainted); });
     if (depends) {
-      for (ir::ValueId r : in.results) tainted[r] = true;
+      for (ir::ValueId r : in.results) s.mark(r, kTainted);
       later.push_back(std::move(in));
     } else {
-      body.push_back(std::move(in));
+      kept.push_back(std::move(in));
     }
   }
-  body.push_back(std::move(combined));
-  for (ir::Instr &in : later) body.push_back(std::move(in));
-  for (size_t i = at.back() + 1; i < block.size(); ++i) body.push_back(std::move(block[i]));
-  block = std::move(body);
-}
-
-/// The instructions whose first result is a key, in their current order,
-/// less those that read (through any chain of instructions) an earlier one.
-/// Members of one bucket are independent in the original program, but an
-/// earlier merge can join them up: if psums p1, p2 over `a` and q1, q2 over
-/// `b` have q1 reading p1 and p2 reading q2, the combined {p1, p2} reads q2
-/// and feeds q1, so combining q1 with q2 would be a cycle. Such a member
-/// stays alone.
-std::vector<ir::Instr *> independent_members(const ir::Function &f, std::vector<ir::Instr> &block,
-                                             const std::vector<bool> &is_key) {
-  std::vector<ir::Instr *> members;
-  std::vector<bool> reads_member(f.values.size(), false);
-  for (ir::Instr &in : block) {
-    const bool member = !in.results.empty() && is_key[in.results[0]];
-    if (members.empty() && !member) continue;
-    bool depends = false;
-    for (ir::ValueId v : reads(in)) depends = depends || reads_member[v];
-    if (member && !depends) members.push_back(&in);
-    if (member || depends)
-      for (ir::ValueId r : in.results) reads_member[r] = true;
+  s.clear_flags(kTainted);
+  kept.push_back(std::move(combined));
+  for (ir::Instr &in : later) kept.push_back(std::move(in));
+  // Dead slots first, then the stretch's instructions in their new order.
+  const size_t end = at.back() + 1, live_from = end - kept.size();
+  for (size_t i = at.front(); i < live_from; ++i) {
+    b.code[i] = ir::Instr{};
+    b.dead[i] = true;
   }
-  return members;
+  for (size_t i = live_from; i < end; ++i) {
+    b.code[i] = std::move(kept[i - live_from]);
+    b.dead[i] = false;
+    if (!b.code[i].results.empty()) s.pos[b.code[i].results[0]] = i;
+  }
 }
 
 /// Combines the all-reduces of one block (a function body or a loop body);
 /// a loop inside it is one instruction that reads everything its body reads.
 int combine_block(const ir::Function &f, std::vector<ir::Instr> &block,
-                  const CombineOptions &options) {
+                  const CombineOptions &options, Scratch &s) {
   // Buckets, in one pass. A value's mask says which open buckets (by slot) it
   // depends on; a candidate whose operands depend on its bucket closes it.
   constexpr size_t kSlots = 64;
@@ -122,12 +151,11 @@ int combine_block(const ir::Function &f, std::vector<ir::Instr> &block,
   };
   std::vector<Bucket> buckets;
   std::vector<Open> open;  // at most one per (op, axes)
-  std::vector<uint64_t> mask(f.values.size(), 0);
   size_t next_slot = 0;
   for (size_t i = 0; i < block.size(); ++i) {
     const ir::Instr &in = block[i];
     uint64_t m = 0;
-    for (ir::ValueId v : reads(in)) m |= mask[v];
+    for_each_read(in, [&](ir::ValueId v) { m |= s.mask[v]; });
     const int64_t bytes = is_combinable_reduce(in.op) ? operand_bytes(f, in) : 0;
     if (is_combinable_reduce(in.op) && bytes <= options.threshold_bytes) {  // (huge: alone)
       auto it = std::find_if(open.begin(), open.end(), [&](const Open &o) {
@@ -147,43 +175,62 @@ int combine_block(const ir::Function &f, std::vector<ir::Instr> &block,
       buckets[it->bucket].bytes += bytes;
       m |= it->bit;
     }
-    for (ir::ValueId r : in.results) mask[r] = m;
+    for (ir::ValueId r : in.results) s.mask[r] = m;
   }
+  for (const ir::Instr &in : block)
+    for (ir::ValueId r : in.results) s.mask[r] = 0;
 
   // (3) Merge each bucket of two or more. Merging one bucket moves
   // instructions, so members are found again by their first result.
   std::vector<std::vector<ir::ValueId>> keys;
-  for (const Bucket &b : buckets) {
-    if (b.members.size() < 2) continue;
+  for (const Bucket &bucket : buckets) {
+    if (bucket.members.size() < 2) continue;
     keys.emplace_back();
-    for (size_t i : b.members) keys.back().push_back(block[i].results.at(0));
+    for (size_t i : bucket.members) keys.back().push_back(block[i].results.at(0));
   }
+  Block b{block};
+  for (size_t i = 0; i < block.size(); ++i)
+    if (!block[i].results.empty()) s.pos[block[i].results[0]] = i;
   int merged = 0;
-  std::vector<bool> is_key(f.values.size(), false);
   for (const std::vector<ir::ValueId> &key : keys) {
-    for (ir::ValueId v : key) is_key[v] = true;
-    std::vector<ir::Instr *> members = independent_members(f, block, is_key);
-    for (ir::ValueId v : key) is_key[v] = false;
+    size_t lo = block.size(), hi = 0;
+    for (ir::ValueId v : key) {
+      s.mark(v, kKey);
+      lo = std::min(lo, s.pos[v]);
+      hi = std::max(hi, s.pos[v]);
+    }
+    std::vector<size_t> members = independent_members(b, s, lo, hi);
+    s.clear_flags(kKey);
     if (members.size() < 2) continue;
     merged += static_cast<int>(members.size()) - 1;
-    merge_bucket(f, block, members);
+    merge_bucket(b, s, members);
+  }
+  if (merged > 0) {
+    size_t kept = 0;
+    for (size_t i = 0; i < block.size(); ++i)
+      if (!b.dead[i]) {
+        if (kept != i) block[kept] = std::move(block[i]);
+        ++kept;
+      }
+    block.resize(kept);
   }
   return merged;
 }
 
 int combine_nested(const ir::Function &f, std::vector<ir::Instr> &block,
-                   const CombineOptions &options) {
+                   const CombineOptions &options, Scratch &s) {
   int merged = 0;
   for (ir::Instr &in : block)
-    for (ir::Region &r : in.regions) merged += combine_nested(f, r.body, options);
-  return merged + combine_block(f, block, options);
+    for (ir::Region &r : in.regions) merged += combine_nested(f, r.body, options, s);
+  return merged + combine_block(f, block, options, s);
 }
 
 }  // namespace
 
 int combine_collectives(ir::Function &f, const CombineOptions &options) {
   if (options.threshold_bytes <= 0) return 0;
-  return combine_nested(f, f.body, options);
+  Scratch s(f.values.size());
+  return combine_nested(f, f.body, options, s);
 }
 
 namespace {

@@ -297,6 +297,7 @@ ir::Function derive_function(const ir::Module &module, const ir::Function &funct
     case DeriveKind::Grad: {
       bool grad = step.kind == DeriveKind::Grad;
       JvpResult j = jvp_function(module, flat, step.wrt);
+      flat = ir::Function{};  // (not needed any more: free it before transposing)
       TransposeSpec spec;
       spec.remat = remat;
       size_t np = j.num_primal_params, nr = j.num_primal_results;

@@ -6,10 +6,10 @@
 // when an iteration gives its next value one); such a carry starts from zeros.
 #include "transforms/jvp.h"
 
-#include <unordered_map>
 #include <unordered_set>
 
 #include "ir/loops.h"
+#include "ir/value_map.h"
 #include "transforms/jvp_rules.h"
 
 namespace spmd {
@@ -23,11 +23,14 @@ using ValueSet = std::unordered_set<ir::ValueId>;
 class Linearizer {
  public:
   Linearizer(const ir::Module &module, const ir::Function &f, ir::Function &out)
-      : f_(f), out_(out), e_(module, out) {}
+      : f_(f), out_(out), e_(module, out) {
+    primal_.reserve(f.values.size());
+    tangent_.reserve(f.values.size());
+  }
 
   /// Maps parameter `v` of f to `primal` (and its tangent, if any).
   void param(ir::ValueId v, ir::ValueId primal) { primal_[v] = primal; }
-  void param_tangent(ir::ValueId v, ir::ValueId tangent) { tangent_[v] = tangent; }
+  void param_tangent(ir::ValueId v, ir::ValueId tangent) { set_tangent(v, tangent); }
 
   void block(const std::vector<ir::Instr> &body) {
     for (const ir::Instr &in : body) {
@@ -41,12 +44,18 @@ class Linearizer {
   ir::ValueId primal(ir::ValueId v) const { return primal_.at(v); }
   /// The tangent of `v`, or null when it is zero.
   std::optional<ir::ValueId> tangent(ir::ValueId v) const {
-    auto it = tangent_.find(v);
-    return it == tangent_.end() ? std::nullopt : std::optional(it->second);
+    const ir::ValueId *t = tangent_.find(v);
+    return t ? std::optional(*t) : std::nullopt;
   }
   Emitter &emitter() { return e_; }
 
  private:
+  /// Gives `v` (a value of f) its tangent `t` (a value of out).
+  ir::ValueId set_tangent(ir::ValueId v, ir::ValueId t) {
+    if (!tangent_.contains(v)) has_tangent_.push_back(v);
+    return tangent_[v] = t;
+  }
+
   ir::ValueId fresh(ir::ValueId v, const std::string &name) {
     const ir::Value &old = f_.values[v];
     return out_.add_value(old.type, name, old.span);
@@ -77,7 +86,7 @@ class Linearizer {
     const auto first_new = static_cast<ir::ValueId>(out_.values.size());
     std::optional<ir::ValueId> t = apply_jvp_rule(e_, JvpRuleInput{copy, tangents});
     if (t) {
-      tangent_[in.results[0]] = *t;
+      set_tangent(in.results[0], *t);
       if (*t >= first_new) e_.set_name(*t, tangent_name(f_.values[in.results[0]].name));
     }
   }
@@ -122,8 +131,7 @@ class Linearizer {
   /// for k in range(...) carrying (x...) -> the same loop carrying (x..., dx...).
   void loop(const ir::Instr &in) {
     const ir::Region &r = in.regions.at(0);
-    ValueSet outside;
-    for (const auto &[v, t] : tangent_) outside.insert(v);
+    const ValueSet outside(has_tangent_.begin(), has_tangent_.end());
     const std::vector<bool> has = carried_tangents(in, outside);
     ir::Instr copy;
     copy.op = OpCode::For;
@@ -138,7 +146,7 @@ class Linearizer {
     for (size_t k = 0; k < has.size(); ++k) {
       if (!has[k]) continue;
       const ir::ValueId p = r.params[k + 1];
-      nr.params.push_back(tangent_[p] = fresh(p, tangent_name(f_.values[p].name)));
+      nr.params.push_back(set_tangent(p, fresh(p, tangent_name(f_.values[p].name))));
     }
     std::vector<ir::Instr> *outer = e_.set_body(&nr.body);
     block(r.body);
@@ -152,7 +160,7 @@ class Linearizer {
     for (size_t k = 0; k < has.size(); ++k) {
       if (!has[k]) continue;
       const ir::ValueId res = in.results[k];
-      copy.results.push_back(tangent_[res] = fresh(res, tangent_name(f_.values[res].name)));
+      copy.results.push_back(set_tangent(res, fresh(res, tangent_name(f_.values[res].name))));
     }
     e_.append(std::move(copy));
   }
@@ -160,8 +168,9 @@ class Linearizer {
   const ir::Function &f_;
   ir::Function &out_;
   Emitter e_;
-  std::unordered_map<ir::ValueId, ir::ValueId> primal_;   // f value -> out value
-  std::unordered_map<ir::ValueId, ir::ValueId> tangent_;  // f value -> its tangent in out
+  ir::ValueMap<ir::ValueId> primal_;      // f value -> out value
+  ir::ValueMap<ir::ValueId> tangent_;     // f value -> its tangent in out
+  std::vector<ir::ValueId> has_tangent_;  // the values tangent_ maps
 };
 
 }  // namespace

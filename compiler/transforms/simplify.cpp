@@ -1,12 +1,12 @@
 // transforms/simplify.cpp — see simplify.h.
 #include "transforms/simplify.h"
 
-#include <map>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ir/loops.h"
+#include "ir/value_map.h"
 #include "transforms/dce.h"
 
 namespace spmd {
@@ -28,7 +28,7 @@ class Simplifier {
   std::vector<ir::Instr> simplify_block(ir::Function &out, std::vector<ir::Instr> block) {
     std::vector<ir::Instr> body;
     body.reserve(block.size());
-    const size_t scope = cse_log_.size();
+    const size_t scope = cse_log_.size(), def_scope = def_log_.size();
     for (ir::Instr &orig : block) {
       ir::Instr in = std::move(orig);
       for (auto &o : in.operands) o = resolve(o);
@@ -54,17 +54,29 @@ class Simplifier {
         for (size_t k = 0; k < in.results.size(); ++k) remap_[in.results[k]] = prev->results[k];
         continue;
       }
-      for (auto r : in.results) def_[r] = in;
       if (!in.results.empty()) {
         const size_t k = key(in);
-        cse_[k].push_back(in.results[0]);
+        auto [head, fresh] = cse_.try_emplace(k, in.results[0]);
+        cse_next_[in.results[0]] = fresh ? ir::kNoValue : head->second;
+        head->second = in.results[0];
         cse_log_.push_back(k);
       }
-      body.push_back(std::move(in));
+      record(body, std::move(in));
     }
     while (cse_log_.size() > scope) {
-      cse_[cse_log_.back()].pop_back();
+      auto head = cse_.find(cse_log_.back());
+      const ir::ValueId next = cse_next_.at(head->second);
+      if (next == ir::kNoValue)
+        cse_.erase(head);
+      else
+        head->second = next;
       cse_log_.pop_back();
+    }
+    // The block's instructions are about to move (into a loop, or out of
+    // simplify): forget where they were. Nothing after the block reads them.
+    while (def_log_.size() > def_scope) {
+      def_.erase(def_log_.back());
+      def_log_.pop_back();
     }
     return body;
   }
@@ -119,15 +131,17 @@ class Simplifier {
       if (constant_value(out, d->operands[0]) != 0.0 || !(out.type(x) == rt) ||
           !(out.type(in.operands[k]) == rt))
         continue;
+      // (`d` points into `body`, which the appends below may reallocate.)
       const ir::ValueId u = d->operands[1], i = d->operands[2];
+      Attrs update = d->attrs;
       Attrs ds;
       ds.dim = d->attrs.dim;
       ds.shape = out.type(u).shape;
       const ir::ValueId block = append(out, body, OpCode::DynamicSlice, {x, i}, ds,
                                        Type{rt.dtype, ds.shape, rt.variance}, in.span);
       const ir::ValueId sum = append(out, body, OpCode::Add, {block, u}, {}, out.type(u), in.span);
-      return append(out, body, OpCode::DynamicUpdateSlice, {x, sum, i}, d->attrs, rt, in.span,
-                    out.values[in.results[0]].name);
+      return append(out, body, OpCode::DynamicUpdateSlice, {x, sum, i}, std::move(update), rt,
+                    in.span, out.values[in.results[0]].name);
     }
     return std::nullopt;
   }
@@ -142,23 +156,34 @@ class Simplifier {
     in.span = span;
     in.origin = ir::Origin::Transform;
     in.results.push_back(out.add_value(std::move(type), name, span));
-    def_[in.results[0]] = in;
-    body.push_back(std::move(in));
+    record(body, std::move(in));
     return body.back().results[0];
+  }
+
+  /// Appends `in` to `body` and remembers where it defines its results.
+  void record(std::vector<ir::Instr> &body, ir::Instr in) {
+    body.push_back(std::move(in));
+    const auto at = static_cast<uint32_t>(body.size() - 1);
+    for (ir::ValueId r : body.back().results) {
+      def_[r] = {&body, at};
+      def_log_.push_back(r);
+    }
   }
 
   ir::ValueId resolve(ir::ValueId v) const {
     for (int i = 0; i < 1000; ++i) {
-      auto it = remap_.find(v);
-      if (it == remap_.end()) return v;
-      v = it->second;
+      const ir::ValueId *to = remap_.find(v);
+      if (!to) return v;
+      v = *to;
     }
     return v;
   }
 
+  /// The instruction defining `v` in a block being simplified, or nullptr.
+  /// The pointer is valid until the next instruction is appended there.
   const ir::Instr *def(const ir::Function &, ir::ValueId v) const {
-    auto it = def_.find(v);
-    return it == def_.end() ? nullptr : &it->second;
+    const Def *d = def_.find(v);
+    return d ? &(*d->body)[d->index] : nullptr;
   }
 
   /// The scalar value of a constant or full op defining `v`, if any.
@@ -356,8 +381,8 @@ class Simplifier {
   const ir::Instr *find_equal(const ir::Function &out, const ir::Instr &in) const {
     auto it = cse_.find(key(in));
     if (it == cse_.end()) return nullptr;
-    for (ir::ValueId first : it->second) {
-      const ir::Instr &prev = def_.at(first);
+    for (ir::ValueId first = it->second; first != ir::kNoValue; first = cse_next_.at(first)) {
+      const ir::Instr &prev = *def(out, first);
       if (prev.op != in.op || prev.operands != in.operands || !(prev.attrs == in.attrs) ||
           prev.results.size() != in.results.size())
         continue;
@@ -369,12 +394,22 @@ class Simplifier {
     return nullptr;
   }
 
-  std::unordered_map<ir::ValueId, ir::ValueId> remap_;
-  /// The (simplified) instruction defining each value; loops are not recorded.
-  std::unordered_map<ir::ValueId, ir::Instr> def_;
-  /// Candidates for CSE by key (their first result), and the keys in the order
+  ir::ValueMap<ir::ValueId> remap_;
+  /// Where the (simplified) instruction defining each value of the blocks
+  /// being simplified is: its block and index there (no copy, and stable when
+  /// the block grows). Loops are not recorded. `def_log_` lists the values in
+  /// the order they were recorded, so a block's entries are dropped at its end.
+  struct Def {
+    const std::vector<ir::Instr> *body = nullptr;
+    uint32_t index = 0;
+  };
+  ir::ValueMap<Def> def_;
+  std::vector<ir::ValueId> def_log_;
+  /// Candidates for CSE by key: the latest one (by its first result), each
+  /// linked to the one before it with the same key, and the keys in the order
   /// they were added, so a block's entries can be dropped at its end.
-  std::unordered_map<size_t, std::vector<ir::ValueId>> cse_;
+  std::unordered_map<size_t, ir::ValueId> cse_;
+  ir::ValueMap<ir::ValueId> cse_next_;
   std::vector<size_t> cse_log_;
 };
 

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "ir/loops.h"
+#include "ir/value_map.h"
 #include "ops/op_info.h"
 #include "transforms/transpose_rules.h"
 
@@ -42,7 +43,9 @@ class Transposer {
         out_(out),
         e_(module, out),
         linear_(f.values.size(), false),
-        zero_(f.values.size(), false) {}
+        zero_(f.values.size(), false) {
+    map_.reserve(f.values.size());
+  }
 
   // ---------------------------------------------------------------- 1. linearity
 
@@ -534,9 +537,9 @@ class Transposer {
   const TransposeSpec &spec_;
   ir::Function &out_;
   Emitter e_;
-  std::vector<bool> linear_;                          // depends on a linear parameter
-  std::vector<bool> zero_;                            // a constant zero (linear in every sense)
-  std::unordered_map<ir::ValueId, ir::ValueId> map_;  // constant values of f -> out
+  std::vector<bool> linear_;       // depends on a linear parameter
+  std::vector<bool> zero_;         // a constant zero (linear in every sense)
+  ir::ValueMap<ir::ValueId> map_;  // constant values of f -> out
   std::unordered_map<const ir::Instr *, BackwardLoop> backward_loops_;
 };
 

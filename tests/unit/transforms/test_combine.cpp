@@ -226,3 +226,43 @@ TEST_CASE("combine_collectives: loop bodies are combined on their own", "[combin
   REQUIRE(x.size() == 3);
   for (size_t k = 0; k < x.size(); ++k) CHECK(same_bits(x[k], y[k]));
 }
+
+TEST_CASE("combine_collectives: several buckets in one block, members moved by a merge",
+          "[combine]") {
+  // Over i: p1, p2, p3 (a threshold of two psums per bucket splits them as
+  // {p1, p2}, {p3, p4}). Over j: q1 reads p1, so merging {p1, p2} moves x and
+  // q1 after the combined psum; q2 stays before it and still combines with q1.
+  auto c = compile_ok(
+      "mesh M = (i: 2, j: 2)\n"
+      "shmap f(a: f32[8] @ P((i, j)), b: f32[8] @ P((i, j))) -> (f32[2] @ P(), f32[4] @ P(i),\n"
+      "    f32[4] @ P(j), f32[4] @ P(j), f32[4] @ P(j))\n"
+      "    on M {\n"
+      "  p1 = psum(a, i)\n"
+      "  x = p1 * 2.0\n"
+      "  q1 = psum(x, j)\n"
+      "  q2 = psum(b * 3.0, j)\n"
+      "  p2 = psum(b, i)\n"
+      "  p3 = psum(a * b, i)\n"
+      "  p4 = psum(a - b, i)\n"
+      "  return q1, q2, p2 + p3, p4, p1\n}\n");
+  ir::Function f = shmap_of(*c);
+  CombineOptions options;
+  options.threshold_bytes = 2 * 2 * 4;  // two f32[2] per collective
+  CHECK(combine_collectives(f, options) == 3);
+  std::vector<std::string> order;  // the collectives, in program order
+  for (const ir::Instr &in : f.body)
+    if (in.op == OpCode::Psum) {
+      std::string names;
+      for (ir::ValueId r : in.results) names += f.values[r].name;
+      order.push_back(names);
+    }
+  CHECK(order == std::vector<std::string>{"p1p2", "q2q1", "p3p4"});
+  ir::Module m = *c->module;
+  m.functions[static_cast<size_t>(only_shmap(*c))] = f;
+  REQUIRE(ir::verify_module(m).empty());
+  auto again = compile_ok(ir::print_module(m), /*auto_pb=*/false);
+  auto in = random_inputs(*c, 8);
+  auto x = run(*c, in), y = run(*again, in);
+  REQUIRE(x.size() == 5);
+  for (size_t k = 0; k < x.size(); ++k) CHECK(same_bits(x[k], y[k]));
+}
