@@ -11,16 +11,19 @@
 //
 // By default the solver is chosen as `spmdc shard --auto` chooses it (the
 // exact elimination of pairwise.h when the graph is narrow, else CBC);
-// --cbc always uses CBC. --memory adds a per-device memory limit in bytes,
-// --memory-share one that is that share of the parameters' bytes replicated
-// (0.6: 60%, so the weights must be split); the search then is the
-// Lagrangian relaxation of lagrangian.h, and CBC when its gap stays over 1%
-// and the time left covers CBC's root LP. Columns: the search's wall time
-// (build_s + solve_s) and its CPU time (search_cpu_s), the eliminations the
-// relaxation ran, the proven gap of the plan, and its estimate.
+// --cbc always uses CBC. Each size runs once per memory limit: by default
+// without one and with one of 60% of the parameters' bytes replicated (so
+// the weights must be split); --memory-share F,... gives the shares (0: no
+// limit), --memory BYTES one absolute limit. Under a limit the search is the
+// Lagrangian relaxation of lagrangian.h, then CBC when its gap stays over
+// 1% and the time left covers CBC's root LP. Columns: the limit, the
+// search's wall time (build_s + solve_s) and CPU time (search_cpu_s), the
+// eliminations the relaxation ran, optimal / in-gap (proven within 1%) /
+// stopped (by the time limit, default 10 s as in `spmdc shard`), the proven
+// gap of the plan, and its estimate next to pure DP.
 //
 // Usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc]
-//                    [--memory BYTES | --memory-share F]
+//                    [--memory BYTES | --memory-share F,...]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -66,10 +69,11 @@ const char *solver_label(const std::string &solver) {
 
 int main(int argc, char **argv) {
   std::vector<int> sizes = {100, 1000, 10000};
-  double time_limit = 60;
+  double time_limit = 10;
   int width = 256;
   bool cbc = false;
-  double memory = 0, memory_share = 0;
+  double memory = 0;
+  std::vector<double> shares = {0, 0.6};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--ops") && i + 1 < argc) {
       sizes.clear();
@@ -85,17 +89,22 @@ int main(int argc, char **argv) {
     } else if (!std::strcmp(argv[i], "--memory") && i + 1 < argc) {
       memory = std::atof(argv[++i]);
     } else if (!std::strcmp(argv[i], "--memory-share") && i + 1 < argc) {
-      memory_share = std::atof(argv[++i]);
+      shares.clear();
+      std::stringstream list(argv[++i]);
+      std::string item;
+      while (std::getline(list, item, ',')) shares.push_back(std::atof(item.c_str()));
     } else {
       std::fprintf(stderr,
                    "usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc] "
-                   "[--memory BYTES | --memory-share F]\n");
+                   "[--memory BYTES | --memory-share F,...]\n");
       return 2;
     }
   }
-  std::printf("%7s %7s %9s %9s %9s %9s %12s %8s %8s %8s  %-6s %5s %-8s %7s %11s %11s\n", "ops",
-              "choices", "compile_s", "prepare_s", "build_s", "solve_s", "search_cpu_s", "vars",
-              "rows", "follow", "solver", "elims", "status", "gap_%", "plan_us", "pure_dp_us");
+  std::printf("%7s %8s %7s %9s %9s %9s %9s %12s %8s %8s %8s  %-6s %5s %-8s %7s %11s %11s\n", "ops",
+              "limit_MB", "choices", "compile_s", "prepare_s", "build_s", "solve_s", "search_cpu_s",
+              "vars", "rows", "follow", "solver", "elims", "status", "gap_%", "plan_us",
+              "pure_dp_us");
+  if (memory > 0) shares = {-1};  // the absolute limit
   for (int n : sizes) {
     int blocks = std::max(1, n / 4);
     std::string text = program(blocks, width);
@@ -112,41 +121,45 @@ int main(int argc, char **argv) {
         *c.module, c.module->functions[static_cast<size_t>(c.module->find_function("mlp_stack"))],
         spmd::builtin_profiles().front(), {/*carry_partials=*/false, /*all_axis_orders=*/false});
     double prepare_s = since(t1);
-    spmd::sharding::AutoOptions options;
-    options.time_limit_s = time_limit;
-    if (cbc) options.elimination_states = 0;
-    if (memory > 0) options.memory_per_device = memory;
-    if (memory_share > 0) {
-      double replicated = 0;
-      for (const auto &param : p.flat.params) {
-        const spmd::Type &t = p.type(param.value);
-        replicated += static_cast<double>(spmd::rt::num_elements(t.shape)) *
-                      static_cast<double>(spmd::rt::dtype_size(t.dtype));
+    double replicated = 0;  // the parameters' bytes, replicated
+    for (const auto &param : p.flat.params) {
+      const spmd::Type &t = p.type(param.value);
+      replicated += static_cast<double>(spmd::rt::num_elements(t.shape)) *
+                    static_cast<double>(spmd::rt::dtype_size(t.dtype));
+    }
+    for (double share : shares) {
+      spmd::sharding::AutoOptions options;
+      options.time_limit_s = time_limit;
+      if (cbc) options.elimination_states = 0;
+      if (share < 0) options.memory_per_device = memory;
+      if (share > 0) options.memory_per_device = share * replicated;
+      spmd::sharding::AutoReport report;
+      spmd::DiagnosticEngine diags;
+      const std::clock_t cpu = std::clock();
+      auto plan = spmd::sharding::auto_shard(p, options, report, diags);
+      const double search_cpu_s = static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC;
+      if (!plan) {
+        std::fprintf(stderr, "%s", spmd::render_diagnostics(diags, c.sources).c_str());
+        return 1;
       }
-      options.memory_per_device = memory_share * replicated;
+      double planned = spmd::sharding::evaluate(p, *plan).total_s();
+      double dp = spmd::sharding::baselines(p).pure_dp.total_s();
+      // optimal; "in-gap": proven within AutoOptions::gap; else stopped by the time limit.
+      const char *status = report.optimal                          ? "optimal"
+                           : report.status.rfind("within", 0) == 0 ? "in-gap"
+                                                                   : "stopped";
+      char limit[32] = "none";
+      if (options.memory_per_device)
+        std::snprintf(limit, sizeof limit, "%.1f", *options.memory_per_device / 1e6);
+      std::printf(
+          "%7d %8s %7d %9.3f %9.3f %9.3f %9.3f %12.3f %8d %8d %8d  %-6s %5d %-8s %7.2f %11.2f "
+          "%11.2f\n",
+          report.ops, limit, report.choice_nodes, compile_s, prepare_s, report.build_seconds,
+          report.solve_seconds, search_cpu_s, report.variables, report.rows, report.followers,
+          solver_label(report.solver), report.eliminations, status, 100 * report.gap, planned * 1e6,
+          dp * 1e6);
+      std::fflush(stdout);
     }
-    spmd::sharding::AutoReport report;
-    spmd::DiagnosticEngine diags;
-    const std::clock_t cpu = std::clock();
-    auto plan = spmd::sharding::auto_shard(p, options, report, diags);
-    const double search_cpu_s = static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC;
-    if (!plan) {
-      std::fprintf(stderr, "%s", spmd::render_diagnostics(diags, c.sources).c_str());
-      return 1;
-    }
-    double planned = spmd::sharding::evaluate(p, *plan).total_s();
-    double dp = spmd::sharding::baselines(p).pure_dp.total_s();
-    // optimal; "in-gap": proven within AutoOptions::gap; else stopped by the time limit.
-    const char *status = report.optimal                          ? "optimal"
-                         : report.status.rfind("within", 0) == 0 ? "in-gap"
-                                                                 : "stopped";
-    std::printf(
-        "%7d %7d %9.3f %9.3f %9.3f %9.3f %12.3f %8d %8d %8d  %-6s %5d %-8s %7.2f %11.2f %11.2f\n",
-        report.ops, report.choice_nodes, compile_s, prepare_s, report.build_seconds,
-        report.solve_seconds, search_cpu_s, report.variables, report.rows, report.followers,
-        solver_label(report.solver), report.eliminations, status, 100 * report.gap, planned * 1e6,
-        dp * 1e6);
-    std::fflush(stdout);
   }
   return 0;
 }

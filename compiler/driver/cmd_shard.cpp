@@ -27,6 +27,7 @@ struct ShardCliOptions {
   bool automatic = false;
   std::string memory;  // bytes, with an optional unit
   double time_limit_s = 10;
+  double gap_percent = 1;
   bool explain = false;
   bool strict = false;
   bool types = false;
@@ -97,6 +98,10 @@ int run_shard(const CommonOptions &common, const ShardCliOptions &o) {
     std::cerr << "spmdc: error: --time-limit must be positive\n";
     return kExitUserError;
   }
+  if (!(o.gap_percent >= 0 && o.gap_percent <= 100)) {
+    std::cerr << "spmdc: error: --gap is a percentage from 0 to 100\n";
+    return kExitUserError;
+  }
   Compilation c;
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
@@ -106,6 +111,7 @@ int run_shard(const CommonOptions &common, const ShardCliOptions &o) {
   so.strict = o.strict;
   so.search.memory_per_device = memory;
   so.search.time_limit_s = o.time_limit_s;
+  so.search.gap = o.gap_percent / 100;
   so.profile = *profile;
   so.source_path = common.input;
   so.sources = &c.sources;
@@ -267,6 +273,9 @@ void register_shard_commands(CLI::App &app, CommonOptions &common, std::vector<C
   cmd->add_option("--time-limit", o.time_limit_s,
                   "With --auto: stop the search after this many seconds and use the best plan "
                   "found (default 10)");
+  cmd->add_option("--gap", o.gap_percent,
+                  "With --memory-per-device: accept a plan proven within this many percent of "
+                  "the optimum without starting CBC (default 1; 0 asks for a proof of optimality)");
   cmd->add_flag("--explain", o.explain,
                 "Print each op's strategy, its cost, the best rejected alternative and why, and "
                 "the total next to pure data parallelism and pure replication (the program goes "
