@@ -109,12 +109,14 @@ class Peephole {
     in.op = op;
     in.operands = std::move(operands);
     in.attrs = std::move(attrs);
+    pad_tree_[static_cast<size_t>(in.results[0])] = kUnknown;  // (it may have been a pad)
     return true;
   }
 
   bool rewrite(ir::Instr &in) {
-    if (in.op == OpCode::Add && (add_of_negs(in) || add_of_neg(in) || add_of_pads(in) ||
-                                 add_of_selects(in) || add_of_complementary_blocks(in)))
+    if (in.op == OpCode::Add &&
+        (add_of_negs(in) || add_of_neg(in) || add_of_pads(in) || add_of_selects(in) ||
+         add_of_covering_pieces(in) || add_of_complementary_blocks(in)))
       return true;
     if (in.op == OpCode::Sub && (sub_of_neg(in) || sub_of_sub(in))) return true;
     if (in.op == OpCode::Neg && neg_of_sub(in)) return true;
@@ -149,16 +151,19 @@ class Peephole {
   }
 
   /// `-a + -b` -> `-(a + b)` when nothing else reads either negation (only
-  /// a zero's sign can differ): the later negation becomes the sum.
+  /// a zero's sign can differ): the later negation becomes the sum. Likewise
+  /// `n + n` with `n = -a` read only there -> `-(a + a)`.
   bool add_of_negs(ir::Instr &in) {
     ir::Instr *n0 = def(in.operands[0], OpCode::Neg), *n1 = def(in.operands[1], OpCode::Neg);
-    if (!n0 || !n1 || n0 == n1 || uses_[n0->results[0]] != 1 || uses_[n1->results[0]] != 1)
+    if (!n0 || !n1 || uses_[n0->results[0]] != (n0 == n1 ? 2 : 1) ||
+        uses_[n1->results[0]] != (n0 == n1 ? 2 : 1))
       return false;
     const auto p0 = place_.at(n0), p1 = place_.at(n1);
     if (p0.first != p1.first || !(f_.type(in.operands[0]) == f_.type(in.operands[1]))) return false;
     ir::Instr *later = p0.second > p1.second ? n0 : n1;
     Attrs none;
     if (!replace(*later, OpCode::Add, {n0->operands[0], n1->operands[0]}, none)) return false;
+    f_.values[later->results[0]].name.clear();  // (no longer the value the name was given)
     return replace(in, OpCode::Neg, {later->results[0]}, none);
   }
 
@@ -229,15 +234,21 @@ class Peephole {
     const Type &t = f_.type(in.results[0]);
     for (ir::ValueId o : in.operands)
       if (!collect_pads(o, t, pads)) return false;
-    const Shape &full = t.shape;
+    auto concat = tiling(pads, t.shape);
+    return concat && replace(in, OpCode::Concat, std::move(concat->first), concat->second);
+  }
+
+  /// When zero pads (stride 1) tile `full` along one dimension: the concat of
+  /// the padded values in order (operands, attributes).
+  std::optional<std::pair<std::vector<ir::ValueId>, Attrs>> tiling(
+      std::vector<const ir::Instr *> pads, const Shape &full) const {
     for (size_t dim = 0; dim < full.size(); ++dim) {
-      std::vector<const ir::Instr *> order = pads;
-      std::sort(order.begin(), order.end(), [&](const ir::Instr *a, const ir::Instr *b) {
+      std::sort(pads.begin(), pads.end(), [&](const ir::Instr *a, const ir::Instr *b) {
         return a->attrs.start[dim] < b->attrs.start[dim];
       });
       int64_t next = 0;
       bool tiles = true;
-      for (const ir::Instr *p : order) {
+      for (const ir::Instr *p : pads) {
         const Shape &piece = f_.type(p->operands[0]).shape;
         for (size_t d = 0; d < full.size(); ++d)
           tiles = tiles && p->attrs.stride[d] == 1 &&
@@ -247,12 +258,81 @@ class Peephole {
       }
       if (!tiles || next != full[dim]) continue;
       std::vector<ir::ValueId> operands;
-      for (const ir::Instr *p : order) operands.push_back(p->operands[0]);
+      for (const ir::Instr *p : pads) operands.push_back(p->operands[0]);
       Attrs a;
       a.dim = static_cast<int64_t>(dim);
-      return replace(in, OpCode::Concat, std::move(operands), a);
+      return std::pair{std::move(operands), a};
     }
-    return false;
+    return std::nullopt;
+  }
+
+  /// The leaves of the tree of adds at `v` read only in the tree (all of
+  /// type `t`), or false; also false past `budget` nodes (a gradient sums
+  /// many cotangents in one long chain of adds: walking all of it again at
+  /// every add would be quadratic).
+  bool sum_leaves(ir::ValueId v, const Type &t, std::vector<ir::ValueId> &leaves,
+                  int &budget) const {
+    if (!(f_.type(v) == t) || --budget < 0) return false;
+    const ir::Instr *d = def(v, OpCode::Add);
+    if (!d || uses_[v] != 1) {
+      leaves.push_back(v);
+      return true;
+    }
+    return sum_leaves(d->operands[0], t, leaves, budget) &&
+           sum_leaves(d->operands[1], t, leaves, budget);
+  }
+
+  /// A tree of adds of one value x and of pieces that are zero but in one
+  /// place each, which together cover every element once: zero pads tiling
+  /// a dimension, or `where(c, 0, a)` and `where(c, b, 0)` -> x + the concat
+  /// (the `where(c, b, a)`): each element is x plus one piece plus zeros.
+  /// The last of the pieces (in one block) becomes the concat or select.
+  bool add_of_covering_pieces(ir::Instr &in) {
+    const Type &t = f_.type(in.results[0]);
+    std::vector<ir::ValueId> leaves;
+    int budget = 64;
+    for (ir::ValueId o : in.operands)
+      if (!sum_leaves(o, t, leaves, budget)) return false;
+    std::vector<ir::ValueId> others;
+    std::vector<ir::Instr *> pads, selects;
+    for (ir::ValueId v : leaves) {
+      if (uses_[v] != 1) {
+        others.push_back(v);
+      } else if (ir::Instr *p = def(v, OpCode::Pad)) {
+        pads.push_back(p);
+      } else if (ir::Instr *w = def(v, OpCode::Select)) {
+        selects.push_back(w);
+      } else {
+        others.push_back(v);
+      }
+    }
+    if (others.size() != 1 || leaves.size() < 3) return false;
+    std::vector<ir::Instr *> pieces = pads.empty() ? selects : pads;
+    if (!pads.empty() && !selects.empty()) return false;
+    const auto where = place_.at(pieces[0]);
+    ir::Instr *last = pieces[0];
+    for (ir::Instr *p : pieces) {
+      const auto at = place_.at(p);
+      if (at.first != where.first) return false;
+      if (at.second > place_.at(last).second) last = p;
+    }
+    std::optional<std::pair<std::vector<ir::ValueId>, Attrs>> merged;
+    OpCode op = OpCode::Concat;
+    if (!pads.empty()) {
+      merged = tiling(std::vector<const ir::Instr *>(pads.begin(), pads.end()), t.shape);
+    } else if (selects.size() == 2) {
+      const ir::Instr *s0 = selects[0], *s1 = selects[1];
+      op = OpCode::Select;
+      if (s0->operands[0] == s1->operands[0])
+        for (auto [zero_first, zero_second] : {std::pair{s0, s1}, std::pair{s1, s0}})
+          if (is_zero(zero_first->operands[1]) && is_zero(zero_second->operands[2]))
+            merged = std::pair{std::vector<ir::ValueId>{s0->operands[0], zero_second->operands[1],
+                                                        zero_first->operands[2]},
+                               Attrs{}};
+    }
+    if (!merged || !replace(*last, op, std::move(merged->first), merged->second)) return false;
+    f_.values[last->results[0]].name.clear();  // (no longer the value the name was given)
+    return replace(in, OpCode::Add, {others[0], last->results[0]}, {});
   }
 
   /// The leaves of the tree of adds at `v`, if all are pads; every node has type `t`.
@@ -347,6 +427,7 @@ class Peephole {
           continue;
         const ir::ValueId x = q->operands[0];
         if (!replace(*later, OpCode::DynamicUpdateSlice, {x, y, i}, q->attrs)) return false;
+        f_.values[later->results[0]].name.clear();  // (no longer the value the name was given)
         return replace(in, OpCode::Add, {a, later->results[0]}, {});
       }
     }

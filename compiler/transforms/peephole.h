@@ -11,7 +11,8 @@
 // of a zero that an added zero pad or select turned into +0):
 //   * `x + -y` and `-y + x` become `x - y` (of `-a + -b`, the negation
 //     nothing else reads goes; when neither is read elsewhere, the sum
-//     becomes `-(a + b)`); `x - -y` becomes `x + y`; `x - (a - b)` becomes
+//     becomes `-(a + b)`, and `n + n` of `n = -a` read only there
+//     `-(a + a)`); `x - -y` becomes `x + y`; `x - (a - b)` becomes
 //     `x + (b - a)` and `-(a - b)` becomes `b - a` when nothing else reads
 //     `a - b`;
 //   * an operand of an elementwise op (binary, comparison, logical, where)
@@ -22,6 +23,9 @@
 //   * a sum of zero pads (stride 1) that tile the result along one
 //     dimension becomes the concat of the padded values;
 //   * `where(c, 0, a) + where(c, b, 0)` becomes `where(c, b, a)`;
+//   * a tree of adds of one value x and of such pieces (zero pads tiling a
+//     dimension, or the two selects) becomes x + the concat (the select):
+//     each element is x plus one piece plus zeros;
 //   * `dynamic_update_slice(u, dynamic_slice(u, i) + y, i)` where
 //     `u = dynamic_update_slice(x, 0, i)` becomes
 //     `dynamic_update_slice(x, y, i)` (a block zeroed, then added to), and

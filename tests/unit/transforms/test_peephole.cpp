@@ -53,6 +53,13 @@ TEST_CASE("peephole: what transposing twice leaves becomes the op written", "[pe
             "  t0 = b * 2.0\n  n = -t0\n  t1 = b - a\n  t2 = a + b\n  t3 = a + b\n"
             "  t4 = -t3\n  t5 = a * 2.0\n  t6 = n - t5\n  return t1, t2, t4, t6, n\n}\n");
   }
+  SECTION("a negation added to itself") {
+    CHECK(rewritten(kMesh + sig +
+                    " -> f32[2, 6] @ P() on M {\n  k = -(a * 3.0)\n  return k + k\n}\n") ==
+          kMesh + sig +
+              " -> f32[2, 6] @ P() on M {\n  t0 = a * 3.0\n  t1 = t0 + t0\n  t2 = -t1\n  return "
+              "t2\n}\n");
+  }
   SECTION("zero pads that tile a dimension, added up") {
     CHECK(rewritten(kMesh + sig +
                     " -> f32[2, 6] @ P() on M {\n"
@@ -63,6 +70,20 @@ TEST_CASE("peephole: what transposing twice leaves becomes the op written", "[pe
               " -> f32[2, 6] @ P() on M {\n"
               "  t0 = a[:1, :]\n  t1 = b[1:, :]\n  t2 = concat((t0, t1), axis=0)\n"
               "  return t2\n}\n");
+  }
+  SECTION("pieces that cover every element once, added to another value") {
+    // (u + pad(b[:, 1:])) + pad(a[:, :1]) = u + concat(a[:, :1], b[:, 1:]);
+    // (y + where(c, 0, a)) + where(c, b, 0) = y + where(c, b, a).
+    CHECK(rewritten(kMesh + sig +
+                    " -> (f32[2, 6] @ P(), f32[2, 6] @ P()) on M {\n"
+                    "  u = a * 2.0\n  y = b * 3.0\n"
+                    "  pb = pad(b[:, 1:], (2, 6), start=(0, 1), stride=(1, 1))\n"
+                    "  pa = pad(a[:, :1], (2, 6), start=(0, 0), stride=(1, 1))\n"
+                    "  return (u + pb) + pa, (y + where(c, 0.0, a)) + where(c, b, 0.0)\n}\n") ==
+          kMesh + sig +
+              " -> (f32[2, 6] @ P(), f32[2, 6] @ P()) on M {\n  u = a * 2.0\n  y = b * 3.0\n"
+              "  t0 = b[:, 1:]\n  t1 = a[:, :1]\n  t2 = concat((t1, t0), axis=1)\n  t3 = u + t2\n"
+              "  t4 = where(c, b, a)\n  t5 = y + t4\n  return t3, t5\n}\n");
   }
   SECTION("two selects against zero, added up") {
     CHECK(rewritten(kMesh + sig +
@@ -155,6 +176,18 @@ TEST_CASE("peephole: rewrites that would change the meaning are not made", "[pee
                              "  n5 = n2 + n4\n"
                              "  return n5\n}\n";
   CHECK(rewritten(blocks) == blocks);
+  // Two pieces at the same place (they do not cover each element once).
+  const std::string overlapping = kMesh + sig +
+                                  " -> f32[2, 6] @ P() on M {\n"
+                                  "  n0 = a * 2.0\n"
+                                  "  n1 = b[:, :1]\n"
+                                  "  n2 = pad(n1, (2, 6), start=(0, 0), stride=(1, 1))\n"
+                                  "  n3 = n0 + n2\n"
+                                  "  n4 = a[:, :1]\n"
+                                  "  n5 = pad(n4, (2, 6), start=(0, 0), stride=(1, 1))\n"
+                                  "  n6 = n3 + n5\n"
+                                  "  return n6\n}\n";
+  CHECK(rewritten(overlapping) == overlapping);
 }
 
 }  // namespace
