@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 
 #include "ir/builder.h"
 #include "middle/derived_functions.h"
@@ -24,11 +25,12 @@ namespace spmd {
 namespace {
 
 /// What the origin tracer needs to know about the instruction defining a value.
+/// Its operands and axes are ranges of FunctionState::def_operands / def_axes.
 struct DefInfo {
   bool known = false;  // false: no instruction of the function defines it (yet)
   OpCode op = OpCode::Constant;
-  std::vector<ir::ValueId> operands;
-  std::vector<int> axes;
+  uint32_t operands_at = 0, operands_size = 0;
+  uint32_t axes_at = 0, axes_size = 0;
   SourceSpan span;
 };
 
@@ -60,12 +62,10 @@ class VarianceInference {
     DiagnosticEngine *caller_diags = diags_;
     diags_ = top_diags_;
     int errors_before = diags_->num_errors();
-    // A shmap is typed once, so its body is taken from the module (which gets
-    // the typed function back below); derivatives of it need only its signature.
-    std::vector<ir::Instr> body = std::move(module_.functions[i].body);
-    module_.functions[i].body.clear();
-    ir::Function f = pristine_[i];
-    f.body = std::move(body);
+    // A shmap is typed once, so it is taken from the module, which holds its
+    // signature meanwhile and gets the typed function back below.
+    ir::Function f = std::move(module_.functions[i]);
+    module_.functions[i] = pristine_[i];
     std::vector<AxisSet> param_var;
     for (const auto &p : f.params) param_var.push_back(spec_axes(p.spec));
     const ir::Function *caller_shmap = shmap_;
@@ -79,21 +79,13 @@ class VarianceInference {
     return ok;
   }
   /// The functions as lowered, for typing: a def's body is typed anew for each
-  /// variance of its arguments; a shmap's body is left out (typed once, where
-  /// it is, by process_shmap).
-  static std::vector<ir::Function> pristine_copies(std::vector<ir::Function> &functions) {
+  /// variance of its arguments; of a shmap (typed once, by process_shmap, and
+  /// only its kind read here) just the signature.
+  static std::vector<ir::Function> pristine_copies(const std::vector<ir::Function> &functions) {
     std::vector<ir::Function> out;
     out.reserve(functions.size());
-    for (ir::Function &f : functions) {
-      if (f.kind != ir::FunctionKind::Shmap) {
-        out.push_back(f);
-        continue;
-      }
-      std::vector<ir::Instr> body = std::move(f.body);
-      f.body.clear();
-      out.push_back(f);
-      f.body = std::move(body);
-    }
+    for (const ir::Function &f : functions)
+      out.push_back(f.kind == ir::FunctionKind::Shmap ? f.without_body() : f);
     return out;
   }
 
@@ -127,6 +119,8 @@ class VarianceInference {
     const rt::Mesh &mesh;
     bool auto_pb;
     std::vector<DefInfo> defs;
+    std::vector<ir::ValueId> def_operands;
+    std::vector<int> def_axes;
     std::vector<ir::ValueId> remap;  // kNoValue: not renamed
     /// Lifted copies, one map per open block (inner blocks see outer lifts).
     std::vector<std::map<std::pair<ir::ValueId, uint64_t>, ir::ValueId>> lifted;
@@ -140,9 +134,19 @@ class VarianceInference {
     if (i >= table.size()) table.resize(std::max(i + 1, table.size() + table.size() / 2), fill);
     return table[i];
   }
-  static void set_def(FunctionState &st, ir::ValueId v, DefInfo info) {
-    info.known = true;
-    entry(st.defs, v, DefInfo{}) = std::move(info);
+  static void set_def(FunctionState &st, ir::ValueId v, OpCode op,
+                      std::span<const ir::ValueId> operands, std::span<const int> axes,
+                      SourceSpan span) {
+    DefInfo info{true,
+                 op,
+                 static_cast<uint32_t>(st.def_operands.size()),
+                 static_cast<uint32_t>(operands.size()),
+                 static_cast<uint32_t>(st.def_axes.size()),
+                 static_cast<uint32_t>(axes.size()),
+                 span};
+    st.def_operands.insert(st.def_operands.end(), operands.begin(), operands.end());
+    st.def_axes.insert(st.def_axes.end(), axes.begin(), axes.end());
+    entry(st.defs, v, DefInfo{}) = info;
   }
   static const DefInfo *def_of(const FunctionState &st, ir::ValueId v) {
     size_t i = static_cast<size_t>(v);
@@ -154,7 +158,7 @@ class VarianceInference {
   }
 
   void process_function(ir::Function &f, const std::vector<AxisSet> &param_var, bool auto_pb) {
-    FunctionState st{f, module_.mesh_of(f), auto_pb, {}, {}, {}, {}, {}};
+    FunctionState st{f, module_.mesh_of(f), auto_pb, {}, {}, {}, {}, {}, {}, {}};
     st.defs.resize(f.values.size());
     st.remap.resize(f.values.size(), ir::kNoValue);
     st.creation_of.resize(f.values.size(), -1);
@@ -221,8 +225,7 @@ class VarianceInference {
       ir::Builder builder(module_, f, body);
       r = builder.pbroadcast(v, missing.axes(), span, ir::Origin::AutoPbroadcast);
     }
-    set_def(st, r,
-            DefInfo{true, body.back().op, body.back().operands, body.back().attrs.axes, span});
+    set_def(st, r, body.back().op, body.back().operands, body.back().attrs.axes, span);
     if (!f.values[v].name.empty()) f.values[r].name = f.values[v].name;
     st.lifted.back()[key] = r;
     return r;
@@ -245,15 +248,18 @@ class VarianceInference {
       const DefInfo *def = def_of(st, value);
       if (def == nullptr) break;
       const DefInfo &d = *def;
+      std::span<const ir::ValueId> operands(st.def_operands.data() + d.operands_at,
+                                            d.operands_size);
+      std::span<const int> axes(st.def_axes.data() + d.axes_at, d.axes_size);
       bool introduces =
           d.op == OpCode::Pbroadcast || d.op == OpCode::Pscatter || d.op == OpCode::AxisIndex;
-      if (introduces && std::find(d.axes.begin(), d.axes.end(), axis) != d.axes.end()) {
+      if (introduces && std::find(axes.begin(), axes.end(), axis) != axes.end()) {
         diag.note(d.span, std::string("`") + std::string(op_spelling(d.op)) +
                               "` makes the value vary along `" + axis_name + "` here");
         return;
       }
       if (d.op == OpCode::Select && !predicate_noted &&
-          f.type(d.operands[0]).variance.contains(axis)) {
+          f.type(operands[0]).variance.contains(axis)) {
         std::string who = f.values[value].name.empty() ? std::string("the value")
                                                        : "`" + f.values[value].name + "`";
         diag.note(d.span, "this condition varies along `" + axis_name + "`, so the devices along " +
@@ -261,7 +267,7 @@ class VarianceInference {
         predicate_noted = true;
       }
       ir::ValueId next = ir::kNoValue;
-      for (ir::ValueId o : d.operands)
+      for (ir::ValueId o : operands)
         if (f.type(o).variance.contains(axis)) {
           next = o;
           break;
@@ -406,8 +412,7 @@ class VarianceInference {
           result_variances(in.op, operand_vars, in.results.size(), in.attrs);
       for (size_t k = 0; k < in.results.size(); ++k) f.type(in.results[k]).variance = rvs[k];
     }
-    for (auto r : in.results)
-      set_def(st, r, DefInfo{true, in.op, in.operands, in.attrs.axes, in.span});
+    for (auto r : in.results) set_def(st, r, in.op, in.operands, in.attrs.axes, in.span);
     if (op_kind(in.op) == OpKind::Creation && !in.results.empty())
       set_creation(st, in.results[0], in);
     std::vector<ir::ValueId> results = in.results;
@@ -698,7 +703,7 @@ class VarianceInference {
     st.lifted.pop_back();
     for (size_t k = 0; k < in.results.size(); ++k) {
       f.type(in.results[k]).variance = carried[k];
-      set_def(st, in.results[k], DefInfo{true, in.op, {in.operands[k]}, {}, in.span});
+      set_def(st, in.results[k], in.op, std::span(&in.operands[k], 1), {}, in.span);
     }
     body.push_back(std::move(in));
   }
