@@ -18,6 +18,9 @@
 //                         cuBLAS); collectives go to NCCL, with explicit
 //                         pack/unpack kernels around gathers and scatters along
 //                         a non-leading dimension.
+//
+//   Both share function_emitter.h (the per-device function, loops, the switch
+//   over OpCode); each target file overrides only what differs.
 #pragma once
 
 #include <string>

@@ -9,381 +9,79 @@
 // the kernels' per-element arithmetic exactly (spmdrt/scalar_ops.h), so the
 // executable's results are bit-identical to `spmdc run`.
 //
-// The switch in emit_instr is the CPU target's one exhaustive switch over
-// OpCode: adding an op to ops.def fails to compile here until it is handled.
-#include <set>
+// What the two targets share (the body, loops, the switch over OpCode) is in
+// function_emitter.cpp; this file says how the CPU differs.
 #include <sstream>
-#include <stdexcept>
 
 #include "backend/backend.h"
 #include "backend/emit_common.h"
-#include "ir/loops.h"
-#include "ops/shape_rules.h"
-
-// A missing case is an error for this file whatever the build flags.
-#pragma GCC diagnostic error "-Wswitch"
+#include "backend/function_emitter.h"
 
 namespace spmd::backend::detail {
 namespace {
 
-class CpuFunctionEmitter {
+/// The CPU target: kernels are static functions with one `for` per dimension
+/// of the nest; dynamic slices take a start vector.
+class CpuFunctionEmitter final : public FunctionEmitter {
  public:
-  CpuFunctionEmitter(const ir::Module &module, const ir::Function &f, const SourceManager *sources)
-      : module_(module), f_(f), sources_(sources), names_(f) {}
-
-  /// Appends the kernels and the body function to `kernels` / `body`.
-  void emit(std::ostringstream &kernels, std::ostringstream &body) {
-    const rt::Mesh &mesh = module_.mesh_of(f_);
-    std::string title = "---- shmap `" + f_.name + "` ";
-    if (std::string where = source_line(sources_, f_.span); !where.empty())
-      title += "(" + where.substr(0, where.find(": ")) + ") ";
-    title += "on mesh (";
-    for (size_t a = 0; a < mesh.axes().size(); ++a)
-      title += (a ? ", " : "") + mesh.axes()[a].name + ": " + std::to_string(mesh.axes()[a].size);
-    body << cpp_comment(title + ") ----")
-         << "// The per-device body: `args` are this device's blocks of the inputs;\n"
-            "// returns this device's blocks of the outputs.\n";
-    body << "std::vector<Tensor> " << fn_name() << "(rt::DeviceContext &ctx, "
-         << "const std::vector<Tensor> &args) {\n";
-    body << "  (void)ctx;\n";
-    for (size_t k = 0; k < f_.params.size(); ++k) {
-      const ir::Param &p = f_.params[k];
-      body << "  const Tensor &" << names_[p.value] << " = args[" << k << "];  // "
-           << type_str(f_.type(p.value), mesh) << "\n";
-    }
-    std::vector<ir::ValueId> params;
-    for (const ir::Param &p : f_.params) params.push_back(p.value);
-    emit_block(f_.body, params, f_.returns, kernels, body);
-    body << "  return {";
-    for (size_t k = 0; k < f_.returns.size(); ++k) body << (k ? ", " : "") << names_[f_.returns[k]];
-    body << "};\n}\n\n";
-  }
-
-  std::string fn_name() const { return sanitize(f_.name); }
+  using FunctionEmitter::FunctionEmitter;
 
  private:
-  void comment(SourceSpan span, std::ostringstream &out) {
-    std::string line = source_line(sources_, span);
-    if (line.empty() || line == last_comment_) return;
-    last_comment_ = line;
-    out << cpp_comment(line, "  ");
-  }
+  std::string kernel_namespace() const override { return "rt"; }
+  std::string context_type() const override { return "rt::DeviceContext"; }
+  std::string kernel_declaration() const override { return "static void "; }
 
-  std::string ty(ir::ValueId v) const { return type_str(f_.type(v), module_.mesh_of(f_)); }
-
-  /// A block (the body or a loop body) with parameters `params` and results
-  /// `live_out`: its fused groups and instructions, in plan order.
-  void emit_block(const std::vector<ir::Instr> &block, const std::vector<ir::ValueId> &params,
-                  const std::vector<ir::ValueId> &live_out, std::ostringstream &kernels,
-                  std::ostringstream &body) {
-    const FusionPlan plan = plan_fusion(f_, block, live_out);
-    const ir::BlockUses uses = ir::block_uses(block, params, live_out);
-    for (const Step &s : plan.steps) {
-      if (s.is_group)
-        emit_group(plan, s.index, kernels, body);
-      else if (block[s.index].op == OpCode::For)
-        emit_loop(block[s.index], kernels, body);
-      else
-        emit_instr(plan, uses, s.index, body);
-    }
-  }
-
-  /// A real C++ loop: carried variables, the body once per iteration, the
-  /// next values assigned at its end (emit_common.h, loop_code).
-  void emit_loop(const ir::Instr &loop, std::ostringstream &kernels, std::ostringstream &body) {
-    comment(loop.span, body);
-    const ir::Region &r = loop.regions.at(0);
-    const LoopCode code = loop_code(
-        f_, loop, names_, "Tensor::scalar(rt::DType::I32, static_cast<double>(%s))", "  ");
-    for (ir::ValueId v : loop.results) mutable_.insert(v);
-    for (size_t k = 1; k < r.params.size(); ++k) mutable_.insert(r.params[k]);
-    body << code.before << code.index;
-    std::ostringstream inner;
-    last_comment_.clear();
-    emit_block(r.body, r.params, r.yields, kernels, inner);
-    body << indent_lines(inner.str(), "  ") << code.next << code.after;
-    last_comment_.clear();
-  }
-
-  void emit_group(const FusionPlan &plan, size_t g, std::ostringstream &kernels,
-                  std::ostringstream &body) {
-    const std::vector<ir::Instr> &block = *plan.body;
-    const FusedGroup &group = plan.groups[g];
-    const std::string kname =
-        fn_name() + "_k" + std::to_string(next_kernel_++) + "_" + group_title(plan, group);
-    // Source lines of the members.
-    std::vector<std::string> lines;
-    for (size_t i : group.members) {
-      std::string l = source_line(sources_, block[i].span);
-      if (!l.empty() && (lines.empty() || lines.back() != l)) lines.push_back(l);
-    }
-    std::vector<Shape> in_shapes;
-    for (ir::ValueId v : group.inputs) in_shapes.push_back(f_.type(v).shape);
-    LoopNest nest = make_loop_nest(group.shape, in_shapes);
-
-    // ---- the kernel
-    kernels << "// Fused kernel: " << group.members.size() << " elementwise op"
-            << (group.members.size() == 1 ? "" : "s") << " of `" << f_.name << "` over "
-            << shape_type_str(f_.type(group.outputs.empty() ? block[group.members[0]].results[0]
-                                                            : group.outputs[0])
-                                  .dtype,
-                              group.shape)
-            << " (" << nest.numel << " elements), one pass, intermediates in registers.\n";
-    for (const std::string &l : lines) kernels << cpp_comment("  " + l);
-    kernels << "static void " << kname << "(";
-    std::string sep;
-    for (ir::ValueId v : group.inputs) {
-      kernels << sep << "const " << storage_type(f_.type(v).dtype) << " *__restrict " << names_[v];
-      sep = ", ";
-    }
-    for (ir::ValueId v : group.outputs) {
-      kernels << sep << storage_type(f_.type(v).dtype) << " *__restrict out_" << names_[v];
-      sep = ", ";
-    }
-    kernels << ") {\n";
-    std::vector<std::string> idx;
-    std::string indent = "  ";
+  void open_kernel_loops(const LoopNest &nest, std::vector<std::string> &idx, std::string &indent,
+                         std::ostringstream &kernels) override {
+    indent = "  ";
     for (size_t d = 0; d < nest.extent.size(); ++d) {
       idx.push_back("i" + std::to_string(d));
       kernels << indent << "for (int64_t " << idx[d] << " = 0; " << idx[d] << " < "
               << nest.extent[d] << "; ++" << idx[d] << ") {\n";
       indent += "  ";
     }
-    std::map<ir::ValueId, std::string> input_expr;
-    for (size_t k = 0; k < group.inputs.size(); ++k) {
-      ir::ValueId v = group.inputs[k];
-      const std::string elem = names_[v] + "_e";
-      kernels << indent << "const " << compute_type(f_.type(v).dtype) << " " << elem << " = "
-              << load_expr(f_.type(v).dtype, names_[v] + "[" + offset_expr(nest, k + 1, idx) + "]")
-              << ";\n";
-      input_expr[v] = elem;
-    }
-    for (const std::string &st : element_statements(f_, plan, group, names_, input_expr, "_e"))
-      kernels << indent << st << "\n";
-    const std::string out_off = offset_expr(nest, 0, idx);
-    for (ir::ValueId v : group.outputs)
-      kernels << indent << "out_" << names_[v] << "[" << out_off
-              << "] = " << store_expr(f_.type(v).dtype, names_[v] + "_e") << ";\n";
+  }
+
+  void close_kernel_loops(const LoopNest &nest, std::string &indent,
+                          std::ostringstream &kernels) override {
     for (size_t d = nest.extent.size(); d-- > 0;) {
       indent.resize(indent.size() - 2);
       kernels << indent << "}\n";
     }
     kernels << "}\n\n";
-
-    // ---- the call
-    for (size_t i : group.members) comment(block[i].span, body);
-    for (ir::ValueId v : group.outputs)
-      body << "  Tensor " << names_[v] << " = Tensor::empty(" << dtype_enum(f_.type(v).dtype)
-           << ", " << shape_init(f_.type(v).shape) << ");  // " << ty(v) << "\n";
-    body << "  " << kname << "(";
-    sep.clear();
-    for (ir::ValueId v : group.inputs) {
-      body << sep << names_[v] << ".data<" << storage_type(f_.type(v).dtype) << ">()";
-      sep = ", ";
-    }
-    for (ir::ValueId v : group.outputs) {
-      body << sep << names_[v] << ".data<" << storage_type(f_.type(v).dtype) << ">()";
-      sep = ", ";
-    }
-    body << ");\n";
   }
 
-  void emit_instr(const FusionPlan &plan, const ir::BlockUses &uses, size_t i,
-                  std::ostringstream &out) {
-    const ir::Instr &in = (*plan.body)[i];
-    if (in.op == OpCode::Constant && plan.folded_constant[i]) return;  // a literal in a kernel
-    comment(in.span, out);
+  std::string kernel_call(const std::string &kname, const LoopNest &) const override {
+    return kname + "(";
+  }
+
+  /// `I64s start{0, .., index * block, .., 0};` for a dynamic start along `dim`.
+  std::string start_vector(size_t rank, int64_t dim, const std::string &index, int64_t block,
+                           std::string &pre) {
+    const std::string start = names().fresh("start");
+    pre = "  I64s " + start + int_list(std::vector<int64_t>(rank, 0)) + ";\n  " + start + "[" +
+          std::to_string(dim) + "] = static_cast<int64_t>(" + index + ".get(0)) * " +
+          std::to_string(block) + ";\n";
+    return start;
+  }
+
+  std::string dynamic_slice(const ir::Instr &in, std::string &pre) override {
     const Attrs &a = in.attrs;
-    auto x = [&](size_t k) { return names_[in.operands.at(k)]; };
-    auto reduce = [&](const char *op) {
-      return std::string("rt::reduce(rt::ReduceOp::") + op + ", " + x(0) + ", I64s" +
-             int_list(a.dims) + ")";
-    };
-    auto axes = "Axes" + int_list(a.axes);
-    std::string expr;
-    std::string pre;  // statements before the definition
-    switch (in.op) {
-      case OpCode::Constant:
-        expr = "Tensor::scalar(" + dtype_enum(a.dtype) + ", " + double_literal(a.value) + ")";
-        break;
-      case OpCode::Full:
-        expr = "Tensor::full(" + dtype_enum(a.dtype) + ", " + shape_init(a.shape) + ", " +
-               double_literal(a.value) + ")";
-        break;
-      case OpCode::Iota:
-        expr = "rt::iota(" + dtype_enum(a.dtype) + ", " + shape_init(a.shape) + ", " +
-               std::to_string(a.dim) + ")";
-        break;
-      case OpCode::Neg:
-      case OpCode::Exp:
-      case OpCode::Log:
-      case OpCode::Sin:
-      case OpCode::Cos:
-      case OpCode::Tanh:
-      case OpCode::Sqrt:
-      case OpCode::Rsqrt:
-      case OpCode::Abs:
-      case OpCode::Sign:
-      case OpCode::Logistic:
-      case OpCode::Erf:
-      case OpCode::Log1p:
-      case OpCode::Not:
-      case OpCode::Cast:
-      case OpCode::StopGradient:
-      case OpCode::Add:
-      case OpCode::Sub:
-      case OpCode::Mul:
-      case OpCode::Div:
-      case OpCode::FloorDiv:
-      case OpCode::Rem:
-      case OpCode::Pow:
-      case OpCode::Max:
-      case OpCode::Min:
-      case OpCode::Lt:
-      case OpCode::Le:
-      case OpCode::Gt:
-      case OpCode::Ge:
-      case OpCode::Eq:
-      case OpCode::Ne:
-      case OpCode::And:
-      case OpCode::Or:
-      case OpCode::Select:
-        throw std::logic_error("backend: elementwise op outside a fused group");
-      case OpCode::ReduceSum:
-        expr = reduce("Sum");
-        break;
-      case OpCode::ReduceMax:
-        expr = reduce("Max");
-        break;
-      case OpCode::ReduceMin:
-        expr = reduce("Min");
-        break;
-      case OpCode::ArgMax:
-      case OpCode::ArgMin:
-        expr = std::string("rt::arg_reduce(rt::ReduceOp::") +
-               (in.op == OpCode::ArgMax ? "Max" : "Min") + ", " + x(0) + ", I64s" +
-               int_list(a.dims) + ")";
-        break;
-      case OpCode::Einsum: {
-        expr = "rt::einsum(" + cpp_string_literal(a.spec) + ", std::vector<Tensor>{";
-        for (size_t k = 0; k < in.operands.size(); ++k) expr += (k ? ", " : "") + x(k);
-        expr += "})";
-        break;
-      }
-      case OpCode::Reshape:
-        expr = "rt::reshape(" + x(0) + ", " + shape_init(a.shape) + ")";
-        break;
-      case OpCode::Constrain:  // a sharding hint (sharded functions are not built): the identity
-        expr = x(0);
-        break;
-      case OpCode::Transpose:
-        expr = "rt::transpose(" + x(0) + ", I64s" + int_list(a.dims) + ")";
-        break;
-      case OpCode::Reverse:
-        expr = "rt::reverse(" + x(0) + ", I64s" + int_list(a.dims) + ")";
-        break;
-      case OpCode::BroadcastTo:
-        expr = "rt::broadcast_to(" + x(0) + ", " + shape_init(a.shape) + ")";
-        break;
-      case OpCode::Slice:
-        expr = "rt::slice(" + x(0) + ", I64s" + int_list(a.start) + ", I64s" + int_list(a.limit) +
-               ", I64s" + int_list(a.stride) + ")";
-        break;
-      case OpCode::Pad:
-        expr = "rt::pad_into(" + x(0) + ", " + shape_init(a.shape) + ", I64s" + int_list(a.start) +
-               ", I64s" + int_list(a.stride) + ")";
-        break;
-      case OpCode::Concat: {
-        expr = "rt::concat(std::vector<Tensor>{";
-        for (size_t k = 0; k < in.operands.size(); ++k) expr += (k ? ", " : "") + x(k);
-        expr += "}, " + std::to_string(a.dim) + ")";
-        break;
-      }
-      case OpCode::DynamicSlice: {
-        std::vector<int64_t> zeros(a.shape.size(), 0);
-        const std::string start = names_.fresh("start");
-        pre = "  I64s " + start + int_list(zeros) + ";\n  " + start + "[" + std::to_string(a.dim) +
-              "] = static_cast<int64_t>(" + x(1) + ".get(0)) * " + std::to_string(a.shape[a.dim]) +
-              ";\n";
-        expr = "rt::dynamic_slice(" + x(0) + ", " + start + ", I64s" + int_list(a.shape) + ")";
-        break;
-      }
-      case OpCode::DynamicUpdateSlice: {
-        const Type &t0 = f_.type(in.operands[0]);
-        const Type &t1 = f_.type(in.operands[1]);
-        std::vector<int64_t> zeros(t0.shape.size(), 0);
-        const std::string start = names_.fresh("start");
-        pre = "  I64s " + start + int_list(zeros) + ";\n  " + start + "[" + std::to_string(a.dim) +
-              "] = static_cast<int64_t>(" + x(2) + ".get(0)) * " + std::to_string(t1.shape[a.dim]) +
-              ";\n";
-        // The last use of a carried variable: updated in place when unshared.
-        const bool in_place = uses.takes_over[i][0] && mutable_.count(in.operands[0]);
-        expr = "rt::dynamic_update_slice(" + (in_place ? "std::move(" + x(0) + ")" : x(0)) + ", " +
-               x(1) + ", " + start + ")";
-        break;
-      }
-      case OpCode::Psum:
-      case OpCode::Pmax:
-      case OpCode::Pmin:
-        expr = all_reduce_expr(f_, in, names_, pre);
-        break;
-      case OpCode::Pbroadcast:
-        expr = x(0) + "  /* pbroadcast: invariant -> varying, no data moves */";
-        break;
-      case OpCode::AllGather:
-      case OpCode::AllGatherInvariant:
-        expr = "ctx.all_gather(" + x(0) + ", " + axes + ", " + std::to_string(a.dim) + ", " +
-               (a.tiled ? "true" : "false") + ")";
-        break;
-      case OpCode::PsumScatter:
-        expr = "ctx.reduce_scatter(" + x(0) + ", " + axes + ", " + std::to_string(a.dim) + ", " +
-               (a.tiled ? "true" : "false") + ")";
-        break;
-      case OpCode::Pscatter: {
-        // This device's block of an invariant value: a local slice, no communication.
-        const Type &t = f_.type(in.operands[0]);
-        const int64_t n = axes_size(module_.mesh_of(f_), a.axes);
-        const int64_t block = a.tiled ? t.shape[a.dim] / n : 1;
-        const std::string r = names_.fresh("rank");
-        std::vector<int64_t> zeros(t.shape.size(), 0), ones(t.shape.size(), 1);
-        const std::string start = names_.fresh("start"), limit = names_.fresh("limit");
-        pre = "  const int64_t " + r + " = ctx.axis_index(" + axes +
-              ");  // pscatter: no communication\n" + "  I64s " + start + int_list(zeros) + ", " +
-              limit + int_list(t.shape) + ";\n  " + start + "[" + std::to_string(a.dim) +
-              "] = " + r + " * " + std::to_string(block) + ";\n  " + limit + "[" +
-              std::to_string(a.dim) + "] = (" + r + " + 1) * " + std::to_string(block) + ";\n";
-        expr = "rt::slice(" + x(0) + ", " + start + ", " + limit + ", I64s" + int_list(ones) + ")";
-        if (!a.tiled)
-          expr = "rt::reshape(" + expr + ", " + shape_init(f_.type(in.results[0]).shape) + ")";
-        break;
-      }
-      case OpCode::AllToAll:
-        expr = "ctx.all_to_all(" + x(0) + ", " + axes + ", " + std::to_string(a.dim) + ", " +
-               std::to_string(a.dim2) + ")";
-        break;
-      case OpCode::Ppermute:
-        expr = "ctx.ppermute(" + x(0) + ", " + axes + ", " + pair_list(a.perm) + ")";
-        break;
-      case OpCode::AxisIndex:
-        expr = "Tensor::scalar(rt::DType::I32, static_cast<double>(ctx.axis_index(" + axes + ")))";
-        break;
-      case OpCode::For:
-        throw std::logic_error("backend: `for` is emitted by emit_loop");
-      case OpCode::Call:
-        throw std::logic_error("backend: call left after inlining");
-    }
-    out << pre;
-    out << "  const Tensor " << names_[in.results.at(0)] << " = " << expr << ";  // "
-        << ty(in.results[0]) << "\n";
+    const std::string start =
+        start_vector(a.shape.size(), a.dim, name(in.operands[1]), a.shape[a.dim], pre);
+    return "rt::dynamic_slice(" + name(in.operands[0]) + ", " + start + ", I64s" +
+           int_list(a.shape) + ")";
   }
 
-  const ir::Module &module_;
-  const ir::Function &f_;
-  const SourceManager *sources_;
-  Names names_;
-  std::string last_comment_;
-  int next_kernel_ = 0;
-  std::set<ir::ValueId> mutable_;  // carried variables (non-const Tensors)
+  std::string dynamic_update_slice(const ir::Instr &in, const std::string &target,
+                                   std::string &pre) override {
+    const ir::Function &f = function();
+    const int64_t dim = in.attrs.dim;
+    const std::string start =
+        start_vector(f.type(in.operands[0]).shape.size(), dim, name(in.operands[2]),
+                     f.type(in.operands[1]).shape[dim], pre);
+    return "rt::dynamic_update_slice(" + target + ", " + name(in.operands[1]) + ", " + start + ")";
+  }
 };
 
 }  // namespace
