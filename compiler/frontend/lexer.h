@@ -11,8 +11,9 @@
 //
 // ByteCharStream shows the bytes to ANTLR as code points 0..255 (a Latin-1
 // view, without a copy), so token indices are byte offsets and no input,
-// however malformed, makes a UTF-8 decoder throw. The generated lexer runs on
-// it too (in the differential test).
+// however malformed, makes a UTF-8 decoder throw. (The differential test runs
+// the generated lexer on ANTLR's own input stream, so the token texts read
+// through this class are checked too.)
 //
 // Only the ANTLR-facing files of the frontend (ast_builder.cpp) and the
 // differential test include this header.
