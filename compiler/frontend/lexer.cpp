@@ -108,6 +108,39 @@ std::string ByteCharStream::getText(const antlr4::misc::Interval &interval) {
 
 std::string ByteCharStream::toString() const { return latin1_to_utf8(bytes_); }
 
+// ------------------------------------------------------------------ SpmdToken
+
+SpmdToken::SpmdToken(SpmdTokenSource *source, size_t type, size_t channel, size_t start,
+                     size_t stop, size_t line, size_t column)
+    : source_(source),
+      start_(start),
+      stop_(stop),
+      type_(type == antlr4::Token::EOF ? kEof : static_cast<uint32_t>(type)),
+      channel_(static_cast<uint32_t>(channel)),
+      line_(static_cast<uint32_t>(line)),
+      column_(static_cast<uint32_t>(column)) {}
+
+antlr4::TokenSource *SpmdToken::getTokenSource() const { return source_; }
+
+antlr4::CharStream *SpmdToken::getInputStream() const { return source_->getInputStream(); }
+
+// As CommonToken::getText.
+std::string SpmdToken::getText() const {
+  if (text_ != nullptr) return *text_;
+  antlr4::CharStream *input = getInputStream();
+  size_t n = input->size();
+  if (start_ < n && stop_ < n) return input->getText(antlr4::misc::Interval(start_, stop_));
+  return "<EOF>";
+}
+
+// As CommonToken::toString: [@index,start:stop='text',<type>,line:column].
+std::string SpmdToken::toString() const {
+  auto number = [](size_t n) { return std::to_string(static_cast<long long>(n)); };
+  return "[@" + number(index_) + "," + number(start_) + ":" + number(stop_) + "='" + getText() +
+         "',<" + number(getType()) + ">" + (channel_ > 0 ? ",channel=" + number(channel_) : "") +
+         "," + number(line_) + ":" + number(column_) + "]";
+}
+
 // ------------------------------------------------------------ SpmdTokenSource
 
 antlr4::TokenFactory<antlr4::CommonToken> *SpmdTokenSource::getTokenFactory() {
@@ -260,16 +293,12 @@ size_t SpmdTokenSource::scan(size_t &end) const {
 }
 
 std::unique_ptr<antlr4::Token> SpmdTokenSource::nextToken() {
-  const std::pair<antlr4::TokenSource *, antlr4::CharStream *> source{this, &input_};
   for (;;) {
     const size_t line = line_, column = pos_ - line_start_;
     if (pos_ >= bytes_.size()) {
       // As ANTLR's Lexer::emitEOF: start at the end, stop just before it.
-      auto eof = std::make_unique<antlr4::CommonToken>(
-          source, antlr4::Token::EOF, antlr4::Token::DEFAULT_CHANNEL, pos_, pos_ - 1);
-      eof->setLine(line);
-      eof->setCharPositionInLine(column);
-      return eof;
+      return std::make_unique<SpmdToken>(this, antlr4::Token::EOF, antlr4::Token::DEFAULT_CHANNEL,
+                                         pos_, pos_ - 1, line, column);
     }
     const size_t start = pos_;
     size_t end = start;
@@ -282,12 +311,9 @@ std::unique_ptr<antlr4::Token> SpmdTokenSource::nextToken() {
     }
     pos_ = end;
     if (type == L::WS) continue;
-    auto token = std::make_unique<antlr4::CommonToken>(
-        source, type, hidden(type) ? antlr4::Token::HIDDEN_CHANNEL : antlr4::Token::DEFAULT_CHANNEL,
-        start, end - 1);
-    token->setLine(line);
-    token->setCharPositionInLine(column);
-    return token;
+    return std::make_unique<SpmdToken>(
+        this, type, hidden(type) ? antlr4::Token::HIDDEN_CHANNEL : antlr4::Token::DEFAULT_CHANNEL,
+        start, end - 1, line, column);
   }
 }
 

@@ -11,14 +11,16 @@
 //
 // ByteCharStream shows the bytes to ANTLR as code points 0..255 (a Latin-1
 // view, without a copy), so token indices are byte offsets and no input,
-// however malformed, makes a UTF-8 decoder throw. The generated lexer runs on
-// it too (in the differential test).
+// however malformed, makes a UTF-8 decoder throw. (The differential test runs
+// the generated lexer on ANTLR's own input stream, so the token texts read
+// through this class are checked too.)
 //
 // Only the ANTLR-facing files of the frontend (ast_builder.cpp) and the
 // differential test include this header.
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,6 +54,47 @@ class ByteCharStream final : public antlr4::CharStream {
   std::string_view bytes_;
   std::string name_;
   size_t p_ = 0;
+};
+
+class SpmdTokenSource;
+
+/// A token of SpmdTokenSource: ANTLR's token interface in a third of
+/// CommonToken's size (a large file has millions of tokens alive at once).
+/// Its text is read from the input stream, like CommonToken's.
+class SpmdToken final : public antlr4::WritableToken {
+ public:
+  SpmdToken(SpmdTokenSource *source, size_t type, size_t channel, size_t start, size_t stop,
+            size_t line, size_t column);
+
+  std::string getText() const override;
+  size_t getType() const override { return type_ == kEof ? antlr4::Token::EOF : type_; }
+  size_t getLine() const override { return line_; }
+  size_t getCharPositionInLine() const override { return column_; }
+  size_t getChannel() const override { return channel_; }
+  size_t getTokenIndex() const override { return index_; }
+  size_t getStartIndex() const override { return start_; }
+  size_t getStopIndex() const override { return stop_; }
+  antlr4::TokenSource *getTokenSource() const override;
+  antlr4::CharStream *getInputStream() const override;
+  std::string toString() const override;
+
+  void setText(const std::string &text) override { text_ = std::make_unique<std::string>(text); }
+  void setType(size_t type) override {
+    type_ = type == antlr4::Token::EOF ? kEof : static_cast<uint32_t>(type);
+  }
+  void setLine(size_t line) override { line_ = static_cast<uint32_t>(line); }
+  void setCharPositionInLine(size_t column) override { column_ = static_cast<uint32_t>(column); }
+  void setChannel(size_t channel) override { channel_ = static_cast<uint32_t>(channel); }
+  void setTokenIndex(size_t index) override { index_ = index; }
+
+ private:
+  static constexpr uint32_t kEof = UINT32_MAX;  // Token::EOF (the largest size_t)
+
+  SpmdTokenSource *source_;
+  std::unique_ptr<std::string> text_;  // set only by setText (never by the lexer)
+  size_t index_ = INVALID_INDEX;
+  size_t start_, stop_;  // stop_ is start_ - 1 for EOF, so possibly INVALID_INDEX
+  uint32_t type_, channel_, line_, column_;
 };
 
 /// The tokens of Spmd.g4 for the ANTLR parser (see the file comment).

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 
 #include "ir/builder.h"
 #include "middle/derived_functions.h"
@@ -24,17 +25,22 @@ namespace spmd {
 namespace {
 
 /// What the origin tracer needs to know about the instruction defining a value.
+/// Its operands and axes are ranges of FunctionState::def_operands / def_axes.
 struct DefInfo {
-  OpCode op;
-  std::vector<ir::ValueId> operands;
-  std::vector<int> axes;
+  bool known = false;  // false: no instruction of the function defines it (yet)
+  OpCode op = OpCode::Constant;
+  uint32_t operands_at = 0, operands_size = 0;
+  uint32_t axes_at = 0, axes_size = 0;
   SourceSpan span;
 };
 
 class VarianceInference {
  public:
   VarianceInference(ir::Module &module, DiagnosticEngine &diags)
-      : module_(module), diags_(&diags), top_diags_(&diags), pristine_(module.functions) {}
+      : module_(module),
+        diags_(&diags),
+        top_diags_(&diags),
+        pristine_(pristine_copies(module.functions)) {}
 
   void run() {
     shmap_state_.assign(pristine_.size(), ShmapState::Pending);
@@ -56,12 +62,10 @@ class VarianceInference {
     DiagnosticEngine *caller_diags = diags_;
     diags_ = top_diags_;
     int errors_before = diags_->num_errors();
-    // A shmap is typed once: its pristine body is not needed again (its
-    // signature is, by derivatives of it).
-    std::vector<ir::Instr> body = std::move(pristine_[i].body);
-    pristine_[i].body.clear();
-    ir::Function f = pristine_[i];
-    f.body = std::move(body);
+    // A shmap is typed once, so it is taken from the module, which holds its
+    // signature meanwhile and gets the typed function back below.
+    ir::Function f = std::move(module_.functions[i]);
+    module_.functions[i] = pristine_[i];
     std::vector<AxisSet> param_var;
     for (const auto &p : f.params) param_var.push_back(spec_axes(p.spec));
     const ir::Function *caller_shmap = shmap_;
@@ -74,6 +78,17 @@ class VarianceInference {
     shmap_state_[i] = ok ? ShmapState::Ok : ShmapState::Failed;
     return ok;
   }
+  /// The functions as lowered, for typing: a def's body is typed anew for each
+  /// variance of its arguments; of a shmap (typed once, by process_shmap, and
+  /// only its kind read here) just the signature.
+  static std::vector<ir::Function> pristine_copies(const std::vector<ir::Function> &functions) {
+    std::vector<ir::Function> out;
+    out.reserve(functions.size());
+    for (const ir::Function &f : functions)
+      out.push_back(f.kind == ir::FunctionKind::Shmap ? f.without_body() : f);
+    return out;
+  }
+
   static AxisSet spec_axes(const rt::PartitionSpec &spec) {
     AxisSet s;
     for (const auto &dim : spec) s = s | AxisSet::of_all(dim);
@@ -97,20 +112,56 @@ class VarianceInference {
 
   // ------------------------------------------------------------ per function
 
-  /// State while typing one function.
+  /// State while typing one function. The per-value tables are indexed by
+  /// ValueId and grow with the function's values.
   struct FunctionState {
     ir::Function &f;
     const rt::Mesh &mesh;
     bool auto_pb;
-    std::map<ir::ValueId, DefInfo> defs;
-    std::map<ir::ValueId, ir::ValueId> remap;
+    std::vector<DefInfo> defs;
+    std::vector<ir::ValueId> def_operands;
+    std::vector<int> def_axes;
+    std::vector<ir::ValueId> remap;  // kNoValue: not renamed
     /// Lifted copies, one map per open block (inner blocks see outer lifts).
     std::vector<std::map<std::pair<ir::ValueId, uint64_t>, ir::ValueId>> lifted;
-    std::map<ir::ValueId, ir::Instr> creations;  // creation instructions by result
+    std::vector<int32_t> creation_of;  // index into `creations`, or -1
+    std::vector<ir::Instr> creations;  // creation instructions
   };
 
+  template <typename T>
+  static T &entry(std::vector<T> &table, ir::ValueId v, const T &fill) {
+    size_t i = static_cast<size_t>(v);
+    if (i >= table.size()) table.resize(std::max(i + 1, table.size() + table.size() / 2), fill);
+    return table[i];
+  }
+  static void set_def(FunctionState &st, ir::ValueId v, OpCode op,
+                      std::span<const ir::ValueId> operands, std::span<const int> axes,
+                      SourceSpan span) {
+    DefInfo info{true,
+                 op,
+                 static_cast<uint32_t>(st.def_operands.size()),
+                 static_cast<uint32_t>(operands.size()),
+                 static_cast<uint32_t>(st.def_axes.size()),
+                 static_cast<uint32_t>(axes.size()),
+                 span};
+    st.def_operands.insert(st.def_operands.end(), operands.begin(), operands.end());
+    st.def_axes.insert(st.def_axes.end(), axes.begin(), axes.end());
+    entry(st.defs, v, DefInfo{}) = info;
+  }
+  static const DefInfo *def_of(const FunctionState &st, ir::ValueId v) {
+    size_t i = static_cast<size_t>(v);
+    return i < st.defs.size() && st.defs[i].known ? &st.defs[i] : nullptr;
+  }
+  static void set_creation(FunctionState &st, ir::ValueId v, ir::Instr in) {
+    entry(st.creation_of, v, -1) = static_cast<int32_t>(st.creations.size());
+    st.creations.push_back(std::move(in));
+  }
+
   void process_function(ir::Function &f, const std::vector<AxisSet> &param_var, bool auto_pb) {
-    FunctionState st{f, module_.mesh_of(f), auto_pb, {}, {}, {}, {}};
+    FunctionState st{f, module_.mesh_of(f), auto_pb, {}, {}, {}, {}, {}, {}, {}};
+    st.defs.resize(f.values.size());
+    st.remap.resize(f.values.size(), ir::kNoValue);
+    st.creation_of.resize(f.values.size(), -1);
     for (size_t i = 0; i < f.params.size(); ++i) f.type(f.params[i].value).variance = param_var[i];
     std::vector<ir::Instr> old_body = std::move(f.body);
     f.body.clear();
@@ -125,16 +176,16 @@ class VarianceInference {
 
   static ir::ValueId resolve(const FunctionState &st, ir::ValueId v) {
     for (int i = 0; i < 10000; ++i) {
-      auto r = st.remap.find(v);
-      if (r == st.remap.end()) return v;
-      v = r->second;
+      size_t k = static_cast<size_t>(v);
+      if (k >= st.remap.size() || st.remap[k] == ir::kNoValue) return v;
+      v = st.remap[k];
     }
     return v;
   }
 
   static bool defined_by_creation(const FunctionState &st, ir::ValueId v) {
-    auto it = st.defs.find(v);
-    return it != st.defs.end() && op_kind(it->second.op) == OpKind::Creation;
+    const DefInfo *d = def_of(st, v);
+    return d != nullptr && op_kind(d->op) == OpKind::Creation;
   }
 
   /// Constants may be re-typed with any variance even when pbroadcast
@@ -163,17 +214,18 @@ class VarianceInference {
     if (defined_by_creation(st, v)) {
       // A constant is the same everywhere, so it may be typed with any
       // variance: re-create it with the wanted one instead of a pbroadcast.
-      ir::Instr copy = st.creations.at(v);
+      ir::Instr copy =
+          st.creations.at(static_cast<size_t>(st.creation_of.at(static_cast<size_t>(v))));
       r = f.add_value(f.type(v).with_variance(target), f.values[v].name, span);
       copy.results = {r};
       copy.origin = ir::Origin::Lowering;
-      st.creations[r] = copy;
+      set_creation(st, r, copy);
       body.push_back(std::move(copy));
     } else {
       ir::Builder builder(module_, f, body);
       r = builder.pbroadcast(v, missing.axes(), span, ir::Origin::AutoPbroadcast);
     }
-    st.defs[r] = DefInfo{body.back().op, body.back().operands, body.back().attrs.axes, span};
+    set_def(st, r, body.back().op, body.back().operands, body.back().attrs.axes, span);
     if (!f.values[v].name.empty()) f.values[r].name = f.values[v].name;
     st.lifted.back()[key] = r;
     return r;
@@ -193,18 +245,21 @@ class VarianceInference {
                                 "` because of this argument");
           return;
         }
-      auto it = st.defs.find(value);
-      if (it == st.defs.end()) break;
-      const DefInfo &d = it->second;
+      const DefInfo *def = def_of(st, value);
+      if (def == nullptr) break;
+      const DefInfo &d = *def;
+      std::span<const ir::ValueId> operands(st.def_operands.data() + d.operands_at,
+                                            d.operands_size);
+      std::span<const int> axes(st.def_axes.data() + d.axes_at, d.axes_size);
       bool introduces =
           d.op == OpCode::Pbroadcast || d.op == OpCode::Pscatter || d.op == OpCode::AxisIndex;
-      if (introduces && std::find(d.axes.begin(), d.axes.end(), axis) != d.axes.end()) {
+      if (introduces && std::find(axes.begin(), axes.end(), axis) != axes.end()) {
         diag.note(d.span, std::string("`") + std::string(op_spelling(d.op)) +
                               "` makes the value vary along `" + axis_name + "` here");
         return;
       }
       if (d.op == OpCode::Select && !predicate_noted &&
-          f.type(d.operands[0]).variance.contains(axis)) {
+          f.type(operands[0]).variance.contains(axis)) {
         std::string who = f.values[value].name.empty() ? std::string("the value")
                                                        : "`" + f.values[value].name + "`";
         diag.note(d.span, "this condition varies along `" + axis_name + "`, so the devices along " +
@@ -212,7 +267,7 @@ class VarianceInference {
         predicate_noted = true;
       }
       ir::ValueId next = ir::kNoValue;
-      for (ir::ValueId o : d.operands)
+      for (ir::ValueId o : operands)
         if (f.type(o).variance.contains(axis)) {
           next = o;
           break;
@@ -357,8 +412,9 @@ class VarianceInference {
           result_variances(in.op, operand_vars, in.results.size(), in.attrs);
       for (size_t k = 0; k < in.results.size(); ++k) f.type(in.results[k]).variance = rvs[k];
     }
-    for (auto r : in.results) st.defs[r] = DefInfo{in.op, in.operands, in.attrs.axes, in.span};
-    if (op_kind(in.op) == OpKind::Creation && !in.results.empty()) st.creations[in.results[0]] = in;
+    for (auto r : in.results) set_def(st, r, in.op, in.operands, in.attrs.axes, in.span);
+    if (op_kind(in.op) == OpKind::Creation && !in.results.empty())
+      set_creation(st, in.results[0], in);
     std::vector<ir::ValueId> results = in.results;
     body.push_back(std::move(in));
     check_annotations(st, results, body);
@@ -537,8 +593,8 @@ class VarianceInference {
                          std::vector<ir::Instr> &body) {
     ir::Function &f = st.f;
     for (auto r : results) {
-      const ir::Value info = f.values[r];
-      if (!info.declared_variance) continue;
+      if (!f.values[r].declared_variance) continue;
+      const ir::Value info = f.values[r];  // a copy: lifting adds values
       AxisSet declared = *info.declared_variance, actual = f.type(r).variance;
       if (declared == actual) continue;
       AxisSet extra = actual - declared;
@@ -551,7 +607,8 @@ class VarianceInference {
         continue;
       }
       if (liftable(st, r)) {
-        st.remap[r] = lift(st, body, r, declared, info.annotation_span);
+        ir::ValueId lifted = lift(st, body, r, declared, info.annotation_span);
+        entry(st.remap, r, ir::kNoValue) = lifted;
       } else {
         diags_
             ->error("annotation-mismatch", info.annotation_span,
@@ -646,7 +703,7 @@ class VarianceInference {
     st.lifted.pop_back();
     for (size_t k = 0; k < in.results.size(); ++k) {
       f.type(in.results[k]).variance = carried[k];
-      st.defs[in.results[k]] = DefInfo{in.op, {in.operands[k]}, {}, in.span};
+      set_def(st, in.results[k], in.op, std::span(&in.operands[k], 1), {}, in.span);
     }
     body.push_back(std::move(in));
   }

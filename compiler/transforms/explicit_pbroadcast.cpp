@@ -1,6 +1,7 @@
 // transforms/explicit_pbroadcast.cpp — see explicit_pbroadcast.h.
 #include "transforms/explicit_pbroadcast.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "ir/builder.h"
@@ -27,7 +28,9 @@ class Explicitator {
   }
 
  private:
-  bool is_constant(ir::ValueId v) const { return creations_.count(v) > 0; }
+  bool is_constant(ir::ValueId v) const {
+    return static_cast<size_t>(v) < constant_.size() && constant_[static_cast<size_t>(v)];
+  }
   bool varying_constant(ir::ValueId v) const {
     return is_constant(v) && !f_.type(v).variance.empty();
   }
@@ -40,7 +43,7 @@ class Explicitator {
       auto found = it->find(v);
       if (found != it->end()) return found->second;
     }
-    ir::Instr copy = creations_.at(v);
+    ir::Instr copy = varying_creations_.at(v);
     const Type type = f_.type(v);
     ir::ValueId invariant = f_.add_value(type.with_variance({}), "", f_.values[v].span);
     copy.results = {invariant};
@@ -58,9 +61,15 @@ class Explicitator {
     body.reserve(old.size());
     for (ir::Instr &in : old) {
       switch (op_kind(in.op)) {
-        case OpKind::Creation:
-          creations_.emplace(in.results.at(0), in);
+        case OpKind::Creation: {
+          const size_t v = static_cast<size_t>(in.results.at(0));
+          if (v >= constant_.size()) constant_.resize(std::max(v + 1, f_.values.size()), false);
+          constant_[v] = true;
+          // Only a constant typed varying is ever copied (as an invariant one).
+          if (!f_.type(in.results[0]).variance.empty())
+            varying_creations_.emplace(in.results[0], in);
           break;
+        }
         case OpKind::Control:
           rewrite_loop(body, in);
           break;
@@ -159,7 +168,8 @@ class Explicitator {
   const ir::Module &module_;
   ir::Function &f_;
   ir::Origin origin_;
-  std::unordered_map<ir::ValueId, ir::Instr> creations_;  // by result
+  std::vector<bool> constant_;  // by value: defined by a creation instruction
+  std::unordered_map<ir::ValueId, ir::Instr> varying_creations_;  // by result
   /// Per open block: constant -> its explicit pbroadcast.
   std::vector<std::unordered_map<ir::ValueId, ir::ValueId>> scopes_;
 };
