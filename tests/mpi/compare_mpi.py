@@ -123,6 +123,12 @@ def main():
     if os.geteuid() == 0:
         mpirun.append('--allow-run-as-root')
     work = tempfile.mkdtemp(prefix='spmdc-mpi-')
+    # OpenMPI's session directory (/tmp/ompi.<host>.<uid>) is shared by every
+    # mpirun of the user: two tests at once (ctest -j2) race on creating and
+    # removing it. Each test gets its own.
+    session = os.path.join(work, 'ompi-session')
+    os.makedirs(session)
+    os.environ['OMPI_MCA_orte_tmpdir_base'] = session
     src = open(a.program).read()
     base = os.path.splitext(os.path.basename(a.program))[0]
     programs = [(base, a.program, src)]
