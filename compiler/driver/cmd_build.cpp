@@ -35,6 +35,7 @@
 #include "driver/commands.h"
 #include "driver/version.h"
 #include "spmdrt/output_file.h"
+#include "support/timed.h"
 #include "transforms/derive.h"
 
 namespace spmd::driver {
@@ -223,7 +224,8 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   eo.target = target;
   eo.source_path = common.input;
   eo.built_by = version_line();
-  const std::string source = backend::emit_program(module, &c.sources, eo);
+  const std::string source =
+      timed("emit", [&] { return backend::emit_program(module, &c.sources, eo); });
   const char *language = target == backend::Target::Cuda ? "CUDA C++" : "C++";
   progress.phase("[2/3] emitted " + std::to_string(std::count(source.begin(), source.end(), '\n')) +
                  " lines of " + language + " for " + std::to_string(shmaps) + " shmap" +

@@ -8,6 +8,7 @@
 #include "ir/printer.h"
 #include "sharding/shard.h"
 #include "spmdrt/output_file.h"
+#include "support/timed.h"
 #include "transforms/derive.h"
 
 namespace spmd::driver {
@@ -87,7 +88,7 @@ int run_print(const CommonOptions &common, const PrintOptions &options) {
   }
   ir::PrintOptions po;
   po.types = options.types || options.emit == "typed";
-  std::cout << ir::print_module(c.printable(), po);
+  std::cout << timed("print", [&] { return ir::print_module(c.printable(), po); });
   return kExitOk;
 }
 

@@ -7,6 +7,7 @@
 #include "driver/commands.h"
 #include "ir/printer.h"
 #include "spmdrt/output_file.h"
+#include "support/timed.h"
 #include "transforms/derive.h"
 
 namespace spmd::driver {
@@ -40,7 +41,8 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
     ir::Module derived = derive(*c.module, request);
     ir::PrintOptions po;
     po.types = o.types;
-    return write_output(common, o.output, ir::print_module(derived, po));
+    const std::string text = timed("print", [&] { return ir::print_module(derived, po); });
+    return timed("write", [&] { return write_output(common, o.output, text); });
   } catch (const TransformError &e) {
     return report_transform_error(e, c, common);
   }

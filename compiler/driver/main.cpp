@@ -13,6 +13,7 @@
 #endif
 
 #include <iostream>
+#include <limits>
 
 #include "driver/cli_docs.h"
 #include "driver/commands.h"
@@ -34,6 +35,30 @@ DiagnosticsFormat diagnostics_format_from_argv(int argc, char **argv) {
       return DiagnosticsFormat::Json;
   }
   return DiagnosticsFormat::Text;
+}
+
+/// For the commands that only read and write programs (not `run`, `lsp` or
+/// `show`, which hold arrays or run for long): every phase of them builds
+/// whole new bodies (vectors of 100k+ instructions, tens of MB) and frees the
+/// old ones. glibc serves blocks that large with mmap and unmaps them when
+/// freed, so each pass's new body faults in fresh zeroed pages again. Serving
+/// them from the heap, which is never trimmed, lets the next pass reuse the
+/// pages: a 100k-op `vjp` takes a third fewer page faults and ~10% less CPU
+/// time (bench/compiler_bench), and growing the program no longer grows the
+/// faults faster than the program.
+void keep_freed_memory_for(const std::string &command) {
+#if defined(__GLIBC__)
+  static const char *const kCompileOnly[] = {"check", "print", "fmt",   "transpose", "jvp",
+                                             "vjp",   "grad",  "build", "cost",      "shard"};
+  for (const char *name : kCompileOnly)
+    if (command == name) {
+      mallopt(M_MMAP_MAX, 0);
+      mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+      return;
+    }
+#else
+  (void)command;
+#endif
 }
 
 int real_main(int argc, char **argv) {
@@ -110,7 +135,10 @@ int real_main(int argc, char **argv) {
                                      : spdlog::level::warn);
 
   for (const Command &c : commands)
-    if (c.app->parsed()) return c.run();
+    if (c.app->parsed()) {
+      keep_freed_memory_for(c.app->get_name());
+      return c.run();
+    }
   return kExitUserError;
 }
 

@@ -37,6 +37,7 @@ bool is_keyword(const std::string &n) {
 class Namer {
  public:
   Namer(const Function &f, const rt::Mesh &mesh) : f_(f) {
+    taken_.expect(f.values.size() + mesh.axes().size());
     for (const auto &a : mesh.axes()) taken_.reserve(a.name);
     names_.resize(f.values.size());
     for (const auto &p : f.params) assign(p.value);

@@ -3,13 +3,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <exception>
 
 #include "ir/verifier.h"
 #include "middle/infer_variance.h"
 #include "middle/lower.h"
 #include "support/limits.h"
+#include "support/timed.h"
 #include "transforms/explicit_pbroadcast.h"
 #include "transforms/unroll_loops.h"
 
@@ -17,13 +17,6 @@ namespace spmd {
 namespace {
 
 void run_phases(Compilation &c, const CompileOptions &options) {
-  using Clock = std::chrono::steady_clock;
-  auto timed = [](const char *name, auto &&fn) {
-    auto start = Clock::now();
-    fn();
-    spdlog::debug("phase {}: {:.3f} ms", name,
-                  std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  };
   c.diags.set_limit(options.max_errors);
   std::vector<std::string> paths = options.library_paths;
   for (auto &p : default_library_paths()) paths.push_back(p);

@@ -22,6 +22,8 @@ class UniqueNames {
 
   /// Marks `name` as used (keywords, axis names, names given elsewhere).
   void reserve(const std::string &name) { taken_.insert(name); }
+  /// Room for `n` names without rehashing (a function's value count).
+  void expect(size_t n) { taken_.reserve(n); }
   bool taken(const std::string &name) const { return taken_.count(name) > 0; }
 
   /// `base` if it is free, else `base_<k>` for the smallest free k; marks it used.

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ir/verifier.h"
+#include "support/timed.h"
 #include "support/unique_names.h"
 #include "transforms/combine_collectives.h"
 #include "transforms/explicit_pbroadcast.h"
@@ -267,10 +268,10 @@ std::string describe_step(const FunctionSignature &f, const ir::DeriveStep &step
 ir::Function derivable_form(const ir::Module &module, const ir::Function &function) {
   // Combined collectives are differentiated component by component; the
   // derivative is combined again by derive_function.
-  ir::Function inlined = inline_calls(module, function);
-  split_collectives(inlined);
-  ir::Function flat = simplify(module, std::move(inlined));
-  rewrite_peepholes(module, flat);
+  ir::Function inlined = timed("inline_calls", [&] { return inline_calls(module, function); });
+  timed("split_collectives", [&] { split_collectives(inlined); });
+  ir::Function flat = timed("simplify", [&] { return simplify(module, std::move(inlined)); });
+  timed("peephole", [&] { rewrite_peepholes(module, flat); });
   return flat;
 }
 
@@ -287,16 +288,16 @@ ir::Function derive_function(const ir::Module &module, const ir::Function &funct
       spec.linear_params = step.wrt;
       spec.ct_results.assign(flat.results.size(), true);
       spec.name = name;
-      result = transpose_function(module, flat, spec);
+      result = timed("transpose", [&] { return transpose_function(module, flat, spec); });
       break;
     }
     case DeriveKind::Jvp:
-      result = jvp_function(module, flat, step.wrt).function;
+      result = timed("jvp", [&] { return jvp_function(module, flat, step.wrt).function; });
       break;
     case DeriveKind::Vjp:
     case DeriveKind::Grad: {
       bool grad = step.kind == DeriveKind::Grad;
-      JvpResult j = jvp_function(module, flat, step.wrt);
+      JvpResult j = timed("jvp", [&] { return jvp_function(module, flat, step.wrt); });
       flat = ir::Function{};  // (not needed any more: free it before transposing)
       TransposeSpec spec;
       spec.remat = remat;
@@ -312,14 +313,15 @@ ir::Function derive_function(const ir::Module &module, const ir::Function &funct
         spec.seed_ones[nr + k] = grad && step.of[k];
       }
       spec.name = name;
-      result = transpose_function(module, j.function, spec);
+      result = timed("transpose", [&] { return transpose_function(module, j.function, spec); });
       break;
     }
   }
-  result = simplify(module, std::move(result));
-  rewrite_peepholes(module, result);
-  combine_collectives(result, combine);
-  make_pbroadcasts_explicit(module, result, ir::Origin::Transform);
+  result = timed("simplify", [&] { return simplify(module, std::move(result)); });
+  timed("peephole", [&] { rewrite_peepholes(module, result); });
+  timed("combine_collectives", [&] { combine_collectives(result, combine); });
+  timed("explicit_pbroadcast",
+        [&] { make_pbroadcasts_explicit(module, result, ir::Origin::Transform); });
   // Results are known by name (--out, --out-dir; two may not share one, and
   // a printed signature may not repeat one): a cotangent named like one of
   // the function's own results (`w1_bar`, when the function already returns
@@ -344,7 +346,7 @@ ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
                    derive_kind_name(request.kind) + "`" +
                    (request.source_path.empty() ? "" : " from " + request.source_path) + ".";
   out.functions.push_back(std::move(result));
-  for (const std::string &problem : ir::verify_module(out))
+  for (const std::string &problem : timed("verify", [&] { return ir::verify_module(out); }))
     throw std::logic_error("the derived program does not verify: " + problem);
   return out;
 }

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "ir/builder.h"
+#include "ir/value_map.h"
 #include "ops/variance_rules.h"
 #include "transforms/dce.h"
 
@@ -19,15 +20,30 @@ class Explicitator {
   void run() {
     std::vector<ir::Instr> body = std::move(f_.body);
     f_.body.clear();
-    scopes_.emplace_back();
+    constant_.assign(f_.values.size(), false);
+    explicit_.reserve(f_.values.size());
+    const size_t scope = open_scope();
     f_.body = rewrite_block(std::move(body));
     if (f_.kind == ir::FunctionKind::Def)  // a def's results keep their own variance
       for (auto &r : f_.returns) r = explicit_if_varying_constant(f_.body, r);
-    scopes_.pop_back();
+    close_scope(scope);
     eliminate_dead_code(f_);
   }
 
  private:
+  /// A block opens: the copies made from here on are visible until it closes.
+  size_t open_scope() const { return scope_log_.size(); }
+  /// The block closes: its copies are forgotten (a copy made in a loop body is
+  /// not visible after the loop). A value gets a copy at most once per open
+  /// block, and never one while an enclosing block's copy is visible, so
+  /// forgetting it uncovers no other copy.
+  void close_scope(size_t scope) {
+    while (scope_log_.size() > scope) {
+      explicit_.erase(scope_log_.back());
+      scope_log_.pop_back();
+    }
+  }
+
   bool is_constant(ir::ValueId v) const {
     return static_cast<size_t>(v) < constant_.size() && constant_[static_cast<size_t>(v)];
   }
@@ -39,11 +55,10 @@ class Explicitator {
   /// invariant copy, appended to `body` once per block.
   ir::ValueId explicit_if_varying_constant(std::vector<ir::Instr> &body, ir::ValueId v) {
     if (!varying_constant(v)) return v;
-    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
-      auto found = it->find(v);
-      if (found != it->end()) return found->second;
-    }
-    ir::Instr copy = varying_creations_.at(v);
+    // The innermost open block's copy is the one visible here (a block's
+    // copies are forgotten when it closes).
+    if (const ir::ValueId *found = explicit_.find(v)) return *found;
+    ir::Instr copy = varying_creations_.at(static_cast<size_t>(creation_of_.at(v)));
     const Type type = f_.type(v);
     ir::ValueId invariant = f_.add_value(type.with_variance({}), "", f_.values[v].span);
     copy.results = {invariant};
@@ -52,7 +67,8 @@ class Explicitator {
     ir::Builder builder(module_, f_, body);
     ir::ValueId r = builder.pbroadcast(invariant, type.variance.axes(), span, origin_);
     f_.values[r].name = f_.values[v].name;
-    scopes_.back()[v] = r;
+    explicit_[v] = r;
+    scope_log_.push_back(v);
     return r;
   }
 
@@ -66,8 +82,10 @@ class Explicitator {
           if (v >= constant_.size()) constant_.resize(std::max(v + 1, f_.values.size()), false);
           constant_[v] = true;
           // Only a constant typed varying is ever copied (as an invariant one).
-          if (!f_.type(in.results[0]).variance.empty())
-            varying_creations_.emplace(in.results[0], in);
+          if (!f_.type(in.results[0]).variance.empty() && !creation_of_.contains(in.results[0])) {
+            creation_of_[in.results[0]] = static_cast<int32_t>(varying_creations_.size());
+            varying_creations_.push_back(in);
+          }
           break;
         }
         case OpKind::Control:
@@ -100,9 +118,9 @@ class Explicitator {
 
   void rewrite_loop(std::vector<ir::Instr> &body, ir::Instr &loop) {
     ir::Region &region = loop.regions.at(0);
-    scopes_.emplace_back();
+    const size_t scope = open_scope();
     region.body = rewrite_block(std::move(region.body));
-    scopes_.pop_back();
+    close_scope(scope);
     // A constant initial value counts as invariant in the printed loop.
     std::vector<AxisSet> carried;
     for (auto o : loop.operands) carried.push_back(text_variance(o, {}));
@@ -169,9 +187,14 @@ class Explicitator {
   ir::Function &f_;
   ir::Origin origin_;
   std::vector<bool> constant_;  // by value: defined by a creation instruction
-  std::unordered_map<ir::ValueId, ir::Instr> varying_creations_;  // by result
-  /// Per open block: constant -> its explicit pbroadcast.
-  std::vector<std::unordered_map<ir::ValueId, ir::ValueId>> scopes_;
+  // Dense per-value tables (ir/value_map.h), not hash maps: a derivative's
+  // body has 100k+ instructions.
+  std::vector<ir::Instr> varying_creations_;  // copies of the constants typed varying
+  ir::ValueMap<int32_t> creation_of_;         // constant -> its index in varying_creations_
+  /// Constant -> its explicit pbroadcast visible in the open blocks; the
+  /// constants given one, in order, to forget them when their block closes.
+  ir::ValueMap<ir::ValueId> explicit_;
+  std::vector<ir::ValueId> scope_log_;
 };
 
 }  // namespace

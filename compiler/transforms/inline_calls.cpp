@@ -39,6 +39,7 @@ class Inliner {
                     std::vector<ir::Instr> &body, int depth) {
     for (const ir::Instr &in : block) {
       std::vector<ir::ValueId> operands;
+      operands.reserve(in.operands.size());
       for (ir::ValueId o : in.operands) operands.push_back(map.at(o));
       if (in.op == OpCode::Call) {
         const ir::Function &c = m_.functions.at(static_cast<size_t>(in.attrs.callee));
@@ -52,7 +53,7 @@ class Inliner {
         continue;
       }
       ir::Instr copy = in;
-      copy.operands = operands;
+      copy.operands = std::move(operands);
       copy.regions.clear();
       for (const ir::Region &r : in.regions) {  // a loop body, calls inlined into it
         ir::Region nr;
@@ -61,8 +62,7 @@ class Inliner {
         for (ir::ValueId y : r.yields) nr.yields.push_back(map.at(y));
         copy.regions.push_back(std::move(nr));
       }
-      copy.results.clear();
-      for (ir::ValueId r : in.results) copy.results.push_back(fresh(callee, r, map));
+      for (ir::ValueId &r : copy.results) r = fresh(callee, r, map);
       body.push_back(std::move(copy));
     }
   }
@@ -74,9 +74,8 @@ class Inliner {
 }  // namespace
 
 ir::Function inline_calls(const ir::Module &module, const ir::Function &function) {
-  ir::Function out = function;
-  out.values.clear();
-  out.body.clear();
+  ir::Function out = function.without_body();  // (not a copy of the body only to clear it)
+  out.values.reserve(function.values.size());
   std::vector<ir::ValueId> args;
   for (auto &p : out.params) {
     const ir::Value &v = function.values[p.value];
@@ -84,6 +83,7 @@ ir::Function inline_calls(const ir::Module &module, const ir::Function &function
     args.push_back(p.value);
   }
   std::vector<ir::Instr> body;
+  body.reserve(function.body.size());
   out.returns = Inliner(module, out).inline_function(function, args, body, 0);
   out.body = std::move(body);
   return out;

@@ -2,9 +2,9 @@
 #include "transforms/peephole.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "ir/loops.h"
+#include "ir/value_map.h"
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
 #include "transforms/dce.h"
@@ -35,11 +35,16 @@ bool elementwise(OpCode op) {
 
 class Peephole {
  public:
+  /// A block and an index in it.
+  using Place = std::pair<const std::vector<ir::Instr> *, size_t>;
+
   explicit Peephole(const ir::Module &module, ir::Function &f) : f_(f), mesh_(module.mesh_of(f)) {}
 
   /// Counts the uses of every value (operands, next values, returns).
   void count_uses() {
     uses_.assign(f_.values.size(), 0);
+    def_.reserve(f_.values.size());
+    place_.reserve(f_.values.size());
     ir::for_each_instr(f_.body, [&](const ir::Instr &in) {
       for (ir::ValueId o : in.operands) ++uses_[o];
       for (const ir::Region &r : in.regions)
@@ -63,29 +68,32 @@ class Peephole {
         continue;
       }
       for (ir::ValueId r : in.results) def_[r] = &in;
-      place_[&in] = {&body, index};
+      if (!in.results.empty()) place_[in.results[0]] = {&body, index};
     }
   }
 
   /// `v`, or the value it was found equal to (uses counted again).
   ir::ValueId resolve(ir::ValueId v) {
-    auto it = alias_.find(v);
-    if (it == alias_.end()) return v;
+    const ir::ValueId *same = alias_.find(v);
+    if (!same) return v;
     --uses_[v];
-    ++uses_[it->second];
-    return it->second;
+    ++uses_[*same];
+    return *same;
   }
 
  private:
   ir::Instr *def(ir::ValueId v, OpCode op) const {
-    auto it = def_.find(v);
-    return it != def_.end() && it->second->op == op ? it->second : nullptr;
+    ir::Instr *const *d = def_.find(v);
+    return d && (*d)->op == op ? *d : nullptr;
   }
 
+  /// Where the instruction `in` (one with results, seen by run) is: its block and index.
+  const Place &place(const ir::Instr *in) const { return place_.at(in->results.at(0)); }
+
   bool is_zero(ir::ValueId v) const {
-    auto it = def_.find(v);
-    if (it == def_.end()) return false;
-    const ir::Instr &d = *it->second;
+    ir::Instr *const *found = def_.find(v);
+    if (!found) return false;
+    const ir::Instr &d = **found;
     return (d.op == OpCode::Constant || d.op == OpCode::Full) && d.attrs.value == 0.0;
   }
 
@@ -158,7 +166,7 @@ class Peephole {
     if (!n0 || !n1 || uses_[n0->results[0]] != (n0 == n1 ? 2 : 1) ||
         uses_[n1->results[0]] != (n0 == n1 ? 2 : 1))
       return false;
-    const auto p0 = place_.at(n0), p1 = place_.at(n1);
+    const auto p0 = place(n0), p1 = place(n1);
     if (p0.first != p1.first || !(f_.type(in.operands[0]) == f_.type(in.operands[1]))) return false;
     ir::Instr *later = p0.second > p1.second ? n0 : n1;
     Attrs none;
@@ -309,12 +317,12 @@ class Peephole {
     if (others.size() != 1 || leaves.size() < 3) return false;
     std::vector<ir::Instr *> pieces = pads.empty() ? selects : pads;
     if (!pads.empty() && !selects.empty()) return false;
-    const auto where = place_.at(pieces[0]);
+    const auto where = place(pieces[0]);
     ir::Instr *last = pieces[0];
     for (ir::Instr *p : pieces) {
-      const auto at = place_.at(p);
+      const auto at = place(p);
       if (at.first != where.first) return false;
-      if (at.second > place_.at(last).second) last = p;
+      if (at.second > place(last).second) last = p;
     }
     std::optional<std::pair<std::vector<ir::ValueId>, Attrs>> merged;
     OpCode op = OpCode::Concat;
@@ -352,10 +360,10 @@ class Peephole {
   bool is_pad_tree(ir::ValueId v) {
     int8_t &known = pad_tree_[static_cast<size_t>(v)];
     if (known != kUnknown) return known == kYes;
-    auto it = def_.find(v);
+    ir::Instr *const *found = def_.find(v);
     bool yes = false;
-    if (it != def_.end()) {
-      const ir::Instr *d = it->second;
+    if (found) {
+      const ir::Instr *d = *found;
       yes =
           d->op == OpCode::Pad || (d->op == OpCode::Add && f_.type(d->operands[0]) == f_.type(v) &&
                                    f_.type(d->operands[1]) == f_.type(v) &&
@@ -416,7 +424,7 @@ class Peephole {
       if (!sum || p->operands[2] != i || p->attrs.dim != q->attrs.dim || !is_zero(q->operands[1]) ||
           !(f_.type(a) == t))
         continue;
-      const auto pp = place_.at(p), pq = place_.at(q);
+      const auto pp = place(p), pq = place(q);
       if (pp.first != pq.first) continue;
       ir::Instr *later = pp.second > pq.second ? p : q;
       for (size_t j = 0; j < 2; ++j) {
@@ -448,11 +456,13 @@ class Peephole {
 
   ir::Function &f_;
   const rt::Mesh &mesh_;
-  std::unordered_map<ir::ValueId, ir::Instr *> def_;
+  // Dense per-value tables (ir/value_map.h): a derivative's body has 100k+
+  // instructions, and hashing every one of them costs more than the rewrites.
+  ir::ValueMap<ir::Instr *> def_;
   std::vector<int> uses_;
-  std::unordered_map<ir::ValueId, ir::ValueId> alias_;  // value -> the equal value it reads
-  /// Where each instruction seen is: its block and index.
-  std::unordered_map<const ir::Instr *, std::pair<const std::vector<ir::Instr> *, size_t>> place_;
+  ir::ValueMap<ir::ValueId> alias_;  // value -> the equal value it reads
+  /// Where each instruction seen is, by its first result.
+  ir::ValueMap<Place> place_;
   static constexpr int8_t kUnknown = -1, kNo = 0, kYes = 1;
   std::vector<int8_t> pad_tree_ = std::vector<int8_t>(f_.values.size(), kUnknown);
 };

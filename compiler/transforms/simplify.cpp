@@ -2,11 +2,11 @@
 #include "transforms/simplify.h"
 
 #include <numeric>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "ir/loops.h"
 #include "ir/value_map.h"
+#include "support/flat_hash_map.h"
 #include "transforms/dce.h"
 
 namespace spmd {
@@ -17,6 +17,12 @@ class Simplifier {
   /// Simplifies `f` in place (its body is rebuilt, instructions moved).
   void run(ir::Function &f) {
     std::vector<ir::Instr> body = std::move(f.body);
+    // Room for every value and instruction up front: no rehashing or regrowing
+    // of the tables while a 100k-instruction body streams through them.
+    remap_.reserve(f.values.size());
+    def_.reserve(f.values.size());
+    cse_next_.reserve(f.values.size());
+    cse_.reserve(body.size());
     f.body = simplify_block(f, std::move(body));
     for (auto &r : f.returns) r = resolve(r);
     eliminate_dead_code(f);
@@ -57,19 +63,19 @@ class Simplifier {
       if (!in.results.empty()) {
         const size_t k = key(in);
         auto [head, fresh] = cse_.try_emplace(k, in.results[0]);
-        cse_next_[in.results[0]] = fresh ? ir::kNoValue : head->second;
-        head->second = in.results[0];
+        cse_next_[in.results[0]] = fresh ? ir::kNoValue : *head;
+        *head = in.results[0];
         cse_log_.push_back(k);
       }
       record(body, std::move(in));
     }
     while (cse_log_.size() > scope) {
-      auto head = cse_.find(cse_log_.back());
-      const ir::ValueId next = cse_next_.at(head->second);
+      ir::ValueId *head = cse_.find(cse_log_.back());
+      const ir::ValueId next = cse_next_.at(*head);
       if (next == ir::kNoValue)
-        cse_.erase(head);
+        cse_.erase(cse_log_.back());
       else
-        head->second = next;
+        *head = next;
       cse_log_.pop_back();
     }
     // The block's instructions are about to move (into a loop, or out of
@@ -379,9 +385,9 @@ class Simplifier {
   }
 
   const ir::Instr *find_equal(const ir::Function &out, const ir::Instr &in) const {
-    auto it = cse_.find(key(in));
-    if (it == cse_.end()) return nullptr;
-    for (ir::ValueId first = it->second; first != ir::kNoValue; first = cse_next_.at(first)) {
+    const ir::ValueId *head = cse_.find(key(in));
+    if (!head) return nullptr;
+    for (ir::ValueId first = *head; first != ir::kNoValue; first = cse_next_.at(first)) {
       const ir::Instr &prev = *def(out, first);
       if (prev.op != in.op || prev.operands != in.operands || !(prev.attrs == in.attrs) ||
           prev.results.size() != in.results.size())
@@ -408,7 +414,7 @@ class Simplifier {
   /// Candidates for CSE by key: the latest one (by its first result), each
   /// linked to the one before it with the same key, and the keys in the order
   /// they were added, so a block's entries can be dropped at its end.
-  std::unordered_map<size_t, ir::ValueId> cse_;
+  FlatHashMap<ir::ValueId> cse_;
   ir::ValueMap<ir::ValueId> cse_next_;
   std::vector<size_t> cse_log_;
 };
