@@ -57,19 +57,22 @@ struct AutoOptions {
 };
 
 struct AutoReport {
-  int ops = 0;           // instructions of the flat function
-  int choice_nodes = 0;  // nodes with a variable (after simplification)
-  int followers = 0;     // ops folded into their producers
+  int ops = 0;            // instructions of the flat function
+  int choice_nodes = 0;   // nodes with a variable (after simplification)
+  int followers = 0;      // ops folded into their producers
+  int reduced_nodes = 0;  // nodes with a choice after reduce.h's reductions
+  int reduced_pairs = 0;  // pairs of nodes left with a cost between them
   int variables = 0, rows = 0;
-  double build_seconds = 0;  // preparing the ILP
-  double solve_seconds = 0;  // eliminations, relaxation, CBC
-  int eliminations = 0;      // dynamic programs the relaxation ran
-  std::string solver;        // "dynamic program", "Lagrangian relaxation ...", "CBC", ...
-  bool optimal = false;      // proven optimal
-  double objective_s = 0;    // the ILP's estimate of the plan
-  double bound_s = 0;        // the proven lower bound (relaxation or CBC)
-  double gap = 0;            // (objective - bound) / objective
-  std::string status;        // one line for humans
+  double build_seconds = 0;   // preparing the problem (CPU time)
+  double reduce_seconds = 0;  // reduce.h (CPU time; part of solve_seconds)
+  double solve_seconds = 0;   // reductions, eliminations, relaxation, CBC (CPU time)
+  int eliminations = 0;       // dynamic programs the relaxation ran
+  std::string solver;         // "dynamic program", "Lagrangian relaxation ...", "CBC", ...
+  bool optimal = false;       // proven optimal
+  double objective_s = 0;     // the ILP's estimate of the plan
+  double bound_s = 0;         // the proven lower bound (relaxation or CBC)
+  double gap = 0;             // (objective - bound) / objective
+  std::string status;         // one line for humans
 };
 
 /// The cheapest plan, or nullopt after reporting (memory limit infeasible,

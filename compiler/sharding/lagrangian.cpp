@@ -2,8 +2,9 @@
 #include "sharding/lagrangian.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
+
+#include "support/cpu_time.h"
 
 namespace spmd::sharding {
 
@@ -25,7 +26,7 @@ constexpr int kSteps = 40;
 class Relaxer {
  public:
   Relaxer(const PairwiseProblem &p, const MemoryModel &m, const RelaxOptions &o)
-      : p_(p), m_(m), o_(o), work_(p), start_(std::chrono::steady_clock::now()) {
+      : p_(p), m_(m), o_(o), work_(p), start_(process_cpu_seconds()) {
     out_.bound = -HUGE_VAL;
   }
 
@@ -64,9 +65,7 @@ class Relaxer {
     double constant = 0;
   };
 
-  double elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double elapsed() const { return process_cpu_seconds() - start_; }
   bool out_of_time() const { return elapsed() >= o_.time_limit_s; }
   bool done() const {
     return out_.infeasible || out_.too_wide || out_of_time() || out_.gap() <= o_.gap;
@@ -196,7 +195,7 @@ class Relaxer {
   const MemoryModel &m_;
   const RelaxOptions &o_;
   PairwiseProblem work_;
-  std::chrono::steady_clock::time_point start_;
+  double start_;  // process CPU seconds
   Relaxation out_;
 };
 

@@ -32,8 +32,9 @@ namespace spmd::sharding {
 
 struct RelaxOptions {
   double gap = 0.01;  // stop once (best - bound) <= gap * best
-  /// No new elimination starts after this, except the first two (the
-  /// unlimited optimum and the smallest plan), which always run.
+  /// No new elimination starts after this many seconds of CPU time, except
+  /// the first two (the unlimited optimum and the smallest plan), which
+  /// always run.
   double time_limit_s = 10;
   size_t max_states = 1 << 16;  // eliminate()'s table limit
 };
