@@ -21,7 +21,8 @@
 // building the problem, of the reductions and of the solve (reductions
 // included), the search's CPU time (search_cpu_s, which --time-limit
 // budgets) and wall time (search_wall_s: what the machine's load made of
-// it), the eliminations the relaxation ran, optimal / in-gap (proven within
+// it), the eliminations the relaxation ran and its eliminations with labels
+// (exact: limited_elimination.h, while a gap stays open), optimal / in-gap (proven within
 // 1%) / stopped (by the time limit, default 10 s of CPU time as in `spmdc
 // shard`), the proven gap of the plan, and its estimate next to pure DP.
 //
@@ -104,11 +105,11 @@ int main(int argc, char **argv) {
     }
   }
   std::printf(
-      "%7s %8s %7s %7s %9s %9s %9s %9s %9s %12s %13s %8s %8s %8s  %-6s %5s %-8s %7s %11s "
+      "%7s %8s %7s %7s %9s %9s %9s %9s %9s %12s %13s %8s %8s %8s  %-6s %5s %5s %-8s %7s %11s "
       "%11s\n",
       "ops", "limit_MB", "choices", "reduced", "compile_s", "prepare_s", "build_s", "reduce_s",
       "solve_s", "search_cpu_s", "search_wall_s", "vars", "rows", "follow", "solver", "elims",
-      "status", "gap_%", "plan_us", "pure_dp_us");
+      "exact", "status", "gap_%", "plan_us", "pure_dp_us");
   if (memory > 0) shares = {-1};  // the absolute limit
   for (int n : sizes) {
     int blocks = std::max(1, n / 4);
@@ -159,13 +160,14 @@ int main(int argc, char **argv) {
       if (options.memory_per_device)
         std::snprintf(limit, sizeof limit, "%.1f", *options.memory_per_device / 1e6);
       std::printf(
-          "%7d %8s %7d %7d %9.3f %9.3f %9.3f %9.3f %9.3f %12.3f %13.3f %8d %8d %8d  %-6s %5d %-8s "
+          "%7d %8s %7d %7d %9.3f %9.3f %9.3f %9.3f %9.3f %12.3f %13.3f %8d %8d %8d  %-6s %5d %5d "
+          "%-8s "
           "%7.2f %11.2f %11.2f\n",
           report.ops, limit, report.choice_nodes, report.reduced_nodes, compile_s, prepare_s,
           report.build_seconds, report.reduce_seconds, report.solve_seconds, search_cpu_s,
           search_wall_s, report.variables, report.rows, report.followers,
-          solver_label(report.solver), report.eliminations, status, 100 * report.gap, planned * 1e6,
-          dp * 1e6);
+          solver_label(report.solver), report.eliminations, report.exact_runs, status,
+          100 * report.gap, planned * 1e6, dp * 1e6);
       std::fflush(stdout);
     }
   }

@@ -471,6 +471,7 @@ class AutoBuilder {
       ro.max_states = states;
       relaxed = relax_memory(*problem, *memory, ro);
       report_.eliminations = relaxed->eliminations;
+      report_.exact_runs = relaxed->exact_runs;
       report_.solver = relaxed->eliminations == 1 ? "dynamic program" : "Lagrangian relaxation";
       if (relaxed->infeasible) {
         report_no_fit(f);
