@@ -18,7 +18,7 @@ expect() {  # expect NAME STATUS FRAGMENT -- command...
 }
 S=$ROOT/samples/seed/example1.spmd
 "$SPMDC" build "$S" --target cpu -o "$W/ex1" || { echo "FAIL: cannot build"; exit 1; }
-python3 - "$W" <<'PY'
+"${PYTHON:-python3}" - "$W" <<'PY'
 import struct, sys
 def npy(path, shape):
     hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % ''.join(f'{d}, ' for d in shape)

@@ -9,7 +9,8 @@ block, are its expected output (stdout then stderr). A line that is just
 (a timing, a commit); trailing spaces are ignored.
 Commands run through `sh` in a scratch directory per document (so a file that
 one command writes with -o is there for the next), in which the repository's
-top-level folders appear as symlinks, with `spmdc` on PATH being the build's.
+top-level folders appear as symlinks, with `spmdc` on PATH being the build's
+and `python3` the interpreter running this checker.
 A block preceded by `<!-- docs-test: skip REASON -->` is not run (REASON is
 required: say why it cannot run, e.g. a machine-specific output); a block
 preceded by `<!-- docs-test: file NAME -->` is written to NAME in the scratch
@@ -178,6 +179,9 @@ def main():
     bindir = tempfile.mkdtemp(prefix="spmdc-bin-")
     try:
         os.symlink(os.path.abspath(a.spmdc), os.path.join(bindir, "spmdc"))
+        # Sessions that run `python3` get this interpreter (the one CMake chose,
+        # which has NumPy), not whatever python3 comes first on PATH.
+        os.symlink(sys.executable, os.path.join(bindir, "python3"))
         failures = sum(check_file(f, root, bindir, a.update) for f in files)
     finally:
         shutil.rmtree(bindir)

@@ -39,7 +39,7 @@ no_outputs() {  # no final output and no temporary left in $W/o
   "$SPMDC" build "$ROOT/tests/mpi/programs/single.spmd" --target cpu -o "$W/single" ||
   { echo "FAIL: cannot build"; exit 1; }
 mkdir "$W/o" "$W/adir"
-python3 - "$W" <<'PY'
+"${PYTHON:-python3}" - "$W" <<'PY'
 import sys, numpy as np
 w = sys.argv[1]
 np.save(w + '/n_ok.npy', np.arange(1, 9, dtype=np.int32))
@@ -78,7 +78,7 @@ rmdir "$W/o"
 expect good-run 0 "" 0 60 -- "${MPI[@]}" -np 4 "${D[@]}" --in n="$W/n_ok.npy" --out-dir "$W/o"
 grep -q "out0: i32\[\] (global) =" "$W/out" && [[ $(grep -c "(global) =" "$W/out") -eq 2 ]] ||
   fail "good-run: outputs not printed once: $(cat "$W/out")"
-python3 -c "
+"${PYTHON:-python3}" -c "
 import numpy as np, sys
 n = np.arange(1, 9, dtype=np.int32)
 assert int(np.load('$W/o/out0.npy')) == int(sum(100 // n)), 'out0'

@@ -42,7 +42,7 @@ grep -q "^stdlib=$prefix/share/spmdc/stdlib$" "$tmp/consumer/found.txt" || fail 
 cmake --build "$tmp/consumer" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "build"; }
 "$tmp/consumer/uses_runtime" | grep -q "uses_runtime: ok" || fail "uses_runtime"
 # x = [-7.5, -6.5, ..., 7.5] (8 x 2): sum(relu(x)) = 0.5 + 1.5 + ... + 7.5 = 32.
-python3 -c "import numpy as np; np.save('$tmp/x.npy', (np.arange(16, dtype=np.float32) - 7.5).reshape(8, 2))"
+"${PYTHON:-python3}" -c "import numpy as np; np.save('$tmp/x.npy', (np.arange(16, dtype=np.float32) - 7.5).reshape(8, 2))"
 "$tmp/consumer/psum_program" --in "x=$tmp/x.npy" >"$tmp/exe.out"
 "$prefix/bin/spmdc" run "$src/tests/packaging/external/psum.spmd" --in "x=$tmp/x.npy" >"$tmp/run.out"
 diff "$tmp/exe.out" "$tmp/run.out" || fail "the spmdc_add_program executable and spmdc run differ"
