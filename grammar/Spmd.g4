@@ -9,6 +9,12 @@
 // hidden channel, so the parser never sees them: the builder reports bad
 // characters and attaches comments to declarations and statements.
 //
+// This grammar is the specification. spmdc parses a correct program with
+// compiler/frontend/fast_parser.cpp, these rules written by hand (making
+// ANTLR's choices where they are ambiguous), and only a file with errors with
+// the parser generated from here, which reports them. Change both together:
+// tests/fuzz/parser_diff checks that they build the same AST.
+//
 // Code is generated at build time (grammar/CMakeLists.txt); nothing generated
 // lives in the source tree.
 grammar Spmd;
@@ -134,7 +140,7 @@ subscript
   ;
 
 // ------------------------------------------------------------------------ tokens
-// spmdc lexes with compiler/frontend/lexer.cpp, these rules written by hand
+// spmdc lexes with compiler/frontend/scanner.cpp, these rules written by hand
 // (longest match, first rule on ties). Change both together: tests/fuzz/
 // lexer_diff checks that it gives exactly the generated lexer's tokens.
 

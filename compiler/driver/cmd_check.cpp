@@ -1,4 +1,5 @@
 // driver/cmd_check.cpp — `spmdc check`, `spmdc print` and `spmdc fmt`.
+#include <cstdlib>
 #include <iostream>
 
 #include "analysis/stats.h"
@@ -18,6 +19,9 @@ CompileOptions CommonOptions::compile_options() const {
   o.library_paths = library_paths;
   o.max_errors = max_errors;
   o.unroll_max_trip_count = unroll;
+  // SPMDC_PARSER=antlr parses with the ANTLR parser only (docs/cli.md).
+  if (const char *parser = std::getenv("SPMDC_PARSER"); parser && std::string(parser) == "antlr")
+    o.parser = ParserChoice::Antlr;
   std::string unused;  // every text was checked while parsing
   for (const std::string &text : meshes)
     if (auto m = parse_mesh_override(text, unused)) o.overrides.meshes.push_back(*m);

@@ -19,6 +19,7 @@
 
 #include "antlr4-runtime.h"
 #include "frontend/ast_builder_internal.h"
+#include "frontend/scanner.h"
 
 namespace spmd::frontend_detail {
 namespace {
@@ -603,7 +604,7 @@ class TreeBuilder {
     double value = 0;
     auto [ptr, ec] = std::from_chars(spelling.data(), spelling.data() + spelling.size(), value);
     if (ec == std::errc::result_out_of_range) {
-      if (decimal_magnitude(spelling) > 0) {
+      if (decimal_magnitude(spelling) > 0) {  // overflow, not underflow
         diags_.error("literal-out-of-range", at,
                      "floating-point literal " + quote_source_text(spelling) +
                          " is too large for a 64-bit float");
@@ -613,26 +614,6 @@ class TreeBuilder {
       value = 0;
     }
     return make_expr(ast::FloatLit{value, spelling}, at);
-  }
-
-  /// Roughly log10 of a decimal literal's value (to tell overflow from underflow).
-  static long decimal_magnitude(const std::string &s) {
-    size_t e = s.find_first_of("eE");
-    std::string mantissa = s.substr(0, e);
-    long exponent = 0;
-    if (e != std::string::npos) {
-      const char *b = s.data() + e + 1, *end = s.data() + s.size();
-      if (b < end && *b == '+') ++b;
-      if (std::from_chars(b, end, exponent).ec == std::errc::result_out_of_range)
-        exponent = *b == '-' ? -1000000 : 1000000;
-    }
-    size_t dot = mantissa.find('.');
-    std::string integral = mantissa.substr(0, dot);
-    size_t first = integral.find_first_not_of('0');
-    if (first != std::string::npos) return exponent + long(integral.size() - first) - 1;
-    std::string fraction = dot == std::string::npos ? "" : mantissa.substr(dot + 1);
-    size_t nz = fraction.find_first_not_of('0');
-    return nz == std::string::npos ? -1000000 : exponent - long(nz) - 1;
   }
 
   ast::ExprPtr string_literal(antlr4::tree::TerminalNode *node, SourceSpan at) {

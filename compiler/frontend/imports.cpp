@@ -113,10 +113,11 @@ std::optional<std::string> library_module_defining(const std::string &name,
 }
 
 Program load_program(SourceManager &sources, FileId main_file,
-                     const std::vector<std::string> &library_paths, DiagnosticEngine &diags) {
+                     const std::vector<std::string> &library_paths, DiagnosticEngine &diags,
+                     ParserChoice parser) {
   Program program;
   program.library_paths = library_paths;
-  program.modules.push_back({"", parse(sources, main_file, diags)});
+  program.modules.push_back({"", parse(sources, main_file, diags, parser)});
   std::set<std::string> loaded_names;
   std::set<std::string> loaded_paths{canonical_or_same(sources.file(main_file).path())};
 
@@ -199,7 +200,7 @@ Program load_program(SourceManager &sources, FileId main_file,
         diags.error("unknown-module", at, "cannot load module `" + name + "`: " + error);
         continue;
       }
-      program.modules.push_back({name, parse(sources, file, diags)});
+      program.modules.push_back({name, parse(sources, file, diags, parser)});
     }
   }
   return program;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "frontend/ast.h"
+#include "frontend/parser.h"
 #include "support/diagnostics.h"
 #include "support/source.h"
 
@@ -41,8 +42,9 @@ std::vector<std::string> default_library_paths();
 std::optional<std::string> library_module_defining(const std::string &name,
                                                    const std::vector<std::string> &library_paths);
 
-/// Parses `main_file` and everything it imports.
+/// Parses `main_file` and everything it imports (with `parser`, see parse()).
 Program load_program(SourceManager &sources, FileId main_file,
-                     const std::vector<std::string> &library_paths, DiagnosticEngine &diags);
+                     const std::vector<std::string> &library_paths, DiagnosticEngine &diags,
+                     ParserChoice parser = ParserChoice::Auto);
 
 }  // namespace spmd

@@ -1,68 +1,81 @@
-// frontend/lexer.cpp — the token rules of grammar/Spmd.g4, by hand.
+// frontend/lexer.cpp — the hand-written token rules (scanner.h) as an ANTLR token source.
 //
-// ANTLR's lexer semantics, which this file reproduces: at each position the
-// longest token any rule can match wins, and of equally long ones the rule
-// written first (so `None` is NONE, not IDENT, while `Nonex` is IDENT); WS is
-// skipped; COMMENT, UNTERMINATED_STRING, BAD_BYTES and BAD_CHAR go to the
-// hidden channel. Line and column are those of the token's first byte: a
+// scan_token() finds each token; this file skips WS, sends COMMENT,
+// UNTERMINATED_STRING, BAD_BYTES and BAD_CHAR to the hidden channel, and
+// numbers lines and columns as ANTLR does: those of the token's first byte, a
 // '\n' starts a new line, every other byte (including '\r') is one column.
 #include "frontend/lexer.h"
 
 #include <algorithm>
-#include <array>
 
 #include "SpmdLexer.h"
+#include "frontend/scanner.h"
 
 namespace spmd::frontend_detail {
 namespace {
 
 using L = spmd_antlr::SpmdLexer;
+using K = TokenKind;
 
-enum CharClass : uint8_t {
-  kOther = 0,
-  kSpace = 1,       // [ \t\r\n\f]
-  kIdentStart = 2,  // [a-zA-Z_]
-  kDigit = 4,       // [0-9]
-  kHigh = 8,        // [\u0080-\u00FF]
-};
-
-constexpr std::array<uint8_t, 256> make_classes() {
-  std::array<uint8_t, 256> c{};
-  for (unsigned char s : {' ', '\t', '\r', '\n', '\f'}) c[s] = kSpace;
-  for (int k = 'a'; k <= 'z'; ++k) c[k] = kIdentStart;
-  for (int k = 'A'; k <= 'Z'; ++k) c[k] = kIdentStart;
-  c['_'] = kIdentStart;
-  for (int k = '0'; k <= '9'; ++k) c[k] = kDigit;
-  for (int k = 0x80; k <= 0xFF; ++k) c[k] = kHigh;
-  return c;
-}
-constexpr std::array<uint8_t, 256> kClasses = make_classes();
-
-uint8_t class_of(char c) { return kClasses[static_cast<unsigned char>(c)]; }
-
-struct Keyword {
-  std::string_view text;
-  size_t type;
-};
-// The keyword rules, which come before IDENT in the grammar.
-constexpr Keyword kKeywords[] = {
-    {"import", L::IMPORT},   {"mesh", L::MESH},   {"def", L::DEF},       {"shmap", L::SHMAP},
-    {"sharded", L::SHARDED}, {"on", L::ON},       {"return", L::RETURN}, {"for", L::FOR},
-    {"in", L::IN},           {"range", L::RANGE}, {"if", L::IF},         {"else", L::ELSE},
-    {"and", L::AND},         {"or", L::OR},       {"not", L::NOT},       {"true", L::TRUE},
-    {"false", L::FALSE},     {"None", L::NONE},
-};
-
-size_t identifier_type(std::string_view word) {
-  for (const Keyword &k : kKeywords)
-    if (k.text == word) return k.type;
-  return L::IDENT;
-}
-
-bool hidden(size_t type) {
-  return type == L::COMMENT || type == L::UNTERMINATED_STRING || type == L::BAD_BYTES ||
-         type == L::BAD_CHAR;
-}
+// TokenKind (scanner.h) numbers the token rules as the generated lexer does.
+#define SPMDC_SAME_TYPE(kind, type) \
+  static_assert(static_cast<size_t>(K::kind) == L::type, "TokenKind::" #kind " != " #type)
+SPMDC_SAME_TYPE(Import, IMPORT);
+SPMDC_SAME_TYPE(Mesh, MESH);
+SPMDC_SAME_TYPE(Def, DEF);
+SPMDC_SAME_TYPE(Shmap, SHMAP);
+SPMDC_SAME_TYPE(Sharded, SHARDED);
+SPMDC_SAME_TYPE(On, ON);
+SPMDC_SAME_TYPE(Return, RETURN);
+SPMDC_SAME_TYPE(For, FOR);
+SPMDC_SAME_TYPE(In, IN);
+SPMDC_SAME_TYPE(Range, RANGE);
+SPMDC_SAME_TYPE(If, IF);
+SPMDC_SAME_TYPE(Else, ELSE);
+SPMDC_SAME_TYPE(And, AND);
+SPMDC_SAME_TYPE(Or, OR);
+SPMDC_SAME_TYPE(Not, NOT);
+SPMDC_SAME_TYPE(True, TRUE);
+SPMDC_SAME_TYPE(False, FALSE);
+SPMDC_SAME_TYPE(None, NONE);
+SPMDC_SAME_TYPE(Arrow, ARROW);
+SPMDC_SAME_TYPE(Pow, POW);
+SPMDC_SAME_TYPE(FloorDiv, FLOORDIV);
+SPMDC_SAME_TYPE(Le, LE);
+SPMDC_SAME_TYPE(Ge, GE);
+SPMDC_SAME_TYPE(Eq, EQ);
+SPMDC_SAME_TYPE(Ne, NE);
+SPMDC_SAME_TYPE(Lt, LT);
+SPMDC_SAME_TYPE(Gt, GT);
+SPMDC_SAME_TYPE(Assign, ASSIGN);
+SPMDC_SAME_TYPE(Plus, PLUS);
+SPMDC_SAME_TYPE(Minus, MINUS);
+SPMDC_SAME_TYPE(Star, STAR);
+SPMDC_SAME_TYPE(Slash, SLASH);
+SPMDC_SAME_TYPE(Percent, PERCENT);
+SPMDC_SAME_TYPE(At, AT);
+SPMDC_SAME_TYPE(LParen, LPAREN);
+SPMDC_SAME_TYPE(RParen, RPAREN);
+SPMDC_SAME_TYPE(LBrack, LBRACK);
+SPMDC_SAME_TYPE(RBrack, RBRACK);
+SPMDC_SAME_TYPE(LBrace, LBRACE);
+SPMDC_SAME_TYPE(RBrace, RBRACE);
+SPMDC_SAME_TYPE(Comma, COMMA);
+SPMDC_SAME_TYPE(Colon, COLON);
+SPMDC_SAME_TYPE(Semi, SEMI);
+SPMDC_SAME_TYPE(Ellipsis, ELLIPSIS);
+SPMDC_SAME_TYPE(Dot, DOT);
+SPMDC_SAME_TYPE(Float, FLOAT);
+SPMDC_SAME_TYPE(Int, INT);
+SPMDC_SAME_TYPE(Ident, IDENT);
+SPMDC_SAME_TYPE(String, STRING);
+SPMDC_SAME_TYPE(Comment, COMMENT);
+SPMDC_SAME_TYPE(Ws, WS);
+SPMDC_SAME_TYPE(UnterminatedString, UNTERMINATED_STRING);
+SPMDC_SAME_TYPE(BadBytes, BAD_BYTES);
+SPMDC_SAME_TYPE(BadChar, BAD_CHAR);
+#undef SPMDC_SAME_TYPE
+static_assert(L::BAD_CHAR == 54, "a token rule was added to Spmd.g4: update TokenKind");
 
 }  // namespace
 
@@ -147,151 +160,6 @@ antlr4::TokenFactory<antlr4::CommonToken> *SpmdTokenSource::getTokenFactory() {
   return antlr4::CommonTokenFactory::DEFAULT.get();
 }
 
-size_t SpmdTokenSource::digits_end(size_t at) const {
-  while (at < bytes_.size() && class_of(bytes_[at]) == kDigit) ++at;
-  return at;
-}
-
-size_t SpmdTokenSource::exponent_end(size_t at) const {
-  size_t k = at;
-  if (k >= bytes_.size() || (bytes_[k] != 'e' && bytes_[k] != 'E')) return at;
-  ++k;
-  if (k < bytes_.size() && (bytes_[k] == '+' || bytes_[k] == '-')) ++k;
-  if (k >= bytes_.size() || class_of(bytes_[k]) != kDigit) return at;
-  return digits_end(k);
-}
-
-// INT : DIGITS ; FLOAT : DIGITS '.' DIGITS? EXPONENT? | DIGITS EXPONENT
-size_t SpmdTokenSource::scan_number(size_t &end) const {
-  size_t digits = digits_end(pos_);
-  if (digits < bytes_.size() && bytes_[digits] == '.') {
-    end = exponent_end(digits_end(digits + 1));
-    return L::FLOAT;
-  }
-  end = exponent_end(digits);
-  if (end > digits) return L::FLOAT;
-  end = digits;
-  return L::INT;
-}
-
-// STRING : '"' BODY* '"' ; UNTERMINATED_STRING : '"' BODY* '\\'? ;
-// BODY : ~["\\\r\n] | '\\' ~[\r\n]. A terminated string is always the longer.
-size_t SpmdTokenSource::scan_string(size_t &end) const {
-  size_t k = pos_ + 1;
-  const size_t n = bytes_.size();
-  while (k < n) {
-    char c = bytes_[k];
-    if (c == '"') {
-      end = k + 1;
-      return L::STRING;
-    }
-    if (c == '\r' || c == '\n') break;
-    if (c == '\\') {
-      if (k + 1 < n && bytes_[k + 1] != '\r' && bytes_[k + 1] != '\n') {
-        k += 2;
-        continue;
-      }
-      ++k;  // the optional trailing backslash
-      break;
-    }
-    ++k;
-  }
-  end = k;
-  return L::UNTERMINATED_STRING;
-}
-
-size_t SpmdTokenSource::scan(size_t &end) const {
-  const size_t n = bytes_.size();
-  const size_t at = pos_;
-  const char c = bytes_[at];
-  const char next = at + 1 < n ? bytes_[at + 1] : '\0';
-  auto one = [&](size_t type) {
-    end = at + 1;
-    return type;
-  };
-  auto two_or_one = [&](char second, size_t type2, size_t type1) {
-    end = at + (next == second && at + 1 < n ? 2 : 1);
-    return end == at + 2 ? type2 : type1;
-  };
-  switch (class_of(c)) {
-    case kSpace:
-      end = at + 1;
-      while (end < n && class_of(bytes_[end]) == kSpace) ++end;
-      return L::WS;
-    case kIdentStart:
-      end = at + 1;
-      while (end < n && (class_of(bytes_[end]) & (kIdentStart | kDigit)) != 0) ++end;
-      return identifier_type(bytes_.substr(at, end - at));
-    case kDigit:
-      return scan_number(end);
-    case kHigh:
-      end = at + 1;
-      while (end < n && class_of(bytes_[end]) == kHigh) ++end;
-      return L::BAD_BYTES;
-    default:
-      break;
-  }
-  switch (c) {
-    case '-':
-      return two_or_one('>', L::ARROW, L::MINUS);
-    case '*':
-      return two_or_one('*', L::POW, L::STAR);
-    case '/':
-      return two_or_one('/', L::FLOORDIV, L::SLASH);
-    case '<':
-      return two_or_one('=', L::LE, L::LT);
-    case '>':
-      return two_or_one('=', L::GE, L::GT);
-    case '=':
-      return two_or_one('=', L::EQ, L::ASSIGN);
-    case '!':
-      return two_or_one('=', L::NE, L::BAD_CHAR);
-    case '+':
-      return one(L::PLUS);
-    case '%':
-      return one(L::PERCENT);
-    case '@':
-      return one(L::AT);
-    case '(':
-      return one(L::LPAREN);
-    case ')':
-      return one(L::RPAREN);
-    case '[':
-      return one(L::LBRACK);
-    case ']':
-      return one(L::RBRACK);
-    case '{':
-      return one(L::LBRACE);
-    case '}':
-      return one(L::RBRACE);
-    case ',':
-      return one(L::COMMA);
-    case ':':
-      return one(L::COLON);
-    case ';':
-      return one(L::SEMI);
-    case '.':
-      // FLOAT : '.' DIGITS EXPONENT? ; ELLIPSIS : '...' ; DOT : '.'
-      if (at + 1 < n && class_of(next) == kDigit) {
-        end = exponent_end(digits_end(at + 1));
-        return L::FLOAT;
-      }
-      if (at + 2 < n && next == '.' && bytes_[at + 2] == '.') {
-        end = at + 3;
-        return L::ELLIPSIS;
-      }
-      return one(L::DOT);
-    case '"':
-      return scan_string(end);
-    case '#':
-      end = at + 1;
-      while (end < n && bytes_[end] != '\r' && bytes_[end] != '\n') ++end;
-      return L::COMMENT;
-    default:
-      return one(L::BAD_CHAR);
-  }
-}
-
 std::unique_ptr<antlr4::Token> SpmdTokenSource::nextToken() {
   for (;;) {
     const size_t line = line_, column = pos_ - line_start_;
@@ -302,7 +170,8 @@ std::unique_ptr<antlr4::Token> SpmdTokenSource::nextToken() {
     }
     const size_t start = pos_;
     size_t end = start;
-    const size_t type = scan(end);
+    const TokenKind kind = scan_token(bytes_, start, end);
+    const size_t type = static_cast<size_t>(kind);
     for (size_t k = start; k < end; ++k) {
       if (bytes_[k] == '\n') {
         ++line_;
@@ -310,10 +179,11 @@ std::unique_ptr<antlr4::Token> SpmdTokenSource::nextToken() {
       }
     }
     pos_ = end;
-    if (type == L::WS) continue;
+    if (kind == K::Ws) continue;
     return std::make_unique<SpmdToken>(
-        this, type, hidden(type) ? antlr4::Token::HIDDEN_CHANNEL : antlr4::Token::DEFAULT_CHANNEL,
-        start, end - 1, line, column);
+        this, type,
+        is_hidden(kind) ? antlr4::Token::HIDDEN_CHANNEL : antlr4::Token::DEFAULT_CHANNEL, start,
+        end - 1, line, column);
   }
 }
 

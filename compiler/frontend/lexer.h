@@ -1,8 +1,8 @@
 // frontend/lexer.h — the hand-written lexer that feeds the ANTLR parser.
 //
-// SpmdTokenSource implements the token rules of grammar/Spmd.g4 (which stays
-// the specification) directly on the source bytes and hands the ANTLR parser
-// exactly the token stream the generated SpmdLexer would: the same type,
+// SpmdTokenSource runs the token rules of grammar/Spmd.g4 (which stays the
+// specification), written by hand in scanner.h, on the source bytes and hands
+// the ANTLR parser exactly the token stream the generated SpmdLexer would: the same type,
 // channel, start/stop byte offsets, line and column for every token, hidden
 // tokens (comments, malformed input) included. The generated lexer walks an
 // ATN with a locked DFA cache per character; this one is a switch per token.
@@ -112,15 +112,6 @@ class SpmdTokenSource final : public antlr4::TokenSource {
   antlr4::TokenFactory<antlr4::CommonToken> *getTokenFactory() override;
 
  private:
-  /// The type of the longest token starting at pos_ (earliest rule on ties)
-  /// and its end offset in `end`.
-  size_t scan(size_t &end) const;
-  size_t scan_number(size_t &end) const;
-  size_t scan_string(size_t &end) const;
-  /// The end of the `[eE] [+-]? DIGITS` starting at `at`, or `at` if none.
-  size_t exponent_end(size_t at) const;
-  size_t digits_end(size_t at) const;
-
   ByteCharStream &input_;
   std::string_view bytes_;
   size_t pos_ = 0;

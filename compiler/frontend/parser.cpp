@@ -1,7 +1,9 @@
 // frontend/parser.cpp — parse(): text to AST, plus comment attachment.
 //
-// The ANTLR-facing work happens in ast_builder*.cpp; this file attaches the
-// comments it collected to the AST so that `spmdc fmt` keeps them:
+// The parsing happens in fast_parser.cpp (correct programs) or, when that
+// gives up, in ast_builder*.cpp (ANTLR; every diagnostic); this file chooses
+// and attaches the comments either collected to the AST so that `spmdc fmt`
+// keeps them:
 //   * a comment after code on the same line is the trailing_comment of the
 //     innermost statement or declaration ending with that code;
 //   * a comment after other code (e.g. after a block's `{`) is a leading
@@ -13,9 +15,11 @@
 #include "frontend/parser.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "frontend/ast_builder.h"
+#include "frontend/fast_parser.h"
 
 namespace spmd {
 namespace {
@@ -104,10 +108,14 @@ void attach_comments(ast::Module &module, std::vector<CommentToken> comments) {
 
 }  // namespace
 
-ast::Module parse(const SourceManager &sources, FileId file, DiagnosticEngine &diags) {
-  frontend_detail::RawParse raw = frontend_detail::build_ast(sources.file(file), file, diags);
-  attach_comments(raw.module, std::move(raw.comments));
-  return std::move(raw.module);
+ast::Module parse(const SourceManager &sources, FileId file, DiagnosticEngine &diags,
+                  ParserChoice choice) {
+  const SourceFile &source = sources.file(file);
+  std::optional<frontend_detail::RawParse> raw;
+  if (choice == ParserChoice::Auto) raw = frontend_detail::parse_fast(source, file);
+  if (!raw) raw = frontend_detail::build_ast(source, file, diags);
+  attach_comments(raw->module, std::move(raw->comments));
+  return std::move(raw->module);
 }
 
 }  // namespace spmd

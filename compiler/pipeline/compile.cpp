@@ -27,7 +27,8 @@ void run_phases(Compilation &c, const CompileOptions &options) {
   c.diags.set_limit(options.max_errors);
   std::vector<std::string> paths = options.library_paths;
   for (auto &p : default_library_paths()) paths.push_back(p);
-  timed("parse", [&] { c.program = load_program(c.sources, c.main_file, paths, c.diags); });
+  timed("parse",
+        [&] { c.program = load_program(c.sources, c.main_file, paths, c.diags, options.parser); });
   c.reached = Phase::Parse;
   if (!c.ok() || options.stop_after == Phase::Parse) return;
 

@@ -39,6 +39,9 @@ struct CompileOptions {
   int64_t unroll_max_trip_count = 0;
   /// Mesh axis sizes and signature sizes from the command line (--mesh, --set).
   SizeOverrides overrides;
+  /// Antlr: parse only with the ANTLR parser (`SPMDC_PARSER=antlr`; see
+  /// frontend/parser.h), to compare it with the hand-written one.
+  ParserChoice parser = ParserChoice::Auto;
 };
 
 struct Compilation {
