@@ -56,6 +56,7 @@ class Peephole {
         run(r.body);
         for (ir::ValueId &y : r.yields) y = resolve(y);
       }
+      block_ = &body;
       while (rewrite(in)) {
       }
       if (auto same = unchanged(in)) {
@@ -118,7 +119,7 @@ class Peephole {
         (add_of_negs(in) || add_of_neg(in) || add_of_pads(in) || add_of_selects(in) ||
          add_of_covering_pieces(in) || add_of_complementary_blocks(in)))
       return true;
-    if (in.op == OpCode::Sub && (sub_of_neg(in) || sub_of_sub(in))) return true;
+    if (in.op == OpCode::Sub && (sub_of_neg(in) || sub_of_sub(in) || neg_minus(in))) return true;
     if (in.op == OpCode::Neg && neg_of_sub(in)) return true;
     if (elementwise(in.op) && implicit_broadcast(in)) return true;
     if (in.op == OpCode::BroadcastTo) return broadcast_of_broadcast(in);
@@ -172,6 +173,26 @@ class Peephole {
     if (const ir::Instr *n = def(in.operands[1], OpCode::Neg))
       return replace(in, OpCode::Add, {in.operands[0], n->operands[0]}, {});
     return false;
+  }
+
+  /// `-a - b` -> `-(a + b)` when nothing else reads `-a` (negation is exact
+  /// and rounding symmetric; only a zero's sign can differ): `-a - b` and
+  /// `-b - a` are one sum, and transposing twice gives it as `-(a + b)`. The
+  /// negation, in the block being rewritten, becomes the sum, so b must be
+  /// defined before it.
+  bool neg_minus(ir::Instr &in) {
+    ir::Instr *n = def(in.operands[0], OpCode::Neg);
+    if (!n || uses_[n->results[0]] != 1) return false;
+    const auto at = place_.at(n);
+    if (at.first != block_) return false;
+    auto b = def_.find(in.operands[1]);
+    if (b != def_.end()) {
+      const auto b_at = place_.at(b->second);
+      if (b_at.first == at.first && b_at.second > at.second) return false;
+    }
+    if (!replace(*n, OpCode::Add, {n->operands[0], in.operands[1]}, {})) return false;
+    f_.values[n->results[0]].name.clear();  // (no longer the value the name was given)
+    return replace(in, OpCode::Neg, {n->results[0]}, {});
   }
 
   /// `-(a - b)` -> `b - a` when nothing else reads `a - b` (rounding is
@@ -451,6 +472,7 @@ class Peephole {
   std::unordered_map<ir::ValueId, ir::Instr *> def_;
   std::vector<int> uses_;
   std::unordered_map<ir::ValueId, ir::ValueId> alias_;  // value -> the equal value it reads
+  const std::vector<ir::Instr> *block_ = nullptr;       // the block of the instruction rewritten
   /// Where each instruction seen is: its block and index.
   std::unordered_map<const ir::Instr *, std::pair<const std::vector<ir::Instr> *, size_t>> place_;
   static constexpr int8_t kUnknown = -1, kNo = 0, kYes = 1;

@@ -14,7 +14,8 @@
 //     becomes `-(a + b)`, and `n + n` of `n = -a` read only there
 //     `-(a + a)`); `x - -y` becomes `x + y`; `x - (a - b)` becomes
 //     `x + (b - a)` and `-(a - b)` becomes `b - a` when nothing else reads
-//     `a - b`;
+//     `a - b`; `-a - b` becomes `-(a + b)` when nothing else reads `-a`
+//     (transposing twice gives `-a - b` and `-b - a`, one sum, so);
 //   * an operand of an elementwise op (binary, comparison, logical, where)
 //     that is a broadcast_to, or a reshape (or a sum over dimensions of
 //     size 1) that only adds or removes leading 1s, is

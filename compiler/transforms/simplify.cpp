@@ -54,13 +54,7 @@ class Simplifier {
         for (size_t k = 0; k < in.results.size(); ++k) remap_[in.results[k]] = prev->results[k];
         continue;
       }
-      if (!in.results.empty()) {
-        const size_t k = key(in);
-        auto [head, fresh] = cse_.try_emplace(k, in.results[0]);
-        cse_next_[in.results[0]] = fresh ? ir::kNoValue : head->second;
-        head->second = in.results[0];
-        cse_log_.push_back(k);
-      }
+      remember(in);
       record(body, std::move(in));
     }
     while (cse_log_.size() > scope) {
@@ -104,8 +98,9 @@ class Simplifier {
     for (ir::Instr &in : r.body) {
       bool invariant = in.regions.empty();
       for (ir::ValueId o : in.operands) invariant = invariant && !inside.count(o);
-      if (invariant) {
-        body.push_back(std::move(in));  // before the loop
+      if (invariant) {  // before the loop, where what follows the loop may reuse it
+        remember(in);
+        record(body, std::move(in));
         continue;
       }
       for (ir::ValueId res : in.results) inside.insert(res);
@@ -158,6 +153,16 @@ class Simplifier {
     in.results.push_back(out.add_value(std::move(type), name, span));
     record(body, std::move(in));
     return body.back().results[0];
+  }
+
+  /// Makes `in` a candidate for CSE until the end of the block being simplified.
+  void remember(const ir::Instr &in) {
+    if (in.results.empty()) return;
+    const size_t k = key(in);
+    auto [head, fresh] = cse_.try_emplace(k, in.results[0]);
+    cse_next_[in.results[0]] = fresh ? ir::kNoValue : head->second;
+    head->second = in.results[0];
+    cse_log_.push_back(k);
   }
 
   /// Appends `in` to `body` and remembers where it defines its results.

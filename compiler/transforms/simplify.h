@@ -10,7 +10,8 @@
 //   2. common subexpressions: an instruction equal to an earlier one (op,
 //      operands, attributes, result types) reuses its results — so repeated
 //      pbroadcasts of one value become one, and a transposed program does one
-//      psum of a sum instead of a sum of psums;
+//      psum of a sum instead of a sum of psums; an instruction moved out of a
+//      loop (below) counts as earlier for the rest of the block the loop is in;
 //   3. dead code: instructions whose results are never used are dropped.
 // Every rewrite keeps types (dtype, shape and variance) exactly.
 #pragma once

@@ -53,6 +53,16 @@ TEST_CASE("peephole: what transposing twice leaves becomes the op written", "[pe
             "  t0 = b * 2.0\n  n = -t0\n  t1 = b - a\n  t2 = a + b\n  t3 = a + b\n"
             "  t4 = -t3\n  t5 = a * 2.0\n  t6 = n - t5\n  return t1, t2, t4, t6, n\n}\n");
   }
+  SECTION("a negation minus a value") {
+    // -a - b = -(a + b) (as transposing twice gives it); -(2b) - 2b = -(2b + 2b).
+    CHECK(rewritten(kMesh + sig +
+                    " -> (f32[2, 6] @ P(), f32[2, 6] @ P()) on M {\n"
+                    "  n = -a\n  m = -(b * 2.0)\n  return n - b, m - b * 2.0\n}\n") ==
+          kMesh + sig +
+              " -> (f32[2, 6] @ P(), f32[2, 6] @ P()) on M {\n"
+              "  t0 = a + b\n  t1 = b * 2.0\n  t2 = t1 + t1\n  t3 = -t0\n  t4 = -t2\n"
+              "  return t3, t4\n}\n");
+  }
   SECTION("a negation added to itself") {
     CHECK(rewritten(kMesh + sig +
                     " -> f32[2, 6] @ P() on M {\n  k = -(a * 3.0)\n  return k + k\n}\n") ==
