@@ -10,17 +10,21 @@
 // limit, and the plan's estimate next to pure DP.
 //
 // By default the solver is chosen as `spmdc shard --auto` chooses it (the
-// exact elimination of pairwise.h when the graph is narrow, else CBC);
-// --cbc always uses CBC. Each size runs once per memory limit: by default
-// without one and with one of 60% of the parameters' bytes replicated (so
-// the weights must be split); --memory-share F,... gives the shares (0: no
-// limit), --memory BYTES one absolute limit. Under a limit the search is the
-// Lagrangian relaxation of lagrangian.h, then CBC when its gap stays over
-// 1% and the time left covers CBC's root LP. Columns: the limit, the
-// search's wall time (build_s + solve_s) and CPU time (search_cpu_s), the
-// eliminations the relaxation ran, optimal / in-gap (proven within 1%) /
-// stopped (by the time limit, default 10 s as in `spmdc shard`), the proven
-// gap of the plan, and its estimate next to pure DP.
+// exact elimination of pairwise.h on the problem reduce.h leaves, else
+// CBC); --cbc always uses CBC. Each size runs once per memory limit: by
+// default without one and with one of 60% of the parameters' bytes
+// replicated (so the weights must be split); --memory-share F,... gives the
+// shares (0: no limit), --memory BYTES one absolute limit. Under a limit the
+// search is the Lagrangian relaxation of lagrangian.h, then CBC when its gap
+// stays over 1% and the time left covers CBC's root LP. Columns: the limit,
+// the nodes with a choice before and after reduce.h, the CPU time of
+// building the problem, of the reductions and of the solve (reductions
+// included), the search's CPU time (search_cpu_s, which --time-limit
+// budgets) and wall time (search_wall_s: what the machine's load made of
+// it), the eliminations the relaxation ran and its eliminations with labels
+// (exact: limited_elimination.h, while a gap stays open), optimal / in-gap (proven within
+// 1%) / stopped (by the time limit, default 10 s of CPU time as in `spmdc
+// shard`), the proven gap of the plan, and its estimate next to pure DP.
 //
 // Usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc]
 //                    [--memory BYTES | --memory-share F,...]
@@ -100,10 +104,12 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  std::printf("%7s %8s %7s %9s %9s %9s %9s %12s %8s %8s %8s  %-6s %5s %-8s %7s %11s %11s\n", "ops",
-              "limit_MB", "choices", "compile_s", "prepare_s", "build_s", "solve_s", "search_cpu_s",
-              "vars", "rows", "follow", "solver", "elims", "status", "gap_%", "plan_us",
-              "pure_dp_us");
+  std::printf(
+      "%7s %8s %7s %7s %9s %9s %9s %9s %9s %12s %13s %8s %8s %8s  %-6s %5s %5s %-8s %7s %11s "
+      "%11s\n",
+      "ops", "limit_MB", "choices", "reduced", "compile_s", "prepare_s", "build_s", "reduce_s",
+      "solve_s", "search_cpu_s", "search_wall_s", "vars", "rows", "follow", "solver", "elims",
+      "exact", "status", "gap_%", "plan_us", "pure_dp_us");
   if (memory > 0) shares = {-1};  // the absolute limit
   for (int n : sizes) {
     int blocks = std::max(1, n / 4);
@@ -136,7 +142,9 @@ int main(int argc, char **argv) {
       spmd::sharding::AutoReport report;
       spmd::DiagnosticEngine diags;
       const std::clock_t cpu = std::clock();
+      const auto wall = Clock::now();
       auto plan = spmd::sharding::auto_shard(p, options, report, diags);
+      const double search_wall_s = since(wall);
       const double search_cpu_s = static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC;
       if (!plan) {
         std::fprintf(stderr, "%s", spmd::render_diagnostics(diags, c.sources).c_str());
@@ -152,12 +160,14 @@ int main(int argc, char **argv) {
       if (options.memory_per_device)
         std::snprintf(limit, sizeof limit, "%.1f", *options.memory_per_device / 1e6);
       std::printf(
-          "%7d %8s %7d %9.3f %9.3f %9.3f %9.3f %12.3f %8d %8d %8d  %-6s %5d %-8s %7.2f %11.2f "
-          "%11.2f\n",
-          report.ops, limit, report.choice_nodes, compile_s, prepare_s, report.build_seconds,
-          report.solve_seconds, search_cpu_s, report.variables, report.rows, report.followers,
-          solver_label(report.solver), report.eliminations, status, 100 * report.gap, planned * 1e6,
-          dp * 1e6);
+          "%7d %8s %7d %7d %9.3f %9.3f %9.3f %9.3f %9.3f %12.3f %13.3f %8d %8d %8d  %-6s %5d %5d "
+          "%-8s "
+          "%7.2f %11.2f %11.2f\n",
+          report.ops, limit, report.choice_nodes, report.reduced_nodes, compile_s, prepare_s,
+          report.build_seconds, report.reduce_seconds, report.solve_seconds, search_cpu_s,
+          search_wall_s, report.variables, report.rows, report.followers,
+          solver_label(report.solver), report.eliminations, report.exact_runs, status,
+          100 * report.gap, planned * 1e6, dp * 1e6);
       std::fflush(stdout);
     }
   }

@@ -271,8 +271,8 @@ void register_shard_commands(CLI::App &app, CommonOptions &common, std::vector<C
                   "With --auto: a per-device memory limit for the parameters and the values "
                   "live at once, in bytes (units B, KB, MB, GB, KiB, MiB, GiB)");
   cmd->add_option("--time-limit", o.time_limit_s,
-                  "With --auto: stop the search after this many seconds and use the best plan "
-                  "found (default 10)");
+                  "With --auto: stop the search after this many seconds of CPU time and use the "
+                  "best plan found (default 10)");
   cmd->add_option("--gap", o.gap_percent,
                   "With --memory-per-device: accept a plan proven within this many percent of "
                   "the optimum without starting CBC (default 1; 0 asks for a proof of optimality)");

@@ -69,58 +69,15 @@ namespace {
 
 // ------------------------------------------------------------------- helpers
 
-bool is_open(size_t t) {
-  return t == SpmdParser::LPAREN || t == SpmdParser::LBRACK || t == SpmdParser::LBRACE;
-}
-bool is_close(size_t t) {
-  return t == SpmdParser::RPAREN || t == SpmdParser::RBRACK || t == SpmdParser::RBRACE;
-}
+bool is_open(size_t t) { return frontend_detail::is_open(static_cast<TokenKind>(t)); }
+bool is_close(size_t t) { return frontend_detail::is_close(static_cast<TokenKind>(t)); }
 size_t closer_of(size_t open) {
   return open == SpmdParser::LPAREN   ? SpmdParser::RPAREN
          : open == SpmdParser::LBRACK ? SpmdParser::RBRACK
                                       : SpmdParser::RBRACE;
 }
 
-/// Tokens after which an expression is complete (so `-` or `[` is binary/postfix).
-bool ends_operand(size_t t) {
-  switch (t) {
-    case SpmdParser::IDENT:
-    case SpmdParser::INT:
-    case SpmdParser::FLOAT:
-    case SpmdParser::STRING:
-    case SpmdParser::TRUE:
-    case SpmdParser::FALSE:
-    case SpmdParser::NONE:
-    case SpmdParser::RPAREN:
-    case SpmdParser::RBRACK:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_operator(size_t t) {
-  switch (t) {
-    case SpmdParser::POW:
-    case SpmdParser::STAR:
-    case SpmdParser::SLASH:
-    case SpmdParser::AT:
-    case SpmdParser::PLUS:
-    case SpmdParser::MINUS:
-    case SpmdParser::LT:
-    case SpmdParser::LE:
-    case SpmdParser::GT:
-    case SpmdParser::GE:
-    case SpmdParser::EQ:
-    case SpmdParser::NE:
-    case SpmdParser::AND:
-    case SpmdParser::OR:
-    case SpmdParser::NOT:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_operator(size_t t) { return frontend_detail::is_operator(static_cast<TokenKind>(t)); }
 
 bool is_keyword(size_t t) { return t >= SpmdParser::IMPORT && t <= SpmdParser::NONE; }
 
@@ -138,13 +95,6 @@ bool starts_declaration_or_statement(size_t t) {
     default:
       return false;
   }
-}
-
-/// Tokens that end one expression and start another at the same bracket level.
-bool resets_expression(size_t t) {
-  return t == SpmdParser::COMMA || t == SpmdParser::COLON || t == SpmdParser::ASSIGN ||
-         t == SpmdParser::SEMI || t == SpmdParser::ARROW ||
-         (is_keyword(t) && !is_operator(t) && !ends_operand(t));
 }
 
 /// How a token type is named in "expected ..." lists.
@@ -406,48 +356,41 @@ bool scan_hidden_tokens(const std::vector<antlr4::Token *> &all, SyntaxErrorSink
 }
 
 /// Rejects nesting that would make the recursive parser (or any later AST
-/// walk) recurse too deeply. Linear in the number of tokens.
+/// walk) recurse too deeply (NestingGuard, nesting.h). Linear in the number of
+/// tokens.
 bool check_nesting(const std::vector<antlr4::Token *> &all, SyntaxErrorSink &sink) {
-  std::vector<size_t> ops{0};  // operators in the current expression, per bracket level
-  size_t total_ops = 0;
-  size_t previous = antlr4::Token::INVALID_TYPE;
+  NestingGuard guard;
   for (const antlr4::Token *t : all) {
     if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
-    size_t type = t->getType();
-    bool counts = is_operator(type) || (type == SpmdParser::LBRACK && ends_operand(previous));
-    if (counts) {
-      ++ops.back();
-      ++total_ops;
-      if (total_ops + ops.size() > kMaxExpressionDepth) {
-        Diagnostic *d =
-            sink.report(sink.span(t),
+    std::optional<NestingLimit> broken = guard.feed(static_cast<TokenKind>(t->getType()));
+    if (!broken) continue;
+    Diagnostic *d = nullptr;
+    switch (*broken) {
+      case NestingLimit::Expression:
+        d = sink.report(sink.span(t),
                         "expression is nested too deeply (more than " +
                             std::to_string(kMaxExpressionDepth) + " levels of operators)",
                         "nesting-too-deep");
         if (d != nullptr) d->fix = "split the expression into several assignments";
-        return false;
-      }
-    }
-    if (is_open(type)) {
-      ops.push_back(0);
-      if (ops.size() - 1 > kMaxBracketNesting) {
-        Diagnostic *d = sink.report(sink.span(t),
-                                    "brackets are nested too deeply (more than " +
-                                        std::to_string(kMaxBracketNesting) + " levels)",
-                                    "nesting-too-deep");
+        break;
+      case NestingLimit::Brackets:
+        d = sink.report(sink.span(t),
+                        "brackets are nested too deeply (more than " +
+                            std::to_string(kMaxBracketNesting) + " levels)",
+                        "nesting-too-deep");
         if (d != nullptr) d->fix = "split the expression or block into smaller pieces";
-        return false;
-      }
-    } else if (is_close(type)) {
-      if (ops.size() > 1) {
-        total_ops -= ops.back();
-        ops.pop_back();
-      }
-    } else if (resets_expression(type)) {
-      total_ops -= ops.back();
-      ops.back() = 0;
+        break;
+      case NestingLimit::IfChain:
+        d = sink.report(sink.span(t),
+                        "`if` statements are nested too deeply (more than " +
+                            std::to_string(kMaxBracketNesting) +
+                            " levels; each `else if` nests one level deeper)",
+                        "nesting-too-deep");
+        if (d != nullptr)
+          d->fix = "split the `else if` chain into several `if` statements, or select with `where`";
+        break;
     }
-    previous = type;
+    return false;
   }
   return true;
 }

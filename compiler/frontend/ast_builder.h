@@ -12,15 +12,12 @@
 #include <vector>
 
 #include "frontend/ast.h"
+#include "frontend/nesting.h"  // kMaxBracketNesting, kMaxExpressionDepth
 #include "support/diagnostics.h"
 #include "support/source.h"
 
 namespace spmd::frontend_detail {
 
-/// Limits that keep the recursive-descent parser, the builder and every later
-/// recursive walk of the AST far from the end of the stack.
-inline constexpr size_t kMaxBracketNesting = 200;
-inline constexpr size_t kMaxExpressionDepth = 500;
 /// At most this many syntax errors are reported per file.
 inline constexpr int kMaxSyntaxErrors = 20;
 

@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "frontend/nesting.h"
 #include "frontend/scanner.h"
 
 namespace spmd::frontend_detail {
@@ -88,82 +89,13 @@ bool lex(std::string_view text, std::vector<Token> &tokens, std::vector<CommentT
   return true;
 }
 
-bool is_open(K k) { return k == K::LParen || k == K::LBrack || k == K::LBrace; }
-bool is_close(K k) { return k == K::RParen || k == K::RBrack || k == K::RBrace; }
-
-// As in ast_builder.cpp (the same token sets, so the same verdicts).
-bool ends_operand(K k) {
-  switch (k) {
-    case K::Ident:
-    case K::Int:
-    case K::Float:
-    case K::String:
-    case K::True:
-    case K::False:
-    case K::None:
-    case K::RParen:
-    case K::RBrack:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_operator(K k) {
-  switch (k) {
-    case K::Pow:
-    case K::Star:
-    case K::Slash:
-    case K::At:
-    case K::Plus:
-    case K::Minus:
-    case K::Lt:
-    case K::Le:
-    case K::Gt:
-    case K::Ge:
-    case K::Eq:
-    case K::Ne:
-    case K::And:
-    case K::Or:
-    case K::Not:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_keyword(K k) { return k >= K::Import && k <= K::None; }
-
-bool resets_expression(K k) {
-  return k == K::Comma || k == K::Colon || k == K::Assign || k == K::Semi || k == K::Arrow ||
-         (is_keyword(k) && !is_operator(k) && !ends_operand(k));
-}
-
-/// False where check_nesting (ast_builder.cpp) reports `nesting-too-deep`.
+/// False where check_nesting (ast_builder.cpp) reports `nesting-too-deep`:
+/// the same NestingGuard over the same tokens.
 bool nesting_within_limits(const std::vector<Token> &tokens) {
-  std::vector<size_t> ops{0};  // operators in the current expression, per bracket level
-  size_t total_ops = 0;
-  K previous = K::Eof;
+  NestingGuard guard;
   for (const Token &t : tokens) {
     if (t.kind == K::Eof) break;
-    if (is_operator(t.kind) || (t.kind == K::LBrack && ends_operand(previous))) {
-      ++ops.back();
-      ++total_ops;
-      if (total_ops + ops.size() > kMaxExpressionDepth) return false;
-    }
-    if (is_open(t.kind)) {
-      ops.push_back(0);
-      if (ops.size() - 1 > kMaxBracketNesting) return false;
-    } else if (is_close(t.kind)) {
-      if (ops.size() > 1) {
-        total_ops -= ops.back();
-        ops.pop_back();
-      }
-    } else if (resets_expression(t.kind)) {
-      total_ops -= ops.back();
-      ops.back() = 0;
-    }
-    previous = t.kind;
+    if (guard.feed(t.kind)) return false;
   }
   return true;
 }

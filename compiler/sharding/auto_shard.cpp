@@ -11,7 +11,6 @@
 #include "sharding/auto_shard.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -20,6 +19,8 @@
 #include "sharding/ilp.h"
 #include "sharding/lagrangian.h"
 #include "sharding/pairwise.h"
+#include "sharding/reduce.h"
+#include "support/cpu_time.h"
 
 namespace spmd::sharding {
 namespace {
@@ -55,7 +56,7 @@ class AutoBuilder {
       : p_(p), options_(options), report_(report), diags_(diags) {}
 
   std::optional<Plan> run() {
-    auto start = std::chrono::steady_clock::now();
+    const double start = process_cpu_seconds();
     report_.ops = static_cast<int>(p_.flat.body.size());
     make_nodes();
     make_followers();
@@ -63,9 +64,8 @@ class AutoBuilder {
     make_costs();
     number_roots();
     make_pairs();
-    report_.build_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::optional<std::vector<size_t>> pick = solve();
+    report_.build_seconds = process_cpu_seconds() - start;
+    std::optional<std::vector<size_t>> pick = solve(start);
     if (!pick) return std::nullopt;
     return read_plan(*pick);
   }
@@ -393,12 +393,13 @@ class AutoBuilder {
     return m;
   }
 
-  double since(std::chrono::steady_clock::time_point t) const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  }
+  double since(double t) const { return process_cpu_seconds() - t; }
 
+  /// A choice of the reduced problem as a choice of every root.
   std::vector<size_t> picked(const std::vector<int> &choice) const {
-    return std::vector<size_t>(choice.begin(), choice.end());
+    if (!reduced_) return std::vector<size_t>(choice.begin(), choice.end());
+    std::vector<int> all = reduced_->expand(choice);
+    return std::vector<size_t>(all.begin(), all.end());
   }
 
   void report_no_fit(const ir::Function &f) {
@@ -429,19 +430,32 @@ class AutoBuilder {
   // 6. Solve: elimination (with a memory limit, its Lagrangian relaxation)
   // while the tables stay small, else (or when the relaxation leaves a gap
   // and there is time) CBC.
-  std::optional<std::vector<size_t>> solve() {
+  std::optional<std::vector<size_t>> solve(double start) {
     const ir::Function &f = p_.flat;
     if (options_.memory_per_device && !parameters_can_fit()) return std::nullopt;
     // Without CBC, the dynamic program is the only exact solver: give it room.
     const size_t states = ilp_solver_available()
                               ? options_.elimination_states
                               : std::max(options_.elimination_states, kNoCbcStates);
-    const auto t = std::chrono::steady_clock::now();
+    const double t = process_cpu_seconds();
     std::optional<Relaxation> relaxed;  // with a memory limit
     std::optional<MemoryModel> memory;
     if (options_.memory_per_device) memory = memory_model();
+    // The exact reductions (reduce.h); the solvers see the reduced problem.
+    const PairwiseProblem *problem = &pairwise_;
+    if (options_.simplify) {
+      reduced_ = reduce(pairwise_, memory ? &*memory : nullptr);
+      problem = &reduced_->problem;
+      if (memory) memory = reduced_->memory;
+      report_.reduced_nodes = 0;
+      for (const auto &costs : problem->unary) report_.reduced_nodes += costs.size() > 1 ? 1 : 0;
+      report_.reduced_pairs = static_cast<int>(problem->pairs.size());
+    }
+    report_.reduce_seconds = since(t);
+    // The time limit counts from the start of the search, in CPU time.
+    const double time_left = options_.time_limit_s - since(start);
     if (states > 0 && !memory) {
-      if (std::optional<Elimination> e = eliminate(pairwise_, states)) {
+      if (std::optional<Elimination> e = eliminate(*problem, states)) {
         report_.solver = "dynamic program";
         report_.solve_seconds = since(t);
         report_.optimal = true;
@@ -453,10 +467,11 @@ class AutoBuilder {
     if (states > 0 && memory) {
       RelaxOptions ro;
       ro.gap = options_.gap;
-      ro.time_limit_s = options_.time_limit_s;
+      ro.time_limit_s = time_left;
       ro.max_states = states;
-      relaxed = relax_memory(pairwise_, *memory, ro);
+      relaxed = relax_memory(*problem, *memory, ro);
       report_.eliminations = relaxed->eliminations;
+      report_.exact_runs = relaxed->exact_runs;
       report_.solver = relaxed->eliminations == 1 ? "dynamic program" : "Lagrangian relaxation";
       if (relaxed->infeasible) {
         report_no_fit(f);
@@ -488,9 +503,9 @@ class AutoBuilder {
     // CBC does not check its clock while it solves the root LP: with a plan
     // in hand, do not start it (nor build its ILP) when the ILP's size says
     // it cannot finish in time.
-    const double left = options_.time_limit_s - since(t);
+    const double left = options_.time_limit_s - since(start);
     const double needs =
-        kCbcSecondsPerVariable * static_cast<double>(ilp_variables_bound(pairwise_));
+        kCbcSecondsPerVariable * static_cast<double>(ilp_variables_bound(*problem));
     if (have_plan && left < needs) {
       report_.solve_seconds = since(t);
       char why[160];
@@ -500,15 +515,15 @@ class AutoBuilder {
     }
     std::vector<int> first_var;
     double constant = 0;
-    ilp_ = to_ilp(pairwise_, kTimeScale, first_var, constant);
+    ilp_ = to_ilp(*problem, kTimeScale, first_var, constant);
     if (memory) add_memory_rows(ilp_, *memory, first_var, kBytesScale);
     report_.variables = ilp_.num_variables();
     report_.rows = static_cast<int>(ilp_.rows.size());
     if (have_plan)
-      for (size_t v = 0; v < pairwise_.unary.size(); ++v)
+      for (size_t v = 0; v < problem->unary.size(); ++v)
         if (first_var[v] >= 0) ilp_.start.push_back({first_var[v] + relaxed->best->choice[v], 1.0});
     report_.solver = have_plan ? report_.solver + " + CBC" : std::string("CBC");
-    IlpSolution sol = solve_ilp(ilp_, std::max(options_.time_limit_s - since(t), 1e-9));
+    IlpSolution sol = solve_ilp(ilp_, std::max(options_.time_limit_s - since(start), 1e-9));
     report_.solve_seconds = since(t);
     using S = IlpSolution::Status;
     const bool cbc_plan = sol.status == S::Optimal || sol.status == S::Stopped;
@@ -537,14 +552,14 @@ class AutoBuilder {
           .fix = "raise --time-limit, or write more specs to shrink the search";
       return std::nullopt;
     }
-    std::vector<size_t> pick(pairwise_.unary.size(), 0);
-    for (size_t v = 0; v < pairwise_.unary.size(); ++v) {
+    std::vector<int> pick(problem->unary.size(), 0);
+    for (size_t v = 0; v < problem->unary.size(); ++v) {
       if (first_var[v] < 0) continue;
-      size_t best = 0;
-      for (size_t a = 1; a < pairwise_.unary[v].size(); ++a)
+      int best = 0;
+      for (size_t a = 1; a < problem->unary[v].size(); ++a)
         if (sol.values[static_cast<size_t>(first_var[v]) + a] >
-            sol.values[static_cast<size_t>(first_var[v]) + best])
-          best = a;
+            sol.values[static_cast<size_t>(first_var[v] + best)])
+          best = static_cast<int>(a);
       pick[v] = best;
     }
     report_.optimal = sol.status == S::Optimal;
@@ -565,7 +580,7 @@ class AutoBuilder {
                     format_seconds(report_.bound_s).c_str());
     }
     report_.status = line;
-    return pick;
+    return picked(pick);
   }
 
   // 7. The plan.
@@ -601,7 +616,8 @@ class AutoBuilder {
   std::vector<Node> nodes_;
   std::vector<int> param_node_, op_node_, result_node_;
   PairwiseProblem pairwise_;
-  std::vector<int> var_of_;  // per node: its pairwise variable (roots only)
+  std::vector<int> var_of_;         // per node: its pairwise variable (roots only)
+  std::optional<Reduced> reduced_;  // pairwise_ reduced (with simplify)
   IlpProblem ilp_;
 };
 

@@ -27,10 +27,13 @@
 // into the producer's costs), strategies of one node with the same layouts
 // are merged (the cheapest kept), constants take any layout for free, and a
 // use whose producer or consumer has one candidate is a linear term, not an
-// edge variable. Without a memory limit the exact elimination of pairwise.h
+// edge variable; then the exact reductions of reduce.h (dominated
+// candidates, leaves joined, series nodes minimised out) shrink what every
+// solver sees. Without a memory limit the exact elimination of pairwise.h
 // answers while its tables stay small. Under a memory limit, the Lagrangian
 // relaxation of lagrangian.h gives a plan that fits and a proven lower
-// bound; when their gap is within `gap` that plan is the answer, else CBC
+// bound (closed further by limited_elimination.h's Pareto labels); when
+// their gap is within `gap` that plan is the answer, else CBC
 // starts from it — if the time left can cover CBC's root LP, which does not
 // check the clock — and the better plan and bound stand. Past the time
 // limit the best plan found is used and the report states its gap.
@@ -46,7 +49,7 @@ namespace spmd::sharding {
 
 struct AutoOptions {
   std::optional<double> memory_per_device;  // bytes
-  double time_limit_s = 10;
+  double time_limit_s = 10;  // for the whole search, in CPU time (support/cpu_time.h)
   /// Under a memory limit: accept a plan proven within this fraction of the
   /// optimum without starting CBC.
   double gap = 0.01;
@@ -57,19 +60,23 @@ struct AutoOptions {
 };
 
 struct AutoReport {
-  int ops = 0;           // instructions of the flat function
-  int choice_nodes = 0;  // nodes with a variable (after simplification)
-  int followers = 0;     // ops folded into their producers
+  int ops = 0;            // instructions of the flat function
+  int choice_nodes = 0;   // nodes with a variable (after simplification)
+  int followers = 0;      // ops folded into their producers
+  int reduced_nodes = 0;  // nodes with a choice after reduce.h's reductions
+  int reduced_pairs = 0;  // pairs of nodes left with a cost between them
   int variables = 0, rows = 0;
-  double build_seconds = 0;  // preparing the ILP
-  double solve_seconds = 0;  // eliminations, relaxation, CBC
-  int eliminations = 0;      // dynamic programs the relaxation ran
-  std::string solver;        // "dynamic program", "Lagrangian relaxation ...", "CBC", ...
-  bool optimal = false;      // proven optimal
-  double objective_s = 0;    // the ILP's estimate of the plan
-  double bound_s = 0;        // the proven lower bound (relaxation or CBC)
-  double gap = 0;            // (objective - bound) / objective
-  std::string status;        // one line for humans
+  double build_seconds = 0;   // preparing the problem (CPU time)
+  double reduce_seconds = 0;  // reduce.h (CPU time; part of solve_seconds)
+  double solve_seconds = 0;   // reductions, eliminations, relaxation, CBC (CPU time)
+  int eliminations = 0;       // dynamic programs the relaxation ran
+  int exact_runs = 0;         // and eliminations with labels (limited_elimination.h)
+  std::string solver;         // "dynamic program", "Lagrangian relaxation ...", "CBC", ...
+  bool optimal = false;       // proven optimal
+  double objective_s = 0;     // the ILP's estimate of the plan
+  double bound_s = 0;         // the proven lower bound (relaxation or CBC)
+  double gap = 0;             // (objective - bound) / objective
+  std::string status;         // one line for humans
 };
 
 /// The cheapest plan, or nullopt after reporting (memory limit infeasible,

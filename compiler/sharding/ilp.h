@@ -47,7 +47,7 @@ struct IlpSolution {
   double seconds = 0;
 };
 
-/// Minimises the problem with CBC within `time_limit_s` seconds
+/// Minimises the problem with CBC within `time_limit_s` seconds of CPU time
 /// (Status::Unavailable when spmdc was configured without CBC).
 IlpSolution solve_ilp(const IlpProblem &problem, double time_limit_s);
 

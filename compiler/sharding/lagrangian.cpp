@@ -2,8 +2,11 @@
 #include "sharding/lagrangian.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
+#include <map>
+
+#include "sharding/limited_elimination.h"
+#include "support/cpu_time.h"
 
 namespace spmd::sharding {
 
@@ -21,11 +24,13 @@ constexpr double kTolerance = 1e-12;
 constexpr int kRounds = 3;
 /// Eliminations per multiplier set (the hull search ends far sooner).
 constexpr int kSteps = 40;
+/// Eliminations with labels (limited_elimination.h) when a gap remains.
+constexpr int kExactRuns = 4;
 
 class Relaxer {
  public:
   Relaxer(const PairwiseProblem &p, const MemoryModel &m, const RelaxOptions &o)
-      : p_(p), m_(m), o_(o), work_(p), start_(std::chrono::steady_clock::now()) {
+      : p_(p), m_(m), o_(o), work_(p), start_(process_cpu_seconds()) {
     out_.bound = -HUGE_VAL;
   }
 
@@ -48,6 +53,7 @@ class Relaxer {
       point = peak_point(high->choice);
       if (std::find(tried.begin(), tried.end(), point) != tried.end()) break;
     }
+    if (out_.best && !done()) exact(peak_point(out_.best->choice));
     return finish();
   }
 
@@ -64,9 +70,7 @@ class Relaxer {
     double constant = 0;
   };
 
-  double elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double elapsed() const { return process_cpu_seconds() - start_; }
   bool out_of_time() const { return elapsed() >= o_.time_limit_s; }
   bool done() const {
     return out_.infeasible || out_.too_wide || out_of_time() || out_.gap() <= o_.gap;
@@ -164,12 +168,56 @@ class Relaxer {
       double line = low.time + lambda * low.bytes;
       std::optional<Trial> t = solve(w, lambda, 1);
       if (!t) break;
+      // The multiplier of the best bound at this point, for exact().
+      const double g = t->time + lambda * (t->bytes - m_.limit);
+      auto [it, fresh] = lambda_.emplace(points[0], std::make_pair(g, lambda));
+      if (!fresh && g > it->second.first) it->second = {g, lambda};
+      if (g > best_lambda_.first) best_lambda_ = {g, lambda};
       if (t->time + lambda * t->bytes >= line - kTolerance * std::abs(line)) break;  // lambda*
       (t->bytes > m_.limit ? low : *high) = std::move(*t);
     }
     mix(low.choice, high->choice);
     mix(high->choice, low.choice);
     return high;
+  }
+
+  /// The exact optimum under the limit at one point (limited_elimination.h):
+  /// a lower bound, and the optimum when its plan fits at every point. When
+  /// the plan peaks higher elsewhere, the same point again with its limit
+  /// lowered by that difference (a restriction, not a relaxation: no bound)
+  /// gives plans that fit. At most kExactRuns eliminations with labels.
+  void exact(int point) {
+    const Weights w = weights({point});
+    double limit = m_.limit;
+    for (int run = 0; run < kExactRuns && !done(); ++run) {
+      LimitedOptions lo;
+      lo.limit = limit;
+      lo.upper = out_.best->objective;
+      lo.max_labels = o_.max_labels;
+      lo.max_states = o_.max_states;
+      auto it = lambda_.find(point);
+      lo.lambda = it != lambda_.end() ? it->second.second : best_lambda_.second;
+      std::optional<LimitedResult> r = eliminate_limited(p_, w.w, w.constant, lo);
+      if (!r) {
+        out_.labels_exceeded = true;
+        return;
+      }
+      out_.labels += r->labels;
+      ++out_.exact_runs;
+      const bool relaxed = limit == m_.limit;
+      if (!r->found) {  // nothing that fits here beats the plan
+        if (relaxed) out_.bound = out_.best->objective;
+        return;
+      }
+      if (relaxed) out_.bound = std::max(out_.bound, r->objective);
+      offer(r->choice);
+      if (m_.fits(r->choice)) {  // with the full limit: the optimum
+        if (relaxed) out_.bound = out_.best->objective;
+        return;
+      }
+      // Leave the room this plan's peak took over this point: it is then out.
+      limit = std::min(limit, m_.limit - (m_.peak(r->choice) - weighed(w, r->choice)));
+    }
   }
 
   /// Plans that take the first nodes as in `first` and the rest as in
@@ -196,7 +244,9 @@ class Relaxer {
   const MemoryModel &m_;
   const RelaxOptions &o_;
   PairwiseProblem work_;
-  std::chrono::steady_clock::time_point start_;
+  double start_;                                     // process CPU seconds
+  std::map<int, std::pair<double, double>> lambda_;  // per point searched: (best bound, its lambda)
+  std::pair<double, double> best_lambda_{-HUGE_VAL, 0};  // over all points
   Relaxation out_;
 };
 

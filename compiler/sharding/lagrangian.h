@@ -32,10 +32,14 @@ namespace spmd::sharding {
 
 struct RelaxOptions {
   double gap = 0.01;  // stop once (best - bound) <= gap * best
-  /// No new elimination starts after this, except the first two (the
-  /// unlimited optimum and the smallest plan), which always run.
+  /// No new elimination starts after this many seconds of CPU time, except
+  /// the first two (the unlimited optimum and the smallest plan), which
+  /// always run.
   double time_limit_s = 10;
   size_t max_states = 1 << 16;  // eliminate()'s table limit
+  /// When the relaxation leaves a gap over `gap`: the labels the exact
+  /// elimination under one point (limited_elimination.h) may make, in all.
+  size_t max_labels = 2000000;
 };
 
 struct Relaxation {
@@ -44,6 +48,9 @@ struct Relaxation {
   bool infeasible = false;          // proven: no choice fits
   bool too_wide = false;            // eliminate() gave up (a table over max_states)
   int eliminations = 0;
+  int exact_runs = 0;            // eliminations with labels (limited_elimination.h)
+  size_t labels = 0;             // made by them
+  bool labels_exceeded = false;  // one gave up at max_labels
   /// (best - bound) / best: how far above the optimum `best` may be.
   double gap() const;
 };

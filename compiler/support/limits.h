@@ -4,7 +4,7 @@
 // out-of-memory) and documented in docs/limits.md; change both together.
 // The size of arrays is limited in spmdrt/checked.h (2^60 bytes), the number
 // of devices a simulated CPU mesh runs in spmdrt/collectives.h, and the
-// parser's nesting limits in frontend/ast_builder.h.
+// parser's nesting limits in frontend/nesting.h.
 #pragma once
 
 #include <cstdint>

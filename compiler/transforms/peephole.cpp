@@ -2,9 +2,9 @@
 #include "transforms/peephole.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "ir/loops.h"
-#include "ir/value_map.h"
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
 #include "transforms/dce.h"
@@ -35,16 +35,11 @@ bool elementwise(OpCode op) {
 
 class Peephole {
  public:
-  /// A block and an index in it.
-  using Place = std::pair<const std::vector<ir::Instr> *, size_t>;
-
   explicit Peephole(const ir::Module &module, ir::Function &f) : f_(f), mesh_(module.mesh_of(f)) {}
 
   /// Counts the uses of every value (operands, next values, returns).
   void count_uses() {
     uses_.assign(f_.values.size(), 0);
-    def_.reserve(f_.values.size());
-    place_.reserve(f_.values.size());
     ir::for_each_instr(f_.body, [&](const ir::Instr &in) {
       for (ir::ValueId o : in.operands) ++uses_[o];
       for (const ir::Region &r : in.regions)
@@ -54,6 +49,7 @@ class Peephole {
   }
 
   void run(std::vector<ir::Instr> &body) {
+    const size_t scope = seen_log_.size();
     for (size_t index = 0; index < body.size(); ++index) {
       ir::Instr &in = body[index];
       for (ir::ValueId &o : in.operands) o = resolve(o);
@@ -68,33 +64,38 @@ class Peephole {
         alias_[in.results[0]] = *same;  // its uses read `same`; dead code removes it
         continue;
       }
+      if (auto same = equal_to_earlier(in)) {  // likewise; it reads nothing any more
+        alias_[in.results[0]] = *same;
+        for (ir::ValueId o : in.operands) --uses_[o];
+        continue;
+      }
       for (ir::ValueId r : in.results) def_[r] = &in;
-      if (!in.results.empty()) place_[in.results[0]] = {&body, index};
+      place_[&in] = {&body, index};
+      remember(in);
     }
+    // What the block defines is not visible after it.
+    for (; seen_log_.size() > scope; seen_log_.pop_back()) seen_.at(seen_log_.back()).pop_back();
   }
 
   /// `v`, or the value it was found equal to (uses counted again).
   ir::ValueId resolve(ir::ValueId v) {
-    const ir::ValueId *same = alias_.find(v);
-    if (!same) return v;
+    auto it = alias_.find(v);
+    if (it == alias_.end()) return v;
     --uses_[v];
-    ++uses_[*same];
-    return *same;
+    ++uses_[it->second];
+    return it->second;
   }
 
  private:
   ir::Instr *def(ir::ValueId v, OpCode op) const {
-    ir::Instr *const *d = def_.find(v);
-    return d && (*d)->op == op ? *d : nullptr;
+    auto it = def_.find(v);
+    return it != def_.end() && it->second->op == op ? it->second : nullptr;
   }
 
-  /// Where the instruction `in` (one with results, seen by run) is: its block and index.
-  const Place &place(const ir::Instr *in) const { return place_.at(in->results.at(0)); }
-
   bool is_zero(ir::ValueId v) const {
-    ir::Instr *const *found = def_.find(v);
-    if (!found) return false;
-    const ir::Instr &d = **found;
+    auto it = def_.find(v);
+    if (it == def_.end()) return false;
+    const ir::Instr &d = *it->second;
     return (d.op == OpCode::Constant || d.op == OpCode::Full) && d.attrs.value == 0.0;
   }
 
@@ -122,7 +123,38 @@ class Peephole {
     return true;
   }
 
+  /// A hash of the op and operands of `in`; equal_to_earlier compares in full.
+  static size_t key(const ir::Instr &in) {
+    size_t k = std::hash<int>()(static_cast<int>(in.op));
+    for (ir::ValueId o : in.operands) k = k * 1000003u ^ std::hash<ir::ValueId>()(o);
+    return k;
+  }
+
+  /// An instruction equal to `in` (op, operands, attributes, result type)
+  /// seen before it where it is visible: a rewrite (or an operand found
+  /// equal to another) can make two instructions equal that simplify's
+  /// common subexpressions did not see as equal, e.g. `broadcast_to(x, s)`
+  /// and `broadcast_to(reshape(x), s)`.
+  std::optional<ir::ValueId> equal_to_earlier(const ir::Instr &in) const {
+    if (in.results.size() != 1 || !in.regions.empty()) return std::nullopt;
+    auto it = seen_.find(key(in));
+    if (it == seen_.end()) return std::nullopt;
+    for (const ir::Instr *prev : it->second)  // (rewritten since, maybe: compared in full)
+      if (prev->op == in.op && prev->operands == in.operands && prev->attrs == in.attrs &&
+          prev->results.size() == 1 && f_.type(prev->results[0]) == f_.type(in.results[0]))
+        return prev->results[0];
+    return std::nullopt;
+  }
+
+  void remember(const ir::Instr &in) {
+    if (in.results.size() != 1 || !in.regions.empty()) return;
+    const size_t k = key(in);
+    seen_[k].push_back(&in);
+    seen_log_.push_back(k);
+  }
+
   bool rewrite(ir::Instr &in) {
+    if ((in.op == OpCode::Add || in.op == OpCode::Sub) && sum_of_slices(in)) return true;
     if (in.op == OpCode::Add &&
         (add_of_negs(in) || add_of_neg(in) || add_of_pads(in) || add_of_selects(in) ||
          add_of_covering_pieces(in) || add_of_complementary_blocks(in)))
@@ -167,7 +199,7 @@ class Peephole {
     if (!n0 || !n1 || uses_[n0->results[0]] != (n0 == n1 ? 2 : 1) ||
         uses_[n1->results[0]] != (n0 == n1 ? 2 : 1))
       return false;
-    const auto p0 = place(n0), p1 = place(n1);
+    const auto p0 = place_.at(n0), p1 = place_.at(n1);
     if (p0.first != p1.first || !(f_.type(in.operands[0]) == f_.type(in.operands[1]))) return false;
     ir::Instr *later = p0.second > p1.second ? n0 : n1;
     Attrs none;
@@ -183,6 +215,65 @@ class Peephole {
     return false;
   }
 
+  /// `x[s] + y[s]` -> `(x + y)[s]` (and `-`) when nothing else reads the
+  /// slices and x and y have one shape: slicing picks elements, so the
+  /// elements are the same sums (transposing twice slices each term of what
+  /// was written as a slice of a sum). The later slice becomes the sum of
+  /// the whole arrays (a new value), which the rewrites then simplify like
+  /// any sum (`x + -y` to `x - y`).
+  bool sum_of_slices(ir::Instr &in) {
+    ir::Instr *s0 = def(in.operands[0], OpCode::Slice), *s1 = def(in.operands[1], OpCode::Slice);
+    if (!s0 || !s1 || s0 == s1 || uses_[s0->results[0]] != 1 || uses_[s1->results[0]] != 1 ||
+        !(s0->attrs == s1->attrs))
+      return false;
+    const ir::ValueId x = s0->operands[0], y = s1->operands[0];
+    const Type &tx = f_.type(x), &ty = f_.type(y), &want = f_.type(in.results[0]);
+    const auto p0 = place_.at(s0), p1 = place_.at(s1);
+    if (tx.shape != ty.shape || tx.dtype != ty.dtype || p0.first != p1.first) return false;
+    // The types of the whole sum and of its slice (which must be in's).
+    const std::vector<Type> operands{tx, ty};
+    ShapeRuleResult whole = infer_shapes(in.op, operands, Attrs{}, mesh_);
+    if (!whole.ok() || whole.results.size() != 1) return false;
+    Type sum_type = whole.results[0];
+    sum_type.variance = result_variance(in.op, tx.variance | ty.variance, Attrs{});
+    const Attrs slice = s0->attrs;
+    const std::vector<Type> whole_sum{sum_type};
+    ShapeRuleResult part = infer_shapes(OpCode::Slice, whole_sum, slice, mesh_);
+    if (!part.ok() || part.results.size() != 1 || part.results[0].shape != want.shape ||
+        part.results[0].dtype != want.dtype ||
+        result_variance(OpCode::Slice, sum_type.variance, slice) != want.variance)
+      return false;
+    ir::Instr *later = p0.second > p1.second ? s0 : s1;
+    const ir::ValueId sum = f_.add_value(sum_type, "", in.span);
+    uses_.push_back(0);
+    pad_tree_.push_back(kUnknown);
+    // (The earlier slice is dead; its operand's uses stay counted, as for
+    // every instruction a rewrite leaves dead, in case it is found equal to
+    // a later one and read again.)
+    --uses_[later->operands[0]];
+    def_.erase(later->results[0]);
+    later->op = in.op;
+    later->operands = {x, y};
+    later->attrs = Attrs{};
+    later->results = {sum};
+    ++uses_[x];
+    ++uses_[y];
+    def_[sum] = later;
+    const std::vector<ir::Instr> *block = block_;
+    block_ = p0.first;
+    while (rewrite(*later)) {
+    }
+    block_ = block;
+    --uses_[in.operands[0]];
+    --uses_[in.operands[1]];
+    ++uses_[sum];
+    in.op = OpCode::Slice;
+    in.operands = {sum};
+    in.attrs = slice;
+    pad_tree_[static_cast<size_t>(in.results[0])] = kUnknown;
+    return true;
+  }
+
   /// `-a - b` -> `-(a + b)` when nothing else reads `-a` (negation is exact
   /// and rounding symmetric; only a zero's sign can differ): `-a - b` and
   /// `-b - a` are one sum, and transposing twice gives it as `-(a + b)`. The
@@ -191,10 +282,11 @@ class Peephole {
   bool neg_minus(ir::Instr &in) {
     ir::Instr *n = def(in.operands[0], OpCode::Neg);
     if (!n || uses_[n->results[0]] != 1) return false;
-    const auto at = place(n);
+    const auto at = place_.at(n);
     if (at.first != block_) return false;
-    if (ir::Instr *const *b = def_.find(in.operands[1])) {
-      const auto b_at = place(*b);
+    auto b = def_.find(in.operands[1]);
+    if (b != def_.end()) {
+      const auto b_at = place_.at(b->second);
       if (b_at.first == at.first && b_at.second > at.second) return false;
     }
     if (!replace(*n, OpCode::Add, {n->operands[0], in.operands[1]}, {})) return false;
@@ -294,55 +386,62 @@ class Peephole {
     return std::nullopt;
   }
 
-  /// The leaves of the tree of adds at `v` read only in the tree (all of
-  /// type `t`), or false; also false past `budget` nodes (a gradient sums
-  /// many cotangents in one long chain of adds: walking all of it again at
-  /// every add would be quadratic).
-  bool sum_leaves(ir::ValueId v, const Type &t, std::vector<ir::ValueId> &leaves,
-                  int &budget) const {
+  /// The leaves of the tree of adds and subtractions at `v` read only in
+  /// the tree (all of type `t`), each with its sign in the sum, or false;
+  /// also false past `budget` nodes (a gradient sums many cotangents in one
+  /// long chain of adds: walking all of it again at every add would be
+  /// quadratic).
+  bool sum_leaves(ir::ValueId v, const Type &t, std::vector<std::pair<ir::ValueId, int>> &leaves,
+                  int &budget, int sign = 1) const {
     if (!(f_.type(v) == t) || --budget < 0) return false;
     const ir::Instr *d = def(v, OpCode::Add);
+    if (!d) d = def(v, OpCode::Sub);
     if (!d || uses_[v] != 1) {
-      leaves.push_back(v);
+      leaves.emplace_back(v, sign);
       return true;
     }
-    return sum_leaves(d->operands[0], t, leaves, budget) &&
-           sum_leaves(d->operands[1], t, leaves, budget);
+    return sum_leaves(d->operands[0], t, leaves, budget, sign) &&
+           sum_leaves(d->operands[1], t, leaves, budget, d->op == OpCode::Sub ? -sign : sign);
   }
 
-  /// A tree of adds of one value x and of pieces that are zero but in one
-  /// place each, which together cover every element once: zero pads tiling
-  /// a dimension, or `where(c, 0, a)` and `where(c, b, 0)` -> x + the concat
-  /// (the `where(c, b, a)`): each element is x plus one piece plus zeros.
-  /// The last of the pieces (in one block) becomes the concat or select.
+  /// A tree of adds (and subtractions) of one value x, added or subtracted,
+  /// and of pieces, added, that are zero but in one place each, which
+  /// together cover every element once: zero pads tiling a dimension, or
+  /// `where(c, 0, a)` and `where(c, b, 0)` -> x + the concat (the
+  /// `where(c, b, a)`), or the concat - x: each element is one piece and x
+  /// (in either order: addition commutes) plus zeros. The last of the
+  /// pieces (in one block) becomes the concat or select.
   bool add_of_covering_pieces(ir::Instr &in) {
     const Type &t = f_.type(in.results[0]);
-    std::vector<ir::ValueId> leaves;
+    std::vector<std::pair<ir::ValueId, int>> leaves;
     int budget = 64;
     for (ir::ValueId o : in.operands)
       if (!sum_leaves(o, t, leaves, budget)) return false;
     std::vector<ir::ValueId> others;
+    int other_sign = 1;
     std::vector<ir::Instr *> pads, selects;
-    for (ir::ValueId v : leaves) {
-      if (uses_[v] != 1) {
+    for (auto [v, sign] : leaves) {
+      if (uses_[v] != 1 || sign < 0) {
         others.push_back(v);
+        other_sign = sign;
       } else if (ir::Instr *p = def(v, OpCode::Pad)) {
         pads.push_back(p);
       } else if (ir::Instr *w = def(v, OpCode::Select)) {
         selects.push_back(w);
       } else {
         others.push_back(v);
+        other_sign = sign;
       }
     }
     if (others.size() != 1 || leaves.size() < 3) return false;
     std::vector<ir::Instr *> pieces = pads.empty() ? selects : pads;
     if (!pads.empty() && !selects.empty()) return false;
-    const auto where = place(pieces[0]);
+    const auto where = place_.at(pieces[0]);
     ir::Instr *last = pieces[0];
     for (ir::Instr *p : pieces) {
-      const auto at = place(p);
+      const auto at = place_.at(p);
       if (at.first != where.first) return false;
-      if (at.second > place(last).second) last = p;
+      if (at.second > place_.at(last).second) last = p;
     }
     std::optional<std::pair<std::vector<ir::ValueId>, Attrs>> merged;
     OpCode op = OpCode::Concat;
@@ -360,6 +459,7 @@ class Peephole {
     }
     if (!merged || !replace(*last, op, std::move(merged->first), merged->second)) return false;
     f_.values[last->results[0]].name.clear();  // (no longer the value the name was given)
+    if (other_sign < 0) return replace(in, OpCode::Sub, {last->results[0], others[0]}, {});
     return replace(in, OpCode::Add, {others[0], last->results[0]}, {});
   }
 
@@ -380,10 +480,10 @@ class Peephole {
   bool is_pad_tree(ir::ValueId v) {
     int8_t &known = pad_tree_[static_cast<size_t>(v)];
     if (known != kUnknown) return known == kYes;
-    ir::Instr *const *found = def_.find(v);
+    auto it = def_.find(v);
     bool yes = false;
-    if (found) {
-      const ir::Instr *d = *found;
+    if (it != def_.end()) {
+      const ir::Instr *d = it->second;
       yes =
           d->op == OpCode::Pad || (d->op == OpCode::Add && f_.type(d->operands[0]) == f_.type(v) &&
                                    f_.type(d->operands[1]) == f_.type(v) &&
@@ -444,7 +544,7 @@ class Peephole {
       if (!sum || p->operands[2] != i || p->attrs.dim != q->attrs.dim || !is_zero(q->operands[1]) ||
           !(f_.type(a) == t))
         continue;
-      const auto pp = place(p), pq = place(q);
+      const auto pp = place_.at(p), pq = place_.at(q);
       if (pp.first != pq.first) continue;
       ir::Instr *later = pp.second > pq.second ? p : q;
       for (size_t j = 0; j < 2; ++j) {
@@ -476,14 +576,16 @@ class Peephole {
 
   ir::Function &f_;
   const rt::Mesh &mesh_;
-  // Dense per-value tables (ir/value_map.h): a derivative's body has 100k+
-  // instructions, and hashing every one of them costs more than the rewrites.
-  ir::ValueMap<ir::Instr *> def_;
+  std::unordered_map<ir::ValueId, ir::Instr *> def_;
   std::vector<int> uses_;
-  ir::ValueMap<ir::ValueId> alias_;                // value -> the equal value it reads
-  const std::vector<ir::Instr> *block_ = nullptr;  // the block of the instruction rewritten
-  /// Where each instruction seen is, by its first result.
-  ir::ValueMap<Place> place_;
+  std::unordered_map<ir::ValueId, ir::ValueId> alias_;  // value -> the equal value it reads
+  const std::vector<ir::Instr> *block_ = nullptr;       // the block of the instruction rewritten
+  /// The instructions seen where the one rewritten is, by key, and the keys
+  /// in the order they were added (a block's are dropped at its end).
+  std::unordered_map<size_t, std::vector<const ir::Instr *>> seen_;
+  std::vector<size_t> seen_log_;
+  /// Where each instruction seen is: its block and index.
+  std::unordered_map<const ir::Instr *, std::pair<const std::vector<ir::Instr> *, size_t>> place_;
   static constexpr int8_t kUnknown = -1, kNo = 0, kYes = 1;
   std::vector<int8_t> pad_tree_ = std::vector<int8_t>(f_.values.size(), kUnknown);
 };

@@ -26,7 +26,12 @@
 //   * `where(c, 0, a) + where(c, b, 0)` becomes `where(c, b, a)`;
 //   * a tree of adds of one value x and of such pieces (zero pads tiling a
 //     dimension, or the two selects) becomes x + the concat (the select):
-//     each element is x plus one piece plus zeros;
+//     each element is x plus one piece plus zeros; likewise with x
+//     subtracted (`(where(c, 0, a) - x) + where(c, b, 0)` becomes
+//     `where(c, b, a) - x`);
+//   * `x[s] + y[s]` and `x[s] - y[s]` (the same slice of arrays of one
+//     shape, read only there) become `(x + y)[s]`, `(x - y)[s]`: the slices
+//     of the sum are the sums of the slices;
 //   * `dynamic_update_slice(u, dynamic_slice(u, i) + y, i)` where
 //     `u = dynamic_update_slice(x, 0, i)` becomes
 //     `dynamic_update_slice(x, y, i)` (a block zeroed, then added to), and
@@ -36,8 +41,10 @@
 //     (in every element one of the two adds a zero);
 //   * a slice's limit becomes one step past the last element it selects,
 //     capped by the dimension (`x[0:5:2]` of 6 is `x[::2]`, as written).
-// A rewrite is kept only when the rewritten instruction has exactly the
-// original's result type (dtype, shape, variance). Dead code is removed.
+// An instruction that a rewrite made equal to an earlier one (op, operands,
+// attributes, result type) reads that one instead. A rewrite is kept only
+// when the rewritten instruction has exactly the original's result type
+// (dtype, shape, variance). Dead code is removed.
 #pragma once
 
 #include "ir/ir.h"

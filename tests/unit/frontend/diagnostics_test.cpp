@@ -217,6 +217,44 @@ TEST_CASE("syntax errors: deep nesting is rejected before parsing", "[frontend][
     CHECK(parse_text("def f() -> f32[] { x = " + pow + " }").diags.all().at(0).code ==
           "nesting-too-deep");
   }
+  SECTION("every binary operator and postfix chain counts") {
+    // Each of these nests the AST one level per repetition (they overflowed
+    // the stack of `spmdc check` at 10,000 repetitions before they counted).
+    for (std::string piece : {" // a", " % a", ".T", ".reshape(4, 4)", "(a)", "[0]"}) {
+      std::string chain = "(a)";
+      for (int i = 0; i < 20000; ++i) chain += piece;
+      Parsed p = parse_text("def f() -> f32[] { x = " + chain + " }");
+      INFO(piece);
+      REQUIRE(p.diags.num_errors() == 1);
+      CHECK(p.diags.all()[0].code == "nesting-too-deep");
+    }
+    // A dotted name is one level however long, and calls on names do not chain.
+    std::string names = "a";
+    for (int i = 0; i < 2000; ++i) names += " + std.nn.relu(b.c.d)";
+    Parsed flat = parse_text("def f() -> f32[] { x = " + names + "\n}");
+    CHECK(flat.diags.num_errors() == 1);  // 2000 `+`, not the dots, break the limit
+    std::string few = "a";
+    for (int i = 0; i < 200; ++i) few += " + std.nn.relu(b.c.d)";
+    CHECK_FALSE(parse_text("def f() -> f32[] { x = " + few + "\n}").diags.has_errors());
+  }
+  SECTION("else-if chains nest one level per link") {
+    auto chain = [](int links) {
+      std::string text = "def f() -> f32[] {\n if c == 0 { x = 1 }";
+      for (int i = 1; i <= links; ++i) text += " else if c == " + std::to_string(i) + " { x = 1 }";
+      return text + " else { x = 2 }\n return x\n}";
+    };
+    Parsed p = parse_text(chain(10000));
+    REQUIRE(p.diags.num_errors() == 1);
+    CHECK(p.diags.all()[0].code == "nesting-too-deep");
+    CHECK(p.diags.all()[0].message.find("else if") != std::string::npos);
+    // 197 links, the body's `{` and a branch's `{`: 199 levels.
+    CHECK_FALSE(parse_text(chain(197)).diags.has_errors());
+    CHECK(parse_text(chain(199)).diags.has_errors());
+    // Separate `if` statements do not add up.
+    std::string separate = "def f() -> f32[] {\n";
+    for (int i = 0; i < 1000; ++i) separate += " if c == 0 { x = 1 } else { x = 2 }\n";
+    CHECK_FALSE(parse_text(separate + " return x\n}").diags.has_errors());
+  }
   SECTION("moderate chains and flat lists are fine") {
     std::string sum = "a";
     for (int i = 0; i < 100; ++i) sum += " + a * b ** -c";
