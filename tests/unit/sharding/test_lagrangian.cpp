@@ -10,6 +10,7 @@
 #include <random>
 
 #include "analysis/cost.h"
+#include "brute_force.h"
 #include "sharding/auto_shard.h"
 #include "sharding/lagrangian.h"
 #include "sharding_test_util.h"
@@ -20,19 +21,7 @@ namespace {
 using sharding::MemoryModel;
 using sharding::PairwiseProblem;
 
-/// Calls `visit` with every choice of candidates of `p`.
-void each_choice(const PairwiseProblem &p,
-                 const std::function<void(const std::vector<int> &)> &visit) {
-  std::vector<int> choice(p.unary.size(), 0);
-  std::function<void(size_t)> go = [&](size_t v) {
-    if (v == choice.size()) return visit(choice);
-    for (size_t a = 0; a < p.unary[v].size(); ++a) {
-      choice[v] = static_cast<int>(a);
-      go(v + 1);
-    }
-  };
-  go(0);
-}
+using test::each_choice;
 
 /// The limited optimum by enumeration (HUGE_VAL: nothing fits), and the
 /// least and largest peaks of all choices.

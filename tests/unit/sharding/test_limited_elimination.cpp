@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 
+#include "brute_force.h"
 #include "sharding/limited_elimination.h"
 
 namespace spmd {
@@ -16,18 +17,7 @@ namespace {
 
 using sharding::PairwiseProblem;
 
-void each_choice(const PairwiseProblem &p,
-                 const std::function<void(const std::vector<int> &)> &visit) {
-  std::vector<int> choice(p.unary.size(), 0);
-  std::function<void(size_t)> go = [&](size_t v) {
-    if (v == choice.size()) return visit(choice);
-    for (size_t a = 0; a < p.unary[v].size(); ++a) {
-      choice[v] = static_cast<int>(a);
-      go(v + 1);
-    }
-  };
-  go(0);
-}
+using test::each_choice;
 
 double weighed(const std::vector<std::vector<double>> &w, double constant,
                const std::vector<int> &c) {
