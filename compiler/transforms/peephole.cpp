@@ -8,6 +8,7 @@
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
 #include "transforms/dce.h"
+#include "transforms/hoist_broadcasts.h"
 
 namespace spmd {
 namespace {
@@ -593,6 +594,7 @@ class Peephole {
 }  // namespace
 
 void rewrite_peepholes(const ir::Module &module, ir::Function &function) {
+  hoist_broadcasts(module, function);
   Peephole p(module, function);
   p.count_uses();
   p.run(function.body);
