@@ -65,9 +65,14 @@ bool is_combinable_reduce(OpCode op) {
   return op == OpCode::Psum || op == OpCode::Pmax || op == OpCode::Pmin;
 }
 
+bool is_combinable_collective(OpCode op) {
+  return is_combinable_reduce(op) || op == OpCode::AllGather || op == OpCode::AllGatherInvariant ||
+         op == OpCode::PsumScatter;
+}
+
 std::vector<AxisSet> result_variances(OpCode op, const std::vector<AxisSet> &operand_variances,
                                       size_t num_results, const Attrs &attrs) {
-  if (is_combinable_reduce(op) && operand_variances.size() == num_results) {
+  if (is_combinable_collective(op) && operand_variances.size() == num_results) {
     std::vector<AxisSet> out;
     for (AxisSet v : operand_variances) out.push_back(result_variance(op, v, attrs));
     return out;
