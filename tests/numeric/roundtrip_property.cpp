@@ -1007,6 +1007,10 @@ TEST_CASE("generated programs print as source that re-checks strictly and runs t
     INFO(render_diagnostics(c->diags, c->sources));
     REQUIRE(c->ok());
     check_print_round_trip(*c, seed);
+    // Derived programs are source too (most of these programs are not
+    // linear, many have an op with no derivative: refusals are counted).
+    for (DeriveKind k : {DeriveKind::Transpose, DeriveKind::Jvp, DeriveKind::Vjp, DeriveKind::Grad})
+      derive_as_source(*c, "f", k, {}, seed);
     tally("generated programs");
     tally_features(p);
   }
@@ -1066,6 +1070,7 @@ TEST_CASE("transposes of generated linear programs are source and transpose back
     auto c = compile("generated.spmd", p.source, true);
     INFO(render_diagnostics(c->diags, c->sources));
     REQUIRE(c->ok());
+    check_print_round_trip(*c, seed);
     check_transpose(*c, "f", p.linear_params, seed);
     check_called_in_language(*c, p.source, "f", DeriveKind::Transpose, p.linear_params, seed);
     tally("generated linear programs");
