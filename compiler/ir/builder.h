@@ -55,6 +55,11 @@ class Builder {
                      Origin origin = Origin::Transform);
 
  private:
+  /// Types `op` and appends it (operands and attrs moved from); the new
+  /// instruction, or nullptr with `error` set when the shape rule fails.
+  const Instr *append_typed(OpCode op, std::vector<ValueId> &operands, Attrs &attrs,
+                            SourceSpan span, BuildError &error, Origin origin);
+
   const Module &module_;
   Function &function_;
   std::vector<Instr> *body_;
