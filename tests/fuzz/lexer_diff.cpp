@@ -7,7 +7,7 @@
 // unterminated strings, bad bytes) and EOF included. The reference runs on
 // ANTLR's own input stream, so ByteCharStream's text extraction is checked too.
 //
-// Inputs: every .spmd file under samples/, stdlib/ and tests/ of the source
+// Inputs: every .spmd file under samples/, stdlib/, tests/ and exercises/ of the source
 // tree; then --count generated inputs from --seed: random bytes, random strings
 // over the characters that matter to the token rules, the corpus files mutated
 // (bytes flipped, inserted, deleted, truncated mid-token) and random splices of
@@ -28,9 +28,14 @@
 
 #include "SpmdLexer.h"
 #include "antlr4-runtime.h"
+#include "diff_driver.h"
 #include "frontend/lexer.h"
 
 namespace {
+
+using spmd::fuzz::corpus_files;
+using spmd::fuzz::escaped;
+using spmd::fuzz::read_file;
 
 namespace fs = std::filesystem;
 using spmd::frontend_detail::ByteCharStream;
@@ -46,26 +51,6 @@ class Latin1InputStream : public antlr4::ANTLRInputStream {
     p = 0;
   }
 };
-
-std::string escaped(std::string_view bytes) {
-  std::string out = "\"";
-  for (char c : bytes) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (u >= 0x20 && u < 0x7F) {
-      out += c;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X\"\"", u);  // "" ends the hex escape
-      out += buf;
-    }
-  }
-  return out + "\"";
-}
 
 std::string describe(const antlr4::Token &t) {
   std::ostringstream s;
@@ -109,26 +94,6 @@ bool same_tokens(const std::string &input, const std::string &what, size_t &comp
   }
   compared += got.size();
   return true;
-}
-
-std::string read_file(const fs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> corpus_files() {
-  std::vector<std::string> files;
-  for (const char *dir : {"samples", "stdlib", "tests"}) {
-    fs::path root = fs::path(SPMDC_SOURCE_DIR) / dir;
-    if (!fs::exists(root)) continue;
-    for (const auto &entry : fs::recursive_directory_iterator(root))
-      if (entry.is_regular_file() && entry.path().extension() == ".spmd")
-        files.push_back(entry.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 /// Pieces that exercise every rule and the boundaries between rules.
@@ -235,24 +200,12 @@ std::string generate(std::mt19937_64 &rng, const std::vector<std::string> &corpu
 }  // namespace
 
 int main(int argc, char **argv) {
-  size_t count = 3000;
-  uint64_t seed = 17;
-  std::string file;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if ((a == "--count" || a == "--seed" || a == "--file") && i + 1 < argc) {
-      std::string v = argv[++i];
-      if (a == "--count")
-        count = std::stoull(v);
-      else if (a == "--seed")
-        seed = std::stoull(v);
-      else
-        file = v;
-    } else {
-      std::cerr << "usage: lexer_diff [--count N] [--seed S] [--file PATH]\n";
-      return a == "-h" || a == "--help" ? 0 : 2;
-    }
-  }
+  spmd::fuzz::DiffArgs args;
+  args.count = 3000;
+  if (auto stop = spmd::fuzz::parse_diff_args(argc, argv, "lexer_diff", args)) return *stop;
+  const size_t count = args.count;
+  const uint64_t seed = args.seed;
+  const std::string &file = args.file;
   size_t compared = 0;
   if (!file.empty()) {
     bool ok = same_tokens(read_file(file), file, compared);
@@ -264,11 +217,7 @@ int main(int argc, char **argv) {
     corpus.push_back(read_file(path));
     if (!same_tokens(corpus.back(), path, compared)) return 1;
   }
-  if (corpus.size() < 100) {
-    std::cerr << "lexer_diff: only " << corpus.size() << " .spmd files found under "
-              << SPMDC_SOURCE_DIR << "\n";
-    return 1;
-  }
+  if (!spmd::fuzz::corpus_found("lexer_diff", corpus.size())) return 1;
   std::mt19937_64 rng(seed);
   for (const std::string &piece : kPieces)
     if (!same_tokens(piece, "the piece " + escaped(piece), compared)) return 1;

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "diff_driver.h"
 #include "frontend/ast_builder.h"
 #include "frontend/fast_parser.h"
 #include "program_generator.h"
@@ -37,6 +38,10 @@
 #include "support/source.h"
 
 namespace {
+
+using spmd::fuzz::corpus_files;
+using spmd::fuzz::escaped;
+using spmd::fuzz::read_file;
 
 namespace fs = std::filesystem;
 using spmd::frontend_detail::CommentToken;
@@ -242,26 +247,6 @@ class Dumper {
   std::string out_;
 };
 
-std::string escaped(std::string_view bytes) {
-  std::string out = "\"";
-  for (char c : bytes) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (u >= 0x20 && u < 0x7F) {
-      out += c;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X\"\"", u);
-      out += buf;
-    }
-  }
-  return out + "\"";
-}
-
 /// The first line where two dumps differ, with a little context.
 std::string first_difference(const std::string &a, const std::string &b) {
   std::istringstream sa(a), sb(b);
@@ -314,26 +299,6 @@ bool agree(const std::string &input, const std::string &what, Tally &tally) {
     return false;
   }
   return true;
-}
-
-std::string read_file(const fs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> corpus_files() {
-  std::vector<std::string> files;
-  for (const char *dir : {"samples", "stdlib", "tests", "exercises"}) {
-    fs::path root = fs::path(SPMDC_SOURCE_DIR) / dir;
-    if (!fs::exists(root)) continue;
-    for (const auto &entry : fs::recursive_directory_iterator(root))
-      if (entry.is_regular_file() && entry.path().extension() == ".spmd")
-        files.push_back(entry.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 // ------------------------------------------------------- programs from the grammar
@@ -753,24 +718,12 @@ std::string mutate_bytes(std::string text, std::mt19937_64 &rng) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  size_t count = 2000;
-  uint64_t seed = 17;
-  std::string file;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if ((a == "--count" || a == "--seed" || a == "--file") && i + 1 < argc) {
-      std::string v = argv[++i];
-      if (a == "--count")
-        count = std::stoull(v);
-      else if (a == "--seed")
-        seed = std::stoull(v);
-      else
-        file = v;
-    } else {
-      std::cerr << "usage: parser_diff [--count N] [--seed S] [--file PATH]\n";
-      return a == "-h" || a == "--help" ? 0 : 2;
-    }
-  }
+  spmd::fuzz::DiffArgs args;
+  args.count = 2000;
+  if (auto stop = spmd::fuzz::parse_diff_args(argc, argv, "parser_diff", args)) return *stop;
+  const size_t count = args.count;
+  const uint64_t seed = args.seed;
+  const std::string &file = args.file;
   Tally tally;
   if (!file.empty()) {
     bool ok = agree(read_file(file), file, tally);
@@ -783,11 +736,7 @@ int main(int argc, char **argv) {
     corpus.push_back(read_file(path));
     if (!agree(corpus.back(), path, tally)) return 1;
   }
-  if (corpus.size() < 100) {
-    std::cerr << "parser_diff: only " << corpus.size() << " .spmd files found under "
-              << SPMDC_SOURCE_DIR << "\n";
-    return 1;
-  }
+  if (!spmd::fuzz::corpus_found("parser_diff", corpus.size())) return 1;
   const size_t corpus_accepted = tally.accepted;
   std::mt19937_64 rng(seed);
   using spmd::testgen::Flavor;
