@@ -1083,9 +1083,12 @@ TEST_CASE("linear programs the sweep found transposing back differently now tran
   // as `p0[:, 8:] + (-m)[:, 8:]`; 2001370, `where(c, -p, u) - v` as
   // `(where(c, 0, u) - v) + where(c, -p, 0)`; 2005120, `concat(a, b) - p` as
   // `(pad(b) - p) + pad(a)`; 2007259, a broadcast_to a peephole made equal
-  // to another. All now come back as the same text.
+  // to another; 2006910, `v0 + broadcast_to(v0, (4, 4))` for a [1, 4] v0 as
+  // `broadcast_to(sum(v0, axes=0) + reshape(v0, (4,)), (4, 4))`
+  // (hoist_broadcasts). All now come back as the same text.
   const testgen::GeneratorOptions o = f64_programs(testgen::Flavor::Linear);
-  for (uint64_t seed : {2007008, 2008814, 2000925, 2001598, 2000227, 2001370, 2005120, 2007259}) {
+  for (uint64_t seed :
+       {2007008, 2008814, 2000925, 2001598, 2000227, 2001370, 2005120, 2007259, 2006910}) {
     auto p = testgen::generate_program(seed, o);
     INFO("generated program (seed " << seed << ", linear):\n" << p.source);
     auto c = compile("generated.spmd", p.source, true);
