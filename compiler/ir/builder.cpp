@@ -23,8 +23,8 @@ thread_local OperandScratch scratch;
 
 }  // namespace
 
-const Instr *Builder::append_typed(OpCode op, std::vector<ValueId> &operands, Attrs &attrs,
-                                   SourceSpan span, BuildError &error, Origin origin) {
+const Instr *Builder::append_typed(OpCode op, ValueList &operands, Attrs &attrs, SourceSpan span,
+                                   BuildError &error, Origin origin) {
   OperandScratch &s = scratch;
   const size_t n = operands.size();
   if (s.types.size() < n) s.types.resize(n);
@@ -39,8 +39,7 @@ const Instr *Builder::append_typed(OpCode op, std::vector<ValueId> &operands, At
     error = {shapes.code, shapes.error};
     return nullptr;
   }
-  const std::vector<AxisSet> result_vars =
-      result_variances(op, s.variances, shapes.results.size(), attrs);
+  const auto result_vars = result_variances(op, s.variances, shapes.results.size(), attrs);
   Instr &instr = body_->emplace_back();
   instr.op = op;
   instr.operands = std::move(operands);
@@ -55,14 +54,13 @@ const Instr *Builder::append_typed(OpCode op, std::vector<ValueId> &operands, At
   return &instr;
 }
 
-std::vector<ValueId> Builder::add(OpCode op, std::vector<ValueId> operands, Attrs attrs,
-                                  SourceSpan span, BuildError &error, Origin origin) {
+ValueList Builder::add(OpCode op, ValueList operands, Attrs attrs, SourceSpan span,
+                       BuildError &error, Origin origin) {
   const Instr *in = append_typed(op, operands, attrs, span, error, origin);
-  return in ? in->results : std::vector<ValueId>{};
+  return in ? in->results : ValueList{};
 }
 
-ValueId Builder::add1(OpCode op, std::vector<ValueId> operands, Attrs attrs, SourceSpan span,
-                      Origin origin) {
+ValueId Builder::add1(OpCode op, ValueList operands, Attrs attrs, SourceSpan span, Origin origin) {
   BuildError error;
   const Instr *in = append_typed(op, operands, attrs, span, error, origin);
   if (!in || in->results.size() != 1)
@@ -70,9 +68,8 @@ ValueId Builder::add1(OpCode op, std::vector<ValueId> operands, Attrs attrs, Sou
   return in->results[0];
 }
 
-std::vector<ValueId> Builder::add_typed(OpCode op, std::vector<ValueId> operands, Attrs attrs,
-                                        std::vector<Type> result_types, SourceSpan span,
-                                        Origin origin) {
+ValueList Builder::add_typed(OpCode op, ValueList operands, Attrs attrs,
+                             std::vector<Type> result_types, SourceSpan span, Origin origin) {
   Instr instr;
   instr.op = op;
   instr.operands = std::move(operands);

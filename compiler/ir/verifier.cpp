@@ -165,7 +165,7 @@ class FunctionVerifier {
     }
     operand_vars_.clear();
     for (const Type &t : ops) operand_vars_.push_back(t.variance);
-    const std::vector<AxisSet> rvs =
+    const auto rvs =
         result_variances(in.op, operand_vars_, in.results.size(), in.attrs);
     for (size_t k = 0; k < in.results.size(); ++k) {
       const AxisSet rv = rvs[k];
