@@ -35,11 +35,12 @@ void collect(const ir::Module &m, const ir::Function &f, const std::vector<ir::I
     double n = static_cast<double>(axes_size(mesh, in.attrs.axes));
     bool permutes = false;
     for (auto &p : in.attrs.perm) permutes |= p.first != p.second;
-    // A combined psum((a, b), axes) is one collective of all its operands' bytes.
-    double operand_bytes = 0;
+    // A combined psum((a, b), axes) or all_gather((a, b), ...) is one collective
+    // of all its operands' (results') bytes.
+    double operand_bytes = 0, result_bytes = 0;
     for (ir::ValueId v : in.operands) operand_bytes += bytes_of(f.type(v));
-    CollectiveTraffic t =
-        collective_traffic(in.op, n, operand_bytes, bytes_of(f.type(in.results[0])), permutes);
+    for (ir::ValueId v : in.results) result_bytes += bytes_of(f.type(v));
+    CollectiveTraffic t = collective_traffic(in.op, n, operand_bytes, result_bytes, permutes);
     CollectiveEvent e;
     e.op = std::string(op_spelling(in.op));
     e.axes = axis_list_str(in.attrs.axes, mesh);

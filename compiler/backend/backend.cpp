@@ -2,9 +2,9 @@
 //
 // Every shmap is flattened (inline_calls) and simplified exactly as the
 // transforms do, so the emitted code computes what `spmdc run` computes on
-// the same op sequence; independent all-reduces over the same axes are then
-// combined into one collective (transforms/combine_collectives.h: the same
-// bits, one launch).
+// the same op sequence; independent all-reduces (all-gathers, reduce-scatters)
+// over the same axes are then combined into one collective
+// (transforms/combine_collectives.h: the same bits, one launch).
 #include "backend/backend.h"
 
 #include "transforms/combine_collectives.h"

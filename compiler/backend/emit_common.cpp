@@ -459,13 +459,22 @@ std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<
   return s.empty() ? "0" : s;
 }
 
-std::string all_reduce_expr(const ir::Function &f, const ir::Instr &in, Names &names,
+std::string collective_expr(const ir::Function &f, const ir::Instr &in, Names &names,
                             std::string &pre) {
-  const char *op = in.op == OpCode::Pmax ? "Max" : in.op == OpCode::Pmin ? "Min" : "Sum";
-  const std::string tail = ", Axes" + int_list(in.attrs.axes) + ", rt::ReduceOp::" + op + ")";
-  if (in.operands.size() == 1) return "ctx.all_reduce(" + names[in.operands[0]] + tail;
+  const Attrs &a = in.attrs;
+  std::string call, tail = ", Axes" + int_list(a.axes);
+  if (in.op == OpCode::AllGather || in.op == OpCode::AllGatherInvariant ||
+      in.op == OpCode::PsumScatter) {
+    call = in.op == OpCode::PsumScatter ? "ctx.reduce_scatter(" : "ctx.all_gather(";
+    tail += ", " + std::to_string(a.dim) + ", " + (a.tiled ? "true" : "false") + ")";
+  } else {
+    const char *op = in.op == OpCode::Pmax ? "Max" : in.op == OpCode::Pmin ? "Min" : "Sum";
+    call = "ctx.all_reduce(";
+    tail += ", rt::ReduceOp::" + std::string(op) + ")";
+  }
+  if (in.operands.size() == 1) return call + names[in.operands[0]] + tail;
   const std::string all = names.fresh("combined");
-  pre += "  const std::vector<Tensor> " + all + " = ctx.all_reduce(std::vector<Tensor>{";
+  pre += "  const std::vector<Tensor> " + all + " = " + call + "std::vector<Tensor>{";
   for (size_t k = 0; k < in.operands.size(); ++k) pre += (k ? ", " : "") + names[in.operands[k]];
   pre += "}" + tail + ";  // one combined " + std::string(op_spelling(in.op)) + "\n";
   for (size_t k = 1; k < in.results.size(); ++k)

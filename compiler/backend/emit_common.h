@@ -93,11 +93,14 @@ LoopNest make_loop_nest(const Shape &shape, const std::vector<Shape> &input_shap
 /// Element offset of operand k given index variables idx[d]: "i0 * 4 + i1".
 std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<std::string> &idx);
 
-/// `ctx.all_reduce(x, Axes{..}, rt::ReduceOp::Sum)` for psum/pmax/pmin (the same
-/// call on both targets). A combined one, psum((a, b), axes), is one call on a
-/// vector of tensors: `pre` receives its declaration and results 1.., and the
+/// The call of a communicating collective, the same on both targets:
+/// `ctx.all_reduce(x, Axes{..}, rt::ReduceOp::Sum)` for psum/pmax/pmin,
+/// `ctx.all_gather(x, Axes{..}, dim, tiled)` for all_gather(_invariant),
+/// `ctx.reduce_scatter(x, Axes{..}, dim, tiled)` for psum_scatter. A combined
+/// one, psum((a, b), axes) or all_gather((a, b), ...), is one call on a vector
+/// of tensors: `pre` receives its declaration and results 1.., and the
 /// returned expression is result 0.
-std::string all_reduce_expr(const ir::Function &f, const ir::Instr &in, Names &names,
+std::string collective_expr(const ir::Function &f, const ir::Instr &in, Names &names,
                             std::string &pre);
 
 /// A short name for a fused group: "sub_pow_sum" from its members' ops.

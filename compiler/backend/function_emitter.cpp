@@ -285,19 +285,13 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
     case OpCode::Psum:
     case OpCode::Pmax:
     case OpCode::Pmin:
-      expr = all_reduce_expr(f_, in, names_, pre);
+    case OpCode::AllGather:
+    case OpCode::AllGatherInvariant:
+    case OpCode::PsumScatter:
+      expr = collective_expr(f_, in, names_, pre);
       break;
     case OpCode::Pbroadcast:
       expr = x(0) + "  /* pbroadcast: invariant -> varying, no data moves */";
-      break;
-    case OpCode::AllGather:
-    case OpCode::AllGatherInvariant:
-      expr = "ctx.all_gather(" + x(0) + ", " + axes + ", " + std::to_string(a.dim) + ", " +
-             (a.tiled ? "true" : "false") + ")";
-      break;
-    case OpCode::PsumScatter:
-      expr = "ctx.reduce_scatter(" + x(0) + ", " + axes + ", " + std::to_string(a.dim) + ", " +
-             (a.tiled ? "true" : "false") + ")";
       break;
     case OpCode::Pscatter: {
       // This device's block of an invariant value: a local slice, no communication.

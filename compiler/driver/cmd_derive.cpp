@@ -72,8 +72,9 @@ void add_derive(CLI::App &app, CommonOptions &common, std::vector<Command> &out,
       ->type_name("FILE");
   cmd->add_flag("--types", o.types, "Annotate the output with types and variance");
   cmd->add_option("--combine-threshold", o.combine_threshold,
-                  "Combine independent psums over the same axes into one `psum((a, b), axes)` "
-                  "of at most this many bytes per device; 0 combines none (default 33554432)")
+                  "Combine independent psums (all_gathers, psum_scatters) over the same axes into "
+                  "one `psum((a, b), axes)` of at most this many bytes per device; 0 combines "
+                  "none (default 33554432)")
       ->check(CLI::NonNegativeNumber);
   if (kind != DeriveKind::Jvp)
     cmd->add_flag("--remat", o.remat,

@@ -300,8 +300,14 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
 std::vector<rt::Tensor> eval_op(const ir::Instr &instr, std::vector<rt::Tensor> &operands,
                                 rt::DeviceContext &ctx, const CallFn &call) {
   if (instr.op == OpCode::Call) return call(instr.attrs.callee, std::move(operands));
-  if (operands.size() != 1 && is_combinable_reduce(instr.op))  // psum((a, b), axes)
-    return ctx.all_reduce(operands, instr.attrs.axes, reduce_op(instr.op));
+  if (operands.size() != 1 && is_combinable_collective(instr.op)) {  // psum((a, b), axes), ...
+    const Attrs &a = instr.attrs;
+    if (is_combinable_reduce(instr.op))
+      return ctx.all_reduce(operands, a.axes, reduce_op(instr.op));
+    if (instr.op == OpCode::PsumScatter)
+      return ctx.reduce_scatter(operands, a.axes, a.dim, a.tiled);
+    return ctx.all_gather(operands, a.axes, a.dim, a.tiled);  // all_gather(_invariant)
+  }
   return {one(instr, operands, ctx)};
 }
 

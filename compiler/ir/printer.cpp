@@ -323,6 +323,13 @@ class FunctionPrinter {
   std::string op(ValueId v) { return operand(v, std::nullopt); }
 
   std::string axes(const Instr &in) { return axis_list_str(in.attrs.axes, mesh_); }
+  /// `x`, or `(a, b, c)` for a combined collective of several operands.
+  std::string operand_or_tuple(const Instr &in) {
+    if (in.operands.size() == 1) return op(in.operands[0]);
+    std::string s = "(";
+    for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
+    return s + ")";
+  }
 
   std::string expr(const Instr &in) {
     const Attrs &a = in.attrs;
@@ -469,25 +476,21 @@ class FunctionPrinter {
       case OpCode::Psum:
       case OpCode::Pmax:
       case OpCode::Pmin:
-        if (in.operands.size() != 1) {  // combined: psum((a, b, c), axes)
-          std::string s = std::string(op_spelling(in.op)) + "((";
-          for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
-          return s + "), " + axes(in) + ")";
-        }
-        [[fallthrough]];
+        // (combined: psum((a, b, c), axes))
+        return std::string(op_spelling(in.op)) + "(" + operand_or_tuple(in) + ", " + axes(in) + ")";
       case OpCode::Pbroadcast:
         return std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " + axes(in) + ")";
       case OpCode::AllGather:
       case OpCode::AllGatherInvariant:
       case OpCode::Pscatter: {
         std::string s =
-            std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " + axes(in);
+            std::string(op_spelling(in.op)) + "(" + operand_or_tuple(in) + ", " + axes(in);
         if (a.dim != 0) s += ", axis=" + std::to_string(a.dim);
         if (!a.tiled) s += ", tiled=false";
         return s + ")";
       }
-      case OpCode::PsumScatter: {
-        std::string s = "psum_scatter(" + op(in.operands[0]) + ", " + axes(in);
+      case OpCode::PsumScatter: {  // (combined: psum_scatter((a, b), axes))
+        std::string s = "psum_scatter(" + operand_or_tuple(in) + ", " + axes(in);
         if (a.dim != 0) s += ", scatter_dimension=" + std::to_string(a.dim);
         if (!a.tiled) s += ", tiled=false";
         return s + ")";

@@ -292,22 +292,57 @@ BuiltinHandler collective(OpCode op, bool mean = false) {
   };
 }
 
-/// Gather/scatter collectives: (x, axes, axis=0, tiled=true).
+/// Gather/scatter collectives: (x, axes, axis=0, tiled=true). all_gather,
+/// all_gather_invariant and psum_scatter also take a tuple,
+/// `all_gather((a, b), axes, axis=0)`: one combined collective, a tuple of
+/// results; the components share the axes, the dimension and `tiled` (a
+/// negative dimension must name the same dimension of every component).
 BuiltinHandler gather_like(OpCode op, const char *dim_name) {
   return [op, dim_name](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
     Args a(b, call, span, {{"x"}, {"axes"}, {dim_name, false}, {"tiled", false}});
     if (!a.ok()) return {};
-    ir::ValueId x = a.value("x", DType::F32);
+    const auto *tuple = std::get_if<ast::TupleExpr>(&a.get("x")->node);
+    const bool combined = tuple && is_combinable_collective(op);
+    std::vector<ir::ValueId> xs;
+    if (combined) {
+      if (tuple->elements.empty()) {
+        b.diags().error("bad-argument", a.get("x")->span,
+                        "`" + call.callee.name + "` of an empty tuple");
+        return {};
+      }
+      for (const auto &e : tuple->elements) xs.push_back(b.lower_value(*e, DType::F32));
+    } else {
+      xs.push_back(a.value("x", DType::F32));
+    }
     auto axes = a.axes("axes");
     auto dim = a.integer(dim_name, 0);
     auto tiled = a.boolean("tiled", true);
-    if (x == ir::kNoValue || !axes || !dim || !tiled) return {};
-    int64_t rank = b.function().type(x).rank();
+    if (!axes || !dim || !tiled || std::count(xs.begin(), xs.end(), ir::kNoValue)) return {};
     Attrs attrs;
     attrs.axes = *axes;
-    attrs.dim = *dim < 0 ? *dim + rank + (*tiled ? 0 : 1) : *dim;
     attrs.tiled = *tiled;
-    return value_or_invalid(b.emit(op, {x}, attrs, span), span);
+    for (size_t k = 0; k < xs.size(); ++k) {
+      const int64_t rank = b.function().type(xs[k]).rank();
+      const int64_t d = *dim < 0 ? *dim + rank + (*tiled ? 0 : 1) : *dim;
+      if (k > 0 && d != attrs.dim) {
+        b.diags().error("bad-argument", a.get(dim_name) ? a.get(dim_name)->span : span,
+                        "`" + std::string(dim_name) + "=" + std::to_string(*dim) +
+                            "` names dimension " + std::to_string(attrs.dim) +
+                            " of the first component but " + std::to_string(d) + " of component " +
+                            std::to_string(k) +
+                            "; a combined collective gathers or scatters one dimension");
+        return {};
+      }
+      attrs.dim = d;
+    }
+    std::vector<ir::ValueId> rs = b.emit_all(op, xs, attrs, span);
+    if (rs.empty()) return {};
+    if (!combined) return value_or_invalid(rs[0], span);
+    LExpr e;
+    e.kind = LExpr::Kind::Tuple;
+    e.tuple = rs;
+    e.span = span;
+    return e;
   };
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "ops/variance_rules.h"
 #include "spmdrt/checked.h"
 
 namespace spmd {
@@ -287,11 +288,21 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
       break;
     case OpKind::Collective:
       if (op == OpCode::AxisIndex) return one(DType::I32, {});
-      if (op == OpCode::Psum || op == OpCode::Pmax || op == OpCode::Pmin) {
-        // psum((a, b, ...), axes): one result per operand, of its type.
-        if (ops.empty()) return fail("a combined reduction needs at least one operand");
+      if (is_combinable_collective(op)) {
+        // psum((a, b, ...), axes), all_gather((a, b, ...), axes, ...), ...: one
+        // result per operand, as the op gives it for that operand alone.
+        if (ops.empty()) return fail("a combined collective needs at least one operand");
         ShapeRuleResult r;
-        for (const Type &t : ops) r.results.push_back(Type{t.dtype, t.shape, {}});
+        for (size_t k = 0; k < ops.size(); ++k) {
+          ShapeRuleResult one_result = collective_shapes(op, ops[k], attrs, mesh);
+          if (!one_result.ok())
+            return ops.size() == 1
+                       ? one_result
+                       : ShapeRuleResult{{},
+                                         "component " + std::to_string(k) + ": " + one_result.error,
+                                         one_result.code};
+          r.results.push_back(std::move(one_result.results.at(0)));
+        }
         return r;
       }
       return collective_shapes(op, ops[0], attrs, mesh);

@@ -65,9 +65,14 @@ bool is_combinable_reduce(OpCode op) {
   return op == OpCode::Psum || op == OpCode::Pmax || op == OpCode::Pmin;
 }
 
+bool is_combinable_collective(OpCode op) {
+  return is_combinable_reduce(op) || op == OpCode::AllGather || op == OpCode::AllGatherInvariant ||
+         op == OpCode::PsumScatter;
+}
+
 SmallVector<AxisSet, 2> result_variances(OpCode op, std::span<const AxisSet> operand_variances,
                                          size_t num_results, const Attrs &attrs) {
-  if (is_combinable_reduce(op) && operand_variances.size() == num_results) {
+  if (is_combinable_collective(op) && operand_variances.size() == num_results) {
     SmallVector<AxisSet, 2> out;
     for (AxisSet v : operand_variances) out.push_back(result_variance(op, v, attrs));
     return out;

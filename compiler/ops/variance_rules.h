@@ -30,13 +30,18 @@ AxisRequirement operand_requirement(OpCode op);
 /// ops give {} and axis_index gives attrs.axes.
 AxisSet result_variance(OpCode op, AxisSet operand_variance, const Attrs &attrs);
 
-/// True for an all-reduce (psum, pmax, pmin): the ops with a combined form
-/// `psum((a, b, ...), axes)` of several operands and as many results, operand k
-/// reduced into result k (one collective for all of them).
+/// True for an all-reduce (psum, pmax, pmin).
 bool is_combinable_reduce(OpCode op);
 
+/// True for the collectives with a combined form of several operands and as
+/// many results, operand k going to result k as by the op alone, all of them
+/// in one collective: the all-reduces (`psum((a, b), axes)`), all_gather,
+/// all_gather_invariant (`all_gather((a, b), axes, axis=0)`) and psum_scatter
+/// (`psum_scatter((a, b), axes)`); the components share the attributes.
+bool is_combinable_collective(OpCode op);
+
 /// The variance of each of `num_results` results given the operands'
-/// variances: result k of a combined all-reduce from operand k alone; for every
+/// variances: result k of a combined collective from operand k alone; for every
 /// other op, result_variance of the union of all operands.
 /// (Inline up to 2: no allocation for an ordinary op.)
 SmallVector<AxisSet, 2> result_variances(OpCode op, std::span<const AxisSet> operand_variances,

@@ -12,13 +12,25 @@ namespace {
 struct Bucket {
   OpCode op = OpCode::Psum;
   std::vector<int> axes;
+  int64_t dim = 0;              // gathers and scatters: the dimension
+  bool tiled = true;            // and the tiling (all-reduces have none)
   std::vector<size_t> members;  // instruction indices, in program order
   int64_t bytes = 0;
+
+  /// Whether `in` is a collective of this bucket's kind: the same op over the
+  /// same axes (all_gather and psum_scatter: along the same dimension, tiled alike).
+  bool takes(const ir::Instr &in) const {
+    if (in.op != op || in.attrs.axes != axes) return false;
+    return is_combinable_reduce(op) || (in.attrs.dim == dim && in.attrs.tiled == tiled);
+  }
 };
 
-int64_t operand_bytes(const ir::Function &f, const ir::Instr &in) {
+/// A collective's size per device, as `spmdc cost` counts it: its operands'
+/// bytes, or its results' for an all_gather (the gathered buffer).
+int64_t collective_bytes(const ir::Function &f, const ir::Instr &in) {
+  const bool gather = in.op == OpCode::AllGather || in.op == OpCode::AllGatherInvariant;
   int64_t bytes = 0;
-  for (ir::ValueId v : in.operands)
+  for (ir::ValueId v : gather ? in.results : in.operands)
     bytes += f.type(v).numel() * static_cast<int64_t>(rt::dtype_size(f.type(v).dtype));
   return bytes;
 }
@@ -138,7 +150,7 @@ void merge_bucket(Block &b, Scratch &s, const std::vector<size_t> &at) {
   }
 }
 
-/// Combines the all-reduces of one block (a function body or a loop body);
+/// Combines the collectives of one block (a function body or a loop body);
 /// a loop inside it is one instruction that reads everything its body reads.
 int combine_block(const ir::Function &f, std::vector<ir::Instr> &block,
                   const CombineOptions &options, Scratch &s) {
@@ -150,24 +162,23 @@ int combine_block(const ir::Function &f, std::vector<ir::Instr> &block,
     uint64_t bit;
   };
   std::vector<Bucket> buckets;
-  std::vector<Open> open;  // at most one per (op, axes)
+  std::vector<Open> open;  // at most one per (op, axes, dim, tiled)
   size_t next_slot = 0;
   for (size_t i = 0; i < block.size(); ++i) {
     const ir::Instr &in = block[i];
     uint64_t m = 0;
     for_each_read(in, [&](ir::ValueId v) { m |= s.mask[v]; });
-    const int64_t bytes = is_combinable_reduce(in.op) ? operand_bytes(f, in) : 0;
-    if (is_combinable_reduce(in.op) && bytes <= options.threshold_bytes) {  // (huge: alone)
-      auto it = std::find_if(open.begin(), open.end(), [&](const Open &o) {
-        return buckets[o.bucket].op == in.op && buckets[o.bucket].axes == in.attrs.axes;
-      });
+    const int64_t bytes = is_combinable_collective(in.op) ? collective_bytes(f, in) : 0;
+    if (is_combinable_collective(in.op) && bytes <= options.threshold_bytes) {  // (huge: alone)
+      auto it = std::find_if(open.begin(), open.end(),
+                             [&](const Open &o) { return buckets[o.bucket].takes(in); });
       if (it != open.end() &&
           ((m & it->bit) || buckets[it->bucket].bytes + bytes > options.threshold_bytes)) {
         open.erase(it);  // (1) dependent, or (2) full: closed
         it = open.end();
       }
       if (it == open.end()) {
-        buckets.push_back({in.op, in.attrs.axes, {}, 0});
+        buckets.push_back({in.op, in.attrs.axes, in.attrs.dim, in.attrs.tiled, {}, 0});
         open.push_back({buckets.size() - 1, uint64_t{1} << (next_slot++ % kSlots)});
         it = open.end() - 1;
       }
@@ -240,7 +251,7 @@ void split_block(std::vector<ir::Instr> &block) {
   body.reserve(block.size());
   for (ir::Instr &in : block) {
     for (ir::Region &r : in.regions) split_block(r.body);  // loop bodies too
-    if (!is_combinable_reduce(in.op) || in.operands.size() == 1) {
+    if (!is_combinable_collective(in.op) || in.operands.size() == 1) {
       body.push_back(std::move(in));
       continue;
     }

@@ -1,8 +1,9 @@
 // transforms/dce.cpp — see dce.h. Everything in the IR is pure, so an
 // instruction is live exactly when one of its results is (and a combined
-// psum((a, b), axes) keeps only its live components); a loop's carried value
-// is live when its result is, or when the live part of the body reads its
-// parameter (found by a fixpoint, since the body feeds itself).
+// collective, psum((a, b), axes) or all_gather((a, b), axes), keeps only its
+// live components); a loop's carried value is live when its result is, or
+// when the live part of the body reads its parameter (found by a fixpoint,
+// since the body feeds itself).
 #include "transforms/dce.h"
 
 #include "ops/variance_rules.h"
@@ -28,8 +29,8 @@ class DeadCode {
         mark_loop(in);
         continue;
       }
-      const bool combined = is_combinable_reduce(in.op) && in.operands.size() > 1;
-      for (size_t k = 0; k < in.operands.size(); ++k)  // psum((a, b)): only live components
+      const bool combined = is_combinable_collective(in.op) && in.operands.size() > 1;
+      for (size_t k = 0; k < in.operands.size(); ++k)  // combined: only live components
         if (!combined || live_[in.results[k]]) live_[in.operands[k]] = true;
       for (const auto &region : in.regions) {
         for (auto y : region.yields) live_[y] = true;
@@ -47,8 +48,8 @@ class DeadCode {
       for (auto r : in.results) used = used || live_[r];
       if (!used) continue;
       if (in.op == OpCode::For) drop_dead_carries(in);
-      if (is_combinable_reduce(in.op) && in.operands.size() > 1) {
-        // psum((a, b), axes): drop the components whose result is dead.
+      if (is_combinable_collective(in.op) && in.operands.size() > 1) {
+        // psum((a, b), axes), all_gather((a, b), ...): drop the dead components.
         std::vector<ir::ValueId> operands, results;
         for (size_t k = 0; k < in.results.size(); ++k) {
           if (!live_[in.results[k]]) continue;

@@ -43,8 +43,9 @@ struct DeriveRequest {
   std::vector<std::string> wrt;  // parameter names or indices; empty = all
   std::vector<std::string> of;   // result names or indices (vjp, grad); empty = default
   std::string source_path;       // for the generated comment
-  /// Independent psums (pmaxs, pmins) of the result over the same axes become
-  /// one combined collective (transforms/combine_collectives.h).
+  /// Independent psums (pmaxs, pmins, all_gathers, psum_scatters) of the result
+  /// over the same axes become one combined collective
+  /// (transforms/combine_collectives.h).
   CombineOptions combine;
   /// Transposing a loop recomputes what its backward pass needs instead of
   /// stacking it, as if every loop were marked [[remat]] (`--remat`).

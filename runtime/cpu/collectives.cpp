@@ -326,41 +326,175 @@ Tensor DeviceContext::all_reduce(const Tensor &x, const std::vector<int> &axes, 
   return fabric_->all_reduce(device_, x, axes, op);
 }
 
-std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
-                                              const std::vector<int> &axes, ReduceOp op) {
-  std::vector<Tensor> out(xs.size());
+namespace {
+
+/// Calls `fn` with the indices of the tensors of each dtype present in `xs`, in
+/// order of first appearance (a combined collective packs each group into one
+/// buffer: one collective per dtype).
+template <typename Fn>
+void for_each_dtype_group(const std::vector<Tensor> &xs, Fn &&fn) {
   std::vector<bool> done(xs.size(), false);
   for (size_t i = 0; i < xs.size(); ++i) {
     if (done[i]) continue;
-    std::vector<size_t> same;  // the tensors of xs[i]'s dtype, in order
-    int64_t total = 0;
+    std::vector<size_t> same;
     for (size_t j = i; j < xs.size(); ++j) {
       if (done[j] || xs[j].dtype() != xs[i].dtype()) continue;
       same.push_back(j);
       done[j] = true;
-      total += xs[j].numel();
     }
+    fn(same);
+  }
+}
+
+/// Copies `count` elements of `esize` bytes (no-op for none).
+void copy_elements(std::byte *dst, const std::byte *src, int64_t count, size_t esize) {
+  if (count > 0) std::memcpy(dst, src, static_cast<size_t>(count) * esize);
+}
+
+/// The product of shape[begin, end).
+int64_t extent_product(const Shape &shape, size_t begin, size_t end) {
+  return num_elements(Shape(shape.begin() + static_cast<std::ptrdiff_t>(begin),
+                            shape.begin() + static_cast<std::ptrdiff_t>(end)));
+}
+
+}  // namespace
+
+std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
+                                              const std::vector<int> &axes, ReduceOp op) {
+  std::vector<Tensor> out(xs.size());
+  for_each_dtype_group(xs, [&](const std::vector<size_t> &same) {
     if (same.size() == 1) {
-      out[i] = all_reduce(xs[i], axes, op);
-      continue;
+      out[same[0]] = all_reduce(xs[same[0]], axes, op);
+      return;
     }
-    const size_t esize = dtype_size(xs[i].dtype());
-    Tensor packed = Tensor::empty(xs[i].dtype(), {total});
-    size_t offset = 0;
+    const DType dtype = xs[same[0]].dtype();
+    const size_t esize = dtype_size(dtype);
+    int64_t total = 0;
+    for (size_t j : same) total += xs[j].numel();
+    Tensor packed = Tensor::empty(dtype, {total});
+    int64_t offset = 0;
     for (size_t j : same) {
-      const size_t bytes = static_cast<size_t>(xs[j].numel()) * esize;
-      if (bytes) std::memcpy(packed.raw() + offset, xs[j].raw(), bytes);
-      offset += bytes;
+      copy_elements(packed.raw() + offset * esize, xs[j].raw(), xs[j].numel(), esize);
+      offset += xs[j].numel();
     }
     const Tensor reduced = all_reduce(packed, axes, op);
     offset = 0;
     for (size_t j : same) {
-      out[j] = Tensor::empty(xs[j].dtype(), xs[j].shape());
-      const size_t bytes = static_cast<size_t>(xs[j].numel()) * esize;
-      if (bytes) std::memcpy(out[j].raw(), reduced.raw() + offset, bytes);
-      offset += bytes;
+      out[j] = Tensor::empty(dtype, xs[j].shape());
+      copy_elements(out[j].raw(), reduced.raw() + offset * esize, xs[j].numel(), esize);
+      offset += xs[j].numel();
     }
-  }
+  });
+  return out;
+}
+
+std::vector<Tensor> DeviceContext::all_gather(const std::vector<Tensor> &xs,
+                                              const std::vector<int> &axes, int64_t dim,
+                                              bool tiled) {
+  std::vector<Tensor> out(xs.size());
+  const int64_t n = mesh().group_size(axes);
+  for_each_dtype_group(xs, [&](const std::vector<size_t> &same) {
+    if (same.size() == 1) {
+      out[same[0]] = all_gather(xs[same[0]], axes, dim, tiled);
+      return;
+    }
+    const DType dtype = xs[same[0]].dtype();
+    const size_t esize = dtype_size(dtype);
+    std::vector<int64_t> dims;
+    int64_t total = 0;
+    for (size_t j : same) {
+      dims.push_back(check_dim(dim, tiled ? xs[j].rank() : xs[j].rank() + 1, "all_gather"));
+      total += xs[j].numel();
+    }
+    // Every member's components back to back; gathered, member r's lie at r * total.
+    Tensor packed = Tensor::empty(dtype, {total});
+    int64_t offset = 0;
+    for (size_t j : same) {
+      copy_elements(packed.raw() + offset * esize, xs[j].raw(), xs[j].numel(), esize);
+      offset += xs[j].numel();
+    }
+    const Tensor gathered = all_gather(packed, axes, 0, true);
+    offset = 0;
+    for (size_t k = 0; k < same.size(); ++k) {
+      const Tensor &x = xs[same[k]];
+      const auto d = static_cast<size_t>(dims[k]);
+      // The result is [outer, n, run]: member r's x as [outer, run] at [:, r, :].
+      Shape shape = x.shape();
+      if (tiled) {
+        shape[d] *= n;
+      } else {
+        shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(d), n);
+      }
+      Tensor &result = out[same[k]];
+      result = Tensor::empty(dtype, shape);
+      const int64_t outer = extent_product(x.shape(), 0, d);
+      const int64_t run = extent_product(x.shape(), d, x.shape().size());
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t r = 0; r < n; ++r)
+          copy_elements(result.raw() + (o * n + r) * run * esize,
+                        gathered.raw() + (r * total + offset + o * run) * esize, run, esize);
+      offset += x.numel();
+    }
+  });
+  return out;
+}
+
+std::vector<Tensor> DeviceContext::reduce_scatter(const std::vector<Tensor> &xs,
+                                                  const std::vector<int> &axes, int64_t dim,
+                                                  bool tiled) {
+  std::vector<Tensor> out(xs.size());
+  const int64_t n = mesh().group_size(axes);
+  for_each_dtype_group(xs, [&](const std::vector<size_t> &same) {
+    if (same.size() == 1) {
+      out[same[0]] = reduce_scatter(xs[same[0]], axes, dim, tiled);
+      return;
+    }
+    const DType dtype = xs[same[0]].dtype();
+    const size_t esize = dtype_size(dtype);
+    std::vector<int64_t> dims;
+    int64_t per_member = 0;  // elements of every component's block for one member
+    for (size_t j : same) {
+      const Tensor &x = xs[j];
+      const int64_t d = check_dim(dim, x.rank(), "reduce_scatter");
+      const int64_t extent = x.shape()[d];
+      if (tiled ? extent % n != 0 : extent != n) {
+        fail("reduce_scatter: dimension " + std::to_string(d) + " of " + shape_str(x.shape()) +
+             (tiled ? " is not divisible by" : " does not equal") + " the group size " +
+             std::to_string(n));
+      }
+      dims.push_back(d);
+      per_member += x.numel() / n;
+    }
+    // Block r of the packed buffer holds block r of each component, back to
+    // back; x as [outer, n, run] has its block r at [:, r, :].
+    Tensor packed = Tensor::empty(dtype, {n * per_member});
+    int64_t offset = 0;
+    for (size_t k = 0; k < same.size(); ++k) {
+      const Tensor &x = xs[same[k]];
+      const int64_t outer = extent_product(x.shape(), 0, static_cast<size_t>(dims[k]));
+      const int64_t run = outer == 0 ? 0 : x.numel() / (outer * n);
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t o = 0; o < outer; ++o)
+          copy_elements(packed.raw() + (r * per_member + offset + o * run) * esize,
+                        x.raw() + (o * n + r) * run * esize, run, esize);
+      offset += x.numel() / n;
+    }
+    const Tensor reduced = reduce_scatter(packed, axes, 0, true);
+    offset = 0;
+    for (size_t k = 0; k < same.size(); ++k) {
+      const Tensor &x = xs[same[k]];
+      const auto d = static_cast<size_t>(dims[k]);
+      Shape shape = x.shape();
+      if (tiled) {
+        shape[d] /= n;
+      } else {
+        shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(d));
+      }
+      out[same[k]] = Tensor::empty(dtype, shape);
+      copy_elements(out[same[k]].raw(), reduced.raw() + offset * esize, x.numel() / n, esize);
+      offset += x.numel() / n;
+    }
+  });
   return out;
 }
 

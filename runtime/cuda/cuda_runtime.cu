@@ -731,6 +731,33 @@ std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
   return out;
 }
 
+namespace {
+/// all_gather's result from the gathered [n, ...] buffer of x's pieces in rank order.
+Tensor unpack_gathered(const Tensor &g, const Shape &x_shape, int64_t n, int64_t dim, bool tiled) {
+  if (!tiled) {
+    std::vector<int64_t> perm;
+    for (int64_t d = 1; d <= dim; ++d) perm.push_back(d);
+    perm.push_back(0);
+    for (int64_t d = dim + 1; d < static_cast<int64_t>(g.shape().size()); ++d) perm.push_back(d);
+    return dim == 0 ? g : transpose(g, perm);
+  }
+  if (dim != 0) return unpack_blocks(g, dim);
+  Shape s = x_shape;
+  s[0] *= n;
+  return g.reshaped(s);
+}
+
+/// psum_scatter's result shape for x.
+Shape scattered_shape(const Shape &x_shape, int64_t n, int64_t dim, bool tiled) {
+  Shape out_shape = x_shape;
+  if (tiled)
+    out_shape[dim] /= n;
+  else
+    out_shape.erase(out_shape.begin() + dim);
+  return out_shape;
+}
+}  // namespace
+
 Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim,
                                  bool tiled) {
   ncclComm_t c = fabric_->comm(device_, axes);
@@ -742,19 +769,31 @@ Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, 
       ncclAllGather(x.data<void>(), g.data<void>(), x.numel(), nccl_type(x.dtype()), c, tl_stream),
       "ncclAllGather");
   wait_collective(c, "all_gather (ncclAllGather)", where_);
-  if (!tiled) {
-    std::vector<int64_t> perm;
-    for (int64_t d = 1; d <= dim; ++d) perm.push_back(d);
-    perm.push_back(0);
-    for (int64_t d = dim + 1; d < static_cast<int64_t>(gathered.size()); ++d) perm.push_back(d);
-    return dim == 0 ? g : transpose(g, perm);
+  return unpack_gathered(g, x.shape(), n, dim, tiled);
+}
+
+std::vector<Tensor> DeviceContext::all_gather(const std::vector<Tensor> &xs,
+                                              const std::vector<int> &axes, int64_t dim,
+                                              bool tiled) {
+  ncclComm_t c = fabric_->comm(device_, axes);
+  const int64_t n = mesh().group_size(axes);
+  std::vector<Tensor> gathered;
+  for (const Tensor &x : xs) {
+    Shape g = x.shape();
+    g.insert(g.begin(), n);
+    gathered.push_back(Tensor::empty(x.dtype(), g));
   }
-  return dim == 0 ? g.reshaped([&] {
-    Shape s = x.shape();
-    s[0] *= n;
-    return s;
-  }())
-                  : unpack_blocks(g, dim);
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  for (size_t i = 0; i < xs.size(); ++i)
+    check_nccl(ncclAllGather(xs[i].data<void>(), gathered[i].data<void>(), xs[i].numel(),
+                             nccl_type(xs[i].dtype()), c, tl_stream),
+               "ncclAllGather");
+  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  wait_collective(c, "combined all_gather (grouped ncclAllGather)", where_);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < xs.size(); ++i)
+    out.push_back(unpack_gathered(gathered[i], xs[i].shape(), n, dim, tiled));
+  return out;
 }
 
 Tensor DeviceContext::reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim,
@@ -762,16 +801,31 @@ Tensor DeviceContext::reduce_scatter(const Tensor &x, const std::vector<int> &ax
   ncclComm_t c = fabric_->comm(device_, axes);
   const int64_t n = mesh().group_size(axes);
   Tensor packed = dim == 0 ? x : pack_blocks(x, dim, n);  // blocks to the front
-  Shape out_shape = x.shape();
-  if (tiled)
-    out_shape[dim] /= n;
-  else
-    out_shape.erase(out_shape.begin() + dim);
-  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  Tensor out = Tensor::empty(x.dtype(), scattered_shape(x.shape(), n, dim, tiled));
   check_nccl(ncclReduceScatter(packed.data<void>(), out.data<void>(), out.numel(),
                                nccl_type(x.dtype()), ncclSum, c, tl_stream),
              "ncclReduceScatter");
   wait_collective(c, "psum_scatter (ncclReduceScatter)", where_);
+  return out;
+}
+
+std::vector<Tensor> DeviceContext::reduce_scatter(const std::vector<Tensor> &xs,
+                                                  const std::vector<int> &axes, int64_t dim,
+                                                  bool tiled) {
+  ncclComm_t c = fabric_->comm(device_, axes);
+  const int64_t n = mesh().group_size(axes);
+  std::vector<Tensor> packed, out;
+  for (const Tensor &x : xs) {
+    packed.push_back(dim == 0 ? x : pack_blocks(x, dim, n));  // blocks to the front
+    out.push_back(Tensor::empty(x.dtype(), scattered_shape(x.shape(), n, dim, tiled)));
+  }
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  for (size_t i = 0; i < xs.size(); ++i)
+    check_nccl(ncclReduceScatter(packed[i].data<void>(), out[i].data<void>(), out[i].numel(),
+                                 nccl_type(xs[i].dtype()), ncclSum, c, tl_stream),
+               "ncclReduceScatter");
+  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  wait_collective(c, "combined psum_scatter (grouped ncclReduceScatter)", where_);
   return out;
 }
 

@@ -231,7 +231,7 @@ class ValueNumbering {
       std::ostringstream key;
       key << op_key(in);
       key << "|";
-      const bool combined = in.results.size() > 1 && is_combinable_reduce(in.op);
+      const bool combined = in.results.size() > 1 && is_combinable_collective(in.op);
       if (combined) std::sort(ops.begin(), ops.end());  // (result k by its operand, below)
       if (in.op != OpCode::For)                         // (a loop's, below, in no particular order)
         for (int o : ops) key << o << ",";
@@ -303,8 +303,10 @@ class ValueNumbering {
   bool number_signed(const ir::Instr &in) {
     using Signed = std::pair<int, int>;
     auto rep = [&](ir::ValueId v) { return signed_[v] ? *signed_[v] : Signed{1, number_[v]}; };
-    if (in.results.size() != 1) {  // a combined psum over one device: its operands
-      if (in.op != OpCode::Psum || mesh_.group_size(in.attrs.axes) != 1) return false;
+    if (in.results.size() != 1) {  // a combined psum (psum_scatter) over one device: its operands
+      if ((in.op != OpCode::Psum && in.op != OpCode::PsumScatter) ||
+          mesh_.group_size(in.attrs.axes) != 1)
+        return false;
       for (size_t k = 0; k < in.results.size(); ++k) set_signed(in.results[k], rep(in.operands[k]));
       return true;
     }
@@ -375,8 +377,8 @@ class ValueNumbering {
         out.emplace_back(sign, intern(key + std::to_string(n), shape_of(result)));
       return out;
     };
-    if (in.results.size() > 1) {  // a combined all-reduce: one per operand
-      if (in.op != OpCode::Psum) return false;
+    if (in.results.size() > 1) {  // a combined psum or psum_scatter: one per operand
+      if (in.op != OpCode::Psum && in.op != OpCode::PsumScatter) return false;
       for (size_t k = 0; k < in.results.size(); ++k)
         set_sum(in.results[k], mesh_.group_size(in.attrs.axes) == 1
                                    ? terms(in.operands[k])
@@ -517,7 +519,7 @@ std::string canonical_text(const ir::Module &m, const ir::Function &f) {
         }
         in = std::move(sorted);
       }
-      if (in.results.size() > 1 && is_combinable_reduce(in.op)) {  // operands by number
+      if (in.results.size() > 1 && is_combinable_collective(in.op)) {  // operands by number
         std::vector<size_t> order(in.operands.size());
         std::iota(order.begin(), order.end(), 0);
         std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -793,6 +795,7 @@ void check_derivatives(const Compilation &c, const std::string &fn, uint64_t see
     std::vector<rt::Tensor> in = x;
     for (size_t k : wrt) in.push_back(v[k]);
     auto out = run(*jvp->printed->module, jvp->name, in);
+    INFO(out.error);
     REQUIRE(out.error.empty());
     REQUIRE(out.outputs.size() == 2 * nr);
     double expected = 0;
@@ -806,6 +809,7 @@ void check_derivatives(const Compilation &c, const std::string &fn, uint64_t see
     for (size_t k = 0; k < nr; ++k)
       if (ybar[k].defined()) in.push_back(ybar[k]);
     auto out = run(*vjp->printed->module, vjp->name, in);
+    INFO(out.error);
     REQUIRE(out.error.empty());
     REQUIRE(out.outputs.size() == nr + wrt.size());
     double expected = 0;  // <xbar, v> = <ybar, J v>
@@ -816,6 +820,7 @@ void check_derivatives(const Compilation &c, const std::string &fn, uint64_t see
   if (nr > 0 && y.outputs[0].rank() == 0 && rt::is_float(y.outputs[0].dtype())) {
     if (auto grad = derive_as_source(c, fn, DeriveKind::Grad, {}, seed)) {
       auto out = run(*grad->printed->module, grad->name, x);
+      INFO(out.error);
       REQUIRE(out.error.empty());
       REQUIRE(out.outputs.size() == nr + wrt.size());
       double expected = 0;

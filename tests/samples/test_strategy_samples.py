@@ -119,12 +119,14 @@ def megatron_sp():
                 {"all_gather": (1, gathered(4, 16 * 8)), "psum_scatter": (1, gathered(4, 16 * 8))})
     assert gathered(4, 16 * 8) * 2 == reduced(4, 16 * 8)
     # Backward (vjp w.r.t. every parameter): the forward's two again (the
-    # residuals are recomputed), their transposes (psum_scatter <- all_gather
-    # and all_gather <- psum_scatter), and one combined psum of the gradients
-    # of the replicated ln_scale, ln_bias, b2 (3 x 8 floats).
+    # residuals are recomputed) and their transposes (psum_scatter <- all_gather
+    # and all_gather <- psum_scatter), each pair independent and so combined
+    # into one collective of both (`full, partial_bar = all_gather((hn,
+    # mlp_block_bar), model)`), and one combined psum of the gradients of the
+    # replicated ln_scale, ln_bias, b2 (3 x 8 floats).
     expect_comm("megatron_sp backward", stats(derived("vjp", path)),
-                {"all_gather": (2, 2 * gathered(4, 16 * 8)),
-                 "psum_scatter": (2, 2 * gathered(4, 16 * 8)), "psum": (1, reduced(4, 3 * 8))})
+                {"all_gather": (1, 2 * gathered(4, 16 * 8)),
+                 "psum_scatter": (1, 2 * gathered(4, 16 * 8)), "psum": (1, reduced(4, 3 * 8))})
 
 
 # --- Ulysses --------------------------------------------------------------
@@ -235,10 +237,11 @@ def zero():
         ("zero2_step.spmd", "zero2_step",
          {"psum_scatter": (2, gathered(4, params)), "all_gather_invariant": (2, gathered(4, params)),
           "psum": (1, reduced(4, 1))}),
-        # ZeRO-3: each parameter gathered for the forward, each gradient
-        # reduce-scattered by the derived backward; nothing after the update.
+        # ZeRO-3: both parameters gathered for the forward by one combined
+        # all_gather, both gradients reduce-scattered by one combined
+        # psum_scatter in the derived backward; nothing after the update.
         ("zero3_step.spmd", "zero3_step",
-         {"all_gather": (2, gathered(4, params)), "psum_scatter": (2, gathered(4, params)),
+         {"all_gather": (1, gathered(4, params)), "psum_scatter": (1, gathered(4, params)),
           "psum": (1, reduced(4, 1))})]:
         out = run(sample(name), inputs)
         for k, w in zip(["loss", "w1", "w2", "m1", "m2"], want):

@@ -76,10 +76,23 @@ class DeviceContext {
   /// all_gather: concatenation of all members' x along `dim` in rank order
   /// (tiled); untiled stacks them in a new leading dimension at `dim`.
   Tensor all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
+  /// A combined all_gather of several tensors (`all_gather((a, b), axes)`),
+  /// each along `dim`: the tensors of one dtype are packed into one buffer and
+  /// gathered by a single collective (one per dtype present), then each result
+  /// is assembled from the members' pieces. The same bits as all_gather(x).
+  std::vector<Tensor> all_gather(const std::vector<Tensor> &xs, const std::vector<int> &axes,
+                                 int64_t dim, bool tiled);
   /// psum_scatter: the sum of all members' x, of which member r keeps block r
   /// along `dim` (tiled: x.shape[dim] divisible by the group size; untiled:
   /// x.shape[dim] equals the group size and the dimension is removed).
   Tensor reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
+  /// A combined psum_scatter of several tensors (`psum_scatter((a, b), axes)`):
+  /// the tensors of one dtype are packed so that the buffer's block r holds
+  /// block r of each, reduce-scattered by a single collective (one per dtype
+  /// present), then unpacked. Each element is summed in the same rank order as
+  /// by reduce_scatter(x), so the results are the same bits.
+  std::vector<Tensor> reduce_scatter(const std::vector<Tensor> &xs, const std::vector<int> &axes,
+                                     int64_t dim, bool tiled);
   /// all_to_all: split x into n blocks along split_dim, send block j to member j,
   /// concatenate the received blocks along concat_dim in sender-rank order.
   Tensor all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,

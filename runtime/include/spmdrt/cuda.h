@@ -135,8 +135,16 @@ class DeviceContext {
                                  ReduceOp op);
   /// Gathers into a [n, ...] buffer (ncclAllGather) and unpacks when dim != 0.
   Tensor all_gather(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
+  /// A combined all_gather: one ncclAllGather per tensor inside one
+  /// ncclGroupStart/End, then each unpacked as by all_gather(x).
+  std::vector<Tensor> all_gather(const std::vector<Tensor> &xs, const std::vector<int> &axes,
+                                 int64_t dim, bool tiled);
   /// Packs blocks of `dim` to the front when dim != 0, then ncclReduceScatter.
   Tensor reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim, bool tiled);
+  /// A combined psum_scatter: each tensor packed, then one ncclReduceScatter
+  /// per tensor inside one ncclGroupStart/End.
+  std::vector<Tensor> reduce_scatter(const std::vector<Tensor> &xs, const std::vector<int> &axes,
+                                     int64_t dim, bool tiled);
   Tensor all_to_all(const Tensor &x, const std::vector<int> &axes, int64_t split_dim,
                     int64_t concat_dim);
   /// Ranks are in the group over `axes` (first axis major), as on the CPU.

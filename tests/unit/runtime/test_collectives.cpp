@@ -4,6 +4,7 @@
 // values, then on a (2, 4) mesh over one axis and both; plus determinism,
 // error propagation (abort, mismatch, deadlock) and large/1-device meshes.
 #include <atomic>
+#include <cstring>
 
 #include "rt_test_util.h"
 #include "spmdrt/collectives.h"
@@ -62,6 +63,148 @@ TEST_CASE("a combined psum of several tensors and dtypes", "[runtime][collective
     check_equal(r[2], DType::F32, {3, 1}, {6, 12, 18});
     check_equal(r[3], DType::F32, {0}, {});
   }
+}
+
+namespace {
+
+/// Bitwise equality of dtype, shape and bytes.
+bool same_bits(const Tensor &a, const Tensor &b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.numel()) * dtype_size(a.dtype())) == 0;
+}
+
+/// A fabric of one device that counts the collectives it is asked for (a group
+/// of one: every collective returns the device's own data).
+class CountingFabric final : public Fabric {
+ public:
+  const Mesh &mesh() const override { return mesh_; }
+  Tensor all_reduce(int64_t, const Tensor &x, const std::vector<int> &, ReduceOp) override {
+    return count(x);
+  }
+  Tensor all_gather(int64_t, const Tensor &x, const std::vector<int> &, int64_t, bool) override {
+    return count(x);
+  }
+  Tensor reduce_scatter(int64_t, const Tensor &x, const std::vector<int> &, int64_t,
+                        bool) override {
+    return count(x);
+  }
+  Tensor all_to_all(int64_t, const Tensor &x, const std::vector<int> &, int64_t, int64_t) override {
+    return count(x);
+  }
+  Tensor ppermute(int64_t, const Tensor &x, const std::vector<int> &,
+                  const PermutePairs &) override {
+    return count(x);
+  }
+  void barrier(int64_t) override {}
+  int calls = 0;
+
+ private:
+  Tensor count(const Tensor &x) {
+    ++calls;
+    return x.clone();
+  }
+  Mesh mesh_{{{"i", 1}}};
+};
+
+/// Device d's contribution: random values (so that the order of a sum shows).
+Tensor part(DType dtype, const Shape &shape, int64_t device, uint64_t k) {
+  return random_tensor(dtype, shape, 1000 * k + static_cast<uint64_t>(device));
+}
+
+}  // namespace
+
+TEST_CASE("combined all_gather and psum_scatter: the bits of separate ones, one per dtype",
+          "[runtime][collectives]") {
+  const Mesh mesh({{"x", 2}, {"y", 4}});
+  const std::vector<DType> dtypes{DType::F32, DType::I32, DType::F32, DType::BF16, DType::F32};
+  struct Case {
+    std::vector<int> axes;
+    int64_t dim;
+    bool tiled;
+    std::vector<Shape> gather, scatter;  // component shapes (scatter: dim divisible by n)
+  };
+  const std::vector<Case> cases{{{1, 0},
+                                 0,
+                                 true,
+                                 {{2, 3}, {4, 2}, {1, 1}, {3, 4}, {0, 2}},
+                                 {{8, 3}, {16, 2}, {8, 1}, {24, 1}, {0, 2}}},
+                                {{1},
+                                 1,
+                                 true,
+                                 {{2, 3}, {4, 2}, {1, 1}, {3, 4}, {2, 0}},
+                                 {{2, 8}, {3, 4}, {1, 4}, {2, 12}, {0, 4}}},
+                                {{0},
+                                 1,
+                                 false,
+                                 {{2, 3}, {4, 2}, {1, 1}, {3, 4}, {0, 2}},
+                                 {{3, 2}, {1, 2}, {4, 2}, {2, 2}, {0, 2}}},
+                                {{1},
+                                 2,
+                                 false,
+                                 {{2, 3}, {4, 2}, {1, 1}, {3, 4}, {0, 2}},
+                                 {{3, 2, 4}, {1, 1, 4}, {2, 3, 4}, {1, 2, 4}, {0, 1, 4}}}};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Case &cs = cases[c];
+    INFO("case " << c);
+    std::vector<std::vector<Tensor>> combined(8), separate(8), scombined(8), sseparate(8);
+    run_on_mesh(mesh, [&](DeviceContext &ctx) {
+      const int64_t d = ctx.device();
+      std::vector<Tensor> xs, ys;
+      for (size_t k = 0; k < dtypes.size(); ++k) {
+        xs.push_back(part(dtypes[k], cs.gather[k], d, k));
+        ys.push_back(part(dtypes[k], cs.scatter[k], d, k + 7));
+      }
+      combined[d] = ctx.all_gather(xs, cs.axes, cs.dim, cs.tiled);
+      scombined[d] = ctx.reduce_scatter(ys, cs.axes, cs.dim, cs.tiled);
+      for (const Tensor &x : xs)
+        separate[d].push_back(ctx.all_gather(x, cs.axes, cs.dim, cs.tiled));
+      for (const Tensor &y : ys)
+        sseparate[d].push_back(ctx.reduce_scatter(y, cs.axes, cs.dim, cs.tiled));
+    });
+    for (int64_t d = 0; d < 8; ++d)
+      for (size_t k = 0; k < dtypes.size(); ++k) {
+        INFO("device " << d << ", component " << k);
+        REQUIRE(combined[d].size() == dtypes.size());
+        CHECK(same_bits(combined[d][k], separate[d][k]));
+        CHECK(same_bits(scombined[d][k], sseparate[d][k]));
+      }
+  }
+  // By hand, on a 4-device line: device d gathers a = [d, 10d] and b = [[d], [-d]]
+  // along dim 0, and scatters c = [d, 2d, 3d, 4d] (sum: 6 * [1, 2, 3, 4]).
+  std::vector<std::vector<Tensor>> out(4), sc(4);
+  run_on_mesh(kLine, [&](DeviceContext &ctx) {
+    const double d = static_cast<double>(ctx.device());
+    out[ctx.device()] = ctx.all_gather(
+        std::vector<Tensor>{make(DType::F32, {2}, {d, 10 * d}), make(DType::F32, {2, 1}, {d, -d})},
+        {0}, 0, true);
+    sc[ctx.device()] =
+        ctx.reduce_scatter(std::vector<Tensor>{make(DType::F32, {4}, {d, 2 * d, 3 * d, 4 * d}),
+                                               make(DType::F32, {4, 1}, {1, 1, 1, 1})},
+                           {0}, 0, true);
+  });
+  for (int64_t d = 0; d < 4; ++d) {
+    check_equal(out[d][0], DType::F32, {8}, {0, 0, 1, 10, 2, 20, 3, 30});
+    check_equal(out[d][1], DType::F32, {8, 1}, {0, 0, 1, -1, 2, -2, 3, -3});
+    check_equal(sc[d][0], DType::F32, {1}, {6.0 * (d + 1)});
+    check_equal(sc[d][1], DType::F32, {1, 1}, {4});
+  }
+}
+
+TEST_CASE("a combined collective is one fabric call per dtype", "[runtime][collectives]") {
+  CountingFabric fabric;
+  DeviceContext ctx(fabric, 0);
+  const std::vector<Tensor> xs{make(DType::F32, {2}, {1, 2}), make(DType::I32, {1}, {3}),
+                               make(DType::F32, {1, 2}, {4, 5}), make(DType::F32, {0}, {})};
+  auto check_same = [&](const std::vector<Tensor> &ys) {
+    REQUIRE(ys.size() == xs.size());
+    for (size_t k = 0; k < xs.size(); ++k) CHECK(same_bits(ys[k], xs[k]));
+  };
+  check_same(ctx.all_gather(xs, {0}, 0, true));
+  CHECK(fabric.calls == 2);  // the three f32 tensors in one buffer, the i32 one alone
+  check_same(ctx.reduce_scatter(xs, {0}, 0, true));
+  CHECK(fabric.calls == 4);
+  check_same(ctx.all_reduce(xs, {0}, ReduceOp::Sum));
+  CHECK(fabric.calls == 6);
 }
 
 TEST_CASE("psum_scatter on a 4-device line", "[runtime][collectives]") {

@@ -203,8 +203,10 @@ TEST_CASE("fsdp_mlp: all_gather forward, psum_scatter backward", "[samples]") {
   CHECK(count_op(*c, "all_gather") == 4);
   CHECK(count_op(*c, "psum") == 1);
   auto g = backward_of(*c, {"w1", "b1", "w2", "b2"});
-  CHECK(count_op(*g, "all_gather") == 4);
-  CHECK(count_op(*g, "psum_scatter") == 4);
+  CHECK(count_values(*g, "all_gather") == 4);  // the 4 parameters,
+  CHECK(count_op(*g, "all_gather") == 1);      // in one combined collective
+  CHECK(count_values(*g, "psum_scatter") == 4);
+  CHECK(count_op(*g, "psum_scatter") == 1);
   CHECK(count_op(*g, "psum") == 1);  // only the loss's pmean: no full-gradient all-reduce
   // Each weight gradient is reduce-scattered: (n-1)/n of the full parameter.
   auto s = collective_stats(*g->module, shmap_of(*g));
