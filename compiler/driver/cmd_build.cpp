@@ -33,6 +33,7 @@
 #include "backend/backend.h"
 #include "backend/toolchain.h"
 #include "driver/commands.h"
+#include "driver/kept_until_exit.h"
 #include "driver/version.h"
 #include "spmdrt/output_file.h"
 #include "support/timed.h"
@@ -202,7 +203,7 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
 
   Progress progress(!o.quiet && ::isatty(2));
   progress.phase("[1/3] checking " + common.input);
-  Compilation c;
+  Compilation &c = keep_until_exit<Compilation>();
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
   const ir::Module &module = *c.module;

@@ -4,6 +4,7 @@
 
 #include "analysis/stats.h"
 #include "driver/commands.h"
+#include "driver/kept_until_exit.h"
 #include "driver/size_options.h"
 #include "frontend/format.h"
 #include "ir/printer.h"
@@ -55,7 +56,7 @@ int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_a
 }
 
 int run_check(const CommonOptions &common, bool strict) {
-  Compilation c;
+  Compilation &c = keep_until_exit<Compilation>();
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
   // Sharded functions: do the written specs agree with the ops' rules?
@@ -66,7 +67,7 @@ int run_check(const CommonOptions &common, bool strict) {
 }
 
 int run_print(const CommonOptions &common, const PrintOptions &options) {
-  Compilation c;
+  Compilation &c = keep_until_exit<Compilation>();
   Phase stop = options.emit == "ast" ? Phase::Parse : Phase::Variance;
   int status = compile_and_report(c, common, stop);
   if (status != kExitOk) return status;

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "driver/commands.h"
+#include "driver/kept_until_exit.h"
 #include "ir/printer.h"
 #include "spmdrt/output_file.h"
 #include "support/timed.h"
@@ -25,7 +26,7 @@ struct DeriveOptions {
 };
 
 int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind kind) {
-  Compilation c;
+  Compilation &c = keep_until_exit<Compilation>();
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
   c.program = {};  // the syntax trees: not needed to derive (free them first)
@@ -38,7 +39,7 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
   request.combine.threshold_bytes = o.combine_threshold;
   request.remat = o.remat;
   try {
-    ir::Module derived = derive(*c.module, request);
+    const ir::Module &derived = keep_until_exit<ir::Module>(derive(*c.module, request));
     ir::PrintOptions po;
     po.types = o.types;
     const std::string text = timed("print", [&] { return ir::print_module(derived, po); });

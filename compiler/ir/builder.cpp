@@ -1,6 +1,7 @@
 // ir/builder.cpp — typed instruction construction.
 #include "ir/builder.h"
 
+#include <span>
 #include <stdexcept>
 
 #include "ops/shape_rules.h"
@@ -8,47 +9,67 @@
 
 namespace spmd::ir {
 
-std::vector<ValueId> Builder::add(OpCode op, std::vector<ValueId> operands, Attrs attrs,
-                                  SourceSpan span, BuildError &error, Origin origin) {
-  std::vector<Type> operand_types;
+namespace {
+
+/// The operand types and variances of the instruction being typed, in
+/// buffers reused from one instruction to the next: copy-assigning a Type
+/// reuses its shape's storage, so typing an instruction allocates nothing
+/// for its operands (a derivative builds 100k+ instructions).
+struct OperandScratch {
+  std::vector<Type> types;
   std::vector<AxisSet> variances;
-  for (ValueId v : operands) {
-    operand_types.push_back(function_.type(v));
-    variances.push_back(function_.type(v).variance);
+};
+thread_local OperandScratch scratch;
+
+}  // namespace
+
+const Instr *Builder::append_typed(OpCode op, ValueList &operands, Attrs &attrs, SourceSpan span,
+                                   BuildError &error, Origin origin) {
+  OperandScratch &s = scratch;
+  const size_t n = operands.size();
+  if (s.types.size() < n) s.types.resize(n);
+  s.variances.clear();
+  for (size_t k = 0; k < n; ++k) {
+    s.types[k] = function_.type(operands[k]);
+    s.variances.push_back(s.types[k].variance);
   }
-  ShapeRuleResult shapes = infer_shapes(op, operand_types, attrs, mesh());
+  ShapeRuleResult shapes =
+      infer_shapes(op, std::span<const Type>(s.types.data(), n), attrs, mesh());
   if (!shapes.ok()) {
     error = {shapes.code, shapes.error};
-    return {};
+    return nullptr;
   }
-  const std::vector<AxisSet> result_vars =
-      result_variances(op, variances, shapes.results.size(), attrs);
-  Instr instr;
+  const auto result_vars = result_variances(op, s.variances, shapes.results.size(), attrs);
+  Instr &instr = body_->emplace_back();
   instr.op = op;
   instr.operands = std::move(operands);
   instr.attrs = std::move(attrs);
   instr.span = span;
   instr.origin = origin;
+  instr.results.reserve(shapes.results.size());
   for (size_t k = 0; k < shapes.results.size(); ++k) {
     shapes.results[k].variance = result_vars[k];
-    instr.results.push_back(function_.add_value(shapes.results[k], "", span));
+    instr.results.push_back(function_.add_value(std::move(shapes.results[k]), "", span));
   }
-  body_->push_back(std::move(instr));
-  return body_->back().results;
+  return &instr;
 }
 
-ValueId Builder::add1(OpCode op, std::vector<ValueId> operands, Attrs attrs, SourceSpan span,
-                      Origin origin) {
+ValueList Builder::add(OpCode op, ValueList operands, Attrs attrs, SourceSpan span,
+                       BuildError &error, Origin origin) {
+  const Instr *in = append_typed(op, operands, attrs, span, error, origin);
+  return in ? in->results : ValueList{};
+}
+
+ValueId Builder::add1(OpCode op, ValueList operands, Attrs attrs, SourceSpan span, Origin origin) {
   BuildError error;
-  auto results = add(op, std::move(operands), std::move(attrs), span, error, origin);
-  if (results.size() != 1)
+  const Instr *in = append_typed(op, operands, attrs, span, error, origin);
+  if (!in || in->results.size() != 1)
     throw std::logic_error("builder: " + std::string(op_spelling(op)) + ": " + error.message);
-  return results[0];
+  return in->results[0];
 }
 
-std::vector<ValueId> Builder::add_typed(OpCode op, std::vector<ValueId> operands, Attrs attrs,
-                                        std::vector<Type> result_types, SourceSpan span,
-                                        Origin origin) {
+ValueList Builder::add_typed(OpCode op, ValueList operands, Attrs attrs,
+                             std::vector<Type> result_types, SourceSpan span, Origin origin) {
   Instr instr;
   instr.op = op;
   instr.operands = std::move(operands);

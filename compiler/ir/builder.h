@@ -38,15 +38,14 @@ class Builder {
   void append(Instr in) { body_->push_back(std::move(in)); }
 
   /// Appends `op`; on a shape-rule failure returns {} and sets `error`.
-  std::vector<ValueId> add(OpCode op, std::vector<ValueId> operands, Attrs attrs, SourceSpan span,
-                           BuildError &error, Origin origin = Origin::User);
+  ValueList add(OpCode op, ValueList operands, Attrs attrs, SourceSpan span, BuildError &error,
+                Origin origin = Origin::User);
   /// As add, for single-result ops; a failure is a compiler bug (throws std::logic_error).
-  ValueId add1(OpCode op, std::vector<ValueId> operands, Attrs attrs = {}, SourceSpan span = {},
+  ValueId add1(OpCode op, ValueList operands, Attrs attrs = {}, SourceSpan span = {},
                Origin origin = Origin::Transform);
   /// Appends an instruction whose result types are given (calls).
-  std::vector<ValueId> add_typed(OpCode op, std::vector<ValueId> operands, Attrs attrs,
-                                 std::vector<Type> result_types, SourceSpan span,
-                                 Origin origin = Origin::User);
+  ValueList add_typed(OpCode op, ValueList operands, Attrs attrs, std::vector<Type> result_types,
+                      SourceSpan span, Origin origin = Origin::User);
 
   // Shorthands used by the transforms.
   ValueId constant(DType dtype, double value, SourceSpan span = {});
@@ -55,6 +54,11 @@ class Builder {
                      Origin origin = Origin::Transform);
 
  private:
+  /// Types `op` and appends it (operands and attrs moved from); the new
+  /// instruction, or nullptr with `error` set when the shape rule fails.
+  const Instr *append_typed(OpCode op, ValueList &operands, Attrs &attrs, SourceSpan span,
+                            BuildError &error, Origin origin);
+
   const Module &module_;
   Function &function_;
   std::vector<Instr> *body_;

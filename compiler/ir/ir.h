@@ -16,12 +16,16 @@
 #include "ir/types.h"
 #include "ops/op_info.h"
 #include "spmdrt/mesh.h"
+#include "support/small_vector.h"
 #include "support/source.h"
 
 namespace spmd::ir {
 
 using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;
+/// An instruction's operands or results: up to 4 inline (no allocation; most
+/// ops have one or two operands and one result), as large as a std::vector.
+using ValueList = SmallVector<ValueId, 4>;
 
 /// Why an instruction exists: written by the user, or inserted by a pass.
 enum class Origin : uint8_t { User, AutoPbroadcast, Lowering, Transform };
@@ -46,8 +50,8 @@ struct Region {
 
 struct Instr {
   OpCode op = OpCode::Constant;
-  std::vector<ValueId> operands;
-  std::vector<ValueId> results;
+  ValueList operands;
+  ValueList results;
   Attrs attrs;
   SourceSpan span;
   Origin origin = Origin::User;

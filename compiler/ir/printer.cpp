@@ -176,9 +176,9 @@ class FunctionPrinter {
     if (f_.kind != FunctionKind::Shmap || op_kind(in.op) != OpKind::Creation ||
         in.results.size() != 1)
       return false;
-    std::vector<AxisSet> operand_vars;
+    SmallVector<AxisSet, 4> operand_vars;
     for (ValueId o : in.operands) operand_vars.push_back(f_.type(o).variance);
-    const std::vector<AxisSet> rvs = result_variances(in.op, operand_vars, 1, in.attrs);
+    const auto rvs = result_variances(in.op, operand_vars, 1, in.attrs);
     return !rvs.empty() && f_.type(in.results[0]).variance != rvs[0];
   }
 

@@ -1,6 +1,9 @@
 // ir/verifier.cpp — see verifier.h.
 #include "ir/verifier.h"
 
+#include <deque>
+#include <span>
+
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
 
@@ -81,8 +84,9 @@ class FunctionVerifier {
     for (size_t i = 0; i < body.size(); ++i) {
       where_ = prefix + std::to_string(i);
       instr(body[i], prefix + std::to_string(i) + ".");
-      for (ValueId r : body[i].results)
-        if (valid(r)) local.push_back(r);
+      if (!prefix.empty())  // (the function body's values stay visible: not listed)
+        for (ValueId r : body[i].results)
+          if (valid(r)) local.push_back(r);
     }
     where_ = prefix + "yield";
     for (ValueId y : yields)
@@ -92,7 +96,12 @@ class FunctionVerifier {
   }
 
   void instr(const Instr &in, const std::string &inner_prefix) {
-    std::vector<Type> ops;
+    // The operand types, copied into a buffer of this loop depth that is
+    // reused from one instruction to the next (copy-assigning a Type reuses
+    // its shape's storage: no allocation per operand on 100k-op bodies).
+    if (depth_ == operand_types_.size()) operand_types_.emplace_back();
+    std::vector<Type> &buffer = operand_types_[depth_];
+    size_t n = 0;
     bool ok = true;
     for (ValueId o : in.operands) {
       if (!visible(o)) {
@@ -100,10 +109,17 @@ class FunctionVerifier {
         ok = false;
         continue;
       }
-      ops.push_back(f_.type(o));
+      if (n == buffer.size())
+        buffer.push_back(f_.type(o));
+      else
+        buffer[n] = f_.type(o);
+      ++n;
     }
+    const std::span<const Type> ops(buffer.data(), n);
     if (in.op == OpCode::For) {
+      ++depth_;
       loop(in, ok, inner_prefix);
+      --depth_;
       return;
     }
     for (ValueId r : in.results) ok = define(r) && ok;
@@ -147,10 +163,10 @@ class FunctionVerifier {
       if (req == AxisRequirement::Invariant && !(t.variance & axes).empty())
         error(name + ": operand must be invariant along " + axis_set_str(axes, mesh_));
     }
-    std::vector<AxisSet> operand_vars;
-    for (const Type &t : ops) operand_vars.push_back(t.variance);
-    const std::vector<AxisSet> rvs =
-        result_variances(in.op, operand_vars, in.results.size(), in.attrs);
+    operand_vars_.clear();
+    for (const Type &t : ops) operand_vars_.push_back(t.variance);
+    const auto rvs =
+        result_variances(in.op, operand_vars_, in.results.size(), in.attrs);
     for (size_t k = 0; k < in.results.size(); ++k) {
       const AxisSet rv = rvs[k];
       const Type &t = f_.type(in.results[k]);
@@ -164,7 +180,7 @@ class FunctionVerifier {
     }
   }
 
-  void call(const Instr &in, const std::vector<Type> &ops) {
+  void call(const Instr &in, std::span<const Type> ops) {
     if (in.attrs.derived >= 0) {
       error("call of a derivative that infer_variance did not build");
       return;
@@ -266,6 +282,11 @@ class FunctionVerifier {
   std::vector<bool> varying_constant_;  // constants typed varying
   std::vector<std::string> errors_;
   std::string where_;  // "4" or "3.1" (instruction 1 inside the loop at 3)
+  /// Reused buffers: operand types per loop depth (a deque: a deeper one
+  /// added does not move the outer ones), operand variances.
+  std::deque<std::vector<Type>> operand_types_;
+  size_t depth_ = 0;
+  std::vector<AxisSet> operand_vars_;
 };
 
 }  // namespace

@@ -406,10 +406,9 @@ class VarianceInference {
       }
     }
     if (in.op != OpCode::Call) {
-      std::vector<AxisSet> operand_vars;
+      SmallVector<AxisSet, 4> operand_vars;
       for (auto o : in.operands) operand_vars.push_back(f.type(o).variance);
-      const std::vector<AxisSet> rvs =
-          result_variances(in.op, operand_vars, in.results.size(), in.attrs);
+      const auto rvs = result_variances(in.op, operand_vars, in.results.size(), in.attrs);
       for (size_t k = 0; k < in.results.size(); ++k) f.type(in.results[k]).variance = rvs[k];
     }
     for (auto r : in.results) set_def(st, r, in.op, in.operands, in.attrs.axes, in.span);

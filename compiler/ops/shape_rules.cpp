@@ -68,7 +68,7 @@ ShapeRuleResult einsum_shapes(std::span<const Type> ops, const Attrs &attrs) {
     out.push_back(it->second);
   }
   if (ops[0].dtype == DType::Bool) return fail("einsum does not take bool operands");
-  return one(ops[0].dtype, out);
+  return one(ops[0].dtype, std::move(out));
 }
 
 ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
@@ -82,7 +82,7 @@ ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
     case OpCode::Pmin:
     case OpCode::Pbroadcast:
     case OpCode::Ppermute:
-      return one(x.dtype, s);
+      return one(x.dtype, std::move(s));
     case OpCode::AllGather:
     case OpCode::AllGatherInvariant:
       if (attrs.tiled) {
@@ -97,7 +97,7 @@ ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
           return fail("gather dimension " + std::to_string(attrs.dim) + " is out of range");
         s.insert(s.begin() + attrs.dim, n);
       }
-      return one(x.dtype, s);
+      return one(x.dtype, std::move(s));
     case OpCode::PsumScatter:
     case OpCode::Pscatter:
       if (!need_dim(attrs.dim))
@@ -115,7 +115,7 @@ ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
                       " to equal the number of devices (" + std::to_string(n) + ")");
         s.erase(s.begin() + attrs.dim);
       }
-      return one(x.dtype, s);
+      return one(x.dtype, std::move(s));
     case OpCode::AllToAll:
       if (!need_dim(attrs.dim) || !need_dim(attrs.dim2))
         return fail("all_to_all split/concat dimension out of range for " + shp(s));
@@ -129,7 +129,7 @@ ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
       } else {
         return too_large("the result of all_to_all");
       }
-      return one(x.dtype, s);
+      return one(x.dtype, std::move(s));
     default:
       return fail("internal: not a collective");
   }
@@ -246,11 +246,11 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
         return fail("shapes " + shp(a.shape) + " and " + shp(b.shape) + " do not broadcast");
       if (info.kind == OpKind::Logical) {
         if (a.dtype != DType::Bool) return fail("logical operators need bool operands");
-        return one(DType::Bool, s);
+        return one(DType::Bool, std::move(s));
       }
       if (a.dtype == DType::Bool && info.kind == OpKind::Binary)
         return fail("arithmetic on bool values; cast them first");
-      return one(info.kind == OpKind::Compare ? DType::Bool : a.dtype, s);
+      return one(info.kind == OpKind::Compare ? DType::Bool : a.dtype, std::move(s));
     }
     case OpKind::Select: {
       if (ops[0].dtype != DType::Bool) return fail("the condition of `where` must be bool");
@@ -260,7 +260,7 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
       Shape s1, s2;
       if (!broadcast(ops[1].shape, ops[2].shape, s1) || !broadcast(ops[0].shape, s1, s2))
         return fail("the operands of `where` do not broadcast together");
-      return one(ops[1].dtype, s2);
+      return one(ops[1].dtype, std::move(s2));
     }
     case OpKind::Reduce: {
       const Type &x = ops[0];
@@ -279,8 +279,8 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
         for (int64_t d : attrs.dims)
           if (x.shape[d] == 0)
             return fail(std::string(op_spelling(op)) + " over an empty dimension");
-      if (op == OpCode::ArgMax || op == OpCode::ArgMin) return one(DType::I32, s);
-      return one(x.dtype, s);
+      if (op == OpCode::ArgMax || op == OpCode::ArgMin) return one(DType::I32, std::move(s));
+      return one(x.dtype, std::move(s));
     }
     case OpKind::Contraction:
       return einsum_shapes(ops, attrs);
@@ -332,7 +332,7 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
         seen[d] = true;
         s.push_back(x.shape[d]);
       }
-      return one(x.dtype, s);
+      return one(x.dtype, std::move(s));
     }
     case OpCode::Reverse: {
       for (size_t i = 0; i < attrs.dims.size(); ++i) {
@@ -365,7 +365,7 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
                       std::to_string(x.shape[d]));
         s.push_back(rt::range_length(b, e, st));
       }
-      return one(x.dtype, s);
+      return one(x.dtype, std::move(s));
     }
     case OpCode::Pad: {
       if (attrs.shape.size() != x.shape.size() || attrs.start.size() != x.shape.size() ||
@@ -397,7 +397,7 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
         if (!sum) return too_large("the concatenation");
         s[attrs.dim] = *sum;
       }
-      return one(x.dtype, s);
+      return one(x.dtype, std::move(s));
     }
     case OpCode::DynamicSlice: {
       if (ops[1].dtype != DType::I32 || ops[1].rank() != 0)

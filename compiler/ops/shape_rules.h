@@ -13,12 +13,13 @@
 
 #include "ir/types.h"
 #include "ops/op_info.h"
+#include "support/small_vector.h"
 
 namespace spmd {
 
 struct ShapeRuleResult {
-  std::vector<Type> results;  // variance left empty
-  std::string error;          // non-empty on failure: a complete sentence
+  SmallVector<Type, 1> results;     // variance left empty (inline: most ops have one result)
+  std::string error;                // non-empty on failure: a complete sentence
   std::string code = "type-error";  // the diagnostic code of a failure
   bool ok() const { return error.empty(); }
 };

@@ -70,16 +70,16 @@ bool is_combinable_collective(OpCode op) {
          op == OpCode::PsumScatter;
 }
 
-std::vector<AxisSet> result_variances(OpCode op, const std::vector<AxisSet> &operand_variances,
-                                      size_t num_results, const Attrs &attrs) {
+SmallVector<AxisSet, 2> result_variances(OpCode op, std::span<const AxisSet> operand_variances,
+                                         size_t num_results, const Attrs &attrs) {
   if (is_combinable_collective(op) && operand_variances.size() == num_results) {
-    std::vector<AxisSet> out;
+    SmallVector<AxisSet, 2> out;
     for (AxisSet v : operand_variances) out.push_back(result_variance(op, v, attrs));
     return out;
   }
   AxisSet uni;
   for (AxisSet v : operand_variances) uni = uni | v;
-  return std::vector<AxisSet>(num_results, result_variance(op, uni, attrs));
+  return SmallVector<AxisSet, 2>(num_results, result_variance(op, uni, attrs));
 }
 
 bool constant_operand_adapts(OpCode op) {

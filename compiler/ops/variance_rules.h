@@ -7,10 +7,12 @@
 // or invariant along them. docs/device-variance.md explains each rule.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "ir/types.h"
 #include "ops/op_info.h"
+#include "support/small_vector.h"
 
 namespace spmd {
 
@@ -41,8 +43,9 @@ bool is_combinable_collective(OpCode op);
 /// The variance of each of `num_results` results given the operands'
 /// variances: result k of a combined collective from operand k alone; for every
 /// other op, result_variance of the union of all operands.
-std::vector<AxisSet> result_variances(OpCode op, const std::vector<AxisSet> &operand_variances,
-                                      size_t num_results, const Attrs &attrs);
+/// (Inline up to 2: no allocation for an ordinary op.)
+SmallVector<AxisSet, 2> result_variances(OpCode op, std::span<const AxisSet> operand_variances,
+                                         size_t num_results, const Attrs &attrs);
 
 /// Whether a constant (a creation op's result) used as an operand of `op`
 /// takes the variance of the op's other operands, as a literal does in

@@ -3,8 +3,7 @@
 
 namespace spmd {
 
-ir::ValueId Emitter::op(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs,
-                        SourceSpan span) {
+ir::ValueId Emitter::op(OpCode op, ir::ValueList operands, Attrs attrs, SourceSpan span) {
   ir::BuildError error;
   auto results =
       builder_.add(op, std::move(operands), std::move(attrs), span, error, ir::Origin::Transform);

@@ -37,8 +37,7 @@ class Emitter {
   /// A copy: emitting instructions may move the function's value table.
   Type type(ir::ValueId v) const { return f_.type(v); }
 
-  ir::ValueId op(OpCode op, std::vector<ir::ValueId> operands, Attrs attrs = {},
-                 SourceSpan span = {});
+  ir::ValueId op(OpCode op, ir::ValueList operands, Attrs attrs = {}, SourceSpan span = {});
   /// A scalar constant of `like`'s dtype, typed with `like`'s variance.
   ir::ValueId scalar_like(ir::ValueId like, double value, SourceSpan span = {});
   /// A constant array of type `type` (variance included).

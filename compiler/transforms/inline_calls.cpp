@@ -15,7 +15,7 @@ class Inliner {
   /// Appends the body of `callee` to `body`, reading `args` for its
   /// parameters; returns the values it returns.
   std::vector<ir::ValueId> inline_function(const ir::Function &callee,
-                                           const std::vector<ir::ValueId> &args,
+                                           std::span<const ir::ValueId> args,
                                            std::vector<ir::Instr> &body, int depth) {
     if (depth > 1000) throw std::logic_error("inline_calls: call depth over 1000");
     ValueMap map;
@@ -38,7 +38,7 @@ class Inliner {
   void inline_block(const ir::Function &callee, const std::vector<ir::Instr> &block, ValueMap &map,
                     std::vector<ir::Instr> &body, int depth) {
     for (const ir::Instr &in : block) {
-      std::vector<ir::ValueId> operands;
+      ir::ValueList operands;
       operands.reserve(in.operands.size());
       for (ir::ValueId o : in.operands) operands.push_back(map.at(o));
       if (in.op == OpCode::Call) {

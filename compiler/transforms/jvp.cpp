@@ -76,7 +76,7 @@ class Linearizer {
       copy.results.push_back(nr);
     }
     e_.append(copy);
-    std::vector<std::optional<ir::ValueId>> tangents;
+    SmallVector<std::optional<ir::ValueId>, 4> tangents;
     bool any = false;
     for (ir::ValueId o : in.operands) {
       tangents.push_back(tangent(o));

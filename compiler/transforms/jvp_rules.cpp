@@ -22,7 +22,7 @@ class Rules {
   /// Broadcasts a tangent term up to the result's shape.
   ir::ValueId to_result_shape(ir::ValueId v) { return e_.broadcast_to(v, e_.type(r_).shape); }
   ir::ValueId same_op_on_tangents() {
-    std::vector<ir::ValueId> ops;
+    ir::ValueList ops;
     for (size_t k = 0; k < x_.size(); ++k) ops.push_back(t_or_zero(k));
     return e_.op(in_.instr.op, ops, in_.instr.attrs, span());
   }
@@ -31,7 +31,7 @@ class Rules {
 
   Emitter &e_;
   const JvpRuleInput &in_;
-  const std::vector<ir::ValueId> &x_;
+  const ir::ValueList &x_;
   ir::ValueId r_;
 };
 

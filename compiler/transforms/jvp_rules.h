@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "transforms/emitter.h"
@@ -11,7 +12,7 @@ namespace spmd {
 struct JvpRuleInput {
   const ir::Instr &instr;  // the primal instruction, already in the output function
   /// Tangent of each operand; nullopt = zero (the operand does not depend on the inputs).
-  const std::vector<std::optional<ir::ValueId>> &tangents;
+  std::span<const std::optional<ir::ValueId>> tangents;
 };
 
 /// Emits the tangent of instr's (single) result; nullopt when it is zero or

@@ -2,11 +2,12 @@
 #include "transforms/peephole.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "ir/loops.h"
+#include "ir/value_map.h"
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
+#include "support/flat_hash_map.h"
 #include "transforms/dce.h"
 #include "transforms/hoist_broadcasts.h"
 
@@ -36,11 +37,16 @@ bool elementwise(OpCode op) {
 
 class Peephole {
  public:
+  /// A block and an index in it.
+  using Place = std::pair<const std::vector<ir::Instr> *, size_t>;
+
   explicit Peephole(const ir::Module &module, ir::Function &f) : f_(f), mesh_(module.mesh_of(f)) {}
 
   /// Counts the uses of every value (operands, next values, returns).
   void count_uses() {
     uses_.assign(f_.values.size(), 0);
+    def_.reserve(f_.values.size());
+    place_.reserve(f_.values.size());
     ir::for_each_instr(f_.body, [&](const ir::Instr &in) {
       for (ir::ValueId o : in.operands) ++uses_[o];
       for (const ir::Region &r : in.regions)
@@ -50,7 +56,7 @@ class Peephole {
   }
 
   void run(std::vector<ir::Instr> &body) {
-    const size_t scope = seen_log_.size();
+    const size_t scope = seen_.size();
     for (size_t index = 0; index < body.size(); ++index) {
       ir::Instr &in = body[index];
       for (ir::ValueId &o : in.operands) o = resolve(o);
@@ -71,32 +77,41 @@ class Peephole {
         continue;
       }
       for (ir::ValueId r : in.results) def_[r] = &in;
-      place_[&in] = {&body, index};
+      if (!in.results.empty()) place_[in.results[0]] = {&body, index};
       remember(in);
     }
     // What the block defines is not visible after it.
-    for (; seen_log_.size() > scope; seen_log_.pop_back()) seen_.at(seen_log_.back()).pop_back();
+    for (; seen_.size() > scope; seen_.pop_back()) {
+      const Seen &last = seen_.back();
+      if (last.previous >= 0)
+        *latest_seen_.find(last.key) = last.previous;
+      else
+        latest_seen_.erase(last.key);
+    }
   }
 
   /// `v`, or the value it was found equal to (uses counted again).
   ir::ValueId resolve(ir::ValueId v) {
-    auto it = alias_.find(v);
-    if (it == alias_.end()) return v;
+    const ir::ValueId *same = alias_.find(v);
+    if (!same) return v;
     --uses_[v];
-    ++uses_[it->second];
-    return it->second;
+    ++uses_[*same];
+    return *same;
   }
 
  private:
   ir::Instr *def(ir::ValueId v, OpCode op) const {
-    auto it = def_.find(v);
-    return it != def_.end() && it->second->op == op ? it->second : nullptr;
+    ir::Instr *const *d = def_.find(v);
+    return d && (*d)->op == op ? *d : nullptr;
   }
 
+  /// Where the instruction `in` (one with results, seen by run) is: its block and index.
+  const Place &place(const ir::Instr *in) const { return place_.at(in->results.at(0)); }
+
   bool is_zero(ir::ValueId v) const {
-    auto it = def_.find(v);
-    if (it == def_.end()) return false;
-    const ir::Instr &d = *it->second;
+    ir::Instr *const *found = def_.find(v);
+    if (!found) return false;
+    const ir::Instr &d = **found;
     return (d.op == OpCode::Constant || d.op == OpCode::Full) && d.attrs.value == 0.0;
   }
 
@@ -138,20 +153,24 @@ class Peephole {
   /// and `broadcast_to(reshape(x), s)`.
   std::optional<ir::ValueId> equal_to_earlier(const ir::Instr &in) const {
     if (in.results.size() != 1 || !in.regions.empty()) return std::nullopt;
-    auto it = seen_.find(key(in));
-    if (it == seen_.end()) return std::nullopt;
-    for (const ir::Instr *prev : it->second)  // (rewritten since, maybe: compared in full)
+    const int32_t *latest = latest_seen_.find(key(in));
+    std::optional<ir::ValueId> earliest;  // (the first one seen that is equal)
+    for (int32_t k = latest ? *latest : -1; k >= 0; k = seen_[static_cast<size_t>(k)].previous) {
+      const ir::Instr *prev = seen_[static_cast<size_t>(k)].in;
       if (prev->op == in.op && prev->operands == in.operands && prev->attrs == in.attrs &&
           prev->results.size() == 1 && f_.type(prev->results[0]) == f_.type(in.results[0]))
-        return prev->results[0];
-    return std::nullopt;
+        earliest = prev->results[0];  // (rewritten since, maybe: compared in full)
+    }
+    return earliest;
   }
 
   void remember(const ir::Instr &in) {
     if (in.results.size() != 1 || !in.regions.empty()) return;
     const size_t k = key(in);
-    seen_[k].push_back(&in);
-    seen_log_.push_back(k);
+    const auto index = static_cast<int32_t>(seen_.size());
+    auto [latest, fresh] = latest_seen_.try_emplace(k, index);
+    seen_.push_back({&in, k, fresh ? -1 : *latest});
+    *latest = index;
   }
 
   bool rewrite(ir::Instr &in) {
@@ -200,7 +219,7 @@ class Peephole {
     if (!n0 || !n1 || uses_[n0->results[0]] != (n0 == n1 ? 2 : 1) ||
         uses_[n1->results[0]] != (n0 == n1 ? 2 : 1))
       return false;
-    const auto p0 = place_.at(n0), p1 = place_.at(n1);
+    const auto p0 = place(n0), p1 = place(n1);
     if (p0.first != p1.first || !(f_.type(in.operands[0]) == f_.type(in.operands[1]))) return false;
     ir::Instr *later = p0.second > p1.second ? n0 : n1;
     Attrs none;
@@ -229,7 +248,7 @@ class Peephole {
       return false;
     const ir::ValueId x = s0->operands[0], y = s1->operands[0];
     const Type &tx = f_.type(x), &ty = f_.type(y), &want = f_.type(in.results[0]);
-    const auto p0 = place_.at(s0), p1 = place_.at(s1);
+    const auto p0 = place(s0), p1 = place(s1);
     if (tx.shape != ty.shape || tx.dtype != ty.dtype || p0.first != p1.first) return false;
     // The types of the whole sum and of its slice (which must be in's).
     const std::vector<Type> operands{tx, ty};
@@ -252,7 +271,8 @@ class Peephole {
     // every instruction a rewrite leaves dead, in case it is found equal to
     // a later one and read again.)
     --uses_[later->operands[0]];
-    def_.erase(later->results[0]);
+    const ir::ValueId old = later->results[0];
+    def_.erase(old);
     later->op = in.op;
     later->operands = {x, y};
     later->attrs = Attrs{};
@@ -260,6 +280,7 @@ class Peephole {
     ++uses_[x];
     ++uses_[y];
     def_[sum] = later;
+    place_[sum] = place_.at(old);
     const std::vector<ir::Instr> *block = block_;
     block_ = p0.first;
     while (rewrite(*later)) {
@@ -283,11 +304,10 @@ class Peephole {
   bool neg_minus(ir::Instr &in) {
     ir::Instr *n = def(in.operands[0], OpCode::Neg);
     if (!n || uses_[n->results[0]] != 1) return false;
-    const auto at = place_.at(n);
+    const auto at = place(n);
     if (at.first != block_) return false;
-    auto b = def_.find(in.operands[1]);
-    if (b != def_.end()) {
-      const auto b_at = place_.at(b->second);
+    if (ir::Instr *const *b = def_.find(in.operands[1])) {
+      const auto b_at = place(*b);
       if (b_at.first == at.first && b_at.second > at.second) return false;
     }
     if (!replace(*n, OpCode::Add, {n->operands[0], in.operands[1]}, {})) return false;
@@ -437,12 +457,12 @@ class Peephole {
     if (others.size() != 1 || leaves.size() < 3) return false;
     std::vector<ir::Instr *> pieces = pads.empty() ? selects : pads;
     if (!pads.empty() && !selects.empty()) return false;
-    const auto where = place_.at(pieces[0]);
+    const auto where = place(pieces[0]);
     ir::Instr *last = pieces[0];
     for (ir::Instr *p : pieces) {
-      const auto at = place_.at(p);
+      const auto at = place(p);
       if (at.first != where.first) return false;
-      if (at.second > place_.at(last).second) last = p;
+      if (at.second > place(last).second) last = p;
     }
     std::optional<std::pair<std::vector<ir::ValueId>, Attrs>> merged;
     OpCode op = OpCode::Concat;
@@ -481,10 +501,10 @@ class Peephole {
   bool is_pad_tree(ir::ValueId v) {
     int8_t &known = pad_tree_[static_cast<size_t>(v)];
     if (known != kUnknown) return known == kYes;
-    auto it = def_.find(v);
+    ir::Instr *const *found = def_.find(v);
     bool yes = false;
-    if (it != def_.end()) {
-      const ir::Instr *d = it->second;
+    if (found) {
+      const ir::Instr *d = *found;
       yes =
           d->op == OpCode::Pad || (d->op == OpCode::Add && f_.type(d->operands[0]) == f_.type(v) &&
                                    f_.type(d->operands[1]) == f_.type(v) &&
@@ -545,7 +565,7 @@ class Peephole {
       if (!sum || p->operands[2] != i || p->attrs.dim != q->attrs.dim || !is_zero(q->operands[1]) ||
           !(f_.type(a) == t))
         continue;
-      const auto pp = place_.at(p), pq = place_.at(q);
+      const auto pp = place(p), pq = place(q);
       if (pp.first != pq.first) continue;
       ir::Instr *later = pp.second > pq.second ? p : q;
       for (size_t j = 0; j < 2; ++j) {
@@ -577,16 +597,25 @@ class Peephole {
 
   ir::Function &f_;
   const rt::Mesh &mesh_;
-  std::unordered_map<ir::ValueId, ir::Instr *> def_;
+  // Dense per-value tables (ir/value_map.h) and a flat hash table: a
+  // derivative's body has 100k+ instructions, and a node-based map's malloc
+  // and cache misses per entry cost more than the rewrites.
+  ir::ValueMap<ir::Instr *> def_;
   std::vector<int> uses_;
-  std::unordered_map<ir::ValueId, ir::ValueId> alias_;  // value -> the equal value it reads
-  const std::vector<ir::Instr> *block_ = nullptr;       // the block of the instruction rewritten
-  /// The instructions seen where the one rewritten is, by key, and the keys
-  /// in the order they were added (a block's are dropped at its end).
-  std::unordered_map<size_t, std::vector<const ir::Instr *>> seen_;
-  std::vector<size_t> seen_log_;
-  /// Where each instruction seen is: its block and index.
-  std::unordered_map<const ir::Instr *, std::pair<const std::vector<ir::Instr> *, size_t>> place_;
+  ir::ValueMap<ir::ValueId> alias_;                // value -> the equal value it reads
+  const std::vector<ir::Instr> *block_ = nullptr;  // the block of the instruction rewritten
+  /// The instructions seen where the one rewritten is, as a stack (a
+  /// block's are dropped at its end), each linked to the previous one with
+  /// its key; latest_seen_ maps a key to the latest one.
+  struct Seen {
+    const ir::Instr *in;
+    size_t key;
+    int32_t previous;  // index in seen_, or -1
+  };
+  std::vector<Seen> seen_;
+  FlatHashMap<int32_t> latest_seen_;
+  /// Where each instruction seen is (its block and index), by its first result.
+  ir::ValueMap<Place> place_;
   static constexpr int8_t kUnknown = -1, kNo = 0, kYes = 1;
   std::vector<int8_t> pad_tree_ = std::vector<int8_t>(f_.values.size(), kUnknown);
 };

@@ -63,17 +63,20 @@ class Transposer {
         classify_loop(in, check);
         continue;
       }
-      std::vector<bool> lin_ops, zeros;
       bool any = false;
-      for (ir::ValueId o : in.operands) {
-        lin_ops.push_back(linear_[o]);
-        zeros.push_back(zero_[o]);
-        any = any || linear_[o];
-      }
+      for (ir::ValueId o : in.operands) any = any || linear_[o];
       if (!any) continue;
-      if (check)
-        if (auto problem = linearity_problem(in, lin_ops, zeros))
+      if (check) {
+        // (Buffers reused from one instruction to the next.)
+        lin_ops_.clear();
+        zeros_.clear();
+        for (ir::ValueId o : in.operands) {
+          lin_ops_.push_back(linear_[o]);
+          zeros_.push_back(zero_[o]);
+        }
+        if (auto problem = linearity_problem(in, lin_ops_, zeros_))
           throw TransformError("not-linear", in.span, *problem);
+      }
       for (ir::ValueId r : in.results) linear_[r] = true;
     }
   }
@@ -157,15 +160,19 @@ class Transposer {
 
   /// Gives each linear operand of `in` its share of `in`'s cotangent `c_in`.
   void transpose_instr(const ir::Instr &in, ir::ValueId c_in, Cotangents &ct) {
-    std::vector<std::optional<ir::ValueId>> operands;  // constant operands, mapped
-    std::vector<bool> lin_ops;
-    std::vector<Type> operand_types;
-    for (ir::ValueId o : in.operands) {
-      lin_ops.push_back(linear_[o] && !zero_[o]);
-      operands.push_back(linear_[o] ? std::nullopt : std::optional(map_.at(o)));
-      operand_types.push_back(f_.type(o));
+    // The rule's input, in buffers reused from one instruction to the next
+    // (copy-assigning a Type reuses its shape's storage).
+    const size_t n = in.operands.size();
+    rule_constants_.resize(n);
+    rule_types_.resize(n);
+    rule_linear_.resize(n);
+    for (size_t k = 0; k < n; ++k) {
+      const ir::ValueId o = in.operands[k];
+      rule_linear_[k] = linear_[o] && !zero_[o];
+      rule_constants_[k] = linear_[o] ? std::nullopt : std::optional(map_.at(o));
+      rule_types_[k] = f_.type(o);
     }
-    TransposeRuleInput rule{in, operands, operand_types, lin_ops, c_in};
+    TransposeRuleInput rule{in, rule_constants_, rule_types_, rule_linear_, c_in};
     const auto first_new = static_cast<ir::ValueId>(out_.values.size());
     for (auto [k, c] : apply_transpose_rule(e_, rule)) {
       if (c >= first_new) e_.set_name(c, cotangent_name(f_.values[in.operands[k]].name));
@@ -537,8 +544,13 @@ class Transposer {
   const TransposeSpec &spec_;
   ir::Function &out_;
   Emitter e_;
-  std::vector<bool> linear_;       // depends on a linear parameter
-  std::vector<bool> zero_;         // a constant zero (linear in every sense)
+  std::vector<bool> linear_;           // depends on a linear parameter
+  std::vector<bool> zero_;             // a constant zero (linear in every sense)
+  std::vector<bool> lin_ops_, zeros_;  // classify's, per operand of one instruction
+  // transpose_instr's (apply_transpose_rule never comes back to it).
+  std::vector<std::optional<ir::ValueId>> rule_constants_;
+  std::vector<Type> rule_types_;
+  std::vector<bool> rule_linear_;
   ir::ValueMap<ir::ValueId> map_;  // constant values of f -> out
   std::unordered_map<const ir::Instr *, BackwardLoop> backward_loops_;
 };
