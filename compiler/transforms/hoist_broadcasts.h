@@ -20,8 +20,9 @@
 //
 // The values are the same bits: an elementwise op computes each element from
 // the same operand elements either way; only a sum over one element (0 + x)
-// turns a -0 into +0, where the reshape keeps -0. rewrite_peepholes runs this
-// first (its common subexpressions then merge the ops it makes).
+// turns a -0 into +0, where the reshape keeps -0. derive runs this just
+// before rewrite_peepholes (whose common subexpressions then merge the ops it
+// makes), on the function it derives from and on what it derives.
 #pragma once
 
 #include "ir/ir.h"

@@ -8,7 +8,6 @@
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
 #include "transforms/dce.h"
-#include "transforms/hoist_broadcasts.h"
 
 namespace spmd {
 namespace {
@@ -594,7 +593,6 @@ class Peephole {
 }  // namespace
 
 void rewrite_peepholes(const ir::Module &module, ir::Function &function) {
-  hoist_broadcasts(module, function);
   Peephole p(module, function);
   p.count_uses();
   p.run(function.body);
