@@ -4,7 +4,7 @@
 //   1. every value that only broadcasts another (broadcast_to; a reshape or
 //      a sum over size-1 dimensions that adds or drops leading 1s) is
 //      remembered with the value it broadcasts, through chains of them;
-//   2. an elementwise op reads those values instead of its operands; when
+//   2. an add or subtraction reads those values instead of its operands; when
 //      they give the op's shape it just reads them; otherwise, when that is
 //      fewer elements or every operand was a broadcast, a new instruction
 //      computes the op on them (inserted just before, once the block has

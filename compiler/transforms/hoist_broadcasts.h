@@ -1,12 +1,12 @@
-// transforms/hoist_broadcasts.h — elementwise ops compute before broadcasting.
+// transforms/hoist_broadcasts.h — adds and subtractions compute before broadcasting.
 //
-// One canonical place for a broadcast around an elementwise op: after it.
-// An operand of an elementwise op (unary, binary, comparison, logical,
-// where) that only broadcasts a value — a broadcast_to, or a reshape or a
-// sum over dimensions of size 1 that only adds or removes leading 1s, and
-// chains of these — is read as that value, and the op is computed on the
-// values before broadcasting, its result broadcast (or reshaped) to the
-// op's shape:
+// One canonical place for a broadcast around an add or a subtraction: after
+// it. (Only `+` and `-`: moving a broadcast across a factor or a negation
+// changes how the transpose rounds; see hoisted() in the .cpp.)
+// An operand of an add or subtraction that only broadcasts a value — a broadcast_to, or a reshape
+// or a sum over dimensions of size 1 that only adds or removes leading 1s, and chains of these — is
+// read as that value, and the op is computed on the values before broadcasting, its result
+// broadcast (or reshaped) to the op's shape:
 //   `x + broadcast_to(x, (4, 4))` for a [1, 4] x  ->  `broadcast_to(x + x, (4, 4))`
 //   `reshape(a, (4,)) + reshape(b, (4,))` for [1, 4] a, b  ->  `reshape(a + b, (4,))`
 // It is done when that computes fewer elements, or when every operand only
