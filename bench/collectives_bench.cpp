@@ -11,6 +11,12 @@
 // by rank 0 before MPI starts, while the other processes wait in MPI_Init);
 // plus all_reduce and reduce_scatter in deterministic (rank-order) mode.
 //
+// Combined mode (--combined K, threads): K tensors per round through
+// all_reduce, all_gather and reduce_scatter, as K separate collectives and as
+// one combined collective (psum((a, b, ...)) and friends: one packed buffer,
+// one rendezvous); per-tensor sizes grow 4x from 8 B while K of them fit in
+// --max-bytes; median time of a round of K and the speedup.
+//
 // Message sizes double from 8 B to --max-bytes (default 64 MB). Size is the
 // per-device buffer as nccl-tests counts it (all_gather: the output;
 // reduce_scatter: the input). Prints size, element count (f32), time per call
@@ -121,6 +127,68 @@ int threads_main(int64_t devices, int64_t max_bytes) {
       const double algbw = static_cast<double>(bytes) / (us * 1e-6) / 1e9;
       std::printf(" %12lld %12lld %12.1f %10.3f %10.3f\n", static_cast<long long>(bytes),
                   static_cast<long long>(bytes / 4), us, algbw, algbw * named.factor);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+/// Combined mode: `k` tensors of `bytes` each (per device) through `op`, as k
+/// separate calls or as one combined call (`psum((a, b, ...))`,
+/// `all_gather((a, b, ...))`, `psum_scatter((a, b, ...))`: one packed buffer,
+/// one rendezvous). Median microseconds per round of the k tensors.
+double measure_combined(const Mesh &mesh, Op op, int64_t bytes, int64_t k, bool combined,
+                        int iterations) {
+  const int64_t n = mesh.num_devices();
+  std::vector<double> us;
+  run_on_mesh(mesh, [&](DeviceContext &ctx) {
+    std::vector<Tensor> xs;
+    for (int64_t j = 0; j < k; ++j)
+      xs.push_back(Tensor::full(DType::F32, {input_count(op, bytes / 4, n)}, 1.0));
+    auto once = [&] {  // (all k results alive at the end either way, as in a program)
+      std::vector<Tensor> out;
+      if (!combined) {
+        for (const Tensor &x : xs) out.push_back(call(ctx, op, x));
+      } else if (op == Op::AllReduce) {
+        out = ctx.all_reduce(xs, {0}, ReduceOp::Sum);
+      } else if (op == Op::AllGather) {
+        out = ctx.all_gather(xs, {0}, 0, true);
+      } else {
+        out = ctx.reduce_scatter(xs, {0}, 0, true);
+      }
+    };
+    once();  // warm-up
+    for (int i = 0; i < iterations; ++i) {
+      ctx.barrier();
+      const auto start = std::chrono::steady_clock::now();
+      once();
+      ctx.barrier();
+      const auto stop = std::chrono::steady_clock::now();
+      if (ctx.device() == 0)
+        us.push_back(std::chrono::duration<double>(stop - start).count() * 1e6);
+    }
+  });
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+int combined_main(int64_t devices, int64_t max_bytes, int64_t k) {
+  const Mesh mesh({{"d", devices}});
+  std::printf(
+      "# simulated CPU mesh: %lld devices (threads), f32; %lld tensors per round, each\n"
+      "# of the size shown: %lld separate collectives vs one combined collective\n",
+      static_cast<long long>(devices), static_cast<long long>(k), static_cast<long long>(k));
+  for (const Named &named : ops(static_cast<double>(devices))) {
+    if (named.op == Op::AllToAll) continue;  // (not combinable)
+    std::printf("\n# %s x %lld\n#%12s %14s %14s %9s\n", named.name, static_cast<long long>(k),
+                "size(B)", "separate(us)", "combined(us)", "speedup");
+    for (int64_t bytes = 8; bytes * k <= max_bytes; bytes *= 4) {
+      if (!sizes_fit(named.op, bytes, devices)) continue;
+      const int iterations = std::max(5, iterations_for(bytes * k));
+      const double sep = measure_combined(mesh, named.op, bytes, k, false, iterations);
+      const double one = measure_combined(mesh, named.op, bytes, k, true, iterations);
+      std::printf(" %12lld %14.1f %14.1f %8.2fx\n", static_cast<long long>(bytes), sep, one,
+                  sep / one);
       std::fflush(stdout);
     }
   }
@@ -243,6 +311,7 @@ int main(int argc, char **argv) {
   int64_t max_bytes = 64LL << 20;
   int rounds = 3;
   bool mpi = false;
+  int64_t combined = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--devices") && i + 1 < argc) {
       devices = std::atoll(argv[++i]);
@@ -252,9 +321,11 @@ int main(int argc, char **argv) {
       rounds = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--mpi")) {
       mpi = true;
+    } else if (!std::strcmp(argv[i], "--combined") && i + 1 < argc) {
+      combined = std::atoll(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--devices N] [--max-bytes BYTES]\n"
+                   "usage: %s [--devices N] [--max-bytes BYTES] [--combined K]\n"
                    "       mpirun -np N %s --mpi [--max-bytes BYTES] [--rounds R]\n",
                    argv[0], argv[0]);
       return 2;
@@ -264,6 +335,11 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "need --devices >= 1, --max-bytes >= 8 and --rounds >= 1\n");
     return 2;
   }
+  if (combined < 0 || (combined > 0 && mpi)) {
+    std::fprintf(stderr, "--combined K needs K >= 1 and the threads mode\n");
+    return 2;
+  }
+  if (combined > 0) return combined_main(devices, max_bytes, combined);
   if (!mpi) return threads_main(devices, max_bytes);
 #ifdef SPMDC_BENCH_MPI
   return mpi_main(max_bytes, rounds);

@@ -243,27 +243,47 @@ BuiltinHandler reduction(OpCode op, bool mean) {
   };
 }
 
+/// The operands of a collective's argument `x`: its value, or each element of
+/// a tuple `(a, b, ...)` when `op` has a combined form (then `combined` is
+/// set). Empty after reporting an error (an empty tuple, a failed element).
+std::vector<ir::ValueId> collective_operands(BodyLowerer &b, const Args &a,
+                                             const ast::CallExpr &call, OpCode op, bool &combined) {
+  const ast::Expr &x = *a.get("x");
+  const auto *tuple = std::get_if<ast::TupleExpr>(&x.node);
+  combined = tuple && is_combinable_collective(op);
+  std::vector<ir::ValueId> xs;
+  if (!combined) {
+    xs.push_back(b.lower_value(x, DType::F32));
+  } else if (tuple->elements.empty()) {
+    b.diags().error("bad-argument", x.span, "`" + call.callee.name + "` of an empty tuple");
+    return {};
+  } else {
+    for (const auto &e : tuple->elements) xs.push_back(b.lower_value(*e, DType::F32));
+  }
+  if (std::count(xs.begin(), xs.end(), ir::kNoValue)) return {};
+  return xs;
+}
+
+/// A collective's value: its result, or the tuple of a combined one's results.
+LExpr collective_value(const std::vector<ir::ValueId> &rs, bool combined, SourceSpan span) {
+  if (!combined) return value_or_invalid(rs[0], span);
+  LExpr e;
+  e.kind = LExpr::Kind::Tuple;
+  e.tuple = rs;
+  e.span = span;
+  return e;
+}
+
 /// psum-like collectives: (x, axes). psum, pmean, pmax and pmin also take a
 /// tuple, `psum((a, b, c), axes)`: one combined collective, a tuple of results.
 BuiltinHandler collective(OpCode op, bool mean = false) {
   return [op, mean](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
     Args a(b, call, span, {{"x"}, {"axes"}});
     if (!a.ok()) return {};
-    const auto *tuple = std::get_if<ast::TupleExpr>(&a.get("x")->node);
-    const bool combined = tuple && is_combinable_reduce(op);
-    std::vector<ir::ValueId> xs;
-    if (combined) {
-      if (tuple->elements.empty()) {
-        b.diags().error("bad-argument", a.get("x")->span,
-                        "`" + call.callee.name + "` of an empty tuple");
-        return {};
-      }
-      for (const auto &e : tuple->elements) xs.push_back(b.lower_value(*e, DType::F32));
-    } else {
-      xs.push_back(a.value("x", DType::F32));
-    }
+    bool combined = false;
+    std::vector<ir::ValueId> xs = collective_operands(b, a, call, op, combined);
     auto axes = a.axes("axes");
-    if (!axes || std::count(xs.begin(), xs.end(), ir::kNoValue)) return {};
+    if (!axes || xs.empty()) return {};
     Attrs attrs;
     attrs.axes = *axes;
     std::vector<ir::ValueId> rs = b.emit_all(op, xs, attrs, span);
@@ -283,12 +303,7 @@ BuiltinHandler collective(OpCode op, bool mean = false) {
         if (r == ir::kNoValue) return {};
       }
     }
-    if (!combined) return value_or_invalid(rs[0], span);
-    LExpr e;
-    e.kind = LExpr::Kind::Tuple;
-    e.tuple = rs;
-    e.span = span;
-    return e;
+    return collective_value(rs, combined, span);
   };
 }
 
@@ -301,23 +316,12 @@ BuiltinHandler gather_like(OpCode op, const char *dim_name) {
   return [op, dim_name](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
     Args a(b, call, span, {{"x"}, {"axes"}, {dim_name, false}, {"tiled", false}});
     if (!a.ok()) return {};
-    const auto *tuple = std::get_if<ast::TupleExpr>(&a.get("x")->node);
-    const bool combined = tuple && is_combinable_collective(op);
-    std::vector<ir::ValueId> xs;
-    if (combined) {
-      if (tuple->elements.empty()) {
-        b.diags().error("bad-argument", a.get("x")->span,
-                        "`" + call.callee.name + "` of an empty tuple");
-        return {};
-      }
-      for (const auto &e : tuple->elements) xs.push_back(b.lower_value(*e, DType::F32));
-    } else {
-      xs.push_back(a.value("x", DType::F32));
-    }
+    bool combined = false;
+    std::vector<ir::ValueId> xs = collective_operands(b, a, call, op, combined);
     auto axes = a.axes("axes");
     auto dim = a.integer(dim_name, 0);
     auto tiled = a.boolean("tiled", true);
-    if (!axes || !dim || !tiled || std::count(xs.begin(), xs.end(), ir::kNoValue)) return {};
+    if (!axes || !dim || !tiled || xs.empty()) return {};
     Attrs attrs;
     attrs.axes = *axes;
     attrs.tiled = *tiled;
@@ -337,12 +341,7 @@ BuiltinHandler gather_like(OpCode op, const char *dim_name) {
     }
     std::vector<ir::ValueId> rs = b.emit_all(op, xs, attrs, span);
     if (rs.empty()) return {};
-    if (!combined) return value_or_invalid(rs[0], span);
-    LExpr e;
-    e.kind = LExpr::Kind::Tuple;
-    e.tuple = rs;
-    e.span = span;
-    return e;
+    return collective_value(rs, combined, span);
   };
 }
 

@@ -28,10 +28,15 @@ struct Bucket {
 /// A collective's size per device, as `spmdc cost` counts it: its operands'
 /// bytes, or its results' for an all_gather (the gathered buffer).
 int64_t collective_bytes(const ir::Function &f, const ir::Instr &in) {
-  const bool gather = in.op == OpCode::AllGather || in.op == OpCode::AllGatherInvariant;
   int64_t bytes = 0;
-  for (ir::ValueId v : gather ? in.results : in.operands)
+  auto add = [&](ir::ValueId v) {
     bytes += f.type(v).numel() * static_cast<int64_t>(rt::dtype_size(f.type(v).dtype));
+  };
+  if (in.op == OpCode::AllGather || in.op == OpCode::AllGatherInvariant) {
+    for (ir::ValueId v : in.results) add(v);
+  } else {
+    for (ir::ValueId v : in.operands) add(v);
+  }
   return bytes;
 }
 

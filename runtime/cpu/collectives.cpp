@@ -328,17 +328,31 @@ Tensor DeviceContext::all_reduce(const Tensor &x, const std::vector<int> &axes, 
 
 namespace {
 
+/// The largest component a combined collective packs with others, in bytes
+/// of the collective's buffer per device (an all_gather's: the gathered
+/// one). Packing copies every component in and out; above this size the
+/// copies cost more than the rendezvous they save (bench/collectives_bench
+/// --combined 8 on 8 simulated devices: 4x faster at 2 KiB per tensor, even
+/// near 128 KiB, slower above), so a larger one runs as its own collective.
+constexpr int64_t kMaxPackedBytes = int64_t{64} << 10;
+
 /// Calls `fn` with the indices of the tensors of each dtype present in `xs`, in
 /// order of first appearance (a combined collective packs each group into one
-/// buffer: one collective per dtype).
+/// buffer: one collective per dtype); a tensor of more than kMaxPackedBytes
+/// (`scale` times its own bytes) is a group of its own.
 template <typename Fn>
-void for_each_dtype_group(const std::vector<Tensor> &xs, Fn &&fn) {
+void for_each_dtype_group(const std::vector<Tensor> &xs, int64_t scale, Fn &&fn) {
+  auto alone = [&](size_t i) {
+    return xs[i].numel() * static_cast<int64_t>(dtype_size(xs[i].dtype())) * scale >
+           kMaxPackedBytes;
+  };
   std::vector<bool> done(xs.size(), false);
   for (size_t i = 0; i < xs.size(); ++i) {
     if (done[i]) continue;
-    std::vector<size_t> same;
-    for (size_t j = i; j < xs.size(); ++j) {
-      if (done[j] || xs[j].dtype() != xs[i].dtype()) continue;
+    std::vector<size_t> same{i};
+    done[i] = true;
+    for (size_t j = i + 1; j < xs.size() && !alone(i); ++j) {
+      if (done[j] || alone(j) || xs[j].dtype() != xs[i].dtype()) continue;
       same.push_back(j);
       done[j] = true;
     }
@@ -362,7 +376,7 @@ int64_t extent_product(const Shape &shape, size_t begin, size_t end) {
 std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
                                               const std::vector<int> &axes, ReduceOp op) {
   std::vector<Tensor> out(xs.size());
-  for_each_dtype_group(xs, [&](const std::vector<size_t> &same) {
+  for_each_dtype_group(xs, 1, [&](const std::vector<size_t> &same) {
     if (same.size() == 1) {
       out[same[0]] = all_reduce(xs[same[0]], axes, op);
       return;
@@ -393,7 +407,7 @@ std::vector<Tensor> DeviceContext::all_gather(const std::vector<Tensor> &xs,
                                               bool tiled) {
   std::vector<Tensor> out(xs.size());
   const int64_t n = mesh().group_size(axes);
-  for_each_dtype_group(xs, [&](const std::vector<size_t> &same) {
+  for_each_dtype_group(xs, n, [&](const std::vector<size_t> &same) {
     if (same.size() == 1) {
       out[same[0]] = all_gather(xs[same[0]], axes, dim, tiled);
       return;
@@ -444,7 +458,7 @@ std::vector<Tensor> DeviceContext::reduce_scatter(const std::vector<Tensor> &xs,
                                                   bool tiled) {
   std::vector<Tensor> out(xs.size());
   const int64_t n = mesh().group_size(axes);
-  for_each_dtype_group(xs, [&](const std::vector<size_t> &same) {
+  for_each_dtype_group(xs, 1, [&](const std::vector<size_t> &same) {
     if (same.size() == 1) {
       out[same[0]] = reduce_scatter(xs[same[0]], axes, dim, tiled);
       return;

@@ -205,6 +205,13 @@ TEST_CASE("a combined collective is one fabric call per dtype", "[runtime][colle
   CHECK(fabric.calls == 4);
   check_same(ctx.all_reduce(xs, {0}, ReduceOp::Sum));
   CHECK(fabric.calls == 6);
+  // A component of more than 64 KiB is not packed (the copies would cost more
+  // than the rendezvous saves): the two small f32 tensors share one call.
+  const std::vector<Tensor> big{make(DType::F32, {1}, {1}), Tensor::full(DType::F32, {20000}, 2),
+                                make(DType::F32, {1}, {3})};
+  const std::vector<Tensor> summed = ctx.all_reduce(big, {0}, ReduceOp::Sum);
+  CHECK(fabric.calls == 8);
+  for (size_t k = 0; k < big.size(); ++k) CHECK(same_bits(summed[k], big[k]));
 }
 
 TEST_CASE("psum_scatter on a 4-device line", "[runtime][collectives]") {
