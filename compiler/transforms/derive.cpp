@@ -8,6 +8,7 @@
 #include "support/unique_names.h"
 #include "transforms/combine_collectives.h"
 #include "transforms/explicit_pbroadcast.h"
+#include "transforms/hoist_broadcasts.h"
 #include "transforms/inline_calls.h"
 #include "transforms/jvp.h"
 #include "transforms/peephole.h"
@@ -271,6 +272,7 @@ ir::Function derivable_form(const ir::Module &module, const ir::Function &functi
   ir::Function inlined = timed("inline_calls", [&] { return inline_calls(module, function); });
   timed("split_collectives", [&] { split_collectives(inlined); });
   ir::Function flat = timed("simplify", [&] { return simplify(module, std::move(inlined)); });
+  timed("hoist_broadcasts", [&] { hoist_broadcasts(module, flat); });
   timed("peephole", [&] { rewrite_peepholes(module, flat); });
   return flat;
 }
@@ -318,6 +320,7 @@ ir::Function derive_function(const ir::Module &module, const ir::Function &funct
     }
   }
   result = timed("simplify", [&] { return simplify(module, std::move(result)); });
+  timed("hoist_broadcasts", [&] { hoist_broadcasts(module, result); });
   timed("peephole", [&] { rewrite_peepholes(module, result); });
   timed("combine_collectives", [&] { combine_collectives(result, combine); });
   timed("explicit_pbroadcast",

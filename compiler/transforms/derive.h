@@ -10,7 +10,8 @@
 //              the JVP transposed in its tangents;
 //   grad:      f_grad(x...) -> (y..., xbar for wrt...), the vjp of the scalar
 //              outputs in `of` seeded with 1;
-// simplifies the result (dead code, CSE, trivial algebra, the peepholes of
+// simplifies the result (dead code, CSE, trivial algebra, broadcasts moved
+// out of adds (transforms/hoist_broadcasts.h) and the peepholes of
 // transforms/peephole.h: transposing twice gives the derivable form back op
 // for op), combines its
 // independent all-reduces and makes its pbroadcasts explicit: it type-checks
@@ -105,7 +106,8 @@ ir::DeriveStep select_step(const FunctionSignature &f, DeriveKind kind,
                            SourceSpan at);
 
 /// `function` as derive_function transforms it: calls inlined, combined
-/// collectives split, simplified, peepholes rewritten (transforms/peephole.h).
+/// collectives split, simplified, broadcasts hoisted and peepholes rewritten
+/// (transforms/hoist_broadcasts.h, transforms/peephole.h).
 ir::Function derivable_form(const ir::Module &module, const ir::Function &function);
 
 /// The derivative `step` of `function`, a checked function of `module` (which

@@ -7,8 +7,9 @@
 //   2. an add or subtraction reads those values instead of its operands; when
 //      they give the op's shape it just reads them; otherwise, when that is
 //      fewer elements or every operand was a broadcast, a new instruction
-//      computes the op on them (inserted just before) and the op becomes the
-//      broadcast_to (or reshape) of that instruction's result to its shape.
+//      computes the op on them (inserted just before, once the block has
+//      been walked) and the op becomes the broadcast_to (or reshape) of that
+//      instruction's result to its shape.
 // Every rewrite is checked with the shape and variance rules and kept only
 // when the op's result keeps exactly its type.
 #include "transforms/hoist_broadcasts.h"
@@ -51,14 +52,23 @@ class Hoister {
       : f_(f), mesh_(module.mesh_of(f)), source_(f.values.size(), ir::kNoValue) {}
 
   void run(std::vector<ir::Instr> &body) {
-    std::vector<ir::Instr> out;
-    out.reserve(body.size());
-    for (ir::Instr &in : body) {
+    std::vector<std::pair<size_t, ir::Instr>> inserted;  // (before index, instruction)
+    for (size_t index = 0; index < body.size(); ++index) {
+      ir::Instr &in = body[index];
       for (ir::Region &r : in.regions) run(r.body);
       if (hoisted(in.op) && in.results.size() == 1)
-        if (std::optional<ir::Instr> before = hoist(in)) out.push_back(std::move(*before));
+        if (std::optional<ir::Instr> before = hoist(in))
+          inserted.emplace_back(index, std::move(*before));
       remember(in);
-      out.push_back(std::move(in));
+    }
+    if (inserted.empty()) return;  // (the block is rebuilt only when something was added)
+    std::vector<ir::Instr> out;
+    out.reserve(body.size() + inserted.size());
+    auto next = inserted.begin();
+    for (size_t index = 0; index < body.size(); ++index) {
+      for (; next != inserted.end() && next->first == index; ++next)
+        out.push_back(std::move(next->second));
+      out.push_back(std::move(body[index]));
     }
     body = std::move(out);
   }

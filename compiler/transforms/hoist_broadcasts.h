@@ -11,8 +11,8 @@
 //   `reshape(a, (4,)) + reshape(b, (4,))` for [1, 4] a, b  ->  `reshape(a + b, (4,))`
 // It is done when that computes fewer elements, or when every operand only
 // broadcasts; when the values before broadcasting already give the op's
-// shape, the op reads them and nothing is added (`b * broadcast_to(s, (2, 6))`
-// for a [2, 6] b is `b * s`). So `broadcast_to(a) + broadcast_to(b)`,
+// shape, the op reads them and nothing is added (`b + broadcast_to(s, (2, 6))`
+// for a [2, 6] b is `b + s`). So `broadcast_to(a) + broadcast_to(b)`,
 // `a + broadcast_to(b)` and `broadcast_to(a + b)` print the same, which
 // transposing twice needs: the transpose of a broadcast is a sum, of a sum
 // over one element a reshape, and a program transposed twice puts its
@@ -20,8 +20,9 @@
 //
 // The values are the same bits: an elementwise op computes each element from
 // the same operand elements either way; only a sum over one element (0 + x)
-// turns a -0 into +0, where the reshape keeps -0. rewrite_peepholes runs this
-// first (its common subexpressions then merge the ops it makes).
+// turns a -0 into +0, where the reshape keeps -0. derive runs this just
+// before rewrite_peepholes (whose common subexpressions then merge the ops it
+// makes), on the function it derives from and on what it derives.
 #pragma once
 
 #include "ir/ir.h"

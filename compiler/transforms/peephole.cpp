@@ -9,7 +9,6 @@
 #include "ops/variance_rules.h"
 #include "support/flat_hash_map.h"
 #include "transforms/dce.h"
-#include "transforms/hoist_broadcasts.h"
 
 namespace spmd {
 namespace {
@@ -623,7 +622,6 @@ class Peephole {
 }  // namespace
 
 void rewrite_peepholes(const ir::Module &module, ir::Function &function) {
-  hoist_broadcasts(module, function);
   Peephole p(module, function);
   p.count_uses();
   p.run(function.body);

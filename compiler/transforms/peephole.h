@@ -41,8 +41,8 @@
 //     (in every element one of the two adds a zero);
 //   * a slice's limit becomes one step past the last element it selects,
 //     capped by the dimension (`x[0:5:2]` of 6 is `x[::2]`, as written).
-// Before these, hoist_broadcasts (its own pass) moves broadcasts out of adds
-// and subtractions (`x + broadcast_to(x)` is `broadcast_to(x + x)`).
+// derive runs hoist_broadcasts just before this pass: it moves broadcasts out
+// of adds and subtractions (`x + broadcast_to(x)` is `broadcast_to(x + x)`).
 // An instruction that a rewrite made equal to an earlier one (op, operands,
 // attributes, result type) reads that one instead. A rewrite is kept only
 // when the rewritten instruction has exactly the original's result type
