@@ -433,4 +433,12 @@ ShapeRuleResult infer_shapes(OpCode op, std::span<const Type> ops, const Attrs &
   return r;
 }
 
+bool same_but_leading_ones(const Shape &a, const Shape &b) {
+  auto strip = [](const Shape &s) {
+    auto it = std::find_if(s.begin(), s.end(), [](int64_t n) { return n != 1; });
+    return Shape(it, s.end());
+  };
+  return strip(a) == strip(b);
+}
+
 }  // namespace spmd

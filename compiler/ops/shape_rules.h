@@ -41,4 +41,8 @@ std::string einsum_to_string(const EinsumSpec &spec);
 /// Product of the sizes of `axes` in `mesh`.
 int64_t axes_size(const rt::Mesh &mesh, const std::vector<int> &axes);
 
+/// True when shapes `a` and `b` differ only in leading 1s ([1, 7] and [7]):
+/// a reshape between them only adds or drops size-1 dimensions in front.
+bool same_but_leading_ones(const Shape &a, const Shape &b);
+
 }  // namespace spmd

@@ -24,27 +24,12 @@
 namespace spmd {
 namespace {
 
-/// True when shapes `a` and `b` differ only in leading 1s ([1, 7] and [7]).
-bool same_but_leading_ones(const Shape &a, const Shape &b) {
-  auto strip = [](const Shape &s) {
-    auto it = std::find_if(s.begin(), s.end(), [](int64_t n) { return n != 1; });
-    return Shape(it, s.end());
-  };
-  return strip(a) == strip(b);
-}
-
 /// Adds and subtractions only: their transposes distribute exactly over the
 /// sum that transposes a broadcast. A factor would not (`broadcast_to(a) * c`
 /// transposes to `sum(ct * c)`, `broadcast_to(a * c)` to `sum(ct) * c`: a
 /// different rounding), and neither would a negation moved out of the
 /// negation rules' reach (peephole.h).
 bool hoisted(OpCode op) { return op == OpCode::Add || op == OpCode::Sub; }
-
-int64_t elements(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 class Hoister {
  public:
@@ -125,7 +110,8 @@ class Hoister {
       in.operands = std::move(sources);
       return std::nullopt;
     }
-    if (elements(inner->shape) >= elements(want.shape) && broadcast < in.operands.size())
+    if (rt::num_elements(inner->shape) >= rt::num_elements(want.shape) &&
+        broadcast < in.operands.size())
       return std::nullopt;
     Attrs to;
     to.shape = want.shape;

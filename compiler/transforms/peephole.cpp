@@ -13,15 +13,6 @@
 namespace spmd {
 namespace {
 
-/// True when shapes `a` and `b` differ only in leading 1s ([1, 7] and [7]).
-bool same_but_leading_ones(const Shape &a, const Shape &b) {
-  auto strip = [](const Shape &s) {
-    auto it = std::find_if(s.begin(), s.end(), [](int64_t n) { return n != 1; });
-    return Shape(it, s.end());
-  };
-  return strip(a) == strip(b);
-}
-
 bool elementwise(OpCode op) {
   switch (op_kind(op)) {
     case OpKind::Binary:
