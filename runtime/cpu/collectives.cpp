@@ -331,10 +331,12 @@ namespace {
 /// The largest component a combined collective packs with others, in bytes
 /// of the collective's buffer per device (an all_gather's: the gathered
 /// one). Packing copies every component in and out; above this size the
-/// copies cost more than the rendezvous they save (bench/collectives_bench
-/// --combined 8 on 8 simulated devices: 4x faster at 2 KiB per tensor, even
-/// near 128 KiB, slower above), so a larger one runs as its own collective.
-constexpr int64_t kMaxPackedBytes = int64_t{64} << 10;
+/// copies cost more than the rendezvous they save, so a larger one runs as
+/// its own collective. bench/collectives_bench --combined 8 (8 simulated
+/// devices, packing every size for the measurement): 1.3-2.4x faster than
+/// separate collectives at 128 KiB a tensor, 0.6-1.0x at 512 KiB, 0.2-0.6x
+/// from 2 MiB (docs/runtime.md).
+constexpr int64_t kMaxPackedBytes = int64_t{128} << 10;
 
 /// Calls `fn` with the indices of the tensors of each dtype present in `xs`, in
 /// order of first appearance (a combined collective packs each group into one

@@ -71,7 +71,7 @@ class DeviceContext {
   /// tensors of one dtype are packed into one buffer and reduced by a single
   /// collective (one per dtype present), then unpacked. Each element is reduced
   /// exactly as by all_reduce(x), so the results are the same bits. (Here and
-  /// in the combined all_gather and reduce_scatter, a tensor of more than 64 KiB
+  /// in the combined all_gather and reduce_scatter, a tensor of more than 128 KiB
   /// of buffer per device is not packed: it runs as its own collective.)
   std::vector<Tensor> all_reduce(const std::vector<Tensor> &xs, const std::vector<int> &axes,
                                  ReduceOp op);

@@ -205,13 +205,18 @@ TEST_CASE("a combined collective is one fabric call per dtype", "[runtime][colle
   CHECK(fabric.calls == 4);
   check_same(ctx.all_reduce(xs, {0}, ReduceOp::Sum));
   CHECK(fabric.calls == 6);
-  // A component of more than 64 KiB is not packed (the copies would cost more
+  // A component of more than 128 KiB is not packed (the copies would cost more
   // than the rendezvous saves): the two small f32 tensors share one call.
-  const std::vector<Tensor> big{make(DType::F32, {1}, {1}), Tensor::full(DType::F32, {20000}, 2),
+  const std::vector<Tensor> big{make(DType::F32, {1}, {1}), Tensor::full(DType::F32, {32769}, 2),
                                 make(DType::F32, {1}, {3})};
   const std::vector<Tensor> summed = ctx.all_reduce(big, {0}, ReduceOp::Sum);
   CHECK(fabric.calls == 8);
   for (size_t k = 0; k < big.size(); ++k) CHECK(same_bits(summed[k], big[k]));
+  // Exactly 128 KiB (32768 f32) is still packed with the others: one call.
+  const std::vector<Tensor> edge{make(DType::F32, {1}, {1}), Tensor::full(DType::F32, {32768}, 2)};
+  const std::vector<Tensor> edge_summed = ctx.all_reduce(edge, {0}, ReduceOp::Sum);
+  CHECK(fabric.calls == 9);
+  for (size_t k = 0; k < edge.size(); ++k) CHECK(same_bits(edge_summed[k], edge[k]));
 }
 
 TEST_CASE("psum_scatter on a 4-device line", "[runtime][collectives]") {
