@@ -3,8 +3,13 @@
 // (a) An elementwise chain y = max(exp(a * x + b), x) on 8M f32 elements through
 //     rt::binary / rt::unary versus one single-threaded loop per op doing the same
 //     arithmetic (same number of passes and temporaries), and (b) a 1024^3 f32
-//     matmul through rt::matmul versus cblas_sgemm called directly. Prints
-//     milliseconds, elements/s and the runtime/baseline ratio (lower is better).
+//     matmul through rt::matmul versus cblas_sgemm called directly, and (c) the
+//     per-device products of dp_loss at batch 8192 x 1024 -> 16 on 8 devices and
+//     its gradient, a GEMV and a row vector times a matrix, through rt::einsum
+//     (kernels_gemm.cpp's narrow/short loops or BLAS) versus the one cblas call
+//     (transposes as flags), both on one thread as each of 8 device threads on a
+//     small machine. Prints milliseconds, elements/s or GFLOP/s and the
+//     runtime/baseline ratio (lower is better).
 #include <cblas.h>
 
 #include <chrono>
@@ -81,5 +86,49 @@ int main() {
   std::printf("  rt::matmul  : %8.2f ms  %8.2f GFLOP/s\n", matmul_ms, flops / (matmul_ms * 1e6));
   std::printf("  cblas_sgemm : %8.2f ms  %8.2f GFLOP/s\n", blas_ms, flops / (blas_ms * 1e6));
   std::printf("  ratio rt/blas: %.2f\n", matmul_ms / blas_ms);
+
+  // (c) Per-shape products, one BLAS thread (as under 8 device threads on 2 cores).
+  openblas_set_num_threads(1);
+  struct Product {
+    const char *what, *spec;
+    Shape a, b;
+    bool trans_a, trans_b;
+    int64_t m, n, k;
+  };
+  const Product products[] = {
+      {"dp_loss forward x @ w",
+       "ij,jk->ik",
+       {1024, 1024},
+       {1024, 16},
+       false,
+       false,
+       1024,
+       16,
+       1024},
+      {"dp_loss grad x^T @ dy", "ij,ik->jk", {1024, 1024}, {1024, 16}, true, false, 1024, 16, 1024},
+      {"dp_loss grad dy @ w^T", "ik,jk->ij", {1024, 16}, {1024, 16}, false, true, 1024, 1024, 16},
+      {"GEMV A @ v", "ij,j->i", {4096, 1024}, {1024}, false, false, 4096, 1, 1024},
+      {"row vector v @ B", "i,ij->j", {1024}, {1024, 4096}, false, false, 1, 4096, 1024},
+  };
+  std::printf("products, one thread (rt::einsum vs one cblas_sgemm, transposes as flags):\n");
+  for (const Product &p : products) {
+    Tensor pa = random_tensor(DType::F32, p.a, 5), pb = random_tensor(DType::F32, p.b, 6);
+    const Tensor ops[] = {pa, pb};
+    Tensor pc;
+    const double rt_ms = time_ms(20, [&] { pc = einsum(p.spec, ops); });
+    std::vector<float> ref(static_cast<size_t>(p.m * p.n));
+    const double ref_ms = time_ms(20, [&] {
+      cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
+                  p.trans_b ? CblasTrans : CblasNoTrans, int(p.m), int(p.n), int(p.k), 1.0f,
+                  pa.data<float>(), int(p.trans_a ? p.m : p.k), pb.data<float>(),
+                  int(p.trans_b ? p.k : p.n), 0.0f, ref.data(), int(p.n));
+    });
+    const double pflops = 2.0 * p.m * p.n * p.k;
+    std::printf(
+        "  %-24s %-10s m=%-5lld n=%-5lld k=%-5lld rt %7.3f ms (%6.1f GFLOP/s)  blas %7.3f "
+        "ms  ratio rt/blas %.2f\n",
+        p.what, p.spec, static_cast<long long>(p.m), static_cast<long long>(p.n),
+        static_cast<long long>(p.k), rt_ms, pflops / (rt_ms * 1e6), ref_ms, rt_ms / ref_ms);
+  }
   return 0;
 }

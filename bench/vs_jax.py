@@ -131,11 +131,14 @@ IR_REGION = re.compile(r'^\s+region\((.*)\)$')
 
 def parse_instr(m):
     results = [int(x) for x in re.findall(r'%(\d+):', m.group(1))]
+    shapes = [tuple(int(d) for d in dims.split(',') if d.strip())
+              for dims in re.findall(r'%\d+: \w+\[([^\]]*)\]', m.group(1))]
     rest = m.group(3)
     head = re.split(r'\s\w+=', rest, maxsplit=1)[0]
     operands = [int(x) for x in re.findall(r'%(\d+)', head)]
     attrs = dict(re.findall(r'(\w+)=("[^"]*"|\[[^\]]*\]|\([^)]*\)|\S+)', rest))
-    return dict(op=m.group(2), results=results, operands=operands, attrs=attrs, regions=[])
+    return dict(op=m.group(2), results=results, shapes=shapes, operands=operands, attrs=attrs,
+                regions=[])
 
 
 def read_block(lines, i, body):
@@ -203,13 +206,20 @@ def make_translator(jax, jnp, lax, funcs, mesh_axes):
 
     unary = {'neg': lambda x: -x, 'exp': jnp.exp, 'log': jnp.log, 'sin': jnp.sin, 'cos': jnp.cos,
              'tanh': jnp.tanh, 'sqrt': jnp.sqrt, 'rsqrt': lax.rsqrt, 'abs': jnp.abs,
-             'sign': jnp.sign, 'sigmoid': jax.nn.sigmoid, 'logical_not': jnp.logical_not}
+             'sign': jnp.sign, 'sigmoid': jax.nn.sigmoid, 'logical_not': jnp.logical_not,
+             'erf': lax.erf, 'log1p': jnp.log1p, 'stop_gradient': lax.stop_gradient,
+             'constrain': lambda x: x}
     binary = {'add': jnp.add, 'sub': jnp.subtract, 'mul': jnp.multiply, 'pow': jnp.power,
               'maximum': jnp.maximum, 'minimum': jnp.minimum, 'lt': jnp.less,
               'le': jnp.less_equal, 'gt': jnp.greater, 'ge': jnp.greater_equal, 'eq': jnp.equal,
-              'ne': jnp.not_equal, 'logical_and': jnp.logical_and, 'logical_or': jnp.logical_or}
+              'ne': jnp.not_equal, 'logical_and': jnp.logical_and, 'logical_or': jnp.logical_or,
+              'floor_divide': jnp.floor_divide, 'remainder': jnp.remainder}
     reduce = {'sum': jnp.sum, 'max': jnp.max, 'min': jnp.min}
     allreduce = {'psum': lax.psum, 'pmax': lax.pmax, 'pmin': lax.pmin}
+
+    # collectives that may take several operands, one result each (psum & co take tuples)
+    COMBINABLE = ('pbroadcast', 'all_gather', 'all_gather_invariant', 'psum_scatter',
+                  'pscatter', 'all_to_all', 'ppermute')
 
     def call(index, args):
         f = funcs[index]
@@ -220,6 +230,11 @@ def make_translator(jax, jnp, lax, funcs, mesh_axes):
     def run_block(body, env):
         for ins in body:
             op, a = ins['op'], ins['attrs']
+            if op in COMBINABLE and len(ins['operands']) > 1:
+                # a combined collective (`all_gather((a, b), ...)`): one per operand
+                run_block([dict(ins, operands=[v], results=[r])
+                           for v, r in zip(ins['operands'], ins['results'])], env)
+                continue
             x = [env[v] for v in ins['operands']]
             if op == 'constant':
                 out = jnp.asarray(float(a['value']), np_dtype[a['dtype']])
@@ -239,6 +254,15 @@ def make_translator(jax, jnp, lax, funcs, mesh_axes):
                 out = jnp.where(x[0], x[1], x[2])
             elif op in reduce:
                 out = reduce[op](x[0], axis=ints(a['dims']))
+            elif op in ('argmax', 'argmin'):  # over several dims: the flat index over them
+                dims = ints(a['dims'])
+                rest = [d for d in range(x[0].ndim) if d not in dims]
+                moved = jnp.transpose(x[0], rest + list(dims))
+                flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
+                found = (jnp.argmax if op == 'argmax' else jnp.argmin)(flat, axis=-1)
+                out = found.astype(jnp.int32).reshape(ins['shapes'][0])
+            elif op == 'flip':
+                out = jnp.flip(x[0], ints(a['dims']))
             elif op == 'einsum':
                 out = jnp.einsum(a['spec'].strip('"'), *x)
             elif op == 'reshape':

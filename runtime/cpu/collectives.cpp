@@ -373,10 +373,61 @@ int64_t extent_product(const Shape &shape, size_t begin, size_t end) {
                             shape.begin() + static_cast<std::ptrdiff_t>(end)));
 }
 
+/// Copies the n member blocks of one component between its own layout, where
+/// it is [outer, n, run] and member r's block is [:, r, :], and a packed
+/// buffer that holds member r's blocks of all components at r * member_stride
+/// (this component's at `offset` in it). `into_packed` says which of dst and
+/// src is the packed buffer: reduce_scatter packs its inputs, all_gather
+/// unpacks its results. Offsets and strides are in elements.
+void copy_member_blocks(std::byte *dst, const std::byte *src, bool into_packed, int64_t outer,
+                        int64_t n, int64_t run, int64_t member_stride, int64_t offset,
+                        size_t esize) {
+  const auto bytes = static_cast<int64_t>(esize);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t o = 0; o < outer; ++o) {
+      const int64_t own = (o * n + r) * run, packed = r * member_stride + offset + o * run;
+      copy_elements(dst + (into_packed ? packed : own) * bytes,
+                    src + (into_packed ? own : packed) * bytes, run, esize);
+    }
+  }
+}
+
+/// The members' tensors `xs[same]` back to back in one buffer of their dtype.
+Tensor pack_contiguous(const std::vector<Tensor> &xs, const std::vector<size_t> &same) {
+  const DType dtype = xs[same[0]].dtype();
+  const size_t esize = dtype_size(dtype);
+  int64_t total = 0;
+  for (size_t j : same) total += xs[j].numel();
+  Tensor packed = Tensor::empty(dtype, {total});
+  int64_t offset = 0;
+  for (size_t j : same) {
+    copy_elements(packed.raw() + offset * esize, xs[j].raw(), xs[j].numel(), esize);
+    offset += xs[j].numel();
+  }
+  return packed;
+}
+
+/// Checks that reduce_scatter over a group of n can split x along `dim` (tiled:
+/// into n equal blocks; untiled: dim has extent n) and that x is not bool;
+/// returns the normalised dimension.
+int64_t check_scatter(const Tensor &x, int64_t dim, int64_t n, bool tiled) {
+  const int64_t d = check_dim(dim, x.rank(), "reduce_scatter");
+  const int64_t extent = x.shape()[d];
+  if (tiled ? extent % n != 0 : extent != n) {
+    fail("reduce_scatter: dimension " + std::to_string(d) + " of " + shape_str(x.shape()) +
+         (tiled ? " is not divisible by" : " does not equal") + " the group size " +
+         std::to_string(n));
+  }
+  if (x.dtype() == DType::Bool) fail("psum_scatter does not accept bool operands");
+  return d;
+}
+
 }  // namespace
 
 std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
                                               const std::vector<int> &axes, ReduceOp op) {
+  for (const Tensor &x : xs)
+    if (x.dtype() == DType::Bool && op == ReduceOp::Sum) fail("psum does not accept bool operands");
   std::vector<Tensor> out(xs.size());
   for_each_dtype_group(xs, 1, [&](const std::vector<size_t> &same) {
     if (same.size() == 1) {
@@ -385,16 +436,8 @@ std::vector<Tensor> DeviceContext::all_reduce(const std::vector<Tensor> &xs,
     }
     const DType dtype = xs[same[0]].dtype();
     const size_t esize = dtype_size(dtype);
-    int64_t total = 0;
-    for (size_t j : same) total += xs[j].numel();
-    Tensor packed = Tensor::empty(dtype, {total});
+    const Tensor reduced = all_reduce(pack_contiguous(xs, same), axes, op);
     int64_t offset = 0;
-    for (size_t j : same) {
-      copy_elements(packed.raw() + offset * esize, xs[j].raw(), xs[j].numel(), esize);
-      offset += xs[j].numel();
-    }
-    const Tensor reduced = all_reduce(packed, axes, op);
-    offset = 0;
     for (size_t j : same) {
       out[j] = Tensor::empty(dtype, xs[j].shape());
       copy_elements(out[j].raw(), reduced.raw() + offset * esize, xs[j].numel(), esize);
@@ -417,20 +460,13 @@ std::vector<Tensor> DeviceContext::all_gather(const std::vector<Tensor> &xs,
     const DType dtype = xs[same[0]].dtype();
     const size_t esize = dtype_size(dtype);
     std::vector<int64_t> dims;
-    int64_t total = 0;
-    for (size_t j : same) {
+    for (size_t j : same)
       dims.push_back(check_dim(dim, tiled ? xs[j].rank() : xs[j].rank() + 1, "all_gather"));
-      total += xs[j].numel();
-    }
     // Every member's components back to back; gathered, member r's lie at r * total.
-    Tensor packed = Tensor::empty(dtype, {total});
-    int64_t offset = 0;
-    for (size_t j : same) {
-      copy_elements(packed.raw() + offset * esize, xs[j].raw(), xs[j].numel(), esize);
-      offset += xs[j].numel();
-    }
+    Tensor packed = pack_contiguous(xs, same);
+    const int64_t total = packed.numel();
     const Tensor gathered = all_gather(packed, axes, 0, true);
-    offset = 0;
+    int64_t offset = 0;
     for (size_t k = 0; k < same.size(); ++k) {
       const Tensor &x = xs[same[k]];
       const auto d = static_cast<size_t>(dims[k]);
@@ -443,12 +479,9 @@ std::vector<Tensor> DeviceContext::all_gather(const std::vector<Tensor> &xs,
       }
       Tensor &result = out[same[k]];
       result = Tensor::empty(dtype, shape);
-      const int64_t outer = extent_product(x.shape(), 0, d);
-      const int64_t run = extent_product(x.shape(), d, x.shape().size());
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t r = 0; r < n; ++r)
-          copy_elements(result.raw() + (o * n + r) * run * esize,
-                        gathered.raw() + (r * total + offset + o * run) * esize, run, esize);
+      copy_member_blocks(result.raw(), gathered.raw(), /*into_packed=*/false,
+                         extent_product(x.shape(), 0, d), n,
+                         extent_product(x.shape(), d, x.shape().size()), total, offset, esize);
       offset += x.numel();
     }
   });
@@ -470,16 +503,8 @@ std::vector<Tensor> DeviceContext::reduce_scatter(const std::vector<Tensor> &xs,
     std::vector<int64_t> dims;
     int64_t per_member = 0;  // elements of every component's block for one member
     for (size_t j : same) {
-      const Tensor &x = xs[j];
-      const int64_t d = check_dim(dim, x.rank(), "reduce_scatter");
-      const int64_t extent = x.shape()[d];
-      if (tiled ? extent % n != 0 : extent != n) {
-        fail("reduce_scatter: dimension " + std::to_string(d) + " of " + shape_str(x.shape()) +
-             (tiled ? " is not divisible by" : " does not equal") + " the group size " +
-             std::to_string(n));
-      }
-      dims.push_back(d);
-      per_member += x.numel() / n;
+      dims.push_back(check_scatter(xs[j], dim, n, tiled));
+      per_member += xs[j].numel() / n;
     }
     // Block r of the packed buffer holds block r of each component, back to
     // back; x as [outer, n, run] has its block r at [:, r, :].
@@ -489,10 +514,8 @@ std::vector<Tensor> DeviceContext::reduce_scatter(const std::vector<Tensor> &xs,
       const Tensor &x = xs[same[k]];
       const int64_t outer = extent_product(x.shape(), 0, static_cast<size_t>(dims[k]));
       const int64_t run = outer == 0 ? 0 : x.numel() / (outer * n);
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t o = 0; o < outer; ++o)
-          copy_elements(packed.raw() + (r * per_member + offset + o * run) * esize,
-                        x.raw() + (o * n + r) * run * esize, run, esize);
+      copy_member_blocks(packed.raw(), x.raw(), /*into_packed=*/true, outer, n, run, per_member,
+                         offset, esize);
       offset += x.numel() / n;
     }
     const Tensor reduced = reduce_scatter(packed, axes, 0, true);
@@ -522,15 +545,7 @@ Tensor DeviceContext::all_gather(const Tensor &x, const std::vector<int> &axes, 
 
 Tensor DeviceContext::reduce_scatter(const Tensor &x, const std::vector<int> &axes, int64_t dim,
                                      bool tiled) {
-  const int64_t d = check_dim(dim, x.rank(), "reduce_scatter");
-  const int64_t n = mesh().group_size(axes);
-  const int64_t extent = x.shape()[d];
-  if (tiled ? extent % n != 0 : extent != n) {
-    fail("reduce_scatter: dimension " + std::to_string(d) + " of " + shape_str(x.shape()) +
-         (tiled ? " is not divisible by" : " does not equal") + " the group size " +
-         std::to_string(n));
-  }
-  if (x.dtype() == DType::Bool) fail("psum_scatter does not accept bool operands");
+  const int64_t d = check_scatter(x, dim, mesh().group_size(axes), tiled);
   return fabric_->reduce_scatter(device_, x, axes, d, tiled);
 }
 

@@ -1,12 +1,12 @@
 // runtime/cpu/kernels_linalg.cpp — matmul and einsum.
 //
-// f32/f64 products go to cblas_sgemm/dgemm (row-major); a batched left operand
-// against an unbatched right operand is folded into a single gemm. bf16 is
-// computed in f32 (operands widened exactly, one sgemm) and each output element
-// is rounded to bf16 once. i32 uses an i-k-j loop with wrapping arithmetic, which
-// accumulates every output element over k in increasing order. einsum reduces
-// indices private to one operand, then maps the contraction onto a batched
-// matmul via transpose + reshape.
+// Every product goes to detail::gemm (kernels_gemm.cpp: spmdrt's own loops for narrow
+// and short f32/f64 products and for i32, BLAS for the rest); a batched left operand
+// against an unbatched right operand is folded into a single gemm. bf16 is computed
+// in f32 (operands widened exactly) and each output element is rounded to bf16 once.
+// einsum reduces indices private to one operand, then maps the contraction onto
+// batched gemms: an operand is transposed (copied) only when its letters are in
+// neither the order the gemm reads nor that order with the last two groups swapped.
 #include <cblas.h>
 
 #include <algorithm>
@@ -34,32 +34,6 @@ void detail::use_blas_threads_for(int64_t devices) {
 }
 
 namespace {
-
-void gemm(DType dtype, int64_t m, int64_t n, int64_t k, const std::byte *a, const std::byte *b,
-          std::byte *c) {
-  if (dtype == DType::F32) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f,
-                reinterpret_cast<const float *>(a), int(k), reinterpret_cast<const float *>(b),
-                int(n), 0.0f, reinterpret_cast<float *>(c), int(n));
-  } else if (dtype == DType::F64) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0,
-                reinterpret_cast<const double *>(a), int(k), reinterpret_cast<const double *>(b),
-                int(n), 0.0, reinterpret_cast<double *>(c), int(n));
-  } else {
-    const auto *pa = reinterpret_cast<const int32_t *>(a);
-    const auto *pb = reinterpret_cast<const int32_t *>(b);
-    auto *pc = reinterpret_cast<uint32_t *>(c);
-    std::fill(pc, pc + m * n, 0u);
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t p = 0; p < k; ++p) {
-        const auto av = static_cast<uint32_t>(pa[i * k + p]);
-        const int32_t *brow = pb + p * n;
-        uint32_t *crow = pc + i * n;
-        for (int64_t j = 0; j < n; ++j) crow[j] += av * static_cast<uint32_t>(brow[j]);
-      }
-    }
-  }
-}
 
 /// matmul on operands of rank >= 2 with dtype f32, f64 or i32.
 Tensor matmul_batched(const Tensor &a, const Tensor &b) {
@@ -89,7 +63,7 @@ Tensor matmul_batched(const Tensor &a, const Tensor &b) {
   const int64_t batch_count = num_elements(batch);
   if (num_elements(batch_b) == 1 && num_elements(batch_a) == batch_count) {
     // [B.., m, k] x [k, n]: one gemm with B*m rows.
-    gemm(a.dtype(), batch_count * m, n, k, a.raw(), b.raw(), out.raw());
+    detail::gemm(a.dtype(), false, false, batch_count * m, n, k, a.raw(), b.raw(), out.raw());
     return out;
   }
   // Matrix strides (in whole matrices) of each operand over the broadcast batch.
@@ -102,8 +76,8 @@ Tensor matmul_batched(const Tensor &a, const Tensor &b) {
       ia += index[d] * stride_a[d];
       ib += index[d] * stride_b[d];
     }
-    gemm(a.dtype(), m, n, k, a.raw() + ia * m * k * esize, b.raw() + ib * k * n * esize,
-         out.raw() + flat * m * n * esize);
+    detail::gemm(a.dtype(), false, false, m, n, k, a.raw() + ia * m * k * esize,
+                 b.raw() + ib * k * n * esize, out.raw() + flat * m * n * esize);
     for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
       if (++index[d] < batch[d]) break;
       index[d] = 0;
@@ -214,9 +188,20 @@ Tensor einsum_compute(const EinsumSpec &spec, std::span<const Tensor> operands) 
   };
   const int64_t nb = size_of(a, ta, batch), m = size_of(a, ta, free_a);
   const int64_t k = size_of(a, ta, contract), n = size_of(b, tb, free_b);
-  Tensor a3 = reshape(transpose(a, positions(ta, batch + free_a + contract)), {nb, m, k});
-  Tensor b3 = reshape(transpose(b, positions(tb, batch + contract + free_b)), {nb, k, n});
-  Tensor product = matmul(a3, b3);
+  // An operand whose letters already run batch, free, contract (a) or batch, contract, free
+  // (b) is multiplied transposed where it lies (a gemm flag) instead of copied first.
+  const std::string a_order = batch + free_a + contract, a_swapped = batch + contract + free_a;
+  const std::string b_order = batch + contract + free_b, b_swapped = batch + free_b + contract;
+  const bool trans_a = ta != a_order && ta == a_swapped;
+  const bool trans_b = tb != b_order && tb == b_swapped;
+  const Tensor a3 = trans_a ? a : transpose(a, positions(ta, a_order));
+  const Tensor b3 = trans_b ? b : transpose(b, positions(tb, b_order));
+  Tensor product = Tensor::empty(a.dtype(), {nb, m, n});  // every gemm writes all of it
+  const auto esize = static_cast<int64_t>(dtype_size(a.dtype()));
+  for (int64_t i = 0; i < nb; ++i) {
+    detail::gemm(a.dtype(), trans_a, trans_b, m, n, k, a3.raw() + i * m * k * esize,
+                 b3.raw() + i * k * n * esize, product.raw() + i * m * n * esize);
+  }
   Shape product_shape;
   std::string product_term = batch + free_a + free_b;
   for (char c : product_term) {

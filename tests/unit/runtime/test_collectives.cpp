@@ -217,6 +217,12 @@ TEST_CASE("a combined collective is one fabric call per dtype", "[runtime][colle
   const std::vector<Tensor> edge_summed = ctx.all_reduce(edge, {0}, ReduceOp::Sum);
   CHECK(fabric.calls == 9);
   for (size_t k = 0; k < edge.size(); ++k) CHECK(same_bits(edge_summed[k], edge[k]));
+  // Bool components are refused when packed with others too, as alone.
+  const std::vector<Tensor> flags{Tensor::zeros(DType::Bool, {2}), Tensor::zeros(DType::Bool, {2})};
+  CHECK_THROWS_WITH(ctx.all_reduce(flags, {0}, ReduceOp::Sum),
+                    Catch::Contains("psum does not accept bool"));
+  CHECK_THROWS_WITH(ctx.reduce_scatter(flags, {0}, 0, true),
+                    Catch::Contains("psum_scatter does not accept bool"));
 }
 
 TEST_CASE("psum_scatter on a 4-device line", "[runtime][collectives]") {
