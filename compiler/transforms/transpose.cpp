@@ -574,6 +574,9 @@ ir::Function transpose_function(const ir::Module &module, const ir::Function &f,
   out.auto_pbroadcast = false;
   out.span = f.span;
   out.return_span = f.return_span;
+  // Room for the forward copies and the backward ops up front (as jvp_function).
+  out.body.reserve(2 * f.body.size());
+  out.values.reserve(2 * f.values.size());
   Transposer t(module, f, spec, out);
   // 1. Linearity.
   for (size_t k = 0; k < f.params.size(); ++k)
