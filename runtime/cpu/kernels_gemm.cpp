@@ -101,6 +101,9 @@ template <typename T>
   }
   constexpr int R = 8;
   int64_t i = 0;
+  if (a.transposed) {  // 16 rows of C are one 64-byte line of each row of A
+    for (; i + 2 * R <= m; i += 2 * R) narrow_block<T, 2 * R>(i, n, k, a, panel.data(), c);
+  }
   for (; i + R <= m; i += R) narrow_block<T, R>(i, n, k, a, panel.data(), c);
   for (; i < m; ++i) narrow_block<T, 1>(i, n, k, a, panel.data(), c);
 }
