@@ -10,9 +10,7 @@
 // serves only large blocks, from one reserved range of address space: a
 // freed block is found by the next request it fits (best fit, neighbours
 // coalesced), and its pages, once touched, stay with the process and are
-// reused without faulting. Nothing is given back to the system. The range
-// asks for transparent huge pages (MADV_HUGEPAGE), so a large block faults
-// in 2 MiB at a time.
+// reused without faulting. Nothing is given back to the system.
 //
 // driver/large_blocks.cpp routes `operator new` of large sizes here for the
 // program-writing commands. The class itself is plain (unit-tested alone).
