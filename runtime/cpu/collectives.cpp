@@ -120,9 +120,7 @@ class SimulatedFabric final : public Fabric {
       pending_.erase(key);
       release(*rv, device);
     } else {
-      state_[device] = std::string(kind_name(rv->signature.kind)) + " over " +
-                       axes_str(mesh_, axes) + " (collective #" + std::to_string(key.sequence) +
-                       ")";
+      state_[device] = {DeviceState::Waiting, rv->signature.kind, &axes, key.sequence};
       wait(lock, device, [&] { return rv->arrived == size; });
     }
     return {rv, rank};
@@ -136,7 +134,7 @@ class SimulatedFabric final : public Fabric {
     if (++rv.finished == size) {
       release(rv, device);
     } else {
-      state_[device] = std::string("finishing ") + kind_name(rv.signature.kind);
+      state_[device] = {DeviceState::Finishing, rv.signature.kind, nullptr, 0};
       wait(lock, device, [&] { return rv.finished == size; });
     }
   }
@@ -148,7 +146,7 @@ class SimulatedFabric final : public Fabric {
 
   void device_exited(int64_t device) {
     std::lock_guard lock(mutex_);
-    state_[device] = "finished";
+    state_[device] = {DeviceState::Exited, {}, nullptr, 0};
     ++exited_;
     check_deadlock();
   }
@@ -193,7 +191,7 @@ class SimulatedFabric final : public Fabric {
     for (int64_t member : rv.members) {
       if (member == completer) continue;
       --blocked_;
-      state_[member].clear();
+      state_[member] = {};
       wakeups_[member].notify_one();
     }
   }
@@ -206,12 +204,38 @@ class SimulatedFabric final : public Fabric {
     throw_if_aborted();
   }
 
+  /// What a device is doing, for a deadlock report. Kept as data and put in
+  /// words only when a deadlock is reported: a collective of a few
+  /// microseconds should not build strings on every wait.
+  struct DeviceState {
+    enum Phase { Running, Waiting, Finishing, Exited };
+    Phase phase = Running;
+    Kind kind{};
+    const std::vector<int> *axes = nullptr;  // Waiting: the caller's, alive while it waits
+    uint64_t sequence = 0;                   // Waiting: the device's collective number
+  };
+
+  std::string describe(const DeviceState &state) const {
+    switch (state.phase) {
+      case DeviceState::Running:
+        return "";
+      case DeviceState::Waiting:
+        return std::string(kind_name(state.kind)) + " over " + axes_str(mesh_, *state.axes) +
+               " (collective #" + std::to_string(state.sequence) + ")";
+      case DeviceState::Finishing:
+        return std::string("finishing ") + kind_name(state.kind);
+      case DeviceState::Exited:
+        return "finished";
+    }
+    return "";
+  }
+
   void check_deadlock() {
     if (aborted_ || blocked_ == 0 || blocked_ + exited_ < mesh_.num_devices()) return;
     std::string message = "collective deadlock: every device is finished or waiting:";
     const int64_t shown = std::min<int64_t>(mesh_.num_devices(), 16);
     for (int64_t d = 0; d < shown; ++d)
-      message += "\n  device " + std::to_string(d) + ": " + state_[d];
+      message += "\n  device " + std::to_string(d) + ": " + describe(state_[d]);
     if (shown < mesh_.num_devices()) message += "\n  ...";
     message += "\n(devices must call the same collectives in the same order)";
     record_error_locked(std::make_exception_ptr(RuntimeError(message)), true);
@@ -229,7 +253,7 @@ class SimulatedFabric final : public Fabric {
   std::vector<std::condition_variable> wakeups_;  // one per device
   std::map<Key, std::shared_ptr<Rendezvous>> pending_;
   std::vector<uint64_t> sequence_;  // per device: collectives called so far
-  std::vector<std::string> state_;  // per device, for deadlock reports
+  std::vector<DeviceState> state_;  // per device, for deadlock reports
   int64_t blocked_ = 0;             // devices waiting in an incomplete phase
   int64_t exited_ = 0;
   bool aborted_ = false;

@@ -431,7 +431,10 @@ TEST_CASE("collective misuse is reported, never hangs", "[runtime][collectives]"
                                   if (ctx.device() == 0) return;  // skips the collective
                                   ctx.all_reduce(Tensor::scalar(DType::F32, 1), {0}, ReduceOp::Sum);
                                 }),
-                    Catch::Contains("collective deadlock"));
+                    Catch::Contains("collective deadlock") &&
+                        Catch::Contains("device 0: finished") &&
+                        Catch::Contains("device 1: all_reduce over (i) (collective #0)") &&
+                        Catch::Contains("device 3: all_reduce over (i) (collective #0)"));
   CHECK_THROWS_WITH(run_on_mesh(kLine,
                                 [](DeviceContext &ctx) {
                                   Tensor x = Tensor::zeros(DType::F32, {4});
