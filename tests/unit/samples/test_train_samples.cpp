@@ -7,8 +7,6 @@
 // parameters must be the same bits. The gradient itself is checked against
 // central finite differences of the loss, the loss must fall, and the DP x TP
 // variant must train like the DP one (same numbers up to summation order).
-#include <fstream>
-#include <sstream>
 
 #include "../transforms/transform_test_util.h"
 
@@ -16,14 +14,6 @@ namespace spmd::test {
 namespace {
 
 constexpr int kSteps = 40;
-
-std::string sample(const std::string &name) {
-  std::ifstream in(std::string(SPMDC_SOURCE_DIR) + "/samples/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  REQUIRE(!ss.str().empty());
-  return ss.str();
-}
 
 /// The inputs of `train`: w1, b1, w2, b2, teacher, x (uniform in [-1, 1)).
 std::vector<rt::Tensor> train_inputs(uint64_t seed) {

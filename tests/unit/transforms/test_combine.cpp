@@ -4,9 +4,6 @@
 // devices' blocks; the combine pass against the uncombined program (the same
 // bits: each element is reduced in the same order), through printed source
 // that is parsed and checked again, as users see it.
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "ir/verifier.h"
 #include "transform_test_util.h"
@@ -16,19 +13,6 @@ using namespace spmd;
 using namespace spmd::test;
 
 namespace {
-
-std::string sample(const std::string &name) {
-  std::ifstream in(std::string(SPMDC_SOURCE_DIR) + "/samples/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool same_bits(const rt::Tensor &a, const rt::Tensor &b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(),
-                     static_cast<size_t>(a.numel()) * rt::dtype_size(a.dtype())) == 0;
-}
 
 /// The derived program as printed and re-checked, with the given combine threshold.
 std::unique_ptr<Compilation> derived(const Compilation &c, DeriveKind kind, int64_t threshold,

@@ -6,9 +6,6 @@
 // per tensor (the same bits); the combine pass on FSDP's gradient, on what
 // must stay apart, and on its threshold; transposition (a combined all_gather
 // transposes to a combined psum_scatter and back) and the cost model.
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "analysis/cost.h"
 #include "ir/verifier.h"
@@ -19,19 +16,6 @@ using namespace spmd;
 using namespace spmd::test;
 
 namespace {
-
-std::string sample(const std::string &name) {
-  std::ifstream in(std::string(SPMDC_SOURCE_DIR) + "/samples/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool same_bits(const rt::Tensor &a, const rt::Tensor &b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(),
-                     static_cast<size_t>(a.numel()) * rt::dtype_size(a.dtype())) == 0;
-}
 
 void check_same_bits(const std::vector<rt::Tensor> &x, const std::vector<rt::Tensor> &y) {
   REQUIRE(x.size() == y.size());

@@ -2,8 +2,6 @@
 // for every linear op and collective (f64, several meshes), the communication
 // the design note promises for its five examples, and double transposition.
 #include <array>
-#include <fstream>
-#include <sstream>
 
 #include "ir/loops.h"
 #include "random_loops.h"
@@ -11,17 +9,6 @@
 
 namespace spmd::test {
 namespace {
-
-std::string read_file(const std::string &path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string sample(const std::string &rel) {
-  return read_file(std::string(SPMDC_SOURCE_DIR) + "/samples/" + rel);
-}
 
 /// f32 -> f64 so the identity can be checked to 1e-10.
 std::string to_f64(std::string text) {

@@ -5,7 +5,10 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -78,6 +81,23 @@ inline std::vector<rt::Tensor> run_named(const Compilation &c, const std::string
   interp::InterpOptions o;
   o.check_replication = true;
   return interp::run_shmap(*c.module, find_shmap(*c.module, fn), inputs, o);
+}
+
+/// The text of samples/<name> of the source tree (fails the test when it is
+/// missing or empty).
+inline std::string sample(const std::string &name) {
+  std::ifstream in(std::string(SPMDC_SOURCE_DIR) + "/samples/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  REQUIRE(!ss.str().empty());
+  return ss.str();
+}
+
+/// Whether a and b have the same dtype, shape and bytes.
+inline bool same_bits(const rt::Tensor &a, const rt::Tensor &b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw(), b.raw(),
+                     static_cast<size_t>(a.numel()) * rt::dtype_size(a.dtype())) == 0;
 }
 
 inline void require_same_bits(const rt::Tensor &a, const rt::Tensor &b) {
