@@ -7,8 +7,6 @@
 #include <map>
 #include <sstream>
 
-#include "interp/interpreter.h"
-
 namespace spmd {
 namespace {
 
@@ -146,7 +144,7 @@ ShownShmap describe_shmap(const ir::Module &module, const ir::Function &f,
     s.arrays.push_back(std::move(a));
   };
   for (size_t k = 0; k < f.params.size(); ++k)
-    add("parameter", interp::param_name(f, k), f.type(f.params[k].value).dtype,
+    add("parameter", ir::param_name(f, k), f.type(f.params[k].value).dtype,
         f.params[k].global_shape, f.params[k].spec);
   for (size_t k = 0; k < f.results.size(); ++k)
     add("result", result_name(f, k), f.type(f.returns.at(k)).dtype, f.results[k].global_shape,

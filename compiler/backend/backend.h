@@ -2,7 +2,7 @@
 //
 // emit_program prepares every shmap of the module the way the transforms do
 // (inline_calls, then simplify: one flat function per shmap, defs inlined),
-// plans elementwise fusion (backend/fusion.h) and prints one translation unit:
+// plans elementwise fusion (analysis/fusion.h) and prints one translation unit:
 // fused kernels, one C++ function per shmap — the per-device body, with a
 // comment quoting the .spmd line of each statement — a table describing the
 // shmaps (mesh, parameters, results, partition specs) and a `main` that hands

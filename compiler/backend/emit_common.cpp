@@ -14,7 +14,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "interp/memory_estimate.h"
+#include "analysis/memory_estimate.h"
 #include "ir/loops.h"
 #include "ir/parallel_copy.h"
 #include "spmdrt/tensor.h"
@@ -602,7 +602,7 @@ std::string program_function_init(const ir::Module &module, const ir::Function &
          ", " + dtype_enum(f.type(f.returns[k]).dtype) + ", " + shape_init(r.global_shape) + ", " +
          spec_init(r.spec) + "}";
   }
-  const rt::MemoryEstimate memory = interp::estimate_memory(module, f, sources);
+  const rt::MemoryEstimate memory = estimate_memory(module, f, sources);
   return s + "},\n      rt::MemoryEstimate{" + std::to_string(memory.device_bytes) + ", " +
          cpp_string_literal(memory.largest) + ", " + std::to_string(memory.largest_bytes) + "}}";
 }

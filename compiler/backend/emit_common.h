@@ -18,12 +18,18 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/fusion.h"
+#include "analysis/fusion.h"
 #include "ir/ir.h"
 #include "support/source.h"
 #include "support/unique_names.h"
 
 namespace spmd::backend {
+
+// The elementwise fusion plan (analysis/fusion.h), shared with the interpreter.
+using fusion::FusedGroup;
+using fusion::FusionPlan;
+using fusion::plan_fusion;
+using fusion::Step;
 
 /// Unique, readable C++ identifiers for the values of one function.
 class Names {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "backend/emit_common.h"
-#include "backend/fusion.h"
+#include "analysis/fusion.h"
 #include "ir/ir.h"
 #include "ir/loops.h"
 #include "support/source.h"

@@ -14,7 +14,7 @@
 
 #include "driver/commands.h"
 #include "interp/interpreter.h"
-#include "interp/memory_estimate.h"
+#include "analysis/memory_estimate.h"
 #include "spmdrt/cli_io.h"
 #include "spmdrt/kernels.h"
 
@@ -70,7 +70,7 @@ std::vector<rt::Tensor> gather_inputs(const ir::Module &module, const ir::Functi
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
   for (size_t k = 0; k < f.params.size(); ++k) {
-    names.push_back(interp::param_name(f, k));
+    names.push_back(ir::param_name(f, k));
     dtypes.push_back(f.type(f.params[k].value).dtype);
     shapes.push_back(f.params[k].global_shape);
   }
@@ -103,8 +103,8 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
     auto paths = output_paths(f, options);
     // Before anything is read or allocated: is there room to run it?
     rt::check_resources(
-        f.name, module.mesh_of(f).num_devices(), interp::estimate_memory(module, f, &c.sources),
-        interp::host_io_bytes(f),
+        f.name, module.mesh_of(f).num_devices(), estimate_memory(module, f, &c.sources),
+        host_io_bytes(f),
         options.max_memory.empty() ? -1 : rt::parse_byte_size(options.max_memory, "--max-memory"));
     std::vector<std::string> notes;
     std::vector<rt::Tensor> inputs = gather_inputs(module, f, options, notes);

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "support/result_names.h"
 #include "support/source.h"
 
 namespace spmd::ast {
@@ -245,10 +246,6 @@ struct Result {
   SourceSpan span;
 };
 
-/// What an unnamed result of a function with several results is called
-/// (`spmdc run --out out1=...`, diagnostics): `out0`, `out1`, ... (0-based,
-/// like `--of 0`).
-inline std::string unnamed_result_name(size_t k) { return "out" + std::to_string(k); }
 
 /// `def`, `shmap` (per-device body), or `sharded` (a global-view body: global
 /// shapes, no collectives; the compiler chooses how to split it).

@@ -184,7 +184,7 @@ class TreeBuilder {
                    result_ctxs.size() == 1
                        ? "the result of " + what
                        : "result `" +
-                             (result.name ? result.name->name : ast::unnamed_result_name(i)) +
+                             (result.name ? result.name->name : unnamed_result_name(i)) +
                              "` of " + what);
         f.results.push_back(std::move(result));
       }

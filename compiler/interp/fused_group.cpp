@@ -50,7 +50,7 @@ struct Home {
 }  // namespace
 
 std::vector<Tensor> eval_fused_group(const ir::Function &f, const std::vector<ir::Instr> &body,
-                                     const backend::FusedGroup &group,
+                                     const fusion::FusedGroup &group,
                                      const std::vector<Tensor> &env) {
   const int64_t n = rt::num_elements(group.shape);
   std::map<ir::ValueId, Home> homes;

@@ -1,7 +1,7 @@
 // interp/fused_group.h — running a fused group of elementwise ops a tile at a time.
 //
 // Internal to the interpreter. The interpreter groups elementwise chains with
-// the backend's own fusion plan (backend/fusion.h), so `spmdc run` fuses
+// the backend's own fusion plan (analysis/fusion.h), so `spmdc run` fuses
 // exactly what `spmdc build` fuses. A group is evaluated over its iteration
 // space in tiles of a thousand elements: each member runs its runtime
 // kernel (rt::unary_span, binary_span, select_span, cast_span — the per-element
@@ -13,7 +13,7 @@
 
 #include <vector>
 
-#include "backend/fusion.h"
+#include "analysis/fusion.h"
 #include "ir/ir.h"
 #include "spmdrt/tensor.h"
 
@@ -23,7 +23,7 @@ namespace spmd::interp::detail {
 /// `env` holds every value the group reads from outside (indexed by ValueId);
 /// returns the tensors of group.outputs, in order.
 std::vector<rt::Tensor> eval_fused_group(const ir::Function &f, const std::vector<ir::Instr> &body,
-                                         const backend::FusedGroup &group,
+                                         const fusion::FusedGroup &group,
                                          const std::vector<rt::Tensor> &env);
 
 }  // namespace spmd::interp::detail

@@ -15,7 +15,7 @@
 #include <map>
 #include <mutex>
 
-#include "backend/fusion.h"
+#include "analysis/fusion.h"
 #include "interp/eval_op.h"
 #include "interp/fused_group.h"
 #include "interp/replication.h"
@@ -32,7 +32,7 @@ using rt::Tensor;
 /// interp/fused_group.h), when each value can be dropped, which operands
 /// each instruction may take over, and the plan of every loop in it.
 struct BlockPlan {
-  backend::FusionPlan fusion;
+  fusion::FusionPlan fusion;
   std::vector<ir::ValueId> dead_params;              // block parameters never read
   std::vector<std::vector<ir::ValueId>> free_after;  // per step of fusion.steps
   std::vector<std::vector<bool>> takes_over;         // per instruction, per operand
@@ -40,8 +40,8 @@ struct BlockPlan {
 };
 
 /// Every instruction its own step (no fusion).
-backend::FusionPlan unfused_plan(const std::vector<ir::Instr> &body) {
-  backend::FusionPlan plan;
+fusion::FusionPlan unfused_plan(const std::vector<ir::Instr> &body) {
+  fusion::FusionPlan plan;
   plan.body = &body;
   plan.group_of_instr.assign(body.size(), -1);
   plan.folded_constant.assign(body.size(), false);
@@ -58,12 +58,12 @@ BlockPlan plan_block(const ir::Function &f, const std::vector<ir::Instr> &body,
                      const std::vector<ir::ValueId> &params, const std::vector<ir::ValueId> &kept,
                      bool fuse) {
   BlockPlan p;
-  p.fusion = fuse ? backend::plan_fusion(f, body, kept) : unfused_plan(body);
+  p.fusion = fuse ? fusion::plan_fusion(f, body, kept) : unfused_plan(body);
   // A one-op group runs its tensor kernel directly.
-  for (backend::Step &s : p.fusion.steps)
+  for (fusion::Step &s : p.fusion.steps)
     if (s.is_group && p.fusion.groups[s.index].members.size() == 1)
       s = {false, p.fusion.groups[s.index].members[0]};
-  const std::vector<int> at = backend::step_positions(p.fusion);
+  const std::vector<int> at = fusion::step_positions(p.fusion);
   ir::BlockUses uses = ir::block_uses(body, params, kept, at);
   p.free_after.resize(p.fusion.steps.size());
   for (ir::ValueId v : params)
@@ -127,9 +127,9 @@ class DeviceEvaluator {
     };
     std::vector<Tensor> operands;
     for (size_t s = 0; s < plan.fusion.steps.size(); ++s) {
-      const backend::Step &step = plan.fusion.steps[s];
+      const fusion::Step &step = plan.fusion.steps[s];
       if (step.is_group) {
-        const backend::FusedGroup &group = plan.fusion.groups[step.index];
+        const fusion::FusedGroup &group = plan.fusion.groups[step.index];
         std::vector<Tensor> out = detail::eval_fused_group(f, body, group, env);
         for (size_t k = 0; k < out.size(); ++k) env[group.outputs[k]] = std::move(out[k]);
       } else if (body[step.index].op == OpCode::For) {
@@ -207,12 +207,6 @@ std::string function_desc(const ir::Function &f) { return "`" + f.name + "`"; }
 
 }  // namespace
 
-std::string param_name(const ir::Function &function, size_t k) {
-  const ir::Param &p = function.params.at(k);
-  const std::string &name = function.values.at(static_cast<size_t>(p.value)).name;
-  return name.empty() ? "arg" + std::to_string(k) : name;
-}
-
 std::string check_input(const ir::Module &module, const ir::Function &function, size_t k,
                         rt::DType dtype, const rt::Shape &shape, const std::string &found_in) {
   const ir::Param &p = function.params.at(k);
@@ -225,7 +219,7 @@ std::string check_input(const ir::Module &module, const ir::Function &function, 
   if (local.shape != p.global_shape)
     detail += ", split into " + shape_type_str(local.dtype, local.shape) + " per device";
   if (local.dtype == DType::BF16) detail += "; bf16 is stored as f32 in .npy files";
-  return "input `" + param_name(function, k) + "` of " + function_desc(function) + " must be " +
+  return "input `" + ir::param_name(function, k) + "` of " + function_desc(function) + " must be " +
          expected + " (" + detail + "), but " + found_in + " holds " + shape_type_str(dtype, shape);
 }
 
@@ -242,7 +236,7 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
                      (f.params.size() == 1 ? "" : "s") + " but " + std::to_string(inputs.size()) +
                      " were given");
   for (size_t k = 0; k < inputs.size(); ++k) {
-    if (!inputs[k].defined()) throw InputError("input `" + param_name(f, k) + "` is missing");
+    if (!inputs[k].defined()) throw InputError("input `" + ir::param_name(f, k) + "` is missing");
     std::string problem = check_input(module, f, k, inputs[k].dtype(), inputs[k].shape());
     if (!problem.empty()) throw InputError(problem);
   }

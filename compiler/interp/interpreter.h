@@ -65,9 +65,6 @@ std::vector<rt::Tensor> run_shmap(const ir::Module &module, int function_index,
                                   const std::vector<rt::Tensor> &inputs,
                                   const InterpOptions &options = {});
 
-/// The user-facing name of shmap parameter k (its name in the source).
-std::string param_name(const ir::Function &function, size_t k);
-
 /// Checks one input against parameter k of `function`; returns an empty string
 /// when it fits, else a complete sentence naming the argument, the expected
 /// global type and in_spec, and what `found_in` (e.g. "`x.npy`") holds.

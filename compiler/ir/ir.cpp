@@ -1,7 +1,7 @@
 // ir/ir.cpp — small helpers of the IR data structures.
 #include "ir/ir.h"
 
-#include "frontend/ast.h"
+#include "support/result_names.h"
 
 namespace spmd::ir {
 
@@ -44,10 +44,16 @@ Function Function::without_body() const {
   return f;
 }
 
+std::string param_name(const Function &f, size_t k) {
+  const Param &p = f.params.at(k);
+  const std::string &name = f.values.at(static_cast<size_t>(p.value)).name;
+  return name.empty() ? "arg" + std::to_string(k) : name;
+}
+
 std::string result_name(const Function &f, size_t k) {
   if (k < f.results.size() && !f.results[k].name.empty()) return f.results[k].name;
   if (f.results.size() == 1) return f.name;
-  return ast::unnamed_result_name(k);
+  return unnamed_result_name(k);
 }
 
 std::string describe_result(const Function &f, size_t k) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/types.h"
+#include "ops/types.h"
 #include "ops/op_info.h"
 #include "spmdrt/mesh.h"
 #include "support/small_vector.h"
@@ -165,6 +165,9 @@ inline bool is_top_level(const Function &f) { return f.kind != FunctionKind::Def
 /// `shmap`, `def` or `sharded`.
 const char *function_keyword(FunctionKind kind);
 
+/// The user-facing name of parameter k: its name in the source, else "arg<k>"
+/// (`spmdc run`'s inputs, its error messages, `spmdc show`).
+std::string param_name(const Function &f, size_t k);
 /// The user-facing name of result k: its written name, else the function's
 /// name for a single result, else "out<k>". `spmdc run --out NAME=file` uses it.
 std::string result_name(const Function &f, size_t k);

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "ir/types.h"
+#include "ops/types.h"
 #include "middle/lower.h"
 
 namespace spmd::lsp {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "ir/types.h"
+#include "ops/types.h"
 
 namespace spmd {
 

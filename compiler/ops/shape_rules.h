@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/types.h"
+#include "ops/types.h"
 #include "ops/op_info.h"
 #include "support/small_vector.h"
 

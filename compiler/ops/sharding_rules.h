@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/types.h"
+#include "ops/types.h"
 #include "ops/op_info.h"
 
 namespace spmd {

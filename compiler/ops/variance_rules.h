@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "ir/types.h"
+#include "ops/types.h"
 #include "ops/op_info.h"
 #include "support/small_vector.h"
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/types.h"
+#include "ops/types.h"
 #include "spmdrt/mesh.h"
 
 namespace spmd::sharding {

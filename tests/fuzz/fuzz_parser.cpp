@@ -36,7 +36,7 @@
 #include "backend/backend.h"
 #include "frontend/format.h"
 #include "frontend/parser.h"
-#include "interp/memory_estimate.h"
+#include "analysis/memory_estimate.h"
 #include "ir/printer.h"
 #include "pipeline/compile.h"
 #include "sharding/shard.h"
@@ -113,7 +113,7 @@ PipelineResult run_pipeline_on(const std::string &text) {
     }
     // The memory estimate, and the emitted C++, whose comments and string
     // literals quote the source lines and an awkward path, never break.
-    (void)interp::estimate_memory(*c.module, fn, &c.sources);
+    (void)estimate_memory(*c.module, fn, &c.sources);
     backend::EmitOptions eo;
     eo.target = backend::Target::Cpu;
     eo.entry = fn.name;

@@ -1,4 +1,4 @@
-// interp/memory_estimate.cpp — see memory_estimate.h.
+// analysis/memory_estimate.cpp — see memory_estimate.h.
 //
 // 1. Per block (a function body, a loop body), find each value's last use
 //    (the returns or next values live to the end; a value a loop body reads
@@ -8,7 +8,7 @@
 //    adds the peak of its body), then subtract the values whose last use this
 //    was.
 // 3. Remember the largest value met on the way.
-#include "interp/memory_estimate.h"
+#include "analysis/memory_estimate.h"
 
 #include <optional>
 #include <unordered_map>
@@ -17,7 +17,7 @@
 #include "ir/loops.h"
 #include "spmdrt/checked.h"
 
-namespace spmd::interp {
+namespace spmd {
 namespace {
 
 int64_t bytes_of(const Type &t) {
@@ -147,4 +147,4 @@ int64_t host_io_bytes(const ir::Function &function) {
   return total;
 }
 
-}  // namespace spmd::interp
+}  // namespace spmd

@@ -1,4 +1,4 @@
-// backend/fusion.h — groups chains of elementwise ops into fused loops/kernels.
+// analysis/fusion.h — groups chains of elementwise ops into fused loops/kernels.
 //
 // Both backends run on a flat function (after inline_calls and simplify),
 // one block at a time (the body, each loop body).
@@ -24,7 +24,7 @@
 
 #include "ir/ir.h"
 
-namespace spmd::backend {
+namespace spmd::fusion {
 
 /// True for the ops a fused loop can compute per element.
 bool is_fusable(OpCode op);
@@ -63,4 +63,4 @@ FusionPlan plan_fusion(const ir::Function &function);
 FusionPlan plan_fusion(const ir::Function &function, const std::vector<ir::Instr> &body,
                        const std::vector<ir::ValueId> &live_out);
 
-}  // namespace spmd::backend
+}  // namespace spmd::fusion

@@ -1,4 +1,4 @@
-// ir/types.h — the type of every IR value: dtype, local shape and device variance.
+// ops/types.h — the type of every IR value: dtype, local shape and device variance.
 //
 // A value inside a shmap body has a *local* (per-device) shape and a variance
 // set: the mesh axes along which its value may differ between devices. The

@@ -1,9 +1,9 @@
-// backend/fusion.cpp — the elementwise fusion plan shared by the CPU and CUDA emitters.
+// analysis/fusion.cpp — the elementwise fusion plan shared by the CPU and CUDA emitters.
 //
 // One pass over the instructions with at most one open group (see fusion.h for
 // the rules); a second pass over the finished groups computes their inputs and
 // outputs and which scalar constants need no tensor at all.
-#include "backend/fusion.h"
+#include "analysis/fusion.h"
 
 // A missing case is an error for this file whatever the build flags.
 #pragma GCC diagnostic error "-Wswitch"
@@ -13,7 +13,7 @@
 
 #include "ir/loops.h"
 
-namespace spmd::backend {
+namespace spmd::fusion {
 
 bool is_fusable(OpCode op) {
   switch (op_kind(op)) {
@@ -142,4 +142,4 @@ FusionPlan plan_fusion(const ir::Function &f, const std::vector<ir::Instr> &body
   return plan;
 }
 
-}  // namespace spmd::backend
+}  // namespace spmd::fusion

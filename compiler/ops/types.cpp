@@ -1,5 +1,5 @@
-// ir/types.cpp — parsing and printing of dtypes, axis sets and types.
-#include "ir/types.h"
+// ops/types.cpp — parsing and printing of dtypes, axis sets and types.
+#include "ops/types.h"
 
 namespace spmd {
 

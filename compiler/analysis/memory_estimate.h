@@ -1,4 +1,4 @@
-// interp/memory_estimate.h — how much memory running a shmap needs, before running it.
+// analysis/memory_estimate.h — how much memory running a shmap needs, before running it.
 //
 // `spmdc run` and every executable `spmdc build` emits check this estimate
 // against the memory available (or --max-memory) before allocating anything,
@@ -10,7 +10,7 @@
 #include "spmdrt/cli_io.h"
 #include "support/source.h"
 
-namespace spmd::interp {
+namespace spmd {
 
 /// The peak bytes of live values on one device while shmap `function` (of
 /// `module`, or a flattened copy of one) runs — each value counted from the instruction that makes it to its last
@@ -24,4 +24,4 @@ rt::MemoryEstimate estimate_memory(const ir::Module &module, const ir::Function 
 /// host holds besides the devices.
 int64_t host_io_bytes(const ir::Function &function);
 
-}  // namespace spmd::interp
+}  // namespace spmd
