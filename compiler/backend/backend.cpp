@@ -1,15 +1,13 @@
 // backend/backend.cpp — preparing the module for code generation and dispatching by target.
 //
-// Every shmap is flattened (inline_calls) and simplified exactly as the
-// transforms do, so the emitted code computes what `spmdc run` computes on
-// the same op sequence; independent all-reduces (all-gathers, reduce-scatters)
-// over the same axes are then combined into one collective
-// (transforms/combine_collectives.h: the same bits, one launch).
+// Every shmap goes through the prepare-for-codegen script
+// (pipeline/prepare.h): flattened, simplified exactly as the derive script
+// does, so the emitted code computes what `spmdc run` computes on the same op
+// sequence, and its independent all-reduces (all-gathers, reduce-scatters)
+// combined (the same bits, one launch).
 #include "backend/backend.h"
 
-#include "transforms/combine_collectives.h"
-#include "transforms/inline_calls.h"
-#include "transforms/simplify.h"
+#include "pipeline/prepare.h"
 
 namespace spmd::backend {
 namespace detail {
@@ -17,11 +15,7 @@ namespace detail {
 Prepared prepare(const ir::Module &module) {
   Prepared p;
   p.module = &module;
-  for (const ir::Function &f : module.functions)
-    if (f.kind == ir::FunctionKind::Shmap) {
-      p.functions.push_back(simplify(module, inline_calls(module, f)));
-      combine_collectives(p.functions.back());
-    }
+  p.functions = prepare_for_codegen(module);
   return p;
 }
 

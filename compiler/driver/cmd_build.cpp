@@ -35,9 +35,11 @@
 #include "driver/commands.h"
 #include "driver/kept_until_exit.h"
 #include "driver/version.h"
+#include "ir/printer.h"
+#include "pipeline/prepare.h"
 #include "spmdrt/output_file.h"
 #include "support/timed.h"
-#include "transforms/derive.h"
+#include "transforms/derived_signature.h"
 
 namespace spmd::driver {
 namespace {
@@ -47,6 +49,7 @@ struct BuildOptions {
   std::string output;
   std::string target;
   std::string emit_source;
+  std::string emit;  // a step of prepare-for-codegen: stop there, print its raw IR
   std::vector<std::string> cxxflags;
   bool keep_source = false;
   bool show_command = false;
@@ -207,6 +210,13 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
   const ir::Module &module = *c.module;
+  if (!o.emit.empty()) {  // the shmaps as that step of prepare-for-codegen left them
+    ir::Module prepared;
+    prepared.meshes = module.meshes;
+    prepared.functions = prepare_for_codegen(module, o.emit);
+    std::cout << ir::dump_ir(prepared);
+    return kExitOk;
+  }
   backend::EmitOptions eo;
   size_t shmaps = 0;
   for (const ir::Function &f : module.functions) shmaps += f.kind == ir::FunctionKind::Shmap;
@@ -321,6 +331,11 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
   cmd->add_option("--emit-source", options.emit_source,
                   "Write the emitted C++/CUDA source here (without -o: only write the source)")
       ->type_name("FILE");
+  cmd->add_option("--emit", options.emit,
+                  "Stop after this step of the prepare-for-codegen script and print the "
+                  "shmaps' raw instructions: inline_calls, simplify, combine_collectives")
+      ->check(CLI::IsMember(prepare_for_codegen_steps()))
+      ->type_name("STEP");
   cmd->add_option("--cxxflags", options.cxxflags,
                   "Extra flags for the host compiler, split like a shell splits words (no "
                   "expansion), e.g. --cxxflags='-march=native -fsanitize=address'; added after "

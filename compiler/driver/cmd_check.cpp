@@ -1,4 +1,5 @@
 // driver/cmd_check.cpp — `spmdc check`, `spmdc print` and `spmdc fmt`.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -11,7 +12,7 @@
 #include "sharding/shard.h"
 #include "spmdrt/output_file.h"
 #include "support/timed.h"
-#include "transforms/derive.h"
+#include "transforms/derived_signature.h"
 
 namespace spmd::driver {
 
@@ -45,9 +46,11 @@ int write_output(const CommonOptions &common, const std::string &path, const std
   return kExitOk;
 }
 
-int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after) {
+int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after,
+                       const std::string &stop_after_step) {
   CompileOptions options = common.compile_options();
   options.stop_after = stop_after;
+  options.stop_after_step = stop_after_step;
   compile_file(c, common.input, options);
   print_diagnostics(c.diags, c.sources, common);
   if (c.diags.has_internal_errors()) return kExitInternalError;
@@ -69,10 +72,16 @@ int run_check(const CommonOptions &common, bool strict) {
 int run_print(const CommonOptions &common, const PrintOptions &options) {
   Compilation &c = keep_until_exit<Compilation>();
   Phase stop = options.emit == "ast" ? Phase::Parse : Phase::Variance;
-  int status = compile_and_report(c, common, stop);
+  const auto &steps = check_steps();
+  const bool step = std::find(steps.begin(), steps.end(), options.emit) != steps.end();
+  int status = compile_and_report(c, common, stop, step ? options.emit : std::string());
   if (status != kExitOk) return status;
-  if (options.emit == "ast") {
+  if (options.emit == "ast" || options.emit == "parse") {
     std::cout << dump_ast(c.program.modules.at(0).ast, c.sources);
+    return kExitOk;
+  }
+  if (step) {  // the module as that step of the check script left it
+    std::cout << ir::dump_ir(*c.module);
     return kExitOk;
   }
   if (options.emit == "ir") {
@@ -190,8 +199,14 @@ void register_check_commands(CLI::App &app, CommonOptions &common, std::vector<C
   print
       ->add_option("--emit", print_options.emit,
                    "Stop after a phase and print it: ast (syntax tree), typed (= --types), "
-                   "ir (raw instructions), source (default)")
-      ->check(CLI::IsMember({"ast", "typed", "ir", "source"}));
+                   "ir (raw instructions), source (default); or after a step of the check "
+                   "script (lower, infer_variance, derived_functions, explicit_pbroadcast, "
+                   "unroll_loops) and print its raw instructions")
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> choices{"ast", "typed", "ir", "source"};
+        for (const std::string &s : check_steps()) choices.push_back(s);
+        return choices;
+      }()));
   CLI::Option *stats =
       print->add_flag("--stats", print_options.stats,
                       "Print, per shmap, how many collectives of each kind it runs and how many "

@@ -12,7 +12,7 @@
 #include "analysis/cost.h"
 #include "analysis/roofline.h"
 #include "driver/commands.h"
-#include "transforms/derive.h"
+#include "pipeline/derive.h"
 
 namespace spmd::driver {
 namespace {

@@ -1,15 +1,15 @@
 // driver/cmd_derive.cpp — `spmdc transpose`, `jvp`, `vjp` and `grad`.
 //
-// Each compiles the file, derives the new function (transforms/derive.h) and
+// Each compiles the file, derives the new function (pipeline/derive.h) and
 // writes it as .spmd source to -o FILE (spmdrt/output_file.h) or to stdout.
 #include <iostream>
 
 #include "driver/commands.h"
 #include "driver/kept_until_exit.h"
 #include "ir/printer.h"
+#include "pipeline/derive.h"
 #include "spmdrt/output_file.h"
 #include "support/timed.h"
-#include "transforms/derive.h"
 
 namespace spmd::driver {
 
@@ -22,6 +22,7 @@ struct DeriveOptions {
   std::string output;
   bool types = false;
   bool remat = false;
+  std::string emit;  // a step of the derive script: stop there, print its raw IR
   int64_t combine_threshold = CombineOptions{}.threshold_bytes;
 };
 
@@ -38,8 +39,10 @@ int run_derive(const CommonOptions &common, const DeriveOptions &o, DeriveKind k
   request.source_path = common.input;
   request.combine.threshold_bytes = o.combine_threshold;
   request.remat = o.remat;
+  request.stop_after = o.emit;
   try {
     const ir::Module &derived = keep_until_exit<ir::Module>(derive(*c.module, request));
+    if (!o.emit.empty()) return write_output(common, o.output, ir::dump_ir(derived));
     ir::PrintOptions po;
     po.types = o.types;
     const std::string text = timed("print", [&] { return ir::print_module(derived, po); });
@@ -76,6 +79,14 @@ void add_derive(CLI::App &app, CommonOptions &common, std::vector<Command> &out,
                   "one `psum((a, b), axes)` of at most this many bytes per device; 0 combines "
                   "none (default 33554432)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--emit", o.emit,
+                  "Stop after this step of the derive script and print the function's raw "
+                  "instructions: inline_calls, split_collectives, simplify, hoist_broadcasts, "
+                  "peephole, jvp, transpose, simplify_result, hoist_broadcasts_result, "
+                  "peephole_result, combine_collectives, explicit_pbroadcast (steps the "
+                  "derivative does not take are skipped)")
+      ->check(CLI::IsMember(derive_steps()))
+      ->type_name("STEP");
   if (kind != DeriveKind::Jvp)
     cmd->add_flag("--remat", o.remat,
                   "Backward loops recompute each iteration's intermediate values from the "

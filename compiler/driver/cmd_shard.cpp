@@ -13,6 +13,7 @@
 
 #include "driver/commands.h"
 #include "ir/printer.h"
+#include "pipeline/prepare.h"
 #include "sharding/emit_reshard.h"
 #include "sharding/explain.h"
 #include "sharding/shard.h"
@@ -22,6 +23,7 @@ namespace spmd::driver {
 namespace {
 
 struct ShardCliOptions {
+  std::string emit;  // a step of flatten-for-sharding: stop there, print its raw IR
   std::string function;
   std::string output;
   bool automatic = false;
@@ -105,6 +107,15 @@ int run_shard(const CommonOptions &common, const ShardCliOptions &o) {
   Compilation c;
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
+  if (!o.emit.empty()) {  // the sharded functions as that step of flatten-for-sharding left them
+    ir::Module flat;
+    flat.meshes = c.module->meshes;
+    for (const ir::Function &f : c.module->functions)
+      if (f.kind == ir::FunctionKind::Sharded && (o.function.empty() || f.name == o.function))
+        flat.functions.push_back(flatten_for_sharding(*c.module, f, o.emit));
+    std::cout << ir::dump_ir(flat);
+    return kExitOk;
+  }
   sharding::ShardOptions so;
   so.function = o.function;
   so.automatic = o.automatic;
@@ -284,6 +295,11 @@ void register_shard_commands(CLI::App &app, CommonOptions &common, std::vector<C
                 "Treat written specs that conflict (needing data moved between devices) as "
                 "errors instead of inserting reshards");
   cmd->add_flag("--types", o.types, "Annotate the program with types and variance");
+  cmd->add_option("--emit", o.emit,
+                  "Stop after this step of the flatten-for-sharding script and print the "
+                  "sharded functions' raw instructions: inline_calls, unroll_loops, simplify")
+      ->check(CLI::IsMember(flatten_for_sharding_steps()))
+      ->type_name("STEP");
   cmd->add_option("--profile", o.profile,
                   "Hardware profile for costs: h100 or h200 (default h100)");
   out.push_back({cmd, [&common] { return run_shard(common, o); }});

@@ -4,7 +4,7 @@
 
 #include "analysis/picture.h"
 #include "driver/commands.h"
-#include "transforms/derive.h"
+#include "transforms/derived_signature.h"
 
 namespace spmd::driver {
 namespace {

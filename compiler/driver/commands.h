@@ -36,7 +36,8 @@ struct CommonOptions {
 
 /// Compiles, prints diagnostics to stderr, and returns the exit status the
 /// diagnostics call for (0 when there were none or only warnings).
-int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after);
+int compile_and_report(Compilation &c, const CommonOptions &common, Phase stop_after,
+                       const std::string &stop_after_step = {});
 
 /// Prints `diags` to stderr in the chosen format (text or JSON Lines).
 void print_diagnostics(const DiagnosticEngine &diags, const SourceManager &sources,
@@ -87,7 +88,7 @@ int run_check(const CommonOptions &common, bool strict);
 
 struct PrintOptions {
   bool types = false;
-  std::string emit = "source";  // ast | typed | ir | source
+  std::string emit = "source";  // ast | typed | ir | source | a step of the check script
   bool stats = false;           // print collective counts and bytes instead of the program
   std::string fn;               // --fn: the shmap whose --stats to print (default: every one)
 };

@@ -12,9 +12,10 @@ namespace {
 
 class FunctionVerifier {
  public:
-  FunctionVerifier(const Module &m, const Function &f)
+  FunctionVerifier(const Module &m, const Function &f, const VerifyOptions &options)
       : m_(m),
         f_(f),
+        options_(options),
         mesh_(m.mesh_of(f)),
         visible_(f.values.size(), false),
         defined_(f.values.size(), false),
@@ -69,7 +70,7 @@ class FunctionVerifier {
   }
 
   void check_constant_use(ValueId v, const char *where) {
-    if (varying_constant_[static_cast<size_t>(v)])
+    if (options_.printable && varying_constant_[static_cast<size_t>(v)])
       error("constant %" + std::to_string(v) + " typed " +
             axis_set_str(f_.type(v).variance, mesh_) + " is used " + where +
             ", where the printed program would type it invariant");
@@ -165,8 +166,7 @@ class FunctionVerifier {
     }
     operand_vars_.clear();
     for (const Type &t : ops) operand_vars_.push_back(t.variance);
-    const auto rvs =
-        result_variances(in.op, operand_vars_, in.results.size(), in.attrs);
+    const auto rvs = result_variances(in.op, operand_vars_, in.results.size(), in.attrs);
     for (size_t k = 0; k < in.results.size(); ++k) {
       const AxisSet rv = rvs[k];
       const Type &t = f_.type(in.results[k]);
@@ -182,7 +182,7 @@ class FunctionVerifier {
 
   void call(const Instr &in, std::span<const Type> ops) {
     if (in.attrs.derived >= 0) {
-      error("call of a derivative that infer_variance did not build");
+      error("call of a derivative that was not built (pipeline/derived_functions.h)");
       return;
     }
     if (in.attrs.callee < 0 || static_cast<size_t>(in.attrs.callee) >= m_.functions.size()) {
@@ -256,7 +256,7 @@ class FunctionVerifier {
         errors_.push_back(f_.name + ": result " + std::to_string(k + 1) +
                           " of a sharded function does not have its global shape");
       if (f_.kind != FunctionKind::Shmap) {
-        if (varying_constant_[static_cast<size_t>(v)])
+        if (options_.printable && varying_constant_[static_cast<size_t>(v)])
           errors_.push_back(f_.name + ": returns a constant typed " +
                             axis_set_str(f_.type(v).variance, mesh_) +
                             ", which the printed def would return invariant");
@@ -276,6 +276,7 @@ class FunctionVerifier {
 
   const Module &m_;
   const Function &f_;
+  const VerifyOptions options_;
   const rt::Mesh &mesh_;
   std::vector<bool> visible_;           // defined and in scope
   std::vector<bool> defined_;           // defined anywhere so far (a second definition is an error)
@@ -291,14 +292,15 @@ class FunctionVerifier {
 
 }  // namespace
 
-std::vector<std::string> verify_function(const Module &m, const Function &f) {
-  return FunctionVerifier(m, f).run();
+std::vector<std::string> verify_function(const Module &m, const Function &f,
+                                         const VerifyOptions &options) {
+  return FunctionVerifier(m, f, options).run();
 }
 
-std::vector<std::string> verify_module(const Module &m) {
+std::vector<std::string> verify_module(const Module &m, const VerifyOptions &options) {
   std::vector<std::string> all;
   for (const Function &f : m.functions) {
-    auto e = verify_function(m, f);
+    auto e = verify_function(m, f, options);
     all.insert(all.end(), e.begin(), e.end());
   }
   return all;

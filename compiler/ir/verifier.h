@@ -23,8 +23,19 @@
 
 namespace spmd::ir {
 
+/// What to check. `printable`: also that the module reads the same when
+/// printed (the rule on constants typed varying above). A program is
+/// printable once its pbroadcasts are explicit
+/// (transforms/explicit_pbroadcast.h), which the pass scripts do as a late
+/// step; the steps before it need only leave well-typed IR
+/// (pipeline/step.h).
+struct VerifyOptions {
+  bool printable = true;
+};
+
 /// Problems found, one sentence each, prefixed with the function name; empty if valid.
-std::vector<std::string> verify_module(const Module &module);
-std::vector<std::string> verify_function(const Module &module, const Function &function);
+std::vector<std::string> verify_module(const Module &module, const VerifyOptions &options = {});
+std::vector<std::string> verify_function(const Module &module, const Function &function,
+                                         const VerifyOptions &options = {});
 
 }  // namespace spmd::ir

@@ -16,10 +16,9 @@
 #include <span>
 
 #include "ir/builder.h"
-#include "middle/derived_functions.h"
 #include "ops/variance_rules.h"
 #include "transforms/dce.h"
-#include "transforms/derive.h"
+#include "transforms/derived_signature.h"
 
 namespace spmd {
 namespace {
@@ -48,6 +47,7 @@ class VarianceInference {
       if (pristine_[i].kind == ir::FunctionKind::Shmap) process_shmap(i);
     // Def instances that no shmap reached keep their (invariant) typing.
   }
+  DerivedCalls take_derived_calls() { return std::move(calls_); }
 
  private:
   enum class ShmapState : uint8_t { Pending, InProgress, Ok, Failed };
@@ -61,6 +61,10 @@ class VarianceInference {
     shmap_state_[i] = ShmapState::InProgress;
     DiagnosticEngine *caller_diags = diags_;
     diags_ = top_diags_;
+    const int caller_muted = muted_;
+    muted_ = 0;
+    std::vector<DiagnosticLabel> caller_notes = std::move(call_notes_);
+    call_notes_.clear();
     int errors_before = diags_->num_errors();
     // A shmap is typed once, so it is taken from the module, which holds its
     // signature meanwhile and gets the typed function back below.
@@ -75,6 +79,8 @@ class VarianceInference {
     module_.functions[i] = std::move(f);
     bool ok = diags_->num_errors() == errors_before;
     diags_ = caller_diags;
+    muted_ = caller_muted;
+    call_notes_ = std::move(caller_notes);
     shmap_state_[i] = ok ? ShmapState::Ok : ShmapState::Failed;
     return ok;
   }
@@ -421,10 +427,13 @@ class VarianceInference {
 
   // ------------------------------------------------------------ derivatives
 
-  /// Builds the function a call like `grad(f, wrt=w)(w, x)` names and points
-  /// the call at it: the function derived is checked first (a def instance
-  /// typed for the variance the arguments give its parameters), then each
-  /// derivative is taken in turn. False after reporting an error.
+  /// Types a call like `grad(f, wrt=w)(w, x)` from the signature of the
+  /// function it names: the function derived is checked first (a def
+  /// instance typed for the variance the arguments give its parameters), then
+  /// each derivative is declared in turn (declare_derivative) and the call
+  /// points at the last declaration. The functions themselves are built by
+  /// the check script's next step (pipeline/derived_functions.h). False when
+  /// the function derived has errors (reported).
   bool resolve_derived_call(FunctionState &st, ir::Instr &in) {
     const ir::DerivedCallee callee =
         module_.derived_callees.at(static_cast<size_t>(in.attrs.derived));
@@ -435,29 +444,69 @@ class VarianceInference {
       fn = specialize(fn, base_variance(st, callee, in.operands), st.auto_pb, in.span);
       if (broken_.count(fn)) return false;
     }
+    DerivedCallSite site;
+    site.span = in.span;
+    site.text = callee.text;
+    site.notes.assign(call_notes_.rbegin(), call_notes_.rend());
     for (const ir::DeriveStep &step : callee.steps) {
       auto key = std::make_tuple(fn, static_cast<int>(step.kind), step.wrt, step.of);
       auto it = derived_.find(key);
-      if (it == derived_.end()) {
-        DerivedFunction d;
-        try {
-          d.index = add_derived_function(module_, fn, step);
-        } catch (const TransformError &e) {
-          d.error = e;
-        }
-        it = derived_.emplace(key, d).first;
-      }
-      if (it->second.error) {
-        const TransformError &e = *it->second.error;
-        auto &d = diags_->error(e.code, in.span, "cannot take `" + callee.text + "`: " + e.what());
-        if (e.span.valid()) d.notes.push_back({e.span, "here"});
-        return false;
-      }
-      fn = it->second.index;
+      if (it == derived_.end()) it = derived_.emplace(key, declare_derivative(fn, step)).first;
+      site.chain.push_back(it->second);
+      fn = calls_.pending[it->second].index;
     }
+    // A loop's trial rounds type its body again; the final round records it.
+    if (muted_ == 0) calls_.sites.push_back(std::move(site));
     in.attrs.callee = fn;
     in.attrs.derived = -1;
     return true;
+  }
+
+  /// Declares derivative `step` of function `base` (checked, or declared
+  /// itself): appends a function holding only its signature, typed by
+  /// derived_signature (every entry of a derived function has the type of the
+  /// entry it derives from, variance included), under the name it will have:
+  /// the name derive_function gives it, made unique among shmaps (shmaps
+  /// print under their own names). Returns its index in calls_.pending.
+  size_t declare_derivative(int base, const ir::DeriveStep &step) {
+    const ir::Function &b = module_.functions[static_cast<size_t>(base)];
+    const FunctionSignature sig = derived_signature(signature_of(b), step);
+    ir::Function d;
+    d.kind = b.kind;
+    d.mesh = b.mesh;
+    d.entry = false;
+    d.auto_pbroadcast = false;
+    d.span = b.span;
+    std::string name = sig.name;
+    for (int k = 2;; ++k) {
+      bool taken = false;
+      for (const ir::Function &f : module_.functions)
+        taken |= f.kind == ir::FunctionKind::Shmap && f.name == name;
+      if (!taken || d.kind != ir::FunctionKind::Shmap) break;
+      name = sig.name + "_" + std::to_string(k);
+    }
+    d.name = name;
+    if (d.kind == ir::FunctionKind::Def) d.source_name = name;
+    for (const SignatureEntry &e : sig.params) {
+      ir::Param p;
+      p.value = d.add_value(e.type, e.name, e.span);
+      p.global_shape = e.global_shape;
+      p.spec = e.spec;
+      p.span = e.span;
+      d.params.push_back(std::move(p));
+    }
+    for (const SignatureEntry &e : sig.results) {
+      ir::Result r;
+      r.name = e.name;
+      r.global_shape = e.global_shape;
+      r.spec = e.spec;
+      r.span = e.span;
+      d.results.push_back(std::move(r));
+      d.returns.push_back(d.add_value(e.type, e.name, e.span));
+    }
+    module_.functions.push_back(std::move(d));
+    calls_.pending.push_back({static_cast<int>(module_.functions.size() - 1), base, step});
+    return calls_.pending.size() - 1;
   }
 
   /// The variance a def's parameters get when a derivative of it is called:
@@ -651,6 +700,7 @@ class VarianceInference {
     DiagnosticEngine scratch;
     DiagnosticEngine *real = diags_;
     diags_ = &scratch;
+    ++muted_;
     for (int round = 0; round < 70; ++round) {
       region.yields = pristine_yields;
       auto next = type_region(st, region, pristine_body, carried);
@@ -662,6 +712,7 @@ class VarianceInference {
       }
       if (!changed) break;
     }
+    --muted_;
     diags_ = real;
     // 2. Lift the initial values to the joined variance.
     for (size_t k = 0; k < in.operands.size(); ++k) {
@@ -758,7 +809,9 @@ class VarianceInference {
     ir::Function f = pristine_[static_cast<size_t>(callee)];
     size_t before = diags_->count();
     int errors_before = diags_->num_errors();
+    call_notes_.push_back({call_span, "in the call of `" + f.name + "` here"});
     process_function(f, param_var, auto_pb);
+    call_notes_.pop_back();
     bool broken = diags_->num_errors() != errors_before;
     for (size_t k = before; k < diags_->count(); ++k)
       diags_->at(k).notes.push_back({call_span, "in the call of `" + f.name + "` here"});
@@ -776,11 +829,6 @@ class VarianceInference {
     return index;
   }
 
-  struct DerivedFunction {
-    int index = -1;
-    std::optional<TransformError> error;
-  };
-
   ir::Module &module_;
   const ir::Function *shmap_ = nullptr;  // the shmap being typed (defs follow its settings)
   DiagnosticEngine *diags_;
@@ -790,13 +838,22 @@ class VarianceInference {
   std::map<std::tuple<int, std::vector<uint64_t>, bool>, int> memo_;
   std::map<int, bool> used_;
   std::set<int> broken_;  // def instances typed with errors
-  std::map<std::tuple<int, int, std::vector<bool>, std::vector<bool>>, DerivedFunction> derived_;
+  /// Derivatives declared, by (function, kind, wrt, of): index into calls_.pending.
+  std::map<std::tuple<int, int, std::vector<bool>, std::vector<bool>>, size_t> derived_;
+  DerivedCalls calls_;
+  /// > 0 while a loop's trial rounds type its body (diagnostics muted).
+  int muted_ = 0;
+  /// The calls of defs being specialized, outermost first (the notes their
+  /// diagnostics get).
+  std::vector<DiagnosticLabel> call_notes_;
 };
 
 }  // namespace
 
-void infer_variance(ir::Module &module, DiagnosticEngine &diags) {
-  VarianceInference(module, diags).run();
+DerivedCalls infer_variance(ir::Module &module, DiagnosticEngine &diags) {
+  VarianceInference inference(module, diags);
+  inference.run();
+  return inference.take_derived_calls();
 }
 
 }  // namespace spmd

@@ -13,9 +13,12 @@
 //      a shmap lifts each argument to the axes its in_spec maps (one varying
 //      along an axis the in_spec leaves out is an error) and its results vary
 //      along the axes of their out_specs; a call of a derivative
-//      (`grad(f)(x)`) first builds it (middle/derived_functions.h) from `f`
-//      checked — a def typed for the variance the arguments give it — and
-//      then is typed as a call of the shmap or def it is;
+//      (`grad(f)(x)`) is typed from the derived function's signature
+//      (transforms/derived_signature.h) computed from `f` checked — a def
+//      typed for the variance the arguments give it: the derived function is
+//      declared in the module (its signature only) and the call points at
+//      the declaration; the check script's next step builds it
+//      (pipeline/derived_functions.h);
 //   4. annotated values (`w: f32[]{i} = ...`) are checked and lifted;
 //   5. each returned value must be invariant along every axis its out_spec
 //      leaves out (otherwise an error naming the axis and where its variance
@@ -26,11 +29,40 @@
 // `pbroadcast` to write.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "ir/ir.h"
 #include "support/diagnostics.h"
 
 namespace spmd {
 
-void infer_variance(ir::Module &module, DiagnosticEngine &diags);
+/// A derivative a call names, declared by infer_variance: module.functions
+/// [index] holds its signature only until pipeline/derived_functions.h
+/// builds it as derivative `step` of function `base` (checked, or an earlier
+/// pending derivative: `grad(jvp(f))`).
+struct PendingDerivative {
+  int index = -1;
+  int base = -1;
+  ir::DeriveStep step;
+};
+
+/// A call through derivatives (`grad(loss, wrt=w)(...)`): where an error
+/// building one of them is reported.
+struct DerivedCallSite {
+  SourceSpan span;
+  std::string text;                    // as written: `grad(loss, wrt=w)`
+  std::vector<size_t> chain;           // its derivatives, innermost first (into pending)
+  std::vector<DiagnosticLabel> notes;  // the calls of defs it sits in, innermost first
+};
+
+struct DerivedCalls {
+  std::vector<PendingDerivative> pending;  // in the order met: a base before its derivative
+  std::vector<DerivedCallSite> sites;
+};
+
+/// Types every shmap and the def instances they call; returns the
+/// derivatives declared (each to build before the module is complete).
+DerivedCalls infer_variance(ir::Module &module, DiagnosticEngine &diags);
 
 }  // namespace spmd

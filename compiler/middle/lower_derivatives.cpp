@@ -9,16 +9,17 @@
 //    for the types the arguments give its parameters (through the derived
 //    function's signature: each argument stands for a parameter or a result
 //    of the def; dimensions no argument binds are an error).
-// 3. Derive the signature step by step (transforms/derive.h), resolving
+// 3. Derive the signature step by step (transforms/derived_signature.h), resolving
 //    `wrt=`/`of=` names as the CLI's --wrt/--of do, check the arguments
 //    against it and emit the call, typed from the signature. The call names
 //    the function derived and the steps (ir::DerivedCallee); infer_variance
-//    builds the derived function.
+//    declares the derived function and the check script builds it
+//    (pipeline/derived_functions.h).
 #include <algorithm>
 
 #include "frontend/format.h"
 #include "middle/lower_internal.h"
-#include "transforms/derive.h"
+#include "transforms/derived_signature.h"
 
 namespace spmd {
 namespace lowering {

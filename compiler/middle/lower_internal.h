@@ -12,7 +12,7 @@
 #include "frontend/ast.h"
 #include "ir/builder.h"
 #include "middle/lower.h"
-#include "transforms/derive.h"
+#include "transforms/derived_signature.h"
 
 namespace spmd::lowering {
 

@@ -1,15 +1,14 @@
-// pipeline/compile.cpp — runs the phases (see compile.h).
+// pipeline/compile.cpp — the check script (see compile.h).
 #include "pipeline/compile.h"
-
-#include <spdlog/spdlog.h>
 
 #include <exception>
 
 #include "ir/verifier.h"
 #include "middle/infer_variance.h"
 #include "middle/lower.h"
+#include "pipeline/derived_functions.h"
+#include "pipeline/step.h"
 #include "support/limits.h"
-#include "support/timed.h"
 #include "transforms/explicit_pbroadcast.h"
 #include "transforms/unroll_loops.h"
 
@@ -18,29 +17,41 @@ namespace {
 
 void run_phases(Compilation &c, const CompileOptions &options) {
   c.diags.set_limit(options.max_errors);
+  pipeline::Script script("check", options.stop_after_step, &c.diags);
   std::vector<std::string> paths = options.library_paths;
   for (auto &p : default_library_paths()) paths.push_back(p);
-  timed("parse",
-        [&] { c.program = load_program(c.sources, c.main_file, paths, c.diags, options.parser); });
+  script.run_unverified("parse", [&] {
+    c.program = load_program(c.sources, c.main_file, paths, c.diags, options.parser);
+  });
   c.reached = Phase::Parse;
-  if (!c.ok() || options.stop_after == Phase::Parse) return;
+  if (!c.ok() || options.stop_after == Phase::Parse || script.stopped()) return;
 
   LowerOptions lower_options;
   lower_options.auto_pbroadcast = options.auto_pbroadcast;
   lower_options.overrides = options.overrides;
-  timed("lower", [&] { c.module = lower_program(c.program, c.sources, lower_options, c.diags); });
+  script.run_unverified(
+      "lower", [&] { c.module = lower_program(c.program, c.sources, lower_options, c.diags); });
   c.reached = Phase::Lower;
-  if (c.diags.has_internal_errors() || options.stop_after == Phase::Lower) return;
+  if (c.diags.has_internal_errors() || options.stop_after == Phase::Lower || script.stopped())
+    return;
 
   // Functions with lowering errors are left out of the module, so variance
-  // inference still checks (and reports on) the others.
-  timed("infer_variance", [&] { infer_variance(*c.module, c.diags); });
+  // inference still checks (and reports on) the others. Calls of derivatives
+  // are typed from their signatures; the next step builds the functions.
+  DerivedCalls derived;
+  script.run_unverified("infer_variance", [&] { derived = infer_variance(*c.module, c.diags); });
   c.reached = Phase::Variance;
-  if (!c.ok()) return;
+  if (!c.ok() || script.stopped()) return;
+  script.run("derived_functions", *c.module,
+             [&] { build_derived_functions(*c.module, derived, c.diags); });
+  if (!c.ok() || script.stopped()) return;
   // Constants typed varying read through a pbroadcast where the printed
   // program could not re-derive their variance.
-  timed("explicit_pbroadcast",
-        [&] { make_pbroadcasts_explicit(*c.module, ir::Origin::AutoPbroadcast); });
+  script.run(
+      "explicit_pbroadcast", *c.module,
+      [&] { make_pbroadcasts_explicit(*c.module, ir::Origin::AutoPbroadcast); },
+      pipeline::Check::Printable);
+  if (script.stopped()) return;
   // Loops stay loops; those marked [[unroll]] (or short enough for
   // --unroll) are unrolled here, an optimisation.
   UnrollPolicy unroll;
@@ -57,16 +68,27 @@ void run_phases(Compilation &c, const CompileOptions &options) {
             .fix = "use a smaller --unroll";
     if (!c.ok()) return;
     c.structured = *c.module;
-    timed("unroll_loops", [&] {
-      unroll_loops(*c.module, unroll);
-      make_pbroadcasts_explicit(*c.module, ir::Origin::AutoPbroadcast);
-    });
+    script.run(
+        "unroll_loops", *c.module,
+        [&] {
+          unroll_loops(*c.module, unroll);
+          make_pbroadcasts_explicit(*c.module, ir::Origin::AutoPbroadcast);
+        },
+        pipeline::Check::Printable);
+    if (script.stopped()) return;
   }
   for (const std::string &problem : ir::verify_module(*c.module))
-    c.diags.internal({}, "IR verification failed after variance inference: " + problem);
+    c.diags.internal({}, "IR verification failed after the check script: " + problem);
 }
 
 }  // namespace
+
+const std::vector<std::string> &check_steps() {
+  static const std::vector<std::string> steps{
+      "parse",       "lower", "infer_variance", "derived_functions", "explicit_pbroadcast",
+      "unroll_loops"};
+  return steps;
+}
 
 void compile_source(Compilation &c, const std::string &path, std::string text,
                     const CompileOptions &options) {

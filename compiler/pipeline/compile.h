@@ -1,18 +1,24 @@
-// pipeline/compile.h — the phases of the compiler, in order, as one function.
+// pipeline/compile.h — the check script: the phases every command starts from.
 //
-//   load_program   (frontend/imports.h)      path      -> Program (ASTs)
-//   lower_program  (middle/lower.h)          Program   -> ir::Module (shapes, dtypes)
-//   infer_variance (middle/infer_variance.h) ir::Module -> ir::Module (variance, pbroadcasts)
-//   make_pbroadcasts_explicit (transforms/explicit_pbroadcast.h) constants typed
-//                  varying read through pbroadcasts where the text needs them
-//   unroll_loops   (transforms/unroll_loops.h) loops marked [[unroll]] (or with
-//                  at most `unroll_max_trip_count` iterations) -> straight-line
-//                  code; every other loop stays a loop
-//   verify_module  (ir/verifier.h)           a failure here is a compiler bug
+//   parse               (frontend/imports.h)      path      -> Program (ASTs)
+//   lower               (middle/lower.h)          Program   -> ir::Module (shapes, dtypes)
+//   infer_variance      (middle/infer_variance.h) variance, pbroadcasts; calls of
+//                       derivatives typed from their signatures
+//   derived_functions   (pipeline/derived_functions.h) those derivatives built
+//                       with the derive script
+//   explicit_pbroadcast (transforms/explicit_pbroadcast.h) constants typed
+//                       varying read through pbroadcasts where the text needs them
+//   unroll_loops        (transforms/unroll_loops.h) loops marked [[unroll]] (or
+//                       with at most `unroll_max_trip_count` iterations) ->
+//                       straight-line code; every other loop stays a loop
+//   then verify_module  (ir/verifier.h): a failure here is a compiler bug.
 //
-// compile_source stops after the phase named by `stop_after`, or at the first
-// phase that reported errors. The driver, the tests and the fuzzer all call it,
-// so they see exactly the same pipeline.
+// Each step runs through pipeline::Script (pipeline/step.h: timed, logged
+// under -v, verified after it in tests and debug builds). compile_source
+// stops after the phase named by `stop_after` or the step named by
+// `stop_after_step`, or at the first phase that reported errors. The driver,
+// the tests and the fuzzer all call it, so they see exactly the same
+// pipeline.
 #pragma once
 
 #include <optional>
@@ -39,6 +45,9 @@ struct CompileOptions {
   int64_t unroll_max_trip_count = 0;
   /// Mesh axis sizes and signature sizes from the command line (--mesh, --set).
   SizeOverrides overrides;
+  /// Stop after this step of the check script (check_steps(); `spmdc print
+  /// --emit STEP`); empty: run them all.
+  std::string stop_after_step;
   /// Antlr: parse only with the ANTLR parser (`SPMDC_PARSER=antlr`; see
   /// frontend/parser.h), to compare it with the hand-written one.
   ParserChoice parser = ParserChoice::Auto;
@@ -59,6 +68,9 @@ struct Compilation {
   Phase reached = Phase::Parse;  // the last phase that ran
   bool ok() const { return !diags.has_errors() && !diags.has_internal_errors(); }
 };
+
+/// The steps of the check script, in order (for `--emit`).
+const std::vector<std::string> &check_steps();
 
 /// Compiles `text` (named `path` in diagnostics).
 void compile_source(Compilation &c, const std::string &path, std::string text,

@@ -6,9 +6,7 @@
 #include <map>
 #include <set>
 
-#include "transforms/inline_calls.h"
-#include "transforms/simplify.h"
-#include "transforms/unroll_loops.h"
+#include "pipeline/prepare.h"
 
 namespace spmd::sharding {
 
@@ -20,11 +18,9 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
                      const HardwareProfile &profile, const StrategyOptions &options) {
   Problem p;
   p.module = &module;
-  // One flat body: calls inlined, loops unrolled (a static loop's iterations
-  // may be split differently), then simplified.
-  ir::Function flat = inline_calls(module, function);
-  unroll_loops(flat, UnrollPolicy{std::numeric_limits<int64_t>::max()});
-  p.flat = simplify(module, std::move(flat));
+  // One flat body (the flatten-for-sharding script): calls inlined, loops
+  // unrolled (a static loop's iterations may be split differently), simplified.
+  p.flat = flatten_for_sharding(module, function);
   p.mesh = module.mesh_of(function);
   p.profile = profile;
   p.connector = std::make_unique<Connector>(p.mesh, profile);

@@ -33,16 +33,16 @@
 #include <string>
 #include <vector>
 
+#include "analysis/memory_estimate.h"
 #include "backend/backend.h"
 #include "frontend/format.h"
 #include "frontend/parser.h"
-#include "analysis/memory_estimate.h"
 #include "ir/printer.h"
 #include "pipeline/compile.h"
+#include "pipeline/derive.h"
 #include "sharding/shard.h"
 #include "support/diagnostics.h"
 #include "support/source.h"
-#include "transforms/derive.h"
 
 namespace {
 

@@ -6,7 +6,8 @@ this checks them against what `spmdc --help` and `spmdc CMD --help` print:
  1. the man page has a section per command naming every option of its --help,
     and man(1) renders it without warnings;
  2. bash: completing `spmdc ` offers every command; `spmdc CMD --` exactly the
-    options of CMD's --help; `print --emit ` the four phases; a file
+    options of CMD's --help; `print --emit ` the four phases and the steps
+    of the check script (compiler/pipeline/compile.h); a file
     argument the .spmd files and directories; `completion ` the shells;
  3. zsh: the function parses (`zsh -n`) and names every command and option.
 """
@@ -99,7 +100,9 @@ for cmd in cmds:
     want = {o for o in options(cmd) if o.startswith("--")}
     if got != want:
         failures.append(f"`spmdc {cmd} --<TAB>`: offers {sorted(got)}, --help lists {sorted(want)}")
-if complete(["spmdc", "print", "x.spmd", "--emit", ""]) != {"ast", "typed", "ir", "source"}:
+if complete(["spmdc", "print", "x.spmd", "--emit", ""]) != {
+        "ast", "typed", "ir", "source", "parse", "lower", "infer_variance", "derived_functions",
+        "explicit_pbroadcast", "unroll_loops"}:
     failures.append("`print --emit <TAB>` does not offer the phases")
 if complete(["spmdc", "completion", ""]) != {"bash", "zsh"}:
     failures.append("`completion <TAB>` does not offer the shells")

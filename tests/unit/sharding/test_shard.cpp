@@ -14,10 +14,10 @@
 #include "../samples/sample_util.h"
 #include "analysis/cost.h"
 #include "analysis/stats.h"
+#include "pipeline/derive.h"
 #include "sharding/auto_shard.h"
 #include "sharding/ilp.h"
 #include "sharding_test_util.h"
-#include "transforms/derive.h"
 
 namespace spmd {
 namespace {

@@ -16,8 +16,8 @@
 #include "interp/interpreter.h"
 #include "ir/printer.h"
 #include "pipeline/compile.h"
+#include "pipeline/derive.h"
 #include "spmdrt/tensor.h"
-#include "transforms/derive.h"
 
 namespace spmd::test {
 

@@ -1,18 +1,9 @@
-// transforms/derive.cpp — see derive.h.
-#include "transforms/derive.h"
+// transforms/derived_signature.cpp — see derived_signature.h.
+#include "transforms/derived_signature.h"
 
 #include <algorithm>
 
-#include "ir/verifier.h"
-#include "support/timed.h"
-#include "support/unique_names.h"
-#include "transforms/combine_collectives.h"
-#include "transforms/explicit_pbroadcast.h"
-#include "transforms/hoist_broadcasts.h"
-#include "transforms/inline_calls.h"
 #include "transforms/jvp.h"
-#include "transforms/peephole.h"
-#include "transforms/simplify.h"
 #include "transforms/transpose.h"
 
 namespace spmd {
@@ -264,94 +255,6 @@ std::string describe_step(const FunctionSignature &f, const ir::DeriveStep &step
              ") with respect to " + in + ": returns the outputs, then the gradients.";
   }
   return "";
-}
-
-ir::Function derivable_form(const ir::Module &module, const ir::Function &function) {
-  // Combined collectives are differentiated component by component; the
-  // derivative is combined again by derive_function.
-  ir::Function inlined = timed("inline_calls", [&] { return inline_calls(module, function); });
-  timed("split_collectives", [&] { split_collectives(inlined); });
-  ir::Function flat = timed("simplify", [&] { return simplify(module, std::move(inlined)); });
-  timed("hoist_broadcasts", [&] { hoist_broadcasts(module, flat); });
-  timed("peephole", [&] { rewrite_peepholes(module, flat); });
-  return flat;
-}
-
-ir::Function derive_function(const ir::Module &module, const ir::Function &function,
-                             const ir::DeriveStep &step, const CombineOptions &combine,
-                             bool remat) {
-  ir::Function flat = derivable_form(module, function);
-  std::string name = derived_name(flat.name, step.kind);
-  ir::Function result;
-  switch (step.kind) {
-    case DeriveKind::Transpose: {
-      TransposeSpec spec;
-      spec.remat = remat;
-      spec.linear_params = step.wrt;
-      spec.ct_results.assign(flat.results.size(), true);
-      spec.name = name;
-      result = timed("transpose", [&] { return transpose_function(module, flat, spec); });
-      break;
-    }
-    case DeriveKind::Jvp:
-      result = timed("jvp", [&] { return jvp_function(module, flat, step.wrt).function; });
-      break;
-    case DeriveKind::Vjp:
-    case DeriveKind::Grad: {
-      bool grad = step.kind == DeriveKind::Grad;
-      JvpResult j = timed("jvp", [&] { return jvp_function(module, flat, step.wrt); });
-      flat = ir::Function{};  // (not needed any more: free it before transposing)
-      TransposeSpec spec;
-      spec.remat = remat;
-      size_t np = j.num_primal_params, nr = j.num_primal_results;
-      spec.linear_params.assign(j.function.params.size(), false);
-      for (size_t k = np; k < j.function.params.size(); ++k) spec.linear_params[k] = true;
-      spec.ct_results.assign(j.function.results.size(), false);
-      spec.keep_results.assign(j.function.results.size(), false);
-      spec.seed_ones.assign(j.function.results.size(), false);
-      for (size_t k = 0; k < nr; ++k) {
-        spec.keep_results[k] = true;
-        spec.ct_results[nr + k] = step.of[k];
-        spec.seed_ones[nr + k] = grad && step.of[k];
-      }
-      spec.name = name;
-      result = timed("transpose", [&] { return transpose_function(module, j.function, spec); });
-      break;
-    }
-  }
-  result = timed("simplify", [&] { return simplify(module, std::move(result)); });
-  timed("hoist_broadcasts", [&] { hoist_broadcasts(module, result); });
-  timed("peephole", [&] { rewrite_peepholes(module, result); });
-  timed("combine_collectives", [&] { combine_collectives(result, combine); });
-  timed("explicit_pbroadcast",
-        [&] { make_pbroadcasts_explicit(module, result, ir::Origin::Transform); });
-  // Results are known by name (--out, --out-dir; two may not share one, and
-  // a printed signature may not repeat one): a cotangent named like one of
-  // the function's own results (`w1_bar`, when the function already returns
-  // gradients) gets a fresh name. The CLI and in-language derivatives share it.
-  UniqueNames labels(2);
-  for (size_t k = 0; k < result.results.size(); ++k)
-    if (result.results[k].name.empty()) labels.reserve(ir::result_name(result, k));
-  for (ir::Result &r : result.results)
-    if (!r.name.empty()) r.name = labels.claim(r.name);
-  return result;
-}
-
-ir::Module derive(const ir::Module &module, const DeriveRequest &request) {
-  int index = find_shmap(module, request.function);
-  const ir::Function &original = module.functions[static_cast<size_t>(index)];
-  FunctionSignature sig = signature_of(original);
-  ir::DeriveStep step = select_step(sig, request.kind, request.wrt, request.of, original.span);
-  ir::Module out;
-  out.meshes = module.meshes;
-  ir::Function result = derive_function(module, original, step, request.combine, request.remat);
-  result.comment = describe_step(sig, step) + "\nGenerated by `spmdc " +
-                   derive_kind_name(request.kind) + "`" +
-                   (request.source_path.empty() ? "" : " from " + request.source_path) + ".";
-  out.functions.push_back(std::move(result));
-  for (const std::string &problem : timed("verify", [&] { return ir::verify_module(out); }))
-    throw std::logic_error("the derived program does not verify: " + problem);
-  return out;
 }
 
 }  // namespace spmd
