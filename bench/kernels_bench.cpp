@@ -8,7 +8,8 @@
 //     its gradient, a GEMV and a row vector times a matrix, through rt::einsum
 //     (kernels_gemm.cpp's narrow/short loops or BLAS) versus the one cblas call
 //     (transposes as flags), both on one thread as each of 8 device threads on a
-//     small machine. Prints milliseconds, elements/s or GFLOP/s and the
+//     small machine, and (d) f32 sums (rows, columns, all) through rt::reduce
+//     versus a sequential f32 loop. Prints milliseconds, elements/s or GFLOP/s and the
 //     runtime/baseline ratio (lower is better).
 #include <cblas.h>
 
@@ -129,6 +130,45 @@ int main() {
         "ms  ratio rt/blas %.2f\n",
         p.what, p.spec, static_cast<long long>(p.m), static_cast<long long>(p.n),
         static_cast<long long>(p.k), rt_ms, pflops / (rt_ms * 1e6), ref_ms, rt_ms / ref_ms);
+  }
+
+  // (d) Sums: rt::reduce (accurate: f64 lanes, kernels.h's kSumLanes) against the
+  // plain sequential f32 loop (what a naive `for` computes, and what spmdrt did
+  // before its sums were accurate), rows, columns and a whole array.
+  const int64_t rows = 8192, cols = 1024;
+  Tensor sx = random_tensor(DType::F32, {rows, cols}, 7);
+  const float *ps = sx.data<float>();
+  std::printf("f32 sums of [%lld, %lld] (rt::reduce vs a sequential f32 loop):\n",
+              static_cast<long long>(rows), static_cast<long long>(cols));
+  struct SumCase {
+    const char *what;
+    std::vector<int64_t> axes;
+  };
+  const SumCase sums[] = {{"rows (axis 1)", {1}}, {"columns (axis 0)", {0}}, {"all", {0, 1}}};
+  for (const SumCase &sc : sums) {
+    Tensor r;
+    const double rt_ms = time_ms(10, [&] { r = reduce(ReduceOp::Sum, sx, sc.axes); });
+    std::vector<float> loop_out;
+    const double loop_ms = time_ms(10, [&] {
+      if (sc.axes.size() == 2) {
+        float acc = 0;
+        for (int64_t i = 0; i < rows * cols; ++i) acc += ps[i];
+        loop_out.assign(1, acc);
+      } else if (sc.axes[0] == 1) {
+        loop_out.assign(rows, 0.0f);
+        for (int64_t i = 0; i < rows; ++i) {
+          float acc = 0;
+          for (int64_t j = 0; j < cols; ++j) acc += ps[i * cols + j];
+          loop_out[i] = acc;
+        }
+      } else {
+        loop_out.assign(cols, 0.0f);
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j) loop_out[j] += ps[i * cols + j];
+      }
+    });
+    std::printf("  %-18s rt %7.3f ms (%6.2f G elements/s)  loop %7.3f ms  ratio rt/loop %.2f\n",
+                sc.what, rt_ms, rows * cols / (rt_ms * 1e6), loop_ms, rt_ms / loop_ms);
   }
   return 0;
 }

@@ -52,3 +52,17 @@ add_custom_target(spmdc_docs ALL DEPENDS ${SPMDC_MAN_PAGE} ${SPMDC_BASH_COMPLETI
 install(FILES ${SPMDC_MAN_PAGE} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${SPMDC_BASH_COMPLETION} DESTINATION ${SPMDC_BASH_COMPLETION_DIR})
 install(FILES ${SPMDC_ZSH_COMPLETION} DESTINATION ${SPMDC_ZSH_COMPLETION_DIR})
+
+# Teaching material, so that a course needs no source checkout (docs/install.md):
+#   share/spmdc/samples/     the tutorial's programs (`spmdc run PREFIX/share/spmdc/samples/...`)
+#   share/spmdc/exercises/   the graded exercises: task, starter and grade.json only (the
+#                            reference answers stay in the source tree's solutions/);
+#                            `spmdc exercises init DIR` copies them for a student
+#   bin/spmdc-grade          the grader (scripts/grade.py); it finds the spmdc beside it
+#   share/spmdc/editors/     syntax highlighting and the VS Code extension (editors/README.md)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/samples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/spmdc/samples)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/exercises/ DESTINATION ${CMAKE_INSTALL_DATADIR}/spmdc/exercises
+        PATTERN "solution*.spmd" EXCLUDE)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/grade.py DESTINATION ${CMAKE_INSTALL_BINDIR}
+        RENAME spmdc-grade)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/editors/ DESTINATION ${CMAKE_INSTALL_DATADIR}/spmdc/editors)

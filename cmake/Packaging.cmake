@@ -7,7 +7,8 @@
 # C++20 compiler (g++) and OpenBLAS's development files to link executables
 # (and Open MPI's, when built with MPI: every executable links the MPI executor).
 # A package built with CUDA records that toolkit's location, like the build
-# itself; CUDA is not a Debian package and is not declared.
+# itself; CUDA is not a Debian package and is not declared. Recommends
+# python3-numpy: the exercises' grader (bin/spmdc-grade) needs it.
 set(CPACK_GENERATOR "DEB")
 set(CPACK_PACKAGE_NAME "spmdc")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
@@ -28,9 +29,9 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "g++ (>= 4:12), libopenblas-dev")
 if(SPMDC_HAVE_MPI)  # built executables link libspmdrt_mpi.a and Open MPI; mpirun starts them
   string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libopenmpi-dev")
-  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "openmpi-bin, cmake, pkg-config")
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "openmpi-bin, cmake, pkg-config, python3-numpy")
 else()
-  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "cmake, pkg-config")
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "cmake, pkg-config, python3-numpy")
 endif()
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
 set(CPACK_PACKAGE_DIRECTORY "${PROJECT_BINARY_DIR}/packages")

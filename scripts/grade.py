@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""grade.py EXERCISE_DIR STUDENT.spmd — grade a solution of an exercise in exercises/.
+"""grade.py EXERCISE [STUDENT.spmd] — grade a solution of an exercise in exercises/.
 
-  scripts/grade.py exercises/01-replicate my.spmd [--spmdc PATH] [--seeds 0,1,2]
+  scripts/grade.py exercises/01-replicate my.spmd --solutions solutions   (source tree)
+  spmdc-grade ~/course/01-replicate --solutions /path/to/solutions       (installed)
 
-An exercise folder holds task.md (the statement), starter.spmd (the program
-with holes written `???`), solution.spmd (the reference answer) and
-grade.json:
+EXERCISE is an exercise folder (or the name of an installed one, `01-replicate`)
+holding task.md (the statement), starter.spmd (the program with holes written
+`???`) and grade.json; STUDENT.spmd defaults to the folder's starter.spmd, the
+file `spmdc exercises init` gives each student to fill in. The reference
+answers are not in the exercise folders: an instructor keeps them in a folder
+of their own (`solutions/` of the source tree) and points the grader at it with
+--solutions DIR (or $SPMDC_SOLUTIONS); it reads DIR/EXERCISE.spmd or
+DIR/EXERCISE/solution.spmd. grade.json:
   {"fn": "name of the shmap",
    "rtol": 1e-4, "atol": 1e-5,          # value tolerance (optional)
    "forbid": ["all_gather", ...],       # collectives the task rules out (optional)
@@ -21,8 +27,11 @@ The grader checks, in the student's terms, stopping at the first failing step:
      shown, with a hint when it is off by a mesh axis size;
   6. it moves no more bytes per device than the reference (spmdc print
      --stats), naming the collectives that differ.
-Exit status 0 when every check passes, 1 otherwise, 2 when the grader itself
-cannot run (no spmdc, a broken exercise).
+Without a reference only steps 1, 2 and 4 can run; what they find is reported
+as usual, and when they pass the grader stops there with status 2.
+Exit status: 0 every check passes, 1 not yet (the reason follows), 2 the grader
+could not grade (no spmdc, no NumPy, a missing file, no reference solution, a
+broken exercise), with a one-line reason on stderr.
 """
 import argparse
 import json
@@ -33,21 +42,57 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+np = None  # NumPy, imported by main() so that its absence is a one-line exit 2
 
 
 class Fail(Exception):
-    pass
+    """The student's program does not pass yet (exit 1)."""
+
+
+class CannotGrade(Exception):
+    """The grader cannot grade (exit 2); the message is the one-line reason."""
 
 
 def find_spmdc(explicit):
-    for candidate in (explicit, os.environ.get("SPMDC"),
+    # --spmdc, $SPMDC, an installed spmdc beside this script (PREFIX/bin/spmdc-grade),
+    # the source tree's build, then PATH.
+    for candidate in (explicit, os.environ.get("SPMDC"), os.path.join(HERE, "spmdc"),
                       os.path.join(HERE, "..", "build", "compiler", "spmdc"), shutil.which("spmdc")):
-        if candidate and os.access(candidate, os.X_OK):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
-    sys.exit("grade: cannot find spmdc (use --spmdc PATH or set SPMDC)")
+    raise CannotGrade("cannot find spmdc (use --spmdc PATH or set SPMDC)")
+
+
+def find_exercise(arg):
+    """An exercise folder: the path given, or an installed/source exercise of that name."""
+    if os.path.isdir(arg):
+        folder = arg
+    else:
+        folder = None
+        if os.sep not in arg:
+            for root in (os.path.join(HERE, "..", "share", "spmdc", "exercises"),
+                         os.path.join(HERE, "..", "exercises")):
+                if os.path.isdir(os.path.join(root, arg)):
+                    folder = os.path.join(root, arg)
+                    break
+        if folder is None:
+            raise CannotGrade(f"no exercise folder `{arg}`")
+    if not os.path.isfile(os.path.join(folder, "grade.json")):
+        raise CannotGrade(f"`{arg}` is not an exercise folder (no grade.json)")
+    return folder
+
+
+def find_reference(solutions, name):
+    if not solutions:
+        return None
+    if not os.path.isdir(solutions):
+        raise CannotGrade(f"--solutions `{solutions}` is not a folder")
+    for path in (os.path.join(solutions, name + ".spmd"),
+                 os.path.join(solutions, name, "solution.spmd")):
+        if os.path.isfile(path):
+            return path
+    raise CannotGrade(f"the solutions folder `{solutions}` has no {name}.spmd")
 
 
 def run(spmdc, *args):
@@ -97,12 +142,18 @@ def describe_ops(ops):
     return ", ".join(moving) if moving else "no communication"
 
 
-def grade(spmdc, exercise, student, seeds):
-    with open(os.path.join(exercise, "grade.json")) as f:
-        spec = json.load(f)
-    fn = spec["fn"]
-    reference = os.path.join(exercise, "solution.spmd")
-    text = open(student).read()
+def grade(spmdc, exercise, student, reference, seeds):
+    try:
+        with open(os.path.join(exercise, "grade.json")) as f:
+            spec = json.load(f)
+        fn = spec["fn"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CannotGrade(f"broken exercise: {os.path.join(exercise, 'grade.json')}: {e}")
+    try:
+        with open(student, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError as e:
+        raise CannotGrade(f"cannot read `{student}`: {e.strerror}")
 
     # 1. Holes.
     holes = [k + 1 for k, line in enumerate(text.split("\n")) if "???" in line]
@@ -115,12 +166,15 @@ def grade(spmdc, exercise, student, seeds):
     if r.returncode != 0:
         raise Fail("your program does not type-check:\n" + r.stderr.rstrip())
 
-    # 3. Signature.
-    want, got = signature(spmdc, reference, fn), signature(spmdc, student, fn)
+    # 3. Signature (against the reference's).
+    got = signature(spmdc, student, fn)
+    want = signature(spmdc, reference, fn) if reference else None
+    if reference and want is None:
+        raise CannotGrade(f"the reference `{reference}` has no shmap `{fn}`")
     if got is None:
-        raise Fail(f"your program has no shmap `{fn}`; the task asks for one with this "
-                   f"signature:\n  {want}")
-    if re.sub(r"\s", "", want) != re.sub(r"\s", "", got):
+        raise Fail(f"your program has no shmap `{fn}`" +
+                   (f"; the task asks for one with this signature:\n  {want}" if want else ""))
+    if want and re.sub(r"\s", "", want) != re.sub(r"\s", "", got):
         raise Fail(f"keep the signature of `{fn}` as the task gives it:\n  expected {want}\n"
                    f"  yours    {got}")
 
@@ -129,6 +183,10 @@ def grade(spmdc, exercise, student, seeds):
     used = [op for op in spec.get("forbid", []) if op in ops]
     if used:
         raise Fail(f"this exercise asks you not to use {', '.join(used)}")
+
+    if reference is None:
+        raise CannotGrade("it type-checks, but its values cannot be graded without the reference "
+                          "solutions: an instructor grades with --solutions DIR")
 
     # 5. Values.
     sizes = axis_sizes(want)
@@ -142,8 +200,8 @@ def grade(spmdc, exercise, student, seeds):
                         "--check-replication", "-q")
                 if r.returncode != 0:
                     if who == "reference":
-                        print(r.stderr, file=sys.stderr)
-                        sys.exit(2)
+                        first = (r.stderr.strip().splitlines() or ["(no message)"])[0]
+                        raise CannotGrade(f"the reference `{reference}` fails to run: {first}")
                     raise Fail(f"your program fails when it runs (random inputs, seed {seed}):\n"
                                + r.stderr.rstrip())
                 outs[who] = d
@@ -181,26 +239,58 @@ def grade(spmdc, exercise, student, seeds):
     return total
 
 
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # a bad command line is "could not run": status 2, one line
+        usage = " ".join(self.format_usage().split())  # one line
+        raise CannotGrade(f"{message} ({usage})")
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("exercise")
-    ap.add_argument("student")
-    ap.add_argument("--spmdc")
+    ap = Parser(description=__doc__.split("\n")[0])
+    ap.add_argument("exercise", help="exercise folder, or the name of an installed exercise")
+    ap.add_argument("student", nargs="?", help="the program to grade (default: EXERCISE/starter.spmd)")
+    ap.add_argument("--spmdc", help="the compiler (default: $SPMDC, beside the grader, on PATH)")
+    ap.add_argument("--solutions", default=os.environ.get("SPMDC_SOLUTIONS"),
+                    help="folder of reference solutions, DIR/EXERCISE.spmd (default $SPMDC_SOLUTIONS)")
     ap.add_argument("--seeds", default="0,1,2", help="random input seeds (comma-separated)")
-    args = ap.parse_args()
-    spmdc = find_spmdc(args.spmdc)
-    if not os.path.exists(os.path.join(args.exercise, "grade.json")):
-        sys.exit(f"grade: {args.exercise} is not an exercise folder (no grade.json)")
-    name = os.path.basename(os.path.normpath(args.exercise))
+    global np
     try:
-        moved = grade(spmdc, args.exercise, args.student, [int(s) for s in args.seeds.split(",")])
+        args = ap.parse_args()
+        try:
+            seeds = [int(s) for s in args.seeds.split(",")]
+        except ValueError:
+            raise CannotGrade(f"--seeds: expected comma-separated integers, got `{args.seeds}`")
+        try:
+            import numpy
+            np = numpy
+        except ImportError:
+            raise CannotGrade(f"needs NumPy, which {sys.executable} cannot import "
+                              "(apt install python3-numpy, or pip install numpy)")
+        spmdc = find_spmdc(args.spmdc)
+        exercise = find_exercise(args.exercise)
+        name = os.path.basename(os.path.normpath(exercise))
+        student = args.student or os.path.join(exercise, "starter.spmd")
+        if not os.path.isfile(student):
+            raise CannotGrade(f"no file `{student}`")
+        reference = find_reference(args.solutions, name)
+        moved = grade(spmdc, exercise, student, reference, seeds)
     except Fail as e:
         print(f"{name}: NOT YET: {e}")
         return 1
+    except CannotGrade as e:
+        print(f"grade: cannot grade: {e}", file=sys.stderr)
+        return 2
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"grade: cannot grade: {e}", file=sys.stderr)
+        return 2
     print(f"{name}: PASS (types, values on random inputs, {moved:.0f} bytes moved per device: "
           f"as good as the reference)")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("grade: cannot grade: interrupted", file=sys.stderr)
+        sys.exit(2)

@@ -18,6 +18,7 @@ PKGS=(
   dpkg-dev file pkg-config       # packaging tests: CPack's Debian package, pkg-config
   man-db zsh                     # packaging tests: the man page renders, zsh completion parses
   vim                            # editors/vim is tested in a headless Vim
+  neovim                         # docs/lsp.md's Neovim (0.7) setup is tested headless
 )
 missing=()
 for p in "${PKGS[@]}"; do

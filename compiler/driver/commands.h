@@ -81,6 +81,7 @@ void register_cost_command(CLI::App &app, CommonOptions &common, std::vector<Com
 void register_shard_commands(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_show_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_lsp_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
+void register_exercises_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 
 /// `spmdc check`; `strict` makes conflicting specs of sharded functions errors.
 int run_check(const CommonOptions &common, bool strict);

@@ -12,6 +12,7 @@
 #include "frontend/ast_builder.h"
 
 #include <algorithm>
+#include <cctype>
 #include <exception>
 #include <memory>
 #include <string>
@@ -297,11 +298,22 @@ class FriendlyErrorStrategy : public antlr4::DefaultErrorStrategy {
 
 /// Reports malformed tokens and collects comments. Returns false when the
 /// error limit was reached.
+/// The end of `'name'` starting at `at` (one past the closing quote), or 0.
+uint32_t quoted_name_end(const std::string &text, uint32_t at) {
+  size_t k = at + 1;
+  if (k >= text.size() || !(std::isalpha(static_cast<unsigned char>(text[k])) || text[k] == '_'))
+    return 0;
+  while (k < text.size() && (std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '_'))
+    ++k;
+  return k < text.size() && text[k] == '\'' ? static_cast<uint32_t>(k + 1) : 0;
+}
+
 bool scan_hidden_tokens(const std::vector<antlr4::Token *> &all, SyntaxErrorSink &sink,
                         std::vector<CommentToken> &comments) {
   const std::string &text = sink.file().text();
   const antlr4::Token *previous_code = nullptr;
   const antlr4::Token *previous = nullptr;
+  size_t skip_quote_at = std::string::npos;
   for (const antlr4::Token *t : all) {
     size_t type = t->getType();
     if (t->getChannel() == antlr4::Token::DEFAULT_CHANNEL) {
@@ -324,6 +336,23 @@ bool scan_hidden_tokens(const std::vector<antlr4::Token *> &all, SyntaxErrorSink
     } else if (type == SpmdParser::UNTERMINATED_STRING) {
       sink.report(span,
                   "unterminated string literal; a string must end with `\"` on the same line");
+    } else if (type == SpmdParser::BAD_CHAR && text[span.begin] == '\'' &&
+               !(previous != nullptr && previous->getType() == SpmdParser::BAD_CHAR &&
+                 previous->getStopIndex() + 1 == t->getStartIndex()) &&
+               quoted_name_end(text, span.begin) != 0) {
+      // `'i'` (a JAX habit: P('batch'), psum(x, 'batch')): one error for the
+      // name in quotes; the parser sees the name itself.
+      const uint32_t end = quoted_name_end(text, span.begin);
+      const std::string name = text.substr(span.begin + 1, end - span.begin - 2);
+      Diagnostic *d =
+          sink.report({span.file, span.begin, end},
+                      "`'" + name + "'`: names are not strings in spmd; drop the quotes");
+      if (d != nullptr)
+        d->help("write `" + name + "` (axis names in P(...) and collectives are plain names)")
+            .fixit({span.file, span.begin, end}, name);
+      skip_quote_at = end - 1;
+    } else if (type == SpmdParser::BAD_CHAR && t->getStartIndex() == skip_quote_at) {
+      // The closing quote of a name reported above.
     } else if (type == SpmdParser::BAD_BYTES || type == SpmdParser::BAD_CHAR) {
       // One diagnostic per run of adjacent bad characters.
       bool continues_run = previous != nullptr &&
@@ -353,6 +382,66 @@ bool scan_hidden_tokens(const std::vector<antlr4::Token *> &all, SyntaxErrorSink
     previous = t;
   }
   return !sink.full();
+}
+
+/// Habits from Python and JAX that derail the parser into many errors; each
+/// is reported once, with what to write instead, and parsing stops (false).
+///   * `def f(x):` — Python's function syntax (a `:` after the parameters);
+///   * `P("i")` — an axis name as a string in a partition spec.
+bool check_habits(const std::vector<antlr4::Token *> &all, SyntaxErrorSink &sink) {
+  std::vector<const antlr4::Token *> code;
+  for (const antlr4::Token *t : all)
+    if (t->getChannel() == antlr4::Token::DEFAULT_CHANNEL) code.push_back(t);
+  auto type = [&](size_t i) { return i < code.size() ? code[i]->getType() : antlr4::Token::EOF; };
+  bool clean = true;
+  for (size_t i = 0; i < code.size(); ++i) {
+    // def NAME ( ... ) :
+    if (type(i) == SpmdParser::DEF && type(i + 1) == SpmdParser::IDENT &&
+        type(i + 2) == SpmdParser::LPAREN) {
+      size_t j = i + 3;
+      int depth = 1;
+      for (; j < code.size() && depth > 0; ++j) {
+        if (type(j) == SpmdParser::LPAREN || type(j) == SpmdParser::LBRACK) ++depth;
+        if (type(j) == SpmdParser::RPAREN || type(j) == SpmdParser::RBRACK) --depth;
+      }
+      if (depth == 0 && type(j) == SpmdParser::COLON) {
+        const std::string name = sink.text(code[i + 1]);
+        Diagnostic *d = sink.report(sink.span(code[j]),
+                                    "this is Python's function syntax; an spmd `def` declares "
+                                    "the types of its parameters and result and has a body in "
+                                    "braces");
+        if (d != nullptr) {
+          d->help("write `def " + name + "(x: f32[n]) -> f32[n] { ... }` (or generic: `def " +
+                  name + "[T](x: T[...]) -> T[...] { ... }`); see docs/language.md");
+          d->note(sink.span(code[i + 1]), "`" + name + "` is declared here");
+        }
+        clean = false;
+      }
+    }
+    // P( "name" ... ) or P( ..., "name" ...)
+    if (type(i) == SpmdParser::STRING && i >= 2 &&
+        (type(i - 1) == SpmdParser::LPAREN || type(i - 1) == SpmdParser::COMMA)) {
+      size_t k = i - 1;
+      int depth = 0;
+      while (k > 0 && !(type(k) == SpmdParser::LPAREN && depth == 0)) {
+        if (type(k) == SpmdParser::RPAREN) ++depth;
+        if (type(k) == SpmdParser::LPAREN) --depth;
+        --k;
+      }
+      if (type(k) == SpmdParser::LPAREN && k > 0 && type(k - 1) == SpmdParser::IDENT &&
+          sink.text(code[k - 1]) == "P") {
+        const std::string quoted = sink.text(code[i]);
+        const std::string name = quoted.substr(1, quoted.size() - 2);
+        Diagnostic *d =
+            sink.report(sink.span(code[i]), "`" + quoted +
+                                                "`: mesh axis names in P(...) are names, not "
+                                                "strings; drop the quotes");
+        if (d != nullptr) d->help("write `" + name + "`").fixit(sink.span(code[i]), name);
+        clean = false;
+      }
+    }
+  }
+  return clean;
 }
 
 /// Rejects nesting that would make the recursive parser (or any later AST
@@ -444,6 +533,7 @@ RawParse build_ast(const SourceFile &file, FileId id, DiagnosticEngine &diags) {
     const std::vector<antlr4::Token *> &all = tokens.getTokens();
     if (!scan_hidden_tokens(all, sink, result.comments)) return result;
     if (!check_nesting(all, sink)) return result;
+    if (!check_habits(all, sink)) return result;
 
     SpmdParser parser(&tokens);
     parser.removeErrorListeners();

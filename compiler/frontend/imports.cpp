@@ -8,6 +8,8 @@
 // is an `unknown-module` error at the import declaration.
 #include "frontend/imports.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -53,6 +55,19 @@ fs::path executable_dir() {
   return ec ? fs::path() : exe.parent_path();
 }
 
+/// The directory of the shared object this code was loaded from (the Python
+/// module spmdc/_core.so), or empty when it is linked into the executable.
+fs::path shared_object_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void *>(&shared_object_dir), &info) == 0 || !info.dli_fname)
+    return {};
+  fs::path so(info.dli_fname);
+  if (so.extension() != ".so" && so.string().find(".so.") == std::string::npos) return {};
+  std::error_code ec;
+  fs::path absolute = fs::weakly_canonical(so, ec);
+  return ec ? fs::path() : absolute.parent_path();
+}
+
 void add_if_dir(std::vector<std::string> &paths, const fs::path &dir) {
   std::error_code ec;
   if (dir.empty() || !fs::is_directory(dir, ec)) return;
@@ -70,6 +85,9 @@ std::vector<std::string> default_library_paths() {
   // library, even if the source tree it was built from still exists.
   fs::path exe = executable_dir();
   if (!exe.empty()) add_if_dir(paths, exe.parent_path() / "share" / "spmdc" / "stdlib");
+  // The Python package is an install tree too: spmdc/_core.so beside spmdc/share/.
+  if (fs::path so = shared_object_dir(); !so.empty())
+    add_if_dir(paths, so / "share" / "spmdc" / "stdlib");
 #ifdef SPMDC_SOURCE_STDLIB_DIR
   add_if_dir(paths, SPMDC_SOURCE_STDLIB_DIR);
 #endif
@@ -164,6 +182,8 @@ Program load_program(SourceManager &sources, FileId main_file,
           for (const std::string &dir : library_paths) dirs.push_back(dir);
       }
       std::string found, directory;
+      bool from_stdlib = false;
+      const std::vector<std::string> stdlib_dirs = default_library_paths();
       for (const fs::path &dir : dirs) {
         std::error_code ec;
         fs::path candidate = dir.empty() ? relative : dir / relative;
@@ -173,6 +193,9 @@ Program load_program(SourceManager &sources, FileId main_file,
         }
         if (fs::exists(candidate, ec)) {  // a file, a FIFO, a device: loading it says what is wrong
           found = candidate.string();
+          from_stdlib =
+              !is_file && &dir != &dirs.front() &&
+              std::find(stdlib_dirs.begin(), stdlib_dirs.end(), dir.string()) != stdlib_dirs.end();
           break;
         }
       }
@@ -200,6 +223,9 @@ Program load_program(SourceManager &sources, FileId main_file,
         diags.error("unknown-module", at, "cannot load module `" + name + "`: " + error);
         continue;
       }
+      // The standard library's modules are named relative to it in diagnostics
+      // (`std/nn.spmd:40:3`), the same for every install prefix.
+      if (from_stdlib) sources.file(file).set_library_name(relative.generic_string());
       program.modules.push_back({name, parse(sources, file, diags, parser)});
     }
   }

@@ -3,6 +3,7 @@
 #include "middle/lower.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -488,6 +489,8 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
     // Check the body anyway (its result types are unknown, so returns are not checked).
     ir::Function scratch = f;
     BodyLowerer body(*this, scratch, module_index);
+    body.dim_symbols = options_.overrides.sizes;
+    body.set_sizes = true;
     for (auto &[n, v] : bindings) body.env[n] = v;
     body.lower_block(decl.body);
     return std::nullopt;
@@ -500,15 +503,22 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
   // Lower into a local function: instantiating defs appends to module.functions.
   int errors_before = diags.num_errors();
   ir::Function &fn = f;
+  bool return_failed = false;
   {
     BodyLowerer body(*this, fn, module_index);
+    // The --set sizes are compile-time integers in the body too (`range(steps)`).
+    body.dim_symbols = options_.overrides.sizes;
+    body.set_sizes = true;
     for (auto &[n, v] : bindings) body.env[n] = v;
     body.lower_block(decl.body);
     if (!body.returned && diags.num_errors() == errors_before)
       diags.error("missing-return", decl.name.span,
                   std::string(what) + " `" + fn.name + "` does not end with a `return`");
+    return_failed = body.return_failed;
   }
-  if (diags.num_errors() != errors_before) return std::nullopt;
+  // A returned value whose statement failed because of an error elsewhere
+  // (a call of a shmap that did not compile) is poisoned, not missing.
+  if (diags.num_errors() != errors_before || return_failed) return std::nullopt;
   if (fn.returns.size() != fn.results.size()) {
     diags.error("arity-mismatch", fn.return_span,
                 "`" + fn.name + "` returns " + std::to_string(fn.returns.size()) + " value" +
@@ -621,7 +631,90 @@ std::string dims_str(const Shape &dims) {
 }
 }  // namespace
 
+namespace {
+
+/// Whether `arg_types` fit `decl`'s parameters in order (the rules of
+/// bind_signature, without reporting anything).
+bool signature_fits(const ast::FuncDecl &decl, const std::vector<const Type *> &arg_types) {
+  std::map<std::string, int64_t> dims;
+  std::map<std::string, DType> dtypes;
+  std::optional<Shape> ellipsis;
+  for (size_t i = 0; i < decl.params.size() && i < arg_types.size(); ++i) {
+    const ast::TypeExpr &type = decl.params[i].type;
+    const Type &arg = *arg_types[i];
+    if (auto dtype = parse_dtype(type.dtype.name)) {
+      if (*dtype != arg.dtype) return false;
+    } else {
+      auto [it, inserted] = dtypes.emplace(type.dtype.name, arg.dtype);
+      if (!inserted && it->second != arg.dtype) return false;
+    }
+    const std::optional<DimLayout> layout = layout_dims(type.dims, arg.shape.size());
+    if (!layout) return false;
+    for (size_t d = 0; d < type.dims.size(); ++d) {
+      if (d == layout->at) {
+        const auto first = arg.shape.begin() + static_cast<std::ptrdiff_t>(layout->at);
+        Shape middle(first, first + static_cast<std::ptrdiff_t>(layout->spread));
+        if (!ellipsis) ellipsis = middle;
+        if (*ellipsis != middle) return false;
+        continue;
+      }
+      const int64_t size = arg.shape[layout->index(d)];
+      if (auto *n = std::get_if<int64_t>(&type.dims[d].value)) {
+        if (*n != size) return false;
+      } else {
+        auto [it, inserted] = dims.emplace(std::get<std::string>(type.dims[d].value), size);
+        if (!inserted && it->second != size) return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::vector<size_t>> argument_order_that_fits(
+    size_t n, const std::function<bool(const std::vector<size_t> &)> &fits) {
+  if (n < 2 || n > 6) return std::nullopt;  // 720 orders at most
+  std::vector<size_t> order(n);
+  for (size_t k = 0; k < n; ++k) order[k] = k;
+  while (std::next_permutation(order.begin(), order.end()))
+    if (fits(order)) return order;
+  return std::nullopt;
+}
+
+std::string wrong_order_help(const std::vector<std::string> &param_names,
+                             const std::vector<size_t> &order) {
+  // order[k]: the written argument that fits parameter k.
+  std::string swapped;
+  for (size_t k = 0; k < order.size(); ++k)
+    if (order[k] != k)
+      swapped += std::string(swapped.empty() ? "" : ", ") + "argument " +
+                 std::to_string(order[k] + 1) + " as `" + param_names[k] + "`";
+  return "wrong order? the arguments fit the parameters in another order (" + swapped + ")";
+}
+
 std::optional<ProgramLowerer::DefBindings> ProgramLowerer::bind_signature(
+    const ast::FuncDecl &decl, const std::vector<Type> &arg_types, SourceSpan call_span) {
+  const size_t first_diagnostic = diags.count();
+  std::optional<DefBindings> bound = bind_signature_in_order(decl, arg_types, call_span);
+  if (bound || diags.count() == first_diagnostic || arg_types.size() != decl.params.size())
+    return bound;
+  Diagnostic &d = diags.at(first_diagnostic);
+  if (d.code != "argument-type-mismatch") return bound;
+  auto order = argument_order_that_fits(arg_types.size(), [&](const std::vector<size_t> &o) {
+    std::vector<const Type *> permuted;
+    for (size_t k : o) permuted.push_back(&arg_types[k]);
+    return signature_fits(decl, permuted);
+  });
+  if (order) {
+    std::vector<std::string> names;
+    for (const ast::Param &p : decl.params) names.push_back(p.name.name);
+    d.help(wrong_order_help(names, *order));
+  }
+  return bound;
+}
+
+std::optional<ProgramLowerer::DefBindings> ProgramLowerer::bind_signature_in_order(
     const ast::FuncDecl &decl, const std::vector<Type> &arg_types, SourceSpan call_span) {
   DefBindings b;
   std::set<std::string> type_params;
@@ -811,6 +904,7 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
   }
   // Lower into the local `f`: nested instantiations append to module.functions.
   ir::Function &fn = f;
+  bool return_failed = false;
   {
     BodyLowerer body(*this, fn, decl_module);
     body.dim_symbols = bound->dims;
@@ -822,8 +916,9 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
     if (!body.returned && diags.num_errors() == errors_before)
       diags.error("missing-return", decl.name.span,
                   "`" + fn.name + "` does not end with a `return`");
+    return_failed = body.return_failed;
   }
-  if (diags.num_errors() == errors_before) {
+  if (diags.num_errors() == errors_before && !return_failed) {
     if (fn.returns.size() != result_types.size()) {
       diags.error("arity-mismatch", fn.return_span,
                   "`" + fn.name + "` returns " + std::to_string(fn.returns.size()) +
@@ -850,6 +945,10 @@ int ProgramLowerer::instantiate(const ast::FuncDecl &decl, int decl_module,
           diags.at(k).notes.size() < kMaxCallNotes)
         diags.at(k).notes.push_back(
             {call_span, "in `" + decl.name.name + "` called here with (" + sig + ")"});
+    instances_[key] = -1;
+    return -1;
+  }
+  if (return_failed) {  // poisoned by an error reported elsewhere
     instances_[key] = -1;
     return -1;
   }
@@ -940,7 +1039,8 @@ void ProgramLowerer::check_overrides_used() {
     if (!sizes_used_.count(name))
       diags.error("bad-override", {},
                   "--set " + name + "=" + std::to_string(size) +
-                      ": no shmap signature has a dimension named `" + name + "`");
+                      ": no shmap signature has a dimension named `" + name +
+                      "` and no body uses it");
 }
 
 }  // namespace lowering

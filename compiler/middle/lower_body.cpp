@@ -186,7 +186,8 @@ void BodyLowerer::lower_assign(const ast::AssignStmt &assign, SourceSpan span) {
       bind(target.name.name, kPoisoned);
       continue;
     }
-    if (mesh().find_axis(target.name.name) >= 0)
+    // Not in the standard library: its locals are no business of the caller's mesh.
+    if (mesh().find_axis(target.name.name) >= 0 && !program().sources.in_library(target.name.span))
       diags().warning("shadows-axis", target.name.span,
                       "`" + target.name.name + "` shadows the mesh axis of the same name");
     if (target.annotation) {
@@ -258,7 +259,10 @@ void BodyLowerer::lower_return(const ast::ReturnStmt &ret, SourceSpan span) {
   std::vector<ir::ValueId> values;
   for (const auto &e : ret.values) {
     LExpr le = lower_expr(*e);
-    if (!le.ok()) return;
+    if (!le.ok()) {
+      return_failed = true;
+      return;
+    }
     if (le.kind == LExpr::Kind::Tuple) {
       for (auto v : le.tuple) values.push_back(v);
     } else {
@@ -531,6 +535,7 @@ LExpr BodyLowerer::lower_name(const std::string &name, SourceSpan span) {
   }
   auto sym = dim_symbols.find(name);
   if (sym != dim_symbols.end()) {
+    if (set_sizes) program().note_size_used(name);
     LExpr e;
     e.kind = LExpr::Kind::Literal;
     e.literal = static_cast<double>(sym->second);
@@ -944,6 +949,7 @@ LExpr BodyLowerer::call_shmap(const ast::FuncDecl &decl, int decl_module,
   const ir::Function &g = m.functions[static_cast<size_t>(callee)];
   const rt::Mesh &callee_mesh = m.mesh_of(g);
   bool ok = true;
+  const size_t first_diagnostic = diags().count();
   for (size_t k = 0; k < args.size(); ++k) {
     const Type &have = function_.type(args[k]);
     const Type &want = g.type(g.params[k].value);
@@ -961,7 +967,23 @@ LExpr BodyLowerer::call_shmap(const ast::FuncDecl &decl, int decl_module,
         .notes.push_back({g.params[k].span, "parameter declared here"});
     ok = false;
   }
-  if (!ok) return {};
+  if (!ok) {
+    auto order = argument_order_that_fits(args.size(), [&](const std::vector<size_t> &o) {
+      for (size_t k = 0; k < o.size(); ++k) {
+        const Type &have = function_.type(args[o[k]]);
+        const Type &want = g.type(g.params[k].value);
+        if (have.dtype != want.dtype || have.shape != want.shape) return false;
+      }
+      return true;
+    });
+    if (order) {
+      std::vector<std::string> names;
+      for (size_t k = 0; k < g.params.size(); ++k)
+        names.push_back(g.values.at(static_cast<size_t>(g.params[k].value)).name);
+      diags().at(first_diagnostic).help(wrong_order_help(names, *order));
+    }
+    return {};
+  }
   return emit_call(callee, std::move(args), span);
 }
 
@@ -1272,7 +1294,13 @@ std::optional<std::pair<int64_t, int64_t>> BodyLowerer::index_bounds(const ast::
 
 std::optional<int64_t> BodyLowerer::eval_int(const ast::Expr &expr, const char *what) {
   auto fail = [&]() -> std::optional<int64_t> {
-    diags().error("not-constant", expr.span, std::string(what) + " must be a compile-time integer");
+    Diagnostic &d = diags().error("not-constant", expr.span,
+                                  std::string(what) + " must be a compile-time integer");
+    // `range(steps)` with `steps` bound nowhere: a size to give on the command line.
+    if (auto *name = std::get_if<ast::NameExpr>(&expr.node);
+        name && set_sizes && !env.count(name->name) && !member_path(name->name))
+      d.help("`" + name->name + "` is not defined; give it a size on the command line with --set " +
+             name->name + "=N (or `sizes=` in Python), or write a number");
     return std::nullopt;
   };
   if (auto *lit = std::get_if<ast::IntLit>(&expr.node)) return lit->value;
@@ -1286,7 +1314,10 @@ std::optional<int64_t> BodyLowerer::eval_int(const ast::Expr &expr, const char *
   };
   if (auto *name = std::get_if<ast::NameExpr>(&expr.node)) {
     auto it = dim_symbols.find(name->name);
-    if (it != dim_symbols.end()) return it->second;
+    if (it != dim_symbols.end()) {
+      if (set_sizes) program().note_size_used(name->name);
+      return it->second;
+    }
     if (auto shape = local_shape(name->name, "ndim")) return static_cast<int64_t>(shape->size());
     if (auto shape = local_shape(name->name, "size")) return rt::num_elements(*shape);
     return fail();
@@ -1384,6 +1415,17 @@ std::optional<std::vector<int>> BodyLowerer::eval_axes(const ast::Expr &expr) {
   std::vector<int> axes;
   for (const ast::Expr *e : items) {
     auto *name = std::get_if<ast::NameExpr>(&e->node);
+    if (auto *quoted = std::get_if<ast::StringLit>(&e->node)) {
+      // psum(x, "batch"): a JAX habit.
+      diags()
+          .error("bad-axes", e->span,
+                 "`\"" + quoted->value +
+                     "\"`: mesh axis names are names, not strings; drop the "
+                     "quotes")
+          .help("write `" + quoted->value + "`")
+          .fixit(e->span, quoted->value);
+      return std::nullopt;
+    }
     if (!name) {
       diags().error("bad-axes", e->span, "expected a mesh axis name");
       return std::nullopt;

@@ -110,13 +110,18 @@ class BodyLowerer {
   int module_index() const { return module_index_; }
 
   std::map<std::string, ir::ValueId> env;      // local names (kPoisoned after a failed binding)
-  std::map<std::string, int64_t> dim_symbols;  // def dimension symbols
+  std::map<std::string, int64_t> dim_symbols;  // def dimension symbols; in a shmap or
+                                               // sharded body, the --set sizes
+  bool set_sizes = false;  // dim_symbols are the --set sizes (a use counts as using them)
   std::map<std::string, DType> dtype_symbols;  // def dtype variables (`def f[T]`)
   std::optional<Shape> ellipsis;               // what `...` stands for in the def
   /// Names no longer visible and why (bound in one branch of an `if` only, or
   /// inside a loop): a later use says so in a note.
   std::map<std::string, DiagnosticLabel> out_of_scope;
   bool returned = false;
+  /// The return statement named a value whose statement failed (already
+  /// reported): the function's results are unknown, not missing.
+  bool return_failed = false;
   /// Product of the iteration counts of the loops around the statement being
   /// lowered: how many copies of it unrolling makes.
   int64_t enclosing_iterations = 1;
@@ -205,12 +210,23 @@ using BuiltinHandler = std::function<LExpr(BodyLowerer &, const ast::CallExpr &,
 /// The handler for builtin `name`, or null.
 const BuiltinHandler *find_builtin(const std::string &name);
 bool is_builtin(const std::string &name);
+/// When the `n` arguments of a call fit its parameters in an order other than
+/// the written one (`fits(order)`, order[k] = the argument for parameter k),
+/// the first such order; at most 6 arguments are tried.
+std::optional<std::vector<size_t>> argument_order_that_fits(
+    size_t n, const std::function<bool(const std::vector<size_t> &)> &fits);
+/// "wrong order? the arguments fit the parameters in another order (...)".
+std::string wrong_order_help(const std::vector<std::string> &param_names,
+                             const std::vector<size_t> &order);
+
 /// Every builtin's name (for suggestions).
 std::vector<std::string> builtin_names();
 
 /// Whole-program state: symbol tables, the module being built, def instances.
 class ProgramLowerer {
  public:
+  /// A --set size was used (by a signature or a body): not a `bad-override`.
+  void note_size_used(const std::string &name) { sizes_used_.insert(name); }
   ProgramLowerer(const Program &program, const SourceManager &sources, const LowerOptions &options,
                  DiagnosticEngine &diags);
   ir::Module run();
@@ -277,6 +293,9 @@ class ProgramLowerer {
   std::optional<DefBindings> bind_signature(const ast::FuncDecl &decl,
                                             const std::vector<Type> &arg_types,
                                             SourceSpan call_span);
+  std::optional<DefBindings> bind_signature_in_order(const ast::FuncDecl &decl,
+                                                     const std::vector<Type> &arg_types,
+                                                     SourceSpan call_span);
   /// A sharded function's callees must not communicate: reports every
   /// collective in the def instances it reaches. True when there is none.
   bool check_global_view(const ir::Function &f);

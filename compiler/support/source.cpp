@@ -145,7 +145,12 @@ SourceLocation SourceManager::location(SourceSpan span) const {
   if (!span.valid() || span.file < 0 || static_cast<size_t>(span.file) >= files_.size()) return {};
   const SourceFile &f = file(span.file);
   auto [line, column] = f.line_column(span.begin);
-  return {f.path(), line, column};
+  return {f.display_path(), line, column};
+}
+
+bool SourceManager::in_library(SourceSpan span) const {
+  return span.valid() && static_cast<size_t>(span.file) < files_.size() &&
+         file(span.file).is_library();
 }
 
 }  // namespace spmd

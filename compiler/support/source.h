@@ -35,7 +35,15 @@ struct SourceLocation {
 class SourceFile {
  public:
   SourceFile(std::string path, std::string text);
+  /// The path the file was read from (what imports and editors open).
   const std::string &path() const { return path_; }
+  /// The name diagnostics, pictures and printed locations use: the path,
+  /// except for a module of the standard library, named relative to the
+  /// library (`std/nn.spmd`) wherever spmdc is installed.
+  const std::string &display_path() const { return display_.empty() ? path_ : display_; }
+  /// A module of the standard library (its own warnings are not the user's).
+  bool is_library() const { return !display_.empty(); }
+  void set_library_name(std::string name) { display_ = std::move(name); }
   const std::string &text() const { return text_; }
   /// 1-based line and column of a byte offset.
   std::pair<uint32_t, uint32_t> line_column(uint32_t offset) const;
@@ -44,6 +52,7 @@ class SourceFile {
 
  private:
   std::string path_;
+  std::string display_;
   std::string text_;
   std::vector<uint32_t> line_starts_;
 };
@@ -71,6 +80,9 @@ class SourceManager {
   /// Reads a file from disk; returns kNoFile (and leaves `error` set) on failure.
   FileId load(const std::string &path, std::string &error, bool regular_only = false);
   const SourceFile &file(FileId id) const { return *files_.at(static_cast<size_t>(id)); }
+  SourceFile &file(FileId id) { return *files_.at(static_cast<size_t>(id)); }
+  /// Whether `span` lies in a module of the standard library.
+  bool in_library(SourceSpan span) const;
   /// The path of every file read, in order.
   std::vector<std::string> paths() const;
   SourceLocation location(SourceSpan span) const;

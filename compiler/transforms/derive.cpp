@@ -81,6 +81,22 @@ int find_shmap(const ir::Module &module, const std::string &name) {
   for (int i : shmaps) names += (names.empty() ? "`" : ", `") + module.functions[i].name + "`";
   if (name.empty()) {
     if (shmaps.size() == 1) return shmaps[0];
+    if (shmaps.empty()) {
+      // Only global-view functions: they become shmaps through `spmdc shard`.
+      std::string sharded;
+      SourceSpan first;
+      for (const ir::Function &f : module.functions)
+        if (f.kind == ir::FunctionKind::Sharded && f.entry) {
+          sharded += (sharded.empty() ? "`" : ", `") + f.name + "`";
+          if (!first.valid()) first = f.span;
+        }
+      if (!sharded.empty())
+        throw TransformError("unknown-function", first,
+                             "the file has no shmap, only sharded (global-view) functions (" +
+                                 sharded +
+                                 "); run `spmdc shard` first to make a shmap of one, then use "
+                                 "that (`spmdc shard FILE -o f_shmap.spmd`)");
+    }
     throw TransformError("unknown-function", {},
                          shmaps.empty()
                              ? "the file has no shmap function"

@@ -1,12 +1,19 @@
 // runtime/cpu/kernels_reduce.cpp — Sum / Max / Min reductions over a set of axes,
 // and argmax / argmin.
 //
-// Deterministic order: every output element is (((identity op x_0) op x_1) op ...)
-// over its input elements in increasing flat (C-order) index. Accumulation happens
-// in the tensor's dtype (f32 in f32, f64 in f64, i32 wrapping), except bf16 which
-// accumulates in f32 and rounds once at the end. The identity is 0 for sums
-// (so an empty sum is +0) and -inf/+inf (INT_MIN/INT_MAX, false/true)
-// for max/min; max/min propagate NaN. Bool supports max (any) and min (all).
+// Every output element reduces its input elements x_0, x_1, ..., x_{n-1}, taken in
+// increasing flat (C-order) index, in a fixed order, so results are deterministic
+// and the same whichever way the loops below walk memory:
+// - Floating-point sums (f32, f64, bf16) are accurate and defined once, in
+//   spmdrt/kernels.h (kSumLanes): 256 lanes accumulated in f64 and folded in a
+//   fixed tree, the order the CUDA runtime's one-block-per-row kernel uses too.
+//   (A sequential f32 sum of 10^6 elements loses about 4 digits; this keeps the
+//   rounding error of one f32 store. The lanes also let the loop run many
+//   independent additions at a time.)
+// - i32 sums wrap (their order does not matter); max/min run
+//   (((identity op x_0) op x_1) op ...) with identity -inf/+inf (INT_MIN/INT_MAX,
+//   false/true) and propagate NaN. Bool supports max (any) and min (all).
+#include <algorithm>
 #include <limits>
 
 #include "internal.h"
@@ -90,12 +97,127 @@ Tensor reduce_typed(const Tensor &x, const std::vector<bool> &reduced, const Sha
   return out;
 }
 
+// ---- accurate floating-point sums ---------------------------------------------
+
+constexpr int64_t kLanes = kSumLanes;
+
+/// Folds the first `used` lanes (the rest are +0) in the fixed order of
+/// kernels.h's definition: for s = kLanes/2, ..., 2, 1: l[t] += l[t + s], t < s.
+/// Adding a +0 lane changes nothing (a lane is never -0: it starts at +0), so
+/// the steps that would only add zeros are skipped.
+inline double fold_lanes(double *l, int64_t used) {
+  for (int64_t s = kLanes / 2; s >= 1; s /= 2) {
+    for (int64_t t = 0; t < s && t + s < used; ++t) l[t] += l[t + s];
+    used = std::min(used, s);
+  }
+  return l[0];
+}
+
+template <typename S>
+S round_sum(double v) {
+  return detail::Compute<S>::store(static_cast<typename detail::Compute<S>::type>(v));
+}
+
+/// Sums one contiguous run x_0 .. x_{n-1}.
+template <typename S>
+double lane_sum_row(const S *row, int64_t n) {
+  alignas(64) double l[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) l[j] += double(detail::Compute<S>::load(row[i + j]));
+  }
+  for (int64_t j = 0; i < n; ++i, ++j) l[j] += double(detail::Compute<S>::load(row[i]));
+  return fold_lanes(l, std::min(n, kLanes));
+}
+
+/// Column sums: out[t] = the lane sum over r of x[r * stride + t], t < width.
+/// Columns are taken a tile at a time so that their lanes stay in cache.
+template <typename S>
+void lane_sum_columns(const S *x, int64_t rows, int64_t stride, int64_t width, S *out) {
+  constexpr int64_t kTile = 32;
+  const int64_t used = std::min(rows, kLanes);
+  std::vector<double> lanes(static_cast<size_t>(used * kTile));
+  alignas(64) double l[kLanes];
+  for (int64_t t0 = 0; t0 < width; t0 += kTile) {
+    const int64_t tw = std::min(kTile, width - t0);
+    std::fill(lanes.begin(), lanes.end(), 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      double *lane = lanes.data() + (r % kLanes) * kTile;
+      const S *src = x + r * stride + t0;
+      for (int64_t t = 0; t < tw; ++t) lane[t] += double(detail::Compute<S>::load(src[t]));
+    }
+    for (int64_t t = 0; t < tw; ++t) {
+      for (int64_t j = 0; j < used; ++j) l[j] = lanes[static_cast<size_t>(j * kTile + t)];
+      out[t0 + t] = round_sum<S>(fold_lanes(l, used));
+    }
+  }
+}
+
+/// The sum over the reduced dimensions of `x` (floating point). After merging
+/// adjacent dimensions of the same kind, one reduced group is a row sum
+/// ([kept, reduced]) or a column sum ([kept, reduced, kept]); more than one is
+/// first transposed to [kept, reduced], which leaves each output's sequence of
+/// elements, and so its bits, unchanged.
+template <typename S>
+Tensor lane_sum(const Tensor &x, const std::vector<bool> &reduced, const Shape &out_shape) {
+  struct Group {
+    bool reduced;
+    int64_t size;
+  };
+  std::vector<Group> groups;
+  for (size_t d = 0; d < x.shape().size(); ++d) {
+    const int64_t size = x.shape()[d];
+    if (size == 1) continue;
+    if (!groups.empty() && groups.back().reduced == reduced[d])
+      groups.back().size *= size;
+    else
+      groups.push_back({reduced[d], size});
+  }
+  int reduced_groups = 0;
+  for (const Group &g : groups) reduced_groups += g.reduced;
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  S *o = out.data<S>();
+  const int64_t out_numel = num_elements(out_shape);
+  if (out_numel == 0) return out;
+  if (reduced_groups > 1) {
+    std::vector<int64_t> perm;
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t d = 0; d < reduced.size(); ++d)
+        if (reduced[d] == (pass == 1)) perm.push_back(static_cast<int64_t>(d));
+    const Tensor rows = transpose(x, perm);
+    const int64_t n = num_elements(x.shape()) / out_numel;
+    const S *in = rows.data<S>();
+    for (int64_t r = 0; r < out_numel; ++r) o[r] = round_sum<S>(lane_sum_row(in + r * n, n));
+    return out;
+  }
+  int64_t before = 1, n = 1, after = 1;  // [before, n, after], n reduced
+  bool seen = false;
+  for (const Group &g : groups) {
+    if (g.reduced) {
+      n = g.size;
+      seen = true;
+    } else {
+      (seen ? after : before) *= g.size;
+    }
+  }
+  const S *in = x.data<S>();
+  if (after == 1) {
+    for (int64_t r = 0; r < before; ++r) o[r] = round_sum<S>(lane_sum_row(in + r * n, n));
+  } else {
+    for (int64_t b = 0; b < before; ++b)
+      lane_sum_columns(in + b * n * after, n, after, after, o + b * after);
+  }
+  return out;
+}
+
 template <ReduceOp kOp>
 Tensor reduce_dispatch(const Tensor &x, const std::vector<bool> &reduced, const Shape &out_shape) {
   return detail::dispatch_dtype(x.dtype(), [&](auto tag) -> Tensor {
     using S = decltype(tag);
     if constexpr (std::is_same_v<S, bool> && kOp == ReduceOp::Sum) {
       fail("reduce sum does not accept bool operands (cast to i32 first)");
+    } else if constexpr (kOp == ReduceOp::Sum && !std::is_same_v<S, int32_t>) {
+      return lane_sum<S>(x, reduced, out_shape);
     } else {
       return reduce_typed<kOp, S>(x, reduced, out_shape);
     }

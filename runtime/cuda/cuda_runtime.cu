@@ -22,6 +22,7 @@
 
 #include "spmdrt/checked.h"
 #include "spmdrt/cuda.h"
+#include "spmdrt/kernels.h"  // kSumLanes: the definition of a floating-point sum
 #include "spmdrt/mpi.h"
 #include "spmdrt/scalar_ops.h"
 
@@ -112,6 +113,8 @@ void strided_copy(const Tensor &src, Tensor &dst, const std::vector<int64_t> &ex
   check_cuda(cudaGetLastError(), "strided copy kernel launch");
 }
 
+static_assert(kBlock == rt::kSumLanes, "a row sum's block is its lanes (spmdrt/kernels.h)");
+
 template <typename T, typename A>
 __global__ void reduce_rows_kernel(const T *__restrict x, T *__restrict out, int64_t rows,
                                    int64_t cols, int op) {
@@ -139,7 +142,7 @@ __global__ void reduce_rows_kernel(const T *__restrict x, T *__restrict out, int
     }
     if (threadIdx.x == 0) {
       if constexpr (std::is_same_v<T, uint16_t>)
-        out[r] = rt::sc::bf16_store(part[0]);
+        out[r] = rt::sc::bf16_store(static_cast<float>(part[0]));
       else
         out[r] = T(part[0]);
     }
@@ -490,17 +493,27 @@ Tensor reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims) {
   const int o = static_cast<int>(op);
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
   switch (x.dtype()) {
+    // Sums accumulate in f64 (spmdrt/kernels.h's kSumLanes definition: thread j
+    // of the block is lane j, and the shared-memory tree is its fold).
     case DType::F32:
-      reduce_rows_kernel<float, float>
-          <<<grid, kBlock, 0, tl_stream>>>(t.data<float>(), out.data<float>(), rows, cols, o);
+      if (op == ReduceOp::Sum)
+        reduce_rows_kernel<float, double>
+            <<<grid, kBlock, 0, tl_stream>>>(t.data<float>(), out.data<float>(), rows, cols, o);
+      else
+        reduce_rows_kernel<float, float>
+            <<<grid, kBlock, 0, tl_stream>>>(t.data<float>(), out.data<float>(), rows, cols, o);
       break;
     case DType::F64:
       reduce_rows_kernel<double, double>
           <<<grid, kBlock, 0, tl_stream>>>(t.data<double>(), out.data<double>(), rows, cols, o);
       break;
     case DType::BF16:
-      reduce_rows_kernel<uint16_t, float>
-          <<<grid, kBlock, 0, tl_stream>>>(t.data<uint16_t>(), out.data<uint16_t>(), rows, cols, o);
+      if (op == ReduceOp::Sum)
+        reduce_rows_kernel<uint16_t, double><<<grid, kBlock, 0, tl_stream>>>(
+            t.data<uint16_t>(), out.data<uint16_t>(), rows, cols, o);
+      else
+        reduce_rows_kernel<uint16_t, float><<<grid, kBlock, 0, tl_stream>>>(
+            t.data<uint16_t>(), out.data<uint16_t>(), rows, cols, o);
       break;
     case DType::I32:
       reduce_rows_kernel<int32_t, int32_t>

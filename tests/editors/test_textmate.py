@@ -135,7 +135,8 @@ def main():
 
     files = sorted(glob.glob(os.path.join(root, "samples/**/*.spmd"), recursive=True) +
                    glob.glob(os.path.join(root, "stdlib/**/*.spmd"), recursive=True) +
-                   glob.glob(os.path.join(root, "exercises/**/*.spmd"), recursive=True))
+                   glob.glob(os.path.join(root, "exercises/**/*.spmd"), recursive=True) +
+                   glob.glob(os.path.join(root, "solutions/*.spmd")))
     seen = set()
     for path in files:
         with open(path) as f:

@@ -76,7 +76,8 @@ def main():
     fixture = os.path.join(root, "tests/editors/tokens.spmd")
     samples = sorted(glob.glob(os.path.join(root, "samples/**/*.spmd"), recursive=True) +
                      glob.glob(os.path.join(root, "stdlib/**/*.spmd"), recursive=True) +
-                     glob.glob(os.path.join(root, "exercises/**/*.spmd"), recursive=True))
+                     glob.glob(os.path.join(root, "exercises/**/*.spmd"), recursive=True) +
+                     glob.glob(os.path.join(root, "solutions/*.spmd")))
     groups, filetypes = vim_groups(root, samples + [fixture])
     failures = []
     seen = set()

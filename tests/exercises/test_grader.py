@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """test_grader.py SPMDC SOURCE_DIR — scripts/grade.py on every exercise.
 
-For each exercises/NN-*/: the reference solution passes; the starter (with
-its holes) does not, and says where the holes are; every wrong solution in
-tests/exercises/NN-*/ fails with the message its first line promises
-(`# EXPECT: text`). The reference of exercise 08 (a backward written by
+For each exercises/NN-*/ (task, starter and grade.json only: no answers in a
+folder handed to students): the reference solution in solutions/NN-*.spmd
+passes; the starter (with its holes) does not, and says where the holes are;
+every wrong solution in tests/exercises/NN-*/ fails with the message its first
+line promises (`# EXPECT: text`). Without --solutions the reference cannot be
+graded: status 2 and one line saying so. Every way the grader cannot run
+(a missing file, a folder that is no exercise, no NumPy, no spmdc, a bad
+command line) is status 2 with a one-line reason. The reference of exercise 08 (a backward written by
 hand) is also checked against `spmdc vjp` of the forward in its header, on
 the same random inputs: the compiler's derivative is an independent answer;
 the references of exercises 09-12 are checked against NumPy programs over
@@ -24,10 +28,28 @@ grader = os.path.join(src, "scripts", "grade.py")
 failures = []
 
 
-def grade(exercise, student):
-    r = subprocess.run([sys.executable, grader, exercise, student, "--spmdc", spmdc, "--seeds", "0,1"],
-                       capture_output=True, text=True)
+solutions = os.path.join(src, "solutions")
+
+
+def grade(exercise, student, *extra, python=(sys.executable,), solutions_dir=solutions, env=None):
+    args = [*python, grader, exercise, *([student] if student else []), "--spmdc", spmdc,
+            "--seeds", "0,1", *extra]
+    if solutions_dir:
+        args += ["--solutions", solutions_dir]
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
     return r.returncode, r.stdout + r.stderr
+
+
+def reference(ex):
+    return os.path.join(solutions, os.path.basename(ex) + ".spmd")
+
+
+def expect_cannot_grade(what, result, text):
+    rc, out = result
+    lines = out.strip().splitlines()
+    if rc != 2 or len(lines) != 1 or not lines[0].startswith("grade: cannot grade: ") \
+            or text not in lines[0]:
+        failures.append(f"{what}: expected exit 2 and one line with `{text}`, got exit {rc}: {out}")
 
 
 exercises = sorted(glob.glob(os.path.join(src, "exercises", "[0-9][0-9]-*")))
@@ -38,15 +60,18 @@ if not any("forbid" in open(os.path.join(e, "grade.json")).read() for e in exerc
 wrong_count = 0
 for ex in exercises:
     name = os.path.basename(ex)
-    for f in ("task.md", "starter.spmd", "solution.spmd", "grade.json"):
-        if not os.path.exists(os.path.join(ex, f)):
-            failures.append(f"{name}: no {f}")
-    rc, out = grade(ex, os.path.join(ex, "solution.spmd"))
+    if sorted(os.listdir(ex)) != ["grade.json", "starter.spmd", "task.md"]:
+        failures.append(f"{name}: holds {sorted(os.listdir(ex))}, expected grade.json, starter.spmd, "
+                        f"task.md (students get this folder: no answers in it)")
+    if not os.path.exists(reference(ex)):
+        failures.append(f"{name}: no solutions/{name}.spmd")
+    rc, out = grade(ex, reference(ex))
     if rc != 0 or "PASS" not in out:
         failures.append(f"{name}: the reference does not pass: {out}")
     rc, out = grade(ex, os.path.join(ex, "starter.spmd"))
     if rc != 1 or "fill in the holes marked ???" not in out:
         failures.append(f"{name}: the starter: {out}")
+
     wrong = sorted(glob.glob(os.path.join(src, "tests", "exercises", name, "*.spmd")))
     if len(wrong) < 2:
         failures.append(f"{name}: fewer than two wrong solutions in tests/exercises/{name}")
@@ -57,6 +82,47 @@ for ex in exercises:
         if rc != 1 or "NOT YET" not in out or not expect or expect.group(1) not in out:
             failures.append(f"{name}/{os.path.basename(w)}: exit {rc}, expected "
                             f"`{expect.group(1) if expect else '?'}`, got: {out.strip()}")
+
+# The student file defaults to the folder's starter.spmd (what `spmdc exercises init` copies).
+ex1 = exercises[0]
+rc, out = grade(ex1, None)
+if rc != 1 or "fill in the holes marked ???" not in out:
+    failures.append(f"{os.path.basename(ex1)}: the default student file: {out}")
+
+# The grader cannot grade: exit 2 with a one-line reason, whatever the cause.
+expect_cannot_grade("no reference solutions", grade(ex1, reference(ex1), solutions_dir=None),
+                    "cannot be graded without the reference solutions")
+expect_cannot_grade("a solutions folder without this exercise",
+                    grade(ex1, reference(ex1), solutions_dir=os.path.join(src, "exercises")),
+                    "has no 01-replicate.spmd")
+expect_cannot_grade("a missing student file", grade(ex1, "/nonexistent/my.spmd"),
+                    "no file `/nonexistent/my.spmd`")
+expect_cannot_grade("a folder that is no exercise", grade(os.path.join(src, "samples"), reference(ex1)),
+                    "is not an exercise folder (no grade.json)")
+expect_cannot_grade("an unknown exercise name", grade("99-nothing", reference(ex1)),
+                    "no exercise folder `99-nothing`")
+expect_cannot_grade("a bad command line", grade(ex1, reference(ex1), "--no-such-option"),
+                    "unrecognized arguments: --no-such-option")
+# python3 -S: no site-packages, so no NumPy (Debian's is in dist-packages).
+no_numpy = subprocess.run([sys.executable, "-S", "-c", "import numpy"], capture_output=True)
+if no_numpy.returncode != 0:
+    expect_cannot_grade("a python3 without NumPy",
+                        grade(ex1, reference(ex1), python=(sys.executable, "-S")), "needs NumPy")
+else:
+    print("note: NumPy is importable without site-packages here; the no-NumPy case is not tested")
+env = dict(os.environ, PATH="/nonexistent")
+env.pop("SPMDC", None)
+r = subprocess.run([sys.executable, grader, ex1, reference(ex1), "--solutions", solutions],
+                   capture_output=True, text=True, env=env, cwd="/")
+# The source tree's build/compiler/spmdc is found beside scripts/ when it exists.
+if not os.path.exists(os.path.join(src, "build", "compiler", "spmdc")):
+    expect_cannot_grade("no spmdc", (r.returncode, r.stdout + r.stderr), "cannot find spmdc")
+# A broken exercise: grade.json is not JSON.
+with tempfile.TemporaryDirectory() as tmp:
+    broken = os.path.join(tmp, "01-replicate")
+    os.mkdir(broken)
+    open(os.path.join(broken, "grade.json"), "w").write("{not json")
+    expect_cannot_grade("a broken grade.json", grade(broken, reference(ex1)), "broken exercise")
 
 # Exercise 08's reference against spmdc vjp of its forward.
 ex8 = next((e for e in exercises if os.path.basename(e).startswith("08-")), None)
@@ -81,7 +147,7 @@ if ex8:
                            ins([("x", "x"), ("w1", "w1"), ("w2", "w2"), ("sp_fwd_bar", "dy")]), check=True)
             ref_dir = os.path.join(tmp, "ref")
             os.mkdir(ref_dir)
-            subprocess.run([spmdc, "run", os.path.join(ex8, "solution.spmd"), "--out-dir", ref_dir, "-q"] +
+            subprocess.run([spmdc, "run", reference(ex8), "--out-dir", ref_dir, "-q"] +
                            ins([("w1", "w1"), ("w2", "w2"), ("dy", "dy")]), check=True)
             want = np.load(os.path.join(tmp, "x_bar.npy"))
             got = np.load(os.path.join(ref_dir, "sp_bwd.npy"))
@@ -102,7 +168,7 @@ def check_reference(prefix, inputs, want):
     if ex is None:
         failures.append(f"no exercise {prefix}")
         return
-    got = sn.run(spmdc, os.path.join(ex, "solution.spmd"), inputs)
+    got = sn.run(spmdc, reference(ex), inputs)
     for name, w in want.items():
         if not np.allclose(got[name], w, rtol=1e-4, atol=1e-5):
             failures.append(f"{os.path.basename(ex)}'s reference: `{name}` differs from NumPy by "

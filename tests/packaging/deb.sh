@@ -39,10 +39,13 @@ for f in ./usr/bin/spmdc ./usr/lib/libspmdrt.a ./usr/include/spmdrt/tensor.h \
          ./usr/lib/cmake/spmdc/spmdcConfig.cmake ./usr/lib/cmake/spmdc/spmdcConfigVersion.cmake \
          ./usr/lib/pkgconfig/spmdrt.pc ./usr/share/man/man1/spmdc.1 \
          ./usr/share/bash-completion/completions/spmdc ./usr/share/zsh/vendor-completions/_spmdc \
-         ./usr/share/spmdc/stdlib/std/nn.spmd; do
+         ./usr/share/spmdc/stdlib/std/nn.spmd ./usr/share/spmdc/samples/collectives101.spmd \
+         ./usr/share/spmdc/exercises/01-replicate/starter.spmd ./usr/bin/spmdc-grade \
+         ./usr/share/spmdc/editors/vim/syntax/spmd.vim; do
   grep -qxF "$f" "$tmp/contents" || fail "not in the package: $f"
 done
 if grep -E '^\./usr/local|bench|/tests?/' "$tmp/contents"; then fail "unexpected files in the package"; fi
+if grep -i 'solution' "$tmp/contents"; then fail "the package holds the exercises' answers"; fi
 
 root=$tmp/root
 mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates"

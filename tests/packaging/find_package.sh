@@ -10,6 +10,10 @@
 #    what `spmdc run` prints. A version the tree does not satisfy is refused.
 # 4. pkg-config: the same runtime program built with `pkg-config --cflags --libs spmdrt`.
 # 5. The moved spmdc's `spmdc build` links the moved runtime, not the build tree.
+# 6. CUDA is a component: find_package(spmdc) never looks for the CUDA toolkit (it
+#    succeeds with the toolkit made unfindable, as on a CPU-only laptop, whatever
+#    this tree was built with); COMPONENTS cuda fails there with a reason, and
+#    finds spmdc::spmdrt_cuda where the tree has CUDA and the toolkit is present.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
@@ -26,7 +30,11 @@ for f in bin/spmdc "$libdir/libspmdrt.a" include/spmdrt/tensor.h include/spmdrt/
          "$libdir/cmake/spmdc/spmdcConfig.cmake" "$libdir/cmake/spmdc/spmdcConfigVersion.cmake" \
          "$libdir/cmake/spmdc/spmdcTargets.cmake" "$libdir/pkgconfig/spmdrt.pc" \
          share/man/man1/spmdc.1 share/bash-completion/completions/spmdc \
-         share/zsh/vendor-completions/_spmdc share/spmdc/stdlib/std/nn.spmd; do
+         share/zsh/vendor-completions/_spmdc share/spmdc/stdlib/std/nn.spmd \
+         share/spmdc/samples/collectives101.spmd share/spmdc/samples/global/tp_mlp.spmd \
+         share/spmdc/exercises/01-replicate/starter.spmd share/spmdc/exercises/README.md \
+         share/spmdc/editors/vim/syntax/spmd.vim share/spmdc/editors/vscode/package.json \
+         share/spmdc/editors/textmate/spmd.tmLanguage.json bin/spmdc-grade; do
   [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
 if grep -rlF "$tmp/staged" "$prefix" >/dev/null; then
@@ -69,4 +77,31 @@ c++ "$src/tests/packaging/external/uses_runtime.cpp" $cflags_libs -o "$tmp/pc_us
     -o "$tmp/psum_built" --show-command 2>"$tmp/cmd.txt"
 grep -q "runtime from install prefix $prefix" "$tmp/cmd.txt" || fail "spmdc build: $(cat "$tmp/cmd.txt")"
 "$tmp/psum_built" --in "x=$tmp/x.npy" | diff - "$tmp/run.out" || fail "spmdc build from the moved tree"
+# 6. CUDA as a component.
+cuda=$(sed -n 's/^cuda=//p' "$tmp/consumer/found.txt")
+mkdir -p "$tmp/cpu_only"
+cat >"$tmp/cpu_only/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.22)
+project(cpu_only LANGUAGES CXX)
+find_package(spmdc REQUIRED ${WANT})
+file(WRITE ${CMAKE_BINARY_DIR}/found.txt "cuda_found=${spmdc_cuda_FOUND}\n")
+if(TARGET spmdc::spmdrt_cuda)
+  file(APPEND ${CMAKE_BINARY_DIR}/found.txt "cuda_target=yes\n")
+endif()
+CMAKE
+no_cuda=(-DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=TRUE -DCMAKE_PREFIX_PATH="$prefix")
+cmake -S "$tmp/cpu_only" -B "$tmp/cpu_only/b1" "${no_cuda[@]}" >"$tmp/cpu1.log" 2>&1 \
+  || { cat "$tmp/cpu1.log"; fail "find_package(spmdc) needs CUDA (built with cuda=$cuda)"; }
+grep -q "cuda_target" "$tmp/cpu_only/b1/found.txt" && fail "spmdc::spmdrt_cuda defined without the component"
+if cmake -S "$tmp/cpu_only" -B "$tmp/cpu_only/b2" "${no_cuda[@]}" "-DWANT=COMPONENTS;cuda" \
+     >"$tmp/cpu2.log" 2>&1; then
+  fail "find_package(spmdc COMPONENTS cuda) succeeded without a CUDA toolkit"
+fi
+grep -q "component .cuda. is not available" "$tmp/cpu2.log" \
+  || { cat "$tmp/cpu2.log"; fail "no reason given for the missing cuda component"; }
+if [ "$cuda" = ON ]; then
+  cmake -S "$tmp/cpu_only" -B "$tmp/cpu_only/b3" -DCMAKE_PREFIX_PATH="$prefix" \
+        "-DWANT=OPTIONAL_COMPONENTS;cuda" >"$tmp/cpu3.log" 2>&1 || { cat "$tmp/cpu3.log"; fail "cuda component"; }
+  grep -q "cuda_target=yes" "$tmp/cpu_only/b3/found.txt" || fail "OPTIONAL_COMPONENTS cuda: no spmdc::spmdrt_cuda"
+fi
 echo "find_package: ok"

@@ -78,6 +78,15 @@ void binary_span(BinaryOp op, DType dtype, SpanArg a, SpanArg b, void *out, int6
 void select_span(SpanArg cond, DType dtype, SpanArg a, SpanArg b, void *out, int64_t n);
 void cast_span(DType from, DType to, SpanArg x, void *out, int64_t n);
 
+/// Floating-point sums (f32, f64, bf16) are defined this way on every backend,
+/// so that they are accurate and bit-identical everywhere: the elements
+/// x_0, ..., x_{n-1} of one output (increasing flat index over the reduced
+/// dimensions) are summed in kSumLanes lanes, lane j holding
+/// (((0 + x_j) + x_{j+L}) + x_{j+2L}) + ... in f64 (L = kSumLanes); the lanes
+/// are folded by `for s = L/2, L/4, ..., 1: lane[t] = lane[t] + lane[t + s]
+/// (t < s)`, and lane 0 is rounded to the dtype (bf16: to f32, then to bf16).
+inline constexpr int64_t kSumLanes = 256;
+
 /// Reduces over `axes` (sorted, distinct); the reduced dimensions are removed.
 /// Sum over an empty set of elements is 0; Max/Min of an empty set throw.
 Tensor reduce(ReduceOp op, const Tensor &x, std::span<const int64_t> axes);

@@ -37,48 +37,83 @@ TEST_CASE("reduce by hand", "[runtime][reduce]") {
               {NAN});
 }
 
-TEST_CASE("bf16 reduction accumulates in f32", "[runtime][reduce]") {
-  // 1 + 256 * 2^-8 = 2 exactly in f32; a bf16 accumulator would stay at 1.
+TEST_CASE("bf16 reduction accumulates in a wider type", "[runtime][reduce]") {
+  // 1 + 256 * 2^-8 = 2 exactly; a bf16 accumulator would stay at 1.
   std::vector<double> values(257, std::ldexp(1.0, -8));
   values[0] = 1;
   const int64_t axis0[] = {0};
   check_equal(reduce(ReduceOp::Sum, make(DType::BF16, {257}, values), axis0), DType::BF16, {}, {2});
 }
 
-TEST_CASE("reduce over several axes against a naive loop", "[runtime][reduce]") {
-  const Shape shape = {3, 4, 2, 5};
-  Tensor x = random_tensor(DType::F64, shape, 7);
+namespace {
+
+/// kernels.h's definition of a floating-point sum, written out literally: all
+/// kSumLanes lanes in f64, lane j = x_j + x_{j+L} + ..., then the whole fold.
+double defined_sum(const std::vector<double> &xs) {
+  std::vector<double> lane(kSumLanes, 0.0);
+  for (size_t i = 0; i < xs.size(); ++i) lane[i % kSumLanes] += xs[i];
+  for (int64_t s = kSumLanes / 2; s >= 1; s /= 2)
+    for (int64_t t = 0; t < s; ++t) lane[t] = lane[t] + lane[t + s];
+  return lane[0];
+}
+
+}  // namespace
+
+TEST_CASE("reduce over several axes against the defined order", "[runtime][reduce]") {
+  // 600 elements along dimension 1: lanes hold several elements, and a sum over
+  // it alone is a column sum ([3, 600, 2*5] with the middle reduced).
+  const Shape shape = {3, 600, 2, 5};
   const std::vector<std::vector<int64_t>> axis_sets = {{0},    {1},          {3},   {0, 2},
                                                        {1, 3}, {0, 1, 2, 3}, {1, 2}};
-  for (const auto &axes : axis_sets) {
-    INFO("axes size " << axes.size() << " first " << axes[0]);
-    Tensor sum = reduce(ReduceOp::Sum, x, axes);
-    Tensor mx = reduce(ReduceOp::Max, x, axes);
-    Shape out_shape;
-    std::vector<bool> reduced(4, false);
-    for (int64_t a : axes) reduced[a] = true;
-    for (int d = 0; d < 4; ++d) {
-      if (!reduced[d]) out_shape.push_back(shape[d]);
-    }
-    REQUIRE(sum.shape() == out_shape);
-    std::vector<double> ref_sum(num_elements(out_shape), 0.0),
-        ref_max(num_elements(out_shape), -1e300);
-    int64_t flat = 0;
-    for (int64_t i = 0; i < 3; ++i)
-      for (int64_t j = 0; j < 4; ++j)
-        for (int64_t k = 0; k < 2; ++k)
-          for (int64_t l = 0; l < 5; ++l, ++flat) {
-            const int64_t idx[4] = {i, j, k, l};
-            int64_t o = 0;
-            for (int d = 0; d < 4; ++d) {
-              if (!reduced[d]) o = o * shape[d] + idx[d];
+  for (DType dtype : {DType::F64, DType::F32}) {
+    Tensor x = random_tensor(dtype, shape, 7);
+    for (const auto &axes : axis_sets) {
+      INFO("axes size " << axes.size() << " first " << axes[0]);
+      Tensor sum = reduce(ReduceOp::Sum, x, axes);
+      Tensor mx = reduce(ReduceOp::Max, x, axes);
+      Shape out_shape;
+      std::vector<bool> reduced(4, false);
+      for (int64_t a : axes) reduced[a] = true;
+      for (int d = 0; d < 4; ++d) {
+        if (!reduced[d]) out_shape.push_back(shape[d]);
+      }
+      REQUIRE(sum.shape() == out_shape);
+      // Each output's elements in increasing flat order.
+      std::vector<std::vector<double>> seq(num_elements(out_shape));
+      std::vector<double> ref_max(num_elements(out_shape), -1e300);
+      int64_t flat = 0;
+      for (int64_t i = 0; i < shape[0]; ++i)
+        for (int64_t j = 0; j < shape[1]; ++j)
+          for (int64_t k = 0; k < shape[2]; ++k)
+            for (int64_t l = 0; l < shape[3]; ++l, ++flat) {
+              const int64_t idx[4] = {i, j, k, l};
+              int64_t o = 0;
+              for (int d = 0; d < 4; ++d) {
+                if (!reduced[d]) o = o * shape[d] + idx[d];
+              }
+              seq[o].push_back(x.get(flat));
+              ref_max[o] = std::max(ref_max[o], x.get(flat));
             }
-            ref_sum[o] += x.get(flat);  // increasing flat order: the documented order
-            ref_max[o] = std::max(ref_max[o], x.get(flat));
-          }
-    check_equal(sum, DType::F64, out_shape, ref_sum);  // bitwise: same order
-    check_equal(mx, DType::F64, out_shape, ref_max);
+      std::vector<double> ref_sum;
+      for (const auto &xs : seq) {
+        const double v = defined_sum(xs);
+        ref_sum.push_back(dtype == DType::F32 ? double(float(v)) : v);
+      }
+      check_equal(sum, dtype, out_shape, ref_sum);  // bitwise: the defined order
+      check_equal(mx, dtype, out_shape, ref_max);
+    }
   }
+}
+
+TEST_CASE("f32 sums of 10^6 elements stay within one rounding", "[runtime][reduce]") {
+  // 0.1f summed 2^20 times: a sequential f32 sum is off by about 1% here.
+  const int64_t n = int64_t{1} << 20;
+  Tensor x = Tensor::empty(DType::F32, {n});
+  std::fill(x.data<float>(), x.data<float>() + n, 0.1f);
+  const double exact = double(0.1f) * double(n);
+  const int64_t axis0[] = {0};
+  const double got = reduce(ReduceOp::Sum, x, axis0).get(0);
+  CHECK(got == double(float(exact)));
 }
 
 namespace {
