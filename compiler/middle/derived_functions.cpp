@@ -3,6 +3,9 @@
 
 #include <map>
 
+#include "ir/loops.h"
+#include "spmdrt/checked.h"
+#include "support/limits.h"
 #include "transforms/derive.h"
 #include "transforms/explicit_pbroadcast.h"
 
@@ -43,9 +46,38 @@ ir::Module extract(const ir::Module &module, int root) {
   return out;
 }
 
+/// Instructions of `body` with each call counted as its callee's whole size
+/// (loops kept; ir::unrolled_size), memoised in `sizes`.
+int64_t inlined_size(const ir::Module &module, const std::vector<ir::Instr> &body,
+                     std::map<int, int64_t> &sizes) {
+  return ir::unrolled_size(
+      body, [](const ir::Instr &) { return false; },
+      [&](int callee) -> int64_t {
+        if (callee < 0 || static_cast<size_t>(callee) >= module.functions.size()) return 1;
+        if (auto it = sizes.find(callee); it != sizes.end()) return it->second;
+        sizes[callee] = 1;  // (recursion was rejected when lowering)
+        const int64_t n =
+            inlined_size(module, module.functions[static_cast<size_t>(callee)].body, sizes);
+        sizes[callee] = n;
+        return n;
+      });
+}
+
 }  // namespace
 
 int add_derived_function(ir::Module &module, int primal, const ir::DeriveStep &step) {
+  // Each derivative multiplies the size (grad of grad of ... grows about
+  // 6.5 times a level): refuse before deriving what would pass the limit.
+  std::map<int, int64_t> sizes;
+  const int64_t size =
+      inlined_size(module, module.functions[static_cast<size_t>(primal)].body, sizes);
+  if (rt::saturating_mul(size, kMaxDerivativeGrowth) > kMaxUnrolledInstructions)
+    throw TransformError("program-too-large", {},
+                         "the function derived has " + std::to_string(size) +
+                             " instructions with its calls inlined, and its derivative may have "
+                             "up to " +
+                             std::to_string(kMaxDerivativeGrowth) + " times as many: it " +
+                             too_many_instructions(rt::saturating_mul(size, kMaxDerivativeGrowth)));
   ir::Module scratch = extract(module, primal);
   make_pbroadcasts_explicit(scratch, ir::Origin::AutoPbroadcast);
   ir::Function derived = derive_function(scratch, scratch.functions[0], step);
@@ -61,6 +93,8 @@ int add_derived_function(ir::Module &module, int primal, const ir::DeriveStep &s
   }
   derived.name = name;
   if (derived.kind == ir::FunctionKind::Def) derived.source_name = name;
+  if (const int64_t n = inlined_size(module, derived.body, sizes); n > kMaxUnrolledInstructions)
+    throw TransformError("program-too-large", {}, "the derivative " + too_many_instructions(n));
   module.functions.push_back(std::move(derived));
   return static_cast<int>(module.functions.size() - 1);
 }
