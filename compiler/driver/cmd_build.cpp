@@ -274,8 +274,13 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   std::vector<std::string> cmd =
       backend::compile_command(*tc, target, src_path, exe_temp, cxxflags);
   if (o.show_command) {
-    std::cerr << "spmdc: runtime from " << tc->where << "\nspmdc: " << backend::shell_quote(cmd)
-              << "\n";
+    // A command the user can run again: it names the kept source and the
+    // executable's final path (the build itself writes a temporary beside it).
+    dir.keep();
+    std::cerr << "spmdc: runtime from " << tc->where << "\nspmdc: "
+              << backend::shell_quote(
+                     backend::compile_command(*tc, target, src_path, output, cxxflags))
+              << "\nspmdc: source kept in " << src_path << "\n";
   }
   const std::string compiling = "compiling with " + cmd.front();
   progress.start_compiler(compiling);
@@ -300,7 +305,7 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
   } catch (const rt::OutputError &e) {
     return fail_build(e.what());
   }
-  if (o.keep_source) {
+  if (o.keep_source && !o.show_command) {  // (--show-command said so already)
     dir.keep();
     std::cerr << "spmdc: source kept in " << src_path << "\n";
   }
@@ -343,7 +348,8 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
       ->type_name("FLAGS");
   cmd->add_flag("--keep-source", options.keep_source, "Keep the temporary source file");
   cmd->add_flag("--show-command", options.show_command,
-                "Print the compiler command line (quoted for a POSIX shell)");
+                "Print the compiler command line (quoted for a POSIX shell); the emitted "
+                "source it names is kept");
   cmd->add_flag("-q,--quiet", options.quiet,
                 "Print no notes (the chosen target) and no progress (shown when stderr is a "
                 "terminal: phase, emitted lines, host-compiler time)");

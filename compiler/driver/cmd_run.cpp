@@ -126,6 +126,20 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
       return kExitInternalError;
     } catch (const interp::InputError &e) {
       throw UsageError{e.what()};
+    } catch (const interp::RunError &e) {
+      // Where and on which device: `f.spmd:4:7: error: while running `f` on device 2 (i: 2): ...`.
+      DiagnosticEngine diags;
+      const rt::Mesh &mesh = module.mesh_of(f);
+      const bool global_view = f.kind == ir::FunctionKind::Sharded;
+      diags.error("run-error", e.span(),
+                  "while running `" + f.name + "`" +
+                      (global_view || mesh.num_devices() == 1
+                           ? std::string()
+                           : " on device " + std::to_string(e.device()) + " " +
+                                 rt::format_position(mesh, e.device())) +
+                      ": " + e.what());
+      print_diagnostics(diags, c.sources, common);
+      return kExitUserError;
     } catch (const rt::RuntimeError &e) {
       throw UsageError{"while running `" + f.name + "`: " + e.what()};
     } catch (const std::bad_alloc &) {

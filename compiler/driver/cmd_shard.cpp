@@ -17,6 +17,7 @@
 #include "sharding/emit_reshard.h"
 #include "sharding/explain.h"
 #include "sharding/shard.h"
+#include "spmdrt/checked.h"
 #include "support/text_scanner.h"
 
 namespace spmd::driver {
@@ -221,6 +222,9 @@ int run_reshard(const ReshardCliOptions &o) {
   };
   if (!mesh) return fail(error);
   if (!parse_type(o.type, dtype, shape, error)) return fail(error);
+  if (!rt::shape_fits(shape, static_cast<int64_t>(rt::dtype_size(dtype))))
+    return fail("--type: " + shape_type_str(dtype, shape) +
+                " is too large: an array may hold at most 2^60 bytes [shape-too-large]");
   auto from = sharding::parse_sharding(o.from, *mesh, shape.size(), error);
   if (!from) return fail("--from: " + error);
   auto to = sharding::parse_sharding(o.to, *mesh, shape.size(), error);
@@ -231,6 +235,8 @@ int run_reshard(const ReshardCliOptions &o) {
                   ": a split dimension is not divisible by its devices");
   if (!to->partial.empty() && !from->partial.contains_all(to->partial))
     return fail("--to can be partial only over axes --from is partial over");
+  if (dtype == DType::Bool && !from->partial.empty())
+    return fail("--from: a bool array cannot hold partial sums (psum does not take bool)");
   sharding::Connector connector(*mesh, *profile);
   sharding::ReshardPlan plan = connector.connect(shape, dtype, *from, *to);
   if (!plan.possible) return fail("no sequence of collectives reaches --to from --from");
@@ -261,6 +267,16 @@ int run_reshard(const ReshardCliOptions &o) {
             << " bytes moved per device, " << fmt(plan.seconds * 1e6) << " us on " << profile->name
             << " (alpha " << fmt(profile->latency_s * 1e6) << " us + bytes / "
             << fmt(profile->bw_bytes_per_s / 1e9) << " GB/s per collective)\n";
+  if (plan.search != sharding::ReshardSearch::Exhaustive)
+    std::cout << "note: on a mesh of more than " << sharding::kExhaustiveReshardAxes
+              << " axes the plan is "
+              << (plan.search == sharding::ReshardSearch::Directed
+                      ? "the cheapest over the layouts on the way to --to (each dimension's "
+                        "axes a prefix of its --from or --to axes)"
+                      : "the direct one (sum, gather what differs, slice): the search passed "
+                        "its budget of " +
+                            std::to_string(sharding::kMaxReshardLayouts) + " layouts")
+              << ", not proven the cheapest of all (docs/limits.md)\n";
   return kExitOk;
 }
 

@@ -112,7 +112,7 @@ std::optional<std::string> library_module_defining(const std::string &name,
       SourceManager scratch;
       DiagnosticEngine ignored;
       std::string error;
-      FileId file = scratch.load(it->path().string(), error);
+      FileId file = scratch.load(it->path().string(), error, /*regular_only=*/true);
       if (file == kNoFile) continue;
       ast::Module module = parse(scratch, file, ignored);
       for (const ast::Decl &d : module.decls) {
@@ -191,7 +191,7 @@ Program load_program(SourceManager &sources, FileId main_file,
           if (directory.empty()) directory = candidate.string();
           continue;
         }
-        if (fs::exists(candidate, ec)) {  // a file, or a device: reading it says what is wrong
+        if (fs::exists(candidate, ec)) {  // a file, a FIFO, a device: loading it says what is wrong
           found = candidate.string();
           from_stdlib =
               !is_file && &dir != &dirs.front() &&
@@ -218,7 +218,7 @@ Program load_program(SourceManager &sources, FileId main_file,
       }
       if (!loaded_paths.insert(canonical_or_same(found)).second) continue;
       std::string error;
-      FileId file = sources.load(found, error);
+      FileId file = sources.load(found, error, /*regular_only=*/true);
       if (file == kNoFile) {
         diags.error("unknown-module", at, "cannot load module `" + name + "`: " + error);
         continue;

@@ -130,7 +130,22 @@ class DeviceEvaluator {
       const fusion::Step &step = plan.fusion.steps[s];
       if (step.is_group) {
         const fusion::FusedGroup &group = plan.fusion.groups[step.index];
-        std::vector<Tensor> out = detail::eval_fused_group(f, body, group, env);
+        std::vector<Tensor> out;
+        try {
+          out = detail::eval_fused_group(f, body, group, env);
+        } catch (const RunError &) {
+          throw;
+        } catch (const rt::RuntimeError &e) {
+          // The member that can fail (integer division), else the first.
+          size_t at = group.members.front();
+          for (size_t m : group.members)
+            if (body[m].op == OpCode::Div || body[m].op == OpCode::FloorDiv ||
+                body[m].op == OpCode::Rem) {
+              at = m;
+              break;
+            }
+          throw RunError(body[at].span, ctx_.device(), e.what());
+        }
         for (size_t k = 0; k < out.size(); ++k) env[group.outputs[k]] = std::move(out[k]);
       } else if (body[step.index].op == OpCode::For) {
         run_loop(f, body[step.index], plan.loops.at(step.index), plan.takes_over[step.index], env);
@@ -142,7 +157,14 @@ class DeviceEvaluator {
           Tensor &slot = env[instr.operands[k]];
           operands.push_back(takes_over[k] ? std::move(slot) : slot);
         }
-        std::vector<Tensor> out = detail::eval_op(instr, operands, ctx_, call_fn);
+        std::vector<Tensor> out;
+        try {
+          out = detail::eval_op(instr, operands, ctx_, call_fn);
+        } catch (const RunError &) {
+          throw;  // located in the callee already
+        } catch (const rt::RuntimeError &e) {
+          throw RunError(instr.span, ctx_.device(), e.what());
+        }
         operands.clear();
         if (out.size() != instr.results.size())
           throw std::logic_error("interpreter: `" + std::string(op_spelling(instr.op)) +

@@ -43,6 +43,21 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A run-time error of one op (integer division by zero, an index out of
+/// range, ...) on one device: `span` is the op, `device` the device's index in
+/// the mesh. A rt::RuntimeError, so callers that do not locate it still see it.
+class RunError : public rt::RuntimeError {
+ public:
+  RunError(SourceSpan span, int64_t device, const std::string &message)
+      : rt::RuntimeError(message), span_(span), device_(device) {}
+  SourceSpan span() const { return span_; }
+  int64_t device() const { return device_; }
+
+ private:
+  SourceSpan span_;
+  int64_t device_;
+};
+
 /// A value the type system calls invariant along a mesh axis differed between
 /// devices along it: a compiler bug. `span` is the op that computed it.
 class ReplicationError : public std::runtime_error {

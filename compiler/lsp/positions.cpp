@@ -54,13 +54,17 @@ uint32_t offset_of(std::string_view text, Position position) {
 
 Json position_json(Position p) { return Json{{"line", p.line}, {"character", p.character}}; }
 
-Position position_from_json(const Json &j) {
-  auto field = [&](const char *name) -> uint32_t {
-    if (!j.is_object() || !j.contains(name) || !j[name].is_number_integer()) return 0;
-    int64_t v = j[name].get<int64_t>();
-    return v < 0 ? 0 : static_cast<uint32_t>(std::min<int64_t>(v, UINT32_MAX));
+std::optional<Position> position_from_json(const Json &j) {
+  auto field = [&](const char *name) -> std::optional<uint32_t> {
+    if (!j.is_object() || !j.contains(name) || !j[name].is_number_integer()) return std::nullopt;
+    if (j[name].is_number_unsigned())
+      return static_cast<uint32_t>(std::min<uint64_t>(j[name].get<uint64_t>(), UINT32_MAX));
+    if (j[name].get<int64_t>() < 0) return std::nullopt;
+    return static_cast<uint32_t>(std::min<int64_t>(j[name].get<int64_t>(), UINT32_MAX));
   };
-  return {field("line"), field("character")};
+  std::optional<uint32_t> line = field("line"), character = field("character");
+  if (!line || !character) return std::nullopt;
+  return Position{*line, *character};
 }
 
 Json range_json(std::string_view text, uint32_t begin, uint32_t end) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 
 #include "support/source.h"
@@ -32,9 +33,10 @@ Position position_of(std::string_view text, uint32_t offset);
 /// a character inside a surrogate pair the start of its UTF-8 sequence.
 uint32_t offset_of(std::string_view text, Position position);
 
-/// `{"line": l, "character": c}` and back (missing or negative fields read as 0).
+/// `{"line": l, "character": c}` and back: nullopt unless both fields are
+/// non-negative integers (a line or column past the end is clamped by offset_of).
 Json position_json(Position p);
-Position position_from_json(const Json &j);
+std::optional<Position> position_from_json(const Json &j);
 /// `{"start": ..., "end": ...}` for the byte range [begin, end) of `text`.
 Json range_json(std::string_view text, uint32_t begin, uint32_t end);
 

@@ -9,7 +9,9 @@
 #include "lsp/analysis.h"
 #include "lsp/hover.h"
 #include "lsp/navigation.h"
+#include "lsp/positions.h"
 #include "lsp/transport.h"
+#include "support/limits.h"
 
 namespace spmd::lsp {
 namespace {
@@ -28,12 +30,46 @@ struct RequestError {
   std::string message;
 };
 
+/// Arrays and objects nest at most this deep in a message: copying or
+/// printing a JSON value recurses once per level, and no LSP message nests
+/// more than a few levels.
+constexpr int kMaxJsonNesting = 256;
+
+/// True when the brackets of the JSON text `body` (outside strings) nest at
+/// most `limit` deep. Checked before parsing, so that no deep value is built.
+bool nesting_at_most(std::string_view body, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
 class Server {
  public:
   Server(std::ostream &out, const ServerOptions &options) : out_(out), options_(options) {}
 
   /// Handles one message body; false once `exit` was received.
   bool handle(const std::string &body) {
+    if (!nesting_at_most(body, kMaxJsonNesting)) {
+      reply_error(nullptr, kParseError,
+                  "the message nests arrays and objects more than " +
+                      std::to_string(kMaxJsonNesting) + " levels deep");
+      return true;
+    }
     Json message = Json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (message.is_discarded()) {
       reply_error(nullptr, kParseError, "the message is not valid JSON");
@@ -41,6 +77,12 @@ class Server {
     }
     const bool is_request = message.is_object() && message.contains("id");
     Json id = is_request ? message["id"] : Json();
+    // LSP ids are integers or strings (JSON-RPC also allows null, which
+    // cannot be told apart from "no id" in an answer).
+    if (is_request && !id.is_number_integer() && !id.is_string()) {
+      reply_error(nullptr, kInvalidRequest, "a request id must be an integer or a string");
+      return true;
+    }
     if (!message.is_object() || !message.contains("method") || !message["method"].is_string()) {
       // A response to a request of ours (we send none) or garbage.
       if (!(message.is_object() && (message.contains("result") || message.contains("error"))))
@@ -129,6 +171,20 @@ class Server {
   }
 
   void open(const std::string &uri, std::string text, int version) {
+    if (static_cast<int64_t>(text.size()) > kMaxSourceBytes) {
+      // Like `spmdc check` of such a file: refused, said where the editor shows it.
+      documents_.erase(uri);
+      publish(uri,
+              Json::array({{{"range", range_json("", 0, 0)},
+                            {"severity", 1},
+                            {"code", "io-error"},
+                            {"source", "spmdc"},
+                            {"message", "the document has " + std::to_string(text.size()) +
+                                            " bytes; spmdc reads sources of at most 16 MiB " +
+                                            "(docs/limits.md)"}}}),
+              version);
+      return;
+    }
     documents_[uri] = analyze(uri, std::move(text), options_.compile);
     publish(uri, lsp_diagnostics(*documents_[uri]), version);
   }
@@ -151,7 +207,12 @@ class Server {
 
   std::pair<const Analysis &, uint32_t> document_position(const Json &params) {
     const Analysis &a = document(params);
-    return {a, offset_of(a.text(), position_from_json(params.at("position")))};
+    std::optional<Position> at = position_from_json(params.at("position"));
+    if (!at)
+      throw RequestError{kInvalidParams,
+                         "a position is {\"line\": L, \"character\": C} with non-negative "
+                         "integers"};
+    return {a, offset_of(a.text(), *at)};
   }
 
   void reply(const Json &id, Json result) {

@@ -21,14 +21,46 @@ bool header_is(std::string_view line, std::string_view name) {
   return true;
 }
 
+/// A header line is at most this long (LSP sends two short headers), so a
+/// stream without line ends cannot grow the server's memory.
+constexpr size_t kMaxHeaderLine = 1024;
+
+/// The next line without its '\n'; false at the end of the stream (with
+/// nothing read) or when the line is longer than kMaxHeaderLine (`too_long`).
+bool read_header_line(std::istream &in, std::string &line, bool &too_long) {
+  line.clear();
+  too_long = false;
+  std::istream::int_type c;
+  while ((c = in.get()) != std::istream::traits_type::eof()) {
+    if (c == '\n') return true;
+    if (line.size() == kMaxHeaderLine) {
+      too_long = true;
+      return false;
+    }
+    line.push_back(static_cast<char>(c));
+  }
+  return !line.empty();
+}
+
 }  // namespace
 
 std::optional<std::string> read_message(std::istream &in, std::string &error) {
   error.clear();
   std::optional<size_t> length;
   std::string line;
-  bool any_header = false;
-  while (std::getline(in, line)) {
+  bool any_header = false, too_long = false;
+  for (;;) {
+    if (!read_header_line(in, line, too_long)) {
+      if (too_long) {
+        error = "a header line longer than " + std::to_string(kMaxHeaderLine) + " bytes";
+        return std::nullopt;
+      }
+      if (any_header) {
+        error = "the stream ended inside a message header";
+        return std::nullopt;
+      }
+      break;
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) {
       if (!any_header) continue;  // stray blank lines between messages
@@ -48,10 +80,6 @@ std::optional<std::string> read_message(std::istream &in, std::string &error) {
     }
   }
   if (!any_header) return std::nullopt;  // end of the stream between messages
-  if (!in) {
-    error = "the stream ended inside a message header";
-    return std::nullopt;
-  }
   if (!length) {
     error = "a message without a Content-Length header";
     return std::nullopt;

@@ -76,6 +76,11 @@ ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
   int64_t n = axes_size(mesh, attrs.axes);
   Shape s = x.shape;
   auto need_dim = [&](int64_t d) { return valid_dim(d, x.rank()); };
+  // Sums and extrema combine values arithmetically, as reductions do.
+  if ((op == OpCode::Psum || op == OpCode::PsumScatter || op == OpCode::Pmax ||
+       op == OpCode::Pmin) &&
+      x.dtype == DType::Bool)
+    return fail("cannot combine bool values; cast them first (e.g. to i32)");
   switch (op) {
     case OpCode::Psum:
     case OpCode::Pmax:

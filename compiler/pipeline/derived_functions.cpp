@@ -7,7 +7,10 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "ir/loops.h"
 #include "pipeline/derive.h"
+#include "spmdrt/checked.h"
+#include "support/limits.h"
 #include "transforms/explicit_pbroadcast.h"
 
 namespace spmd {
@@ -62,6 +65,23 @@ ir::Module extract(const ir::Module &module, const std::vector<int> &order) {
   return out;
 }
 
+/// Instructions of `body` with each call counted as its callee's whole size
+/// (loops kept; ir::unrolled_size), memoised in `sizes`.
+int64_t inlined_size(const ir::Module &module, const std::vector<ir::Instr> &body,
+                     std::map<int, int64_t> &sizes) {
+  return ir::unrolled_size(
+      body, [](const ir::Instr &) { return false; },
+      [&](int callee) -> int64_t {
+        if (callee < 0 || static_cast<size_t>(callee) >= module.functions.size()) return 1;
+        if (auto it = sizes.find(callee); it != sizes.end()) return it->second;
+        sizes[callee] = 1;  // (recursion was rejected when lowering)
+        const int64_t n =
+            inlined_size(module, module.functions[static_cast<size_t>(callee)].body, sizes);
+        sizes[callee] = n;
+        return n;
+      });
+}
+
 bool same_types(const ir::Function &a, const ir::Function &b) {
   if (a.params.size() != b.params.size() || a.returns.size() != b.returns.size()) return false;
   for (size_t k = 0; k < a.params.size(); ++k)
@@ -79,12 +99,26 @@ class Builder {
   /// as it goes into the module, named `name`; TransformError when it cannot
   /// be taken.
   ir::Function build(int base, const ir::DeriveStep &step, const std::string &name) {
+    // Each derivative multiplies the size (grad of grad of ... grows about
+    // 6.5 times a level): refuse before deriving what would pass the limit.
+    std::map<int, int64_t> sizes;
+    const int64_t size =
+        inlined_size(module_, module_.functions[static_cast<size_t>(base)].body, sizes);
+    if (rt::saturating_mul(size, kMaxDerivativeGrowth) > kMaxUnrolledInstructions)
+      throw TransformError(
+          "program-too-large", {},
+          "the function derived has " + std::to_string(size) +
+              " instructions with its calls inlined, and its derivative may have up to " +
+              std::to_string(kMaxDerivativeGrowth) + " times as many: it " +
+              too_many_instructions(rt::saturating_mul(size, kMaxDerivativeGrowth)));
     ir::Module scratch = extract(module_, reachable(module_, base));
     make_pbroadcasts_explicit(scratch, ir::Origin::AutoPbroadcast);
     ir::Function derived = derive_function(scratch, scratch.functions[0], step);
     derived.entry = false;
     derived.name = name;
     if (derived.kind == ir::FunctionKind::Def) derived.source_name = name;
+    if (const int64_t n = inlined_size(module_, derived.body, sizes); n > kMaxUnrolledInstructions)
+      throw TransformError("program-too-large", {}, "the derivative " + too_many_instructions(n));
     return derived;
   }
 

@@ -56,7 +56,8 @@ class AutoBuilder {
       : p_(p), options_(options), report_(report), diags_(diags) {}
 
   std::optional<Plan> run() {
-    const double start = process_cpu_seconds();
+    const double start = options_.start_cpu_s.value_or(process_cpu_seconds());
+    deadline_ = Deadline(start + options_.time_limit_s);
     report_.ops = static_cast<int>(p_.flat.body.size());
     make_nodes();
     make_followers();
@@ -205,6 +206,7 @@ class AutoBuilder {
         double best = HUGE_VAL;
         int rank = 3;  // 0: same layout out, 1: no reshard, 2: cheapest
         for (int s : q.cands) {
+          deadline_.check();
           const Strategy &st = strategies[static_cast<size_t>(s)];
           const Sharding &need = st.operands[static_cast<size_t>(operand)];
           double c = st.cost() + reshard(v, in_layout, need);
@@ -278,6 +280,7 @@ class AutoBuilder {
         if (pn.cands.size() == 1 || cn.cands.size() == 1) {
           for (size_t a = 0; a < pn.cands.size(); ++a)
             for (size_t b = 0; b < cn.cands.size(); ++b) {
+              deadline_.check();
               double r = reshard(value, out(value, a), requirement_at(u, b));
               (pn.cands.size() == 1 ? cn.cost[b] : pn.cost[a]) += r;
             }
@@ -294,8 +297,10 @@ class AutoBuilder {
         }
         std::vector<double> &cost = pairwise_.pairs[it->second].cost;
         for (size_t a = 0; a < pn.cands.size(); ++a)
-          for (size_t b = 0; b < cn.cands.size(); ++b)
+          for (size_t b = 0; b < cn.cands.size(); ++b) {
+            deadline_.check();
             cost[a * cn.cands.size() + b] += reshard(value, out(value, a), requirement_at(u, b));
+          }
       }
     }
     for (const Node &n : nodes_)
@@ -619,6 +624,7 @@ class AutoBuilder {
   std::vector<int> var_of_;         // per node: its pairwise variable (roots only)
   std::optional<Reduced> reduced_;  // pairwise_ reduced (with simplify)
   IlpProblem ilp_;
+  Deadline deadline_;  // the preparation throws OutOfTime past it
 };
 
 }  // namespace

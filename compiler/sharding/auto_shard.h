@@ -50,6 +50,9 @@ namespace spmd::sharding {
 struct AutoOptions {
   std::optional<double> memory_per_device;  // bytes
   double time_limit_s = 10;  // for the whole search, in CPU time (support/cpu_time.h)
+  /// When the search started (process CPU seconds), if before auto_shard was
+  /// called: the preparation (make_problem) counts against the time limit.
+  std::optional<double> start_cpu_s;
   /// Under a memory limit: accept a plan proven within this fraction of the
   /// optimum without starting CBC.
   double gap = 0.01;

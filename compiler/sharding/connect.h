@@ -24,10 +24,13 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analysis/cost.h"
+#include "sharding/budget.h"
 #include "sharding/sharding.h"
 
 namespace spmd::sharding {
@@ -42,8 +45,15 @@ struct ReshardStep {
   double seconds = 0;        // alpha + bytes / bandwidth (0 for pscatter)
 };
 
+/// How a plan was found (sharding/budget.h): a shortest path over every
+/// layout (the cheapest plan of these steps), one over the layouts on the way
+/// to the target (large meshes), or the direct plan (sum, gather what
+/// differs, slice) when even that search passes its budget.
+enum class ReshardSearch { Exhaustive, Directed, Direct };
+
 struct ReshardPlan {
   bool possible = false;  // false only when dst is not a layout of the array
+  ReshardSearch search = ReshardSearch::Exhaustive;
   std::vector<ReshardStep> steps;
   double seconds = 0;
   double moved_bytes = 0;
@@ -54,10 +64,13 @@ struct ReshardPlan {
 std::string step_str(const ReshardStep &step, const rt::Mesh &mesh);
 
 /// Plans reshardings on one mesh under one hardware profile; remembers the
-/// shortest-path trees it computes (keyed by array shape, dtype and source).
+/// shortest-path trees it computes (keyed by array shape, dtype and source)
+/// and the plans (by source and target). Every search is bounded
+/// (sharding/budget.h); with a deadline set, a search past it throws OutOfTime.
 class Connector {
  public:
-  Connector(const rt::Mesh &mesh, HardwareProfile profile);
+  /// `max_layouts`: the budget of each search (tests lower it to reach the fallbacks).
+  Connector(const rt::Mesh &mesh, HardwareProfile profile, size_t max_layouts = kMaxReshardLayouts);
   ~Connector();
   Connector(const Connector &) = delete;
   Connector &operator=(const Connector &) = delete;
@@ -68,14 +81,29 @@ class Connector {
 
   const rt::Mesh &mesh() const { return mesh_; }
   const HardwareProfile &profile() const { return profile_; }
+  void set_deadline(Deadline deadline) { deadline_ = deadline; }
 
  private:
   struct Tree;
-  const Tree &tree(const Shape &global, DType dtype, const Sharding &src);
+  const ReshardPlan &plan(const Shape &global, DType dtype, const Sharding &src,
+                          const Sharding &dst);
+  std::unique_ptr<Tree> start(const Sharding &src, std::optional<Sharding> goal) const;
+  /// Dijkstra until `stop` is settled, the frontier is empty or the budget is spent.
+  void grow(Tree &t, const Shape &global, DType dtype, const Sharding &stop);
+  static ReshardPlan path(const Tree &t, int node);
+  ReshardPlan direct(const Shape &global, DType dtype, const Sharding &src,
+                     const Sharding &dst) const;
+  /// Fills the step's bytes and seconds, from the layout before it.
+  void price(ReshardStep &step, const Shape &global, DType dtype, const Sharding &before) const;
 
   rt::Mesh mesh_;
   HardwareProfile profile_;
+  bool exhaustive_;  // few enough mesh axes to search every layout
+  size_t max_layouts_;
+  size_t tree_layouts_ = 0;  // layouts held by trees_ (at most kMaxConnectorLayouts)
+  Deadline deadline_;
   std::map<std::tuple<Shape, DType, Sharding>, std::unique_ptr<Tree>> trees_;
+  std::map<std::tuple<Shape, DType, Sharding, Sharding>, ReshardPlan> plans_;
 };
 
 }  // namespace spmd::sharding

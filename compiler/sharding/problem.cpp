@@ -6,12 +6,58 @@
 #include <map>
 #include <set>
 
+#include "ir/loops.h"
 #include "pipeline/prepare.h"
+#include "support/limits.h"
 
 namespace spmd::sharding {
 
 bool Problem::is_creation(int instr) const {
   return op_kind(flat.body.at(static_cast<size_t>(instr)).op) == OpKind::Creation;
+}
+
+namespace {
+
+/// Instructions of `body` with every loop unrolled and every call inlined
+/// (saturating); `sizes` memoises the module's functions.
+int64_t flat_size(const ir::Module &module, const std::vector<ir::Instr> &body,
+                  std::map<int, int64_t> &sizes) {
+  return ir::unrolled_size(
+      body, [](const ir::Instr &) { return true; },
+      [&](int callee) -> int64_t {
+        if (callee < 0 || static_cast<size_t>(callee) >= module.functions.size()) return 1;
+        auto it = sizes.find(callee);
+        if (it != sizes.end()) return it->second;
+        sizes[callee] = 1;  // (recursion was rejected when lowering)
+        int64_t n = flat_size(module, module.functions[static_cast<size_t>(callee)].body, sizes);
+        sizes[callee] = n;
+        return n;
+      });
+}
+
+}  // namespace
+
+bool check_problem_size(const ir::Module &module, const ir::Function &function,
+                        DiagnosticEngine &diags) {
+  std::map<int, int64_t> sizes;
+  const int64_t size = flat_size(module, function.body, sizes);
+  if (size <= kMaxShardedInstructions) return true;
+  // Point at the largest top-level loop or call: the one to shrink.
+  SourceSpan at = function.span;
+  int64_t largest = 0;
+  for (const ir::Instr &in : function.body) {
+    const int64_t n = flat_size(module, {in}, sizes);
+    if ((in.op == OpCode::For || in.op == OpCode::Call) && n > largest && in.span.valid()) {
+      largest = n;
+      at = in.span;
+    }
+  }
+  diags
+      .error("program-too-large", at,
+             "sharding `" + function.name + "` unrolls its loops and inlines its calls, which " +
+                 too_many_instructions(size, kMaxShardedInstructions))
+      .fix = "shorten the loop, or move it into a shmap (shmaps keep loops as loops)";
+  return false;
 }
 
 Problem make_problem(const ir::Module &module, const ir::Function &function,
@@ -24,6 +70,7 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
   p.mesh = module.mesh_of(function);
   p.profile = profile;
   p.connector = std::make_unique<Connector>(p.mesh, profile);
+  p.connector->set_deadline(options.deadline);
   const ir::Function &f = p.flat;
   p.producer.assign(f.values.size(), 0);
   p.producer_result.assign(f.values.size(), 0);
@@ -53,7 +100,10 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
         strategies.push_back(*s);
     } else if (op_kind(in.op) != OpKind::Creation) {
       strategies = enumerate_strategies(sig, p.mesh, profile, options);
+      if (strategies.size() >= options.max_candidates)
+        p.candidates_capped_at = options.max_candidates;
     }
+    options.deadline.check();
     p.ops.push_back(std::move(sig));
     p.strategies.push_back(std::move(strategies));
   }
@@ -61,13 +111,19 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
     p.uses[static_cast<size_t>(f.returns[k])].push_back({Use::kReturn, static_cast<int>(k)});
   for (const ir::Param &param : f.params)
     p.param_candidates.push_back(
-        param.auto_spec ? all_layouts(p.mesh, param.global_shape, options.all_axis_orders)
+        param.auto_spec ? all_layouts(p.mesh, param.global_shape, options.all_axis_orders,
+                                      options.max_candidates)
                         : std::vector<Sharding>{from_spec(param.spec, param.global_shape.size())});
+  for (const auto &layouts : p.param_candidates)
+    if (layouts.size() >= options.max_candidates) p.candidates_capped_at = options.max_candidates;
   for (const ir::Result &result : f.results)
     p.result_candidates.push_back(
         result.auto_spec
-            ? all_layouts(p.mesh, result.global_shape, options.all_axis_orders)
+            ? all_layouts(p.mesh, result.global_shape, options.all_axis_orders,
+                          options.max_candidates)
             : std::vector<Sharding>{from_spec(result.spec, result.global_shape.size())});
+  for (const auto &layouts : p.result_candidates)
+    if (layouts.size() >= options.max_candidates) p.candidates_capped_at = options.max_candidates;
   return p;
 }
 

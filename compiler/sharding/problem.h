@@ -18,6 +18,7 @@
 #include "ir/ir.h"
 #include "sharding/connect.h"
 #include "sharding/strategy.h"
+#include "support/diagnostics.h"
 
 namespace spmd::sharding {
 
@@ -43,13 +44,25 @@ struct Problem {
   std::vector<std::vector<Sharding>> param_candidates;   // written: one; auto: all layouts
   std::vector<std::vector<Sharding>> result_candidates;  // likewise
   std::unique_ptr<Connector> connector;
+  /// Some op's strategies or some `auto` value's layouts reached
+  /// StrategyOptions::max_candidates (sharding/budget.h): not all were listed.
+  size_t candidates_capped_at = 0;
 
   bool is_creation(int instr) const;
   bool is_param(ir::ValueId v) const { return producer[static_cast<size_t>(v)] < 0; }
   const Type &type(ir::ValueId v) const { return flat.type(v); }
 };
 
-/// Prepares shmap-to-be `function` (a sharded function of `module`).
+/// True when `function` (a sharded function of `module`), flattened for
+/// sharding (its loops unrolled, its calls inlined), has at most
+/// kMaxShardedInstructions instructions; otherwise reports
+/// `program-too-large` at the loop (or call) that makes it too large.
+bool check_problem_size(const ir::Module &module, const ir::Function &function,
+                        DiagnosticEngine &diags);
+
+/// Prepares shmap-to-be `function` (a sharded function of `module`; check
+/// its size with check_problem_size first). With `options.deadline`, throws
+/// OutOfTime once it passes.
 Problem make_problem(const ir::Module &module, const ir::Function &function,
                      const HardwareProfile &profile, const StrategyOptions &options = {});
 

@@ -188,6 +188,7 @@ class Propagator {
     for (size_t i = 0; i < f.body.size(); ++i) {
       if (p_.is_creation(static_cast<int>(i))) continue;
       const ir::Instr &in = f.body[i];
+      add_matching_strategy(i);
       const std::vector<Strategy> &options = p_.strategies[i];
       double best = HUGE_VAL;
       for (size_t s = 0; s < options.size(); ++s) {
@@ -207,6 +208,32 @@ class Propagator {
                                "` has no strategy on this mesh");
     }
     return plan;
+  }
+
+  /// On a large mesh the strategies listed are capped (sharding/budget.h):
+  /// make sure the one that takes every operand and result as propagation
+  /// decided is among them.
+  void add_matching_strategy(size_t i) {
+    const ShardingRule &rule = p_.ops[i].rule;
+    if (rule.family == RuleFamily::Unsupported || p_.flat.body[i].op == OpCode::Constrain) return;
+    const ir::Instr &in = p_.flat.body[i];
+    std::vector<std::optional<std::vector<int>>> factor(static_cast<size_t>(rule.num_factors()));
+    auto take = [&](ir::ValueId v, const std::vector<int> &dims) {
+      if (!known_[v] || is_constant(v)) return;
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (dims[d] != kNoFactor && !factor[static_cast<size_t>(dims[d])])
+          factor[static_cast<size_t>(dims[d])] = known_[v]->spec.dims.at(d);
+    };
+    for (size_t k = 0; k < in.operands.size(); ++k) take(in.operands[k], rule.operand_factors[k]);
+    for (size_t r = 0; r < in.results.size(); ++r) take(in.results[r], rule.result_factors[r]);
+    std::vector<std::vector<int>> axes;
+    for (auto &f : factor) axes.push_back(f.value_or(std::vector<int>{}));
+    std::vector<Strategy> &listed = p_.strategies[i];
+    for (const Strategy &s : listed)
+      if (s.carried.empty() && s.factor_axes == axes) return;
+    if (auto s = make_strategy(p_.ops[i], p_.mesh, p_.profile, std::move(axes), {},
+                               std::vector<bool>(in.operands.size(), false)))
+      listed.push_back(std::move(*s));
   }
 
   Sharding complete_of(ir::ValueId v) const {

@@ -1,6 +1,8 @@
 // sharding/shard.cpp — see shard.h.
 #include "sharding/shard.h"
 
+#include "support/cpu_time.h"
+
 namespace spmd::sharding {
 namespace {
 
@@ -56,18 +58,44 @@ std::optional<ShardResult> shard(const ir::Module &module, const ShardOptions &o
   int index = find_sharded(module, options.function, diags);
   if (index < 0) return std::nullopt;
   const ir::Function &f = module.functions[static_cast<size_t>(index)];
+  if (!check_problem_size(module, f, diags)) return std::nullopt;
   ShardResult r;
   // The search sees a smaller space: axes in mesh order, no partial sums
-  // carried through linear ops (propagation considers both).
+  // carried through linear ops (propagation considers both). Its time limit
+  // counts from here: preparing the problem is part of the search.
+  const double start = process_cpu_seconds();
   StrategyOptions so;
   so.carry_partials = !options.automatic;
   so.all_axis_orders = !options.automatic;
-  r.problem = make_problem(module, f, options.profile, so);
-  std::optional<Plan> plan;
   if (options.automatic) {
-    AutoReport report;
-    plan = auto_shard(r.problem, options.search, report, diags);
-    r.search = report;
+    so.deadline = Deadline(start + options.search.time_limit_s);
+    so.max_candidates =
+        exhaustive_mesh(module.mesh_of(f)) ? kMaxAutoCandidates : kMaxAutoCandidatesLargeMesh;
+  }
+  std::optional<Plan> plan;
+  try {
+    r.problem = make_problem(module, f, options.profile, so);
+    if (options.automatic) {
+      AutoReport report;
+      AutoOptions search = options.search;
+      search.start_cpu_s = start;
+      plan = auto_shard(r.problem, search, report, diags);
+      if (r.problem.candidates_capped_at)
+        report.status += " among at most " + std::to_string(r.problem.candidates_capped_at) +
+                         " candidates per op and per `auto` value (docs/limits.md)";
+      r.search = report;
+    }
+  } catch (const OutOfTime &) {
+    diags
+        .error("search-time-limit", f.span,
+               "the sharding search for `" + f.name + "` did not finish preparing within " +
+                   format_seconds(options.search.time_limit_s) + " of CPU time (a mesh of " +
+                   std::to_string(module.mesh_of(f).axes().size()) + " axes)")
+        .fix = "raise --time-limit, or write more specs to shrink the search";
+    return std::nullopt;
+  }
+  if (r.problem.connector) r.problem.connector->set_deadline(Deadline{});  // the plan is chosen
+  if (options.automatic) {
     if (plan && options.strict) {
       // Written specs must still agree where the search kept them.
       PropagateOptions po;
@@ -99,6 +127,10 @@ bool check_sharded_functions(const ir::Module &module, bool strict, DiagnosticEn
   bool ok = true;
   for (const ir::Function &f : module.functions) {
     if (f.kind != ir::FunctionKind::Sharded) continue;
+    if (!check_problem_size(module, f, diags)) {
+      ok = false;
+      continue;
+    }
     Problem p = make_problem(module, f, builtin_profiles().front());
     PropagateOptions po;
     po.conflicts = strict ? PropagateOptions::Conflicts::Error : PropagateOptions::Conflicts::Warn;

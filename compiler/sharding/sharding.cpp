@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "sharding/budget.h"
 #include "support/text_scanner.h"
 
 namespace spmd::sharding {
@@ -156,6 +157,11 @@ double local_bytes(const rt::Mesh &mesh, const Shape &global, DType dtype, const
          static_cast<double>(rt::dtype_size(dtype));
 }
 
+bool exhaustive_mesh(const rt::Mesh &mesh) {
+  // Axes of size 1 count: they move data nowhere, but they multiply the layouts.
+  return mesh.axes().size() <= static_cast<size_t>(kExhaustiveReshardAxes);
+}
+
 std::vector<std::vector<int>> nonempty_subsets(const std::vector<int> &axes) {
   std::vector<std::vector<int>> out;
   size_t n = std::min<size_t>(axes.size(), 16);
@@ -170,7 +176,7 @@ std::vector<std::vector<int>> nonempty_subsets(const std::vector<int> &axes) {
 
 std::vector<std::vector<std::vector<int>>> axis_assignments(const rt::Mesh &mesh,
                                                             const std::vector<int64_t> &slot_sizes,
-                                                            bool all_orders) {
+                                                            bool all_orders, size_t max) {
   std::vector<int> axes;  // the axes worth splitting over
   for (int a = 0; a < static_cast<int>(mesh.axes().size()); ++a)
     if (mesh.axis_size(a) > 1) axes.push_back(a);
@@ -180,7 +186,7 @@ std::vector<std::vector<std::vector<int>>> axis_assignments(const rt::Mesh &mesh
   // At a leaf every axis has a slot (or none); each slot's axes are then
   // listed in every order.
   auto orders = [&](auto &&self, size_t slot, std::vector<std::vector<int>> &assignment) -> void {
-    if (out.size() >= kMaxAssignments) return;
+    if (out.size() >= max) return;
     if (slot == assignment.size()) {
       out.push_back(assignment);
       return;
@@ -192,6 +198,7 @@ std::vector<std::vector<std::vector<int>>> axis_assignments(const rt::Mesh &mesh
     } while (all_orders && std::next_permutation(list.begin(), list.end()));
   };
   auto choose = [&](auto &&self, size_t k) -> void {
+    if (out.size() >= max) return;  // (slots + 1)^axes leaves: stop at the cap
     if (k == axes.size()) {
       std::vector<std::vector<int>> assignment = current;
       orders(orders, 0, assignment);
@@ -213,9 +220,10 @@ std::vector<std::vector<std::vector<int>>> axis_assignments(const rt::Mesh &mesh
   return out;
 }
 
-std::vector<Sharding> all_layouts(const rt::Mesh &mesh, const Shape &global, bool all_orders) {
+std::vector<Sharding> all_layouts(const rt::Mesh &mesh, const Shape &global, bool all_orders,
+                                  size_t max) {
   std::vector<Sharding> out;
-  for (auto &assignment : axis_assignments(mesh, global, all_orders))
+  for (auto &assignment : axis_assignments(mesh, global, all_orders, max))
     out.push_back(Sharding{std::move(assignment), {}});
   return out;
 }

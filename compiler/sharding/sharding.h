@@ -54,6 +54,10 @@ Shape local_shape(const rt::Mesh &mesh, const Shape &global, const Sharding &s);
 /// Bytes of one device's block.
 double local_bytes(const rt::Mesh &mesh, const Shape &global, DType dtype, const Sharding &s);
 
+/// True when the mesh has at most kExhaustiveReshardAxes axes (sharding/budget.h):
+/// reshards are searched over every layout.
+bool exhaustive_mesh(const rt::Mesh &mesh);
+
 /// Non-empty subsets of `axes` (each in the order of `axes`; at most the
 /// first 16 axes take part).
 std::vector<std::vector<int>> nonempty_subsets(const std::vector<int> &axes);
@@ -61,18 +65,20 @@ std::vector<std::vector<int>> nonempty_subsets(const std::vector<int> &axes);
 /// Every way to give each mesh axis of size > 1 to at most one of the slots,
 /// in every order within a slot, such that each slot's size is divisible by
 /// the product of its axes: result[k][slot] = the axes of that slot, major
-/// first. The assignment with no axes comes first; at most kMaxAssignments
-/// are listed. (Slots are the dimensions of an array, or the factors of an
-/// op's sharding rule.) Without `all_orders`, the axes of a slot are listed
-/// in mesh order only.
+/// first. The assignment with no axes comes first; at most `max` are listed
+/// (the enumeration stops there: on 16 axes there are 4^16 for three slots). (Slots are the
+/// dimensions of an array, or the factors of an op's sharding rule.) Without `all_orders`, the axes
+/// of a slot are listed in mesh order only.
 inline constexpr size_t kMaxAssignments = 4096;
 std::vector<std::vector<std::vector<int>>> axis_assignments(const rt::Mesh &mesh,
                                                             const std::vector<int64_t> &slot_sizes,
-                                                            bool all_orders = true);
+                                                            bool all_orders = true,
+                                                            size_t max = kMaxAssignments);
 
 /// Every complete sharding of a `global`-shaped array (each mesh axis of size
-/// > 1 splits at most one dimension, in any order), replicated first.
-std::vector<Sharding> all_layouts(const rt::Mesh &mesh, const Shape &global,
-                                  bool all_orders = true);
+/// > 1 splits at most one dimension, in any order), replicated first; at
+/// most `max`.
+std::vector<Sharding> all_layouts(const rt::Mesh &mesh, const Shape &global, bool all_orders = true,
+                                  size_t max = kMaxAssignments);
 
 }  // namespace spmd::sharding

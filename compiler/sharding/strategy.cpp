@@ -132,7 +132,10 @@ std::vector<Strategy> enumerate_strategies(const OpSignature &sig, const rt::Mes
       carrier_sets.push_back(std::move(c));
     }
   }
-  for (auto &assignment : axis_assignments(mesh, rule.factor_sizes, options.all_axis_orders)) {
+  const size_t max = options.max_candidates;
+  for (auto &assignment : axis_assignments(mesh, rule.factor_sizes, options.all_axis_orders, max)) {
+    if (out.size() >= max) break;
+    options.deadline.check();
     AxisSet used;
     for (const auto &axes : assignment) used = used | AxisSet::of_all(axes);
     if (auto s = make_strategy(sig, mesh, profile, assignment, {}, none)) out.push_back(*s);
@@ -140,11 +143,16 @@ std::vector<Strategy> enumerate_strategies(const OpSignature &sig, const rt::Mes
     std::vector<int> free;
     for (int a = 0; a < static_cast<int>(mesh.axes().size()); ++a)
       if (mesh.axis_size(a) > 1 && !used.contains(a)) free.push_back(a);
-    for (const auto &subset : nonempty_subsets(free))
+    // 2^free subsets: listed lazily, up to the cap.
+    const size_t n = std::min<size_t>(free.size(), 16);
+    for (uint32_t mask = 1; mask < (1u << n) && out.size() < max; ++mask) {
+      AxisSet subset;
+      for (size_t b = 0; b < n; ++b)
+        if (mask & (1u << b)) subset = subset | AxisSet::of(free[b]);
       for (const auto &carriers : carrier_sets)
-        if (auto s =
-                make_strategy(sig, mesh, profile, assignment, AxisSet::of_all(subset), carriers))
+        if (auto s = make_strategy(sig, mesh, profile, assignment, subset, carriers))
           out.push_back(*s);
+    }
   }
   return out;
 }

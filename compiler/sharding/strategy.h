@@ -15,6 +15,7 @@
 
 #include "analysis/cost.h"
 #include "ops/sharding_rules.h"
+#include "sharding/budget.h"
 #include "sharding/sharding.h"
 
 namespace spmd::sharding {
@@ -52,6 +53,11 @@ struct StrategyOptions {
   /// List the axes splitting one factor (or dimension) in every order, not
   /// only in mesh order.
   bool all_axis_orders = true;
+  /// At most this many strategies per op (and candidate layouts per `auto`
+  /// parameter or result): the enumeration stops there (sharding/budget.h).
+  size_t max_candidates = kMaxStrategiesPerOp;
+  /// For `shard --auto`: the enumeration throws OutOfTime past it.
+  Deadline deadline;
 };
 
 /// The strategy with these factor axes and carried partial axes, or nullopt

@@ -30,12 +30,23 @@ inline constexpr int kMaxCallDepth = 100;
 /// A loop marked [[unroll]] also has at most ir::kMaxUnrolledIterations.
 inline constexpr int64_t kMaxUnrolledInstructions = int64_t{1} << 18;
 
+/// A derivative a program calls (`grad(f)`, `grad(grad(f))`, ...) is taken
+/// only when the function derived, with its calls inlined, times this factor
+/// (a bound on one derivative's growth) stays within kMaxUnrolledInstructions.
+inline constexpr int64_t kMaxDerivativeGrowth = 8;
+
 /// "would make SIZE instructions; at most LIMIT are allowed", for the
 /// `program-too-large` messages (`size` saturates at INT64_MAX).
-inline std::string too_many_instructions(int64_t size) {
+inline std::string too_many_instructions(int64_t size, int64_t limit = kMaxUnrolledInstructions) {
   return "would make " +
          (size == INT64_MAX ? std::string("more than 2^63") : std::to_string(size)) +
-         " instructions; at most " + std::to_string(kMaxUnrolledInstructions) + " are allowed";
+         " instructions; at most " + std::to_string(limit) + " are allowed";
 }
+
+/// A `sharded` function, with its loops unrolled and its calls inlined for
+/// the sharding phase, has at most this many instructions
+/// (`program-too-large`): propagation, the search and the emitted shmap work
+/// on that flat body.
+inline constexpr int64_t kMaxShardedInstructions = int64_t{1} << 14;
 
 }  // namespace spmd

@@ -71,9 +71,12 @@ bool is_c1_control(std::string_view s, size_t i, size_t n) {
          static_cast<unsigned char>(s[i + 1]) < 0xA0;
 }
 
-bool read_source(const std::string &path, std::string &text, std::string &error) {
+bool read_source(const std::string &path, std::string &text, std::string &error,
+                 bool regular_only) {
   const bool stdin_ = path == "-";
-  const int fd = stdin_ ? 0 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO without a writer must not wait for one.
+  const int fd =
+      stdin_ ? 0 : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (regular_only ? O_NONBLOCK : 0));
   if (fd < 0) {
     error = std::strerror(errno);
     return false;
@@ -89,6 +92,14 @@ bool read_source(const std::string &path, std::string &text, std::string &error)
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     error = "it is a directory";
     return false;
+  }
+  if (regular_only && !stdin_) {
+    if (!S_ISREG(st.st_mode)) {
+      error = S_ISFIFO(st.st_mode) ? "it is a FIFO (named pipe), not a regular file"
+                                   : "it is not a regular file";
+      return false;
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   }
   const auto limit = static_cast<size_t>(kMaxSourceBytes);
   auto too_large = [&] {
@@ -114,9 +125,9 @@ bool read_source(const std::string &path, std::string &text, std::string &error)
   return true;
 }
 
-FileId SourceManager::load(const std::string &path, std::string &error) {
+FileId SourceManager::load(const std::string &path, std::string &error, bool regular_only) {
   std::string text;
-  if (!read_source(path, text, error)) {
+  if (!read_source(path, text, error, regular_only)) {
     error = "cannot read `" + path + "`: " + error;
     return kNoFile;
   }

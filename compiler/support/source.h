@@ -67,15 +67,18 @@ bool is_c1_control(std::string_view s, size_t i, size_t n);
 
 /// Reads a source file ("-": standard input) into `text`, at most
 /// kMaxSourceBytes (support/limits.h) whatever the file is (a pipe, a device
-/// that never ends); false with the reason in `error` otherwise.
-bool read_source(const std::string &path, std::string &text, std::string &error);
+/// that never ends); false with the reason in `error` otherwise. With
+/// `regular_only` (imported modules) anything but a regular file is refused
+/// at once: a FIFO without a writer would otherwise block the open forever.
+bool read_source(const std::string &path, std::string &text, std::string &error,
+                 bool regular_only = false);
 
 /// Owns every file read during a compilation (main file and imports).
 class SourceManager {
  public:
   FileId add(std::string path, std::string text);
   /// Reads a file from disk; returns kNoFile (and leaves `error` set) on failure.
-  FileId load(const std::string &path, std::string &error);
+  FileId load(const std::string &path, std::string &error, bool regular_only = false);
   const SourceFile &file(FileId id) const { return *files_.at(static_cast<size_t>(id)); }
   SourceFile &file(FileId id) { return *files_.at(static_cast<size_t>(id)); }
   /// Whether `span` lies in a module of the standard library.

@@ -62,6 +62,11 @@ struct Compute<BF16> {
   static BF16 store(float v) { return BF16{bf16_store(v)}; }
 };
 
+/// Compiles a function three times (AVX-512, AVX2, baseline x86-64) and picks the
+/// version for the CPU at load time. Only for loops whose per-element arithmetic
+/// does not depend on the vector width, so every version computes the same bits.
+#define SPMDRT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
 /// Row-major element strides of `shape`.
 std::vector<int64_t> row_major_strides(const Shape &shape);
 

@@ -142,8 +142,6 @@ template <typename T>
   }
 }
 
-#define SPMDRT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-
 SPMDRT_CLONES void narrow_f32(int64_t m, int64_t n, int64_t k, const Operand<float> &a,
                               const Operand<float> &b, float *c) {
   narrow_gemm(m, n, k, a, b, c);

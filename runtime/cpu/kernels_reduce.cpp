@@ -14,7 +14,10 @@
 //   (((identity op x_0) op x_1) op ...) with identity -inf/+inf (INT_MIN/INT_MAX,
 //   false/true) and propagate NaN. Bool supports max (any) and min (all).
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <limits>
+#include <memory>
 
 #include "internal.h"
 #include "spmdrt/kernels.h"
@@ -118,39 +121,87 @@ S round_sum(double v) {
   return detail::Compute<S>::store(static_cast<typename detail::Compute<S>::type>(v));
 }
 
+/// acc[t] += x[t] in f64, t < n: the one loop every sum below runs, compiled
+/// for each vector width (one addition per element whatever the width).
+template <typename S>
+[[gnu::always_inline]] inline void add_in_f64(double *__restrict acc, const S *__restrict x,
+                                              int64_t n) {
+  for (int64_t t = 0; t < n; ++t) acc[t] += double(detail::Compute<S>::load(x[t]));
+}
+SPMDRT_CLONES void add_to_f64(double *acc, const float *x, int64_t n) { add_in_f64(acc, x, n); }
+SPMDRT_CLONES void add_to_f64(double *acc, const double *x, int64_t n) { add_in_f64(acc, x, n); }
+SPMDRT_CLONES void add_to_f64(double *acc, const BF16 *x, int64_t n) { add_in_f64(acc, x, n); }
+
 /// Sums one contiguous run x_0 .. x_{n-1}.
 template <typename S>
 double lane_sum_row(const S *row, int64_t n) {
-  alignas(64) double l[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t j = 0; j < kLanes; ++j) l[j] += double(detail::Compute<S>::load(row[i + j]));
-  }
-  for (int64_t j = 0; i < n; ++i, ++j) l[j] += double(detail::Compute<S>::load(row[i]));
-  return fold_lanes(l, std::min(n, kLanes));
+  alignas(64) double l[kLanes];
+  const int64_t used = std::min(n, kLanes);
+  std::fill(l, l + used, 0.0);
+  for (int64_t i = 0; i < n; i += kLanes) add_to_f64(l, row + i, std::min(kLanes, n - i));
+  return fold_lanes(l, used);
 }
 
 /// Column sums: out[t] = the lane sum over r of x[r * stride + t], t < width.
-/// Columns are taken a tile at a time so that their lanes stay in cache.
+///
+/// The fold is a binary tree: its root adds the lanes with an even index to those
+/// with an odd one, the next level splits on bit 1 of the index, and so on, so
+/// evaluating it depth first needs one partial column vector per level instead
+/// of all kSumLanes lanes of every column. A leaf (lane j) reads whole rows
+/// j, j + L, j + 2L, ... (vectorised across the columns); a subtree whose first
+/// lane is past the last row holds only +0 lanes and is skipped, as in
+/// fold_lanes. Columns go a tile at a time so the partials stay in cache.
 template <typename S>
-void lane_sum_columns(const S *x, int64_t rows, int64_t stride, int64_t width, S *out) {
-  constexpr int64_t kTile = 32;
-  const int64_t used = std::min(rows, kLanes);
-  std::vector<double> lanes(static_cast<size_t>(used * kTile));
-  alignas(64) double l[kLanes];
-  for (int64_t t0 = 0; t0 < width; t0 += kTile) {
-    const int64_t tw = std::min(kTile, width - t0);
-    std::fill(lanes.begin(), lanes.end(), 0.0);
-    for (int64_t r = 0; r < rows; ++r) {
-      double *lane = lanes.data() + (r % kLanes) * kTile;
-      const S *src = x + r * stride + t0;
-      for (int64_t t = 0; t < tw; ++t) lane[t] += double(detail::Compute<S>::load(src[t]));
-    }
-    for (int64_t t = 0; t < tw; ++t) {
-      for (int64_t j = 0; j < used; ++j) l[j] = lanes[static_cast<size_t>(j * kTile + t)];
-      out[t0 + t] = round_sum<S>(fold_lanes(l, used));
+class ColumnSums {
+ public:
+  ColumnSums(const S *x, int64_t rows, int64_t stride) : x_(x), rows_(rows), stride_(stride) {}
+
+  void run(int64_t width, S *out) {
+    for (int64_t t0 = 0; t0 < width; t0 += kTile) {
+      tw_ = std::min(kTile, width - t0);
+      t0_ = t0;
+      node(0, 0);
+      const double *sum = partial(0);
+      for (int64_t t = 0; t < tw_; ++t) out[t0 + t] = round_sum<S>(sum[t]);
     }
   }
+
+ private:
+  static constexpr int64_t kTile = 512;
+  static constexpr int kDepth = std::countr_zero(static_cast<uint64_t>(kLanes));
+
+  double *partial(int level) { return partials_[static_cast<size_t>(level)].data(); }
+
+  /// Writes into partial(level) the subtree of the lanes whose index has the low
+  /// `level` bits equal to `prefix`.
+  void node(int level, int64_t prefix) {
+    double *acc = partial(level);
+    if (level == kDepth) {  // lane `prefix`: rows prefix, prefix + L, ...
+      std::fill(acc, acc + tw_, 0.0);
+      for (int64_t r = prefix; r < rows_; r += kLanes) add_to_f64(acc, x_ + r * stride_ + t0_, tw_);
+      return;
+    }
+    node(level + 1, prefix);  // bit `level` clear: the left operand
+    const int64_t right = prefix | (int64_t{1} << level);
+    if (right >= rows_) {  // only +0 lanes on the right
+      std::copy(partial(level + 1), partial(level + 1) + tw_, acc);
+      return;
+    }
+    std::copy(partial(level + 1), partial(level + 1) + tw_, acc);
+    node(level + 1, right);
+    add_to_f64(acc, partial(level + 1), tw_);
+  }
+
+  const S *x_;
+  int64_t rows_, stride_;
+  int64_t t0_ = 0, tw_ = 0;
+  std::array<std::array<double, kTile>, kDepth + 1> partials_{};
+};
+
+template <typename S>
+void lane_sum_columns(const S *x, int64_t rows, int64_t stride, int64_t width, S *out) {
+  auto sums = std::make_unique<ColumnSums<S>>(x, rows, stride);
+  sums->run(width, out);
 }
 
 /// The sum over the reduced dimensions of `x` (floating point). After merging

@@ -14,6 +14,7 @@
 //    signal is raised again with its default action.
 #include "spmdrt/output_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -167,12 +168,44 @@ int named_descriptor(const std::string &path) {
   return -1;
 }
 
+/// Removes the temporaries `BASE.tmp-spmdc-PID-N` in `dir` that a process
+/// killed by SIGKILL (or a crash) left: those of a PID that no longer runs,
+/// owned by this user, regular files. The next write of the same output
+/// cleans up after the one that was killed.
+void remove_stale_temporaries(const std::string &dir, const std::string &base) {
+  const std::string prefix = base + ".tmp-spmdc-";
+  DIR *d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (const dirent *e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    // PID-N, both decimal.
+    const std::string rest = name.substr(prefix.size());
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || dash + 1 == rest.size() || dash > 9 ||
+        rest.find_first_not_of("0123456789-") != std::string::npos ||
+        rest.find('-', dash + 1) != std::string::npos)
+      continue;
+    const pid_t pid = static_cast<pid_t>(std::atol(rest.substr(0, dash).c_str()));
+    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    stale.push_back(dir + "/" + name);
+  }
+  ::closedir(d);
+  for (const std::string &path : stale) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid())
+      ::unlink(path.c_str());
+  }
+}
+
 /// A unique temporary name beside `final_path` (the base name shortened so
-/// the result stays under NAME_MAX).
+/// the result stays under NAME_MAX); first removes the stale ones of that name.
 std::string temporary_beside(const std::string &final_path) {
   static std::atomic<unsigned> counter{0};
   std::string base = base_of(final_path).substr(0, 200);
   const std::string dir = dir_of(final_path);
+  remove_stale_temporaries(dir, base);
   return (dir == "." && final_path.find('/') == std::string::npos ? "" : dir + "/") + base +
          ".tmp-spmdc-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }

@@ -279,6 +279,46 @@ bool agreed(Processes &procs, const std::string &prog, Step &&step) {
   return !a.failed;
 }
 
+/// `--iters 3 --random 1` (quoted where a word has spaces), at most ~200 characters.
+std::string quoted_arguments(const std::string &joined) {
+  std::string out;
+  size_t start = 0;
+  while (start < joined.size()) {
+    size_t end = std::min(joined.find('\0', start), joined.size());
+    std::string word = joined.substr(start, end - start);
+    if (!out.empty()) out += ' ';
+    out += word.find(' ') == std::string::npos && !word.empty() ? word : "'" + word + "'";
+    start = end + 1;
+    if (out.size() > 200) return out.substr(0, 200) + "...";
+  }
+  return out.empty() ? "no arguments" : "`" + out + "`";
+}
+
+/// Every process of an MPI job must run the same command line: a process
+/// with other --iters would wait in a collective the others never reach, one
+/// with another --random seed would mix different inputs. Empty when they
+/// agree; otherwise (on every process) the error, naming the first rank that
+/// differs from rank 0.
+std::string same_arguments(Processes &procs, int argc, char **argv) {
+  if (procs.size() == 1) return "";
+  std::string mine;
+  for (int k = 1; k < argc; ++k) {
+    mine += argv[k];
+    mine += '\0';
+  }
+  const std::vector<std::string> all = procs.gather(mine);
+  std::string error;
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0]) {
+      error = "the processes of this MPI job were started with different arguments: rank 0 with " +
+              quoted_arguments(all[0]) + ", rank " + std::to_string(r) + " with " +
+              quoted_arguments(all[r]) + "; start every process with the same command line";
+      break;
+    }
+  procs.broadcast(error);
+  return error;
+}
+
 /// Before anything is read or allocated: is there room for this process's
 /// part of the run? Throws CliError (check_resources) when not.
 void check_memory(const ProgramFunction &f, const std::vector<int64_t> &devices,
@@ -415,6 +455,12 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
     return 1;
   }
   Processes &procs = exec->processes();
+  // Before anything else every process runs (--help, the checks, the
+  // iterations): the same command line everywhere, or a clear error on all.
+  if (!agreed(procs, prog, [&] {
+        if (std::string e = same_arguments(procs, argc, argv); !e.empty()) throw UsageError{e};
+      }))
+    return 1;
   if (help) {
     if (procs.rank() == 0) print_usage(argv[0], functions, default_fn, target);
     return 0;

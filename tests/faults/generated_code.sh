@@ -35,15 +35,22 @@ cd "$W" || exit 1
 cmp -s expected.txt got.txt || { fail "results differ"; diff expected.txt got.txt; }
 # The printed command, read back by a shell, gives the same words: the output
 # path must come back whole, and nothing may be run.
-line=$(grep -v 'runtime from' show.txt | sed 's/^spmdc: //')
+# It names the executable's final path (a command that can be run again) and
+# the emitted source, which is kept.
+line=$(grep -v 'runtime from\|source kept in' show.txt | sed 's/^spmdc: //')
 words=$(bash -c 'eval "set -- $1"; printf "%s\n" "$@"' _ "$line")
-grep -qF -- "-exe \$(touch pwned).tmp-spmdc-" <<< "$words" || { fail "show-command words:"; echo "$words"; }
+grep -qxF -- "$W/-exe \$(touch pwned)" <<< "$words" || { fail "show-command words:"; echo "$words"; }
+kept=$(sed -n 's/^spmdc: source kept in //p' show.txt)
+[[ -f $kept ]] && grep -qxF -- "$kept" <<< "$words" || fail "show-command: the source \`$kept\` is not kept"
+[[ -n $kept ]] && rm -rf "$(dirname "$kept")"
 grep -qF -- "-I" <<< "$words" || fail "show-command: no -I"
 find "$W" -name pwned | grep -q . && fail "a \$(...) in a path was run"
 # --cxxflags and SPMDC_CXXFLAGS reach the compiler as separate words.
 SPMDC_CXXFLAGS="-DFROM_ENV='a b'" "$SPMDC" build "$P" --target cpu -o "$W/e2" --show-command \
   --cxxflags "-O1 -DX=\"1 2\"" 2> show2.txt || { fail "build with --cxxflags"; cat show2.txt; }
-line=$(grep -v 'runtime from' show2.txt | sed 's/^spmdc: //')
+line=$(grep -v 'runtime from\|source kept in' show2.txt | sed 's/^spmdc: //')
+kept=$(sed -n 's/^spmdc: source kept in //p' show2.txt)
+[[ -n $kept ]] && rm -rf "$(dirname "$kept")"
 words=$(bash -c 'eval "set -- $1"; printf "%s\n" "$@"' _ "$line")
 for w in "-DFROM_ENV=a b" "-O1" "-DX=1 2"; do
   grep -qxF -- "$w" <<< "$words" || { fail "flag \`$w\` not passed as one word:"; echo "$words"; }

@@ -73,6 +73,20 @@ expect help 0 "" 0 60 -- "${MPI[@]}" -np 4 "${D[@]}" --help
 [[ $(grep -c "^Usage:" "$W/out") -eq 1 ]] || fail "help: printed $(grep -c '^Usage:' "$W/out") times"
 grep -q "divide(n: i32\[8\] @ P(i)) on mesh (i: 4)" "$W/out" || fail "help: no mesh in the function list"
 
+# Ranks started with different arguments (an MPMD launch): other --iters would
+# leave ranks waiting in a collective, other --random seeds would mix inputs.
+# Every rank refuses at start-up, one message, no hang, nothing written.
+expect mismatched-iters 1 "were started with different arguments: rank 0 with" 1 60 -- \
+  "${MPI[@]}" -np 2 "${D[@]}" --random 1 --iters 3 --out-dir "$W/o" : \
+  -np 2 "${D[@]}" --random 1 --iters 5 --out-dir "$W/o"
+grep -qF "rank 2 with \`--fn divide --random 1 --iters 5" "$W/err" ||
+  fail "mismatched-iters: the differing rank is not named: $(cat "$W/err")"
+no_outputs mismatched-iters
+expect mismatched-seeds 1 "were started with different arguments" 1 60 -- \
+  "${MPI[@]}" -np 3 "${D[@]}" --random 1 --out-dir "$W/o" : -np 1 "${D[@]}" --random 2 \
+  --out-dir "$W/o"
+no_outputs mismatched-seeds
+
 # The same program runs when launched right, outputs written once (into a new --out-dir).
 rmdir "$W/o"
 expect good-run 0 "" 0 60 -- "${MPI[@]}" -np 4 "${D[@]}" --in n="$W/n_ok.npy" --out-dir "$W/o"

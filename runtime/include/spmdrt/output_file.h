@@ -20,7 +20,8 @@
 //     leave some outputs replaced and others not.)
 //   * A temporary left by a failure, or by SIGINT/SIGTERM/SIGHUP/SIGQUIT at any
 //     time, is removed (a handler is installed while temporaries exist). Only
-//     SIGKILL or a crash can leave one, named `NAME.tmp-spmdc-PID-N`.
+//     SIGKILL or a crash can leave one, named `NAME.tmp-spmdc-PID-N`; the
+//     next write of NAME removes it (when process PID no longer runs).
 //   * A path the tool made up itself (a default name, --out-dir DIR/NAME.npy)
 //     never replaces a file registered with protect_input (the inputs).
 //   * Errors name the user's path and the system's reason (strerror).

@@ -3,6 +3,7 @@
 // comments, with the conventions of analysis/stats.h), and random pairs of
 // layouts on random 2-D meshes whose plan, emitted as a program and run, must
 // move the data correctly.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <random>
 
@@ -199,6 +200,102 @@ TEST_CASE("connect: random layout pairs move the data correctly", "[sharding][co
           expected.set(i, expected.get(i) + input.get(p * block + i));
     }
     CHECK(test::max_abs_diff(out[0], expected) <= 1e-5 * (1 + test::max_abs(expected)));
+  }
+}
+
+}  // namespace spmd
+
+namespace spmd {
+
+// Meshes of more than 4 axes (issue 30): the search over the layouts on the
+// way to the target (and, with a budget of 1 layout, the direct plan) must
+// still move the data correctly; on small meshes the directed plan is never
+// cheaper than the exhaustive one (which is the cheapest).
+TEST_CASE("connect: many axes, directed and direct plans move the data correctly",
+          "[sharding][connect][random]") {
+  std::mt19937_64 rng(30);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  int checked = 0;
+  for (int t = 0; t < 40; ++t) {
+    const int num_axes = 5 + pick(2);  // 32 or 64 devices, one thread each
+    std::vector<rt::MeshAxis> axes;
+    for (int a = 0; a < num_axes; ++a) axes.push_back({std::string(1, char('a' + a)), 2});
+    rt::Mesh mesh(axes);
+    const int rank = 1 + pick(3);
+    Shape shape(static_cast<size_t>(rank), 64);
+    auto random_layout = [&](AxisSet partial_within) {
+      Sharding s = sharding::replicated(static_cast<size_t>(rank));
+      std::vector<int> order(static_cast<size_t>(num_axes));
+      for (int a = 0; a < num_axes; ++a) order[static_cast<size_t>(a)] = a;
+      std::shuffle(order.begin(), order.end(), rng);
+      for (int a : order) {
+        int choice = pick(rank + 2);
+        if (choice < rank)
+          s.dims[static_cast<size_t>(choice)].push_back(a);
+        else if (choice == rank && partial_within.contains(a))
+          s.partial = s.partial | AxisSet::of(a);
+      }
+      return s;
+    };
+    AxisSet all;
+    for (int a = 0; a < num_axes; ++a) all = all | AxisSet::of(a);
+    Sharding src = random_layout(pick(2) ? all : AxisSet());
+    Sharding dst = random_layout(AxisSet());
+    if (!sharding::fits(mesh, shape, src) || !sharding::fits(mesh, shape, dst) || src == dst)
+      continue;
+    for (size_t budget : {sharding::kMaxReshardLayouts, size_t{1}}) {
+      sharding::Connector connector(mesh, builtin_profiles().front(), budget);
+      sharding::ReshardPlan plan = connector.connect(shape, DType::F32, src, dst);
+      INFO(shape_type_str(DType::F32, shape)
+           << " on " << num_axes << " axes: " << sharding::to_string(src, mesh) << " -> "
+           << sharding::to_string(dst, mesh) << ", budget " << budget);
+      REQUIRE(plan.possible);
+      CHECK(plan.search != sharding::ReshardSearch::Exhaustive);
+      if (budget == 1) CHECK(plan.search == sharding::ReshardSearch::Direct);
+      // The steps end in dst, each step's layout fits.
+      Sharding at = src;
+      for (const auto &s : plan.steps) {
+        CHECK(sharding::fits(mesh, shape, s.after));
+        at = s.after;
+      }
+      CHECK(at == dst);
+      std::string text =
+          ir::print_module(sharding::reshard_program(mesh, shape, DType::F32, src, dst, plan));
+      INFO(text);
+      auto c = test::compile_text(text, /*auto_pb=*/false);
+      const ir::Function &f = c->module->functions.at(0);
+      rt::Tensor input = rt::random_tensor(DType::F32, f.params[0].global_shape, 3000 + t);
+      auto out = test::run_fn(*c, 0, {input});
+      rt::Tensor expected = input;
+      if (!src.complete()) {
+        expected = rt::Tensor::zeros(DType::F32, shape);
+        int64_t block = expected.numel();
+        for (int64_t p = 0; p < f.params[0].global_shape[0]; ++p)
+          for (int64_t i = 0; i < block; ++i)
+            expected.set(i, expected.get(i) + input.get(p * block + i));
+      }
+      CHECK(test::max_abs_diff(out[0], expected) <= 1e-4 * (1 + test::max_abs(expected)));
+      ++checked;
+    }
+  }
+  CHECK(checked >= 30);
+}
+
+TEST_CASE("connect: on small meshes the exhaustive plan is the cheapest of the three",
+          "[sharding][connect]") {
+  // (x: 2, y: 4): exhaustive; the same reshard planned with a budget of 1 is
+  // the direct plan, never cheaper.
+  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"P(x, y)", "P(y, x)"}, {"P((x, y))", "P(None, (y, x))"}, {"P(x, partial=y)", "P(y)"}}) {
+    sharding::Connector best(kMesh, builtin_profiles().front());
+    sharding::Connector direct(kMesh, builtin_profiles().front(), 1);
+    Shape shape{64, 64};
+    auto a = best.connect(shape, DType::F32, parse(from, kMesh, 2), parse(to, kMesh, 2));
+    auto b = direct.connect(shape, DType::F32, parse(from, kMesh, 2), parse(to, kMesh, 2));
+    INFO(from << " -> " << to);
+    CHECK(a.search == sharding::ReshardSearch::Exhaustive);
+    CHECK(b.search == sharding::ReshardSearch::Direct);
+    CHECK(a.seconds <= b.seconds);
   }
 }
 
