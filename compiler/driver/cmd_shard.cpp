@@ -235,6 +235,10 @@ int run_reshard(const ReshardCliOptions &o) {
                   ": a split dimension is not divisible by its devices");
   if (!to->partial.empty() && !from->partial.contains_all(to->partial))
     return fail("--to can be partial only over axes --from is partial over");
+  if (o.program && !to->partial.empty())
+    return fail(
+        "--program: a shmap's results are complete arrays, so --to cannot be partial "
+        "(plan it without --program)");
   if (dtype == DType::Bool && !from->partial.empty())
     return fail("--from: a bool array cannot hold partial sums (psum does not take bool)");
   sharding::Connector connector(*mesh, *profile);
