@@ -911,7 +911,7 @@ LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
                       "functions (make a shmap of it with `spmdc shard` first)");
     return {};
   }
-  std::vector<ir::ValueId> args;
+  std::vector<LExpr> lowered;
   for (const auto &arg : call.args) {
     if (!arg.keyword.empty()) {
       diags().error("bad-argument", arg.span,
@@ -919,7 +919,18 @@ LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
                         (decl->kind == ast::FuncKind::Shmap ? "shmap" : "def") + "` functions");
       return {};
     }
-    args.push_back(lower_value(*arg.value));
+    lowered.push_back(lower_expr(*arg.value));
+    if (!lowered.back().ok()) return {};
+  }
+  // A number written as an argument takes the dtype its parameter has in this
+  // call, as it would in an expression: `adamw(w, g, m, v, 1.0, 0.001, ...)`
+  // with f64 `w` passes f64 scalars.
+  std::vector<ir::ValueId> args;
+  for (size_t k = 0; k < lowered.size(); ++k) {
+    std::optional<DType> hint;
+    if (k < decl->params.size() && lowered[k].kind == LExpr::Kind::Literal)
+      hint = literal_argument_dtype(*decl, lowered, k);
+    args.push_back(materialize(lowered[k], hint));
     if (args.back() == ir::kNoValue) return {};
   }
   if (args.size() != decl->params.size()) {
@@ -938,6 +949,18 @@ LExpr BodyLowerer::lower_call(const ast::CallExpr &call, SourceSpan span) {
   int callee = program_.instantiate(*decl, def_module, arg_types, function_.mesh, span);
   if (callee < 0) return {};
   return emit_call(callee, std::move(args), span);
+}
+
+std::optional<DType> BodyLowerer::literal_argument_dtype(const ast::FuncDecl &decl,
+                                                         const std::vector<LExpr> &args, size_t k) {
+  const std::string &dtype = decl.params[k].type.dtype.name;
+  if (auto concrete = parse_dtype(dtype)) return concrete;
+  // A type parameter: bound by the first argument of that parameter's dtype
+  // that is not itself a number (numbers alone leave it to the literal).
+  for (size_t j = 0; j < args.size() && j < decl.params.size(); ++j)
+    if (args[j].kind == LExpr::Kind::Value && decl.params[j].type.dtype.name == dtype)
+      return function_.type(args[j].value).dtype;
+  return std::nullopt;
 }
 
 LExpr BodyLowerer::call_shmap(const ast::FuncDecl &decl, int decl_module,

@@ -138,6 +138,11 @@ class BodyLowerer {
   void lower_for(const ast::ForStmt &loop, SourceSpan span);
   void lower_if(const ast::IfStmt &branch, SourceSpan span);
   LExpr lower_call(const ast::CallExpr &call, SourceSpan span);
+  /// The dtype a number written as argument `k` of a call of `decl` takes:
+  /// its parameter's dtype, or the dtype bound to its type parameter by the
+  /// other arguments (none when only numbers bind it).
+  std::optional<DType> literal_argument_dtype(const ast::FuncDecl &decl,
+                                              const std::vector<LExpr> &args, size_t k);
   /// A call of shmap `decl` from this body: local values in, local values out.
   LExpr call_shmap(const ast::FuncDecl &decl, int decl_module, std::vector<ir::ValueId> args,
                    SourceSpan callee_span, SourceSpan span);
