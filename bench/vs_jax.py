@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """bench/vs_jax.py — spmdc's CPU executable and JAX side by side, same program, same inputs.
 
-For every shmap of every program given (default: samples/*.spmd, samples/seed/*.spmd and
-bench/jax/*.spmd, plus the gradient of bench/jax/dp_loss.spmd), this script
+For every row, this script
 
 1. builds the executable (`spmdc build --target cpu`) and times it with its own
    `--iters/--warmup` timer (a step = first device's start to last device's finish), and
@@ -10,27 +9,42 @@ bench/jax/*.spmd, plus the gradient of bench/jax/dp_loss.spmd), this script
 2. translates the very same checked program (`spmdc print --emit=ir`, the flat typed IR, and
    the signatures of `spmdc print`) into JAX — one `jax.shard_map` per shmap over a mesh of
    CPU devices, one lax call per IR instruction — and times `jit(...)(*inputs)` with
-   `block_until_ready`;
+   `block_until_ready`, the inputs placed on the mesh **as the in_specs say**
+   (`device_put(x, NamedSharding(mesh, spec))`, once, before timing), so no timed call
+   moves inputs between devices;
 3. runs both on identical inputs (uniform in [-1, 1), written to .npy and passed with --in),
    prints how far the outputs are apart (relative to the largest magnitude: the two use
-   different libm and BLAS), and prints the medians and the ratios JAX / spmdc (> 1: spmdc
-   faster), taken round by round.
+   different libm and BLAS), and for wall time and for CPU time (user + system of the whole
+   process, all threads: the executable's measured as its run with the timed iterations
+   minus the same run without them) the medians and the ratios JAX / spmdc (> 1: spmdc
+   faster), taken round by round, with the load average while the row ran.
+
+The rows: a **headline** section of programs big enough that a step measures compute
+(a transformer block forward and gradient, a 2-D mesh MLP gradient, dp_loss and its
+gradient, matmul, elementwise — each at two sizes, from bench/jax/*.spmd with --set — and
+the 1F1B pipeline sample), then an **overhead** section with every sample (samples/*.spmd,
+samples/seed/*.spmd): steps of tens of microseconds, where both sides time dispatch and
+synchronisation, not compute (--headline-only skips it). The header line names the CPU,
+its vector ISA and the core count.
 
 JAX runs on the CPU with XLA_FLAGS=--xla_force_host_platform_device_count=N, N the largest
 mesh among the programs (8 for the defaults), set here before jax is imported.
 Without JAX (pip install jax) the script says so and exits 0. OPENBLAS_CORETYPE is removed from
 the executable's environment unless --keep-blas-env is given, so OpenBLAS chooses its kernels
 for the machine (AVX-512 where there is), as XLA does for JAX. Not a test: figures depend on
-the machine. Usage:
+the machine and its load. Usage:
 
-  bench/vs_jax.py --spmdc build/compiler/spmdc [--rounds 5] [--iters 20] [[grad:]FILE.spmd[:FN]] ...
+  bench/vs_jax.py --spmdc build/compiler/spmdc [--rounds 5] [--iters 20] [--headline-only]
+  bench/vs_jax.py --spmdc ... [--set NAME=SIZE ...] [grad:]FILE.spmd[:FN] ...
 
 (`grad:FILE.spmd:FN` times the gradient of shmap FN, as `spmdc grad` derives it.)
 """
 import argparse
 import glob
 import os
+import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -331,6 +345,7 @@ def make_translator(jax, jnp, lax, funcs, mesh_axes):
 
 
 def jax_program(jax, np, funcs, meshes, sig, index):
+    """The jitted shard_map of shmap `index`, its mesh and its in_specs."""
     import jax.numpy as jnp
     from jax import lax
     from jax.sharding import Mesh, PartitionSpec
@@ -349,7 +364,7 @@ def jax_program(jax, np, funcs, meshes, sig, index):
     out_specs = tuple(spec(r[3]) for r in sig['results'])
     body = jax.shard_map(lambda *a: tuple(call(index, list(a))), mesh=mesh, in_specs=in_specs,
                          out_specs=out_specs, check_vma=False)
-    return jax.jit(body)
+    return jax.jit(body), mesh, in_specs
 
 
 # ---- running and timing ----------------------------------------------------------------
@@ -373,9 +388,19 @@ def make_input(np, rng, dtype, shape):
     return rng.uniform(-1, 1, size=shape).astype(np.float64 if dtype == 'f64' else np.float32)
 
 
-def bench_one(args, jax, np, path, fn, work):
-    printed = run([args.spmdc, 'print', path])
-    ir = run([args.spmdc, 'print', '--emit=ir', path])
+def cpu_seconds_of(cmd):
+    """Run cmd; its exit status, stderr and the CPU time (user + system) it used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = run_exe(cmd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return r, used
+
+
+def bench_one(args, jax, np, path, fn, work, sets=()):
+    set_flags = [f for k in sets for f in ('--set', k)]
+    printed = run([args.spmdc, 'print', path, *set_flags])
+    ir = run([args.spmdc, 'print', '--emit=ir', path, *set_flags])
     if printed.returncode or ir.returncode:
         return f'{fn}: spmdc print failed: {printed.stderr or ir.stderr}'
     meshes, shmaps = read_signatures(printed.stdout)
@@ -385,7 +410,7 @@ def bench_one(args, jax, np, path, fn, work):
     if any(p[1] == 'bf16' for p in sig['params']) or any(r[1] == 'bf16' for r in sig['results']):
         return None  # NumPy has no bf16 inputs to share; skipped
     exe = os.path.join(work, 'exe')
-    b = run([args.spmdc, 'build', path, '--fn', fn, '--target', 'cpu', '-o', exe])
+    b = run([args.spmdc, 'build', path, '--fn', fn, '--target', 'cpu', '-o', exe, *set_flags])
     if b.returncode:
         return f'{fn}: spmdc build failed: {b.stderr}'
     rng = np.random.default_rng(0)
@@ -399,8 +424,11 @@ def bench_one(args, jax, np, path, fn, work):
     out_dir = os.path.join(work, 'out')
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
-    f = jax_program(jax, np, funcs, meshes, sig, index)
-    dev_inputs = [jax.device_put(x) for x in inputs]
+    f, mesh, in_specs = jax_program(jax, np, funcs, meshes, sig, index)
+    # Each input placed on the mesh as its in_spec says, once, before timing: a timed
+    # call then moves no input between devices (as a training loop's state would be).
+    from jax.sharding import NamedSharding
+    dev_inputs = [jax.device_put(x, NamedSharding(mesh, sp)) for x, sp in zip(inputs, in_specs)]
     jax_out = [np.asarray(o) for o in f(*dev_inputs)]
     exe_run = run_exe([exe, *flags, '-q', '--out-dir', out_dir])
     if exe_run.returncode:
@@ -412,43 +440,97 @@ def bench_one(args, jax, np, path, fn, work):
         ref = jax_out[k].astype(np.float64)
         scale = max(1.0, float(np.max(np.abs(ref)))) if ref.size else 1.0
         worst = max(worst, float(np.max(np.abs(got - ref))) / scale if ref.size else 0.0)
-    exe_ms, jax_ms, run_ms = [], [], []
+    exe_ms, jax_ms, run_ms, exe_cpu, jax_cpu = [], [], [], [], []
     timing = ['-q', '--iters', str(args.iters), '--warmup', '2']
+    untimed = ['-q', '--iters', '0', '--warmup', '2']
     for _ in range(args.rounds):
-        t = run_exe([exe, *flags, *timing])
+        t, cpu_all = cpu_seconds_of([exe, *flags, *timing])
         exe_ms.append(float(re.search(r'median ([0-9.]+) ms', t.stderr).group(1)))
-        t = run_exe([args.spmdc, 'run', path, '--fn', fn, *flags, *timing])
+        # CPU time per step: the same run without the timed iterations, subtracted.
+        _, cpu_base = cpu_seconds_of([exe, *flags, *untimed])
+        exe_cpu.append(max(cpu_all - cpu_base, 0.0) / args.iters * 1e3)
+        t = run_exe([args.spmdc, 'run', path, '--fn', fn, *flags, *timing, *set_flags])
         run_ms.append(float(re.search(r'median ([0-9.]+) ms', t.stderr).group(1)))
         for _ in range(2):
             jax.block_until_ready(f(*dev_inputs))
         times = []
+        c0 = time.process_time()
         for _ in range(args.iters):
             t0 = time.perf_counter()
             jax.block_until_ready(f(*dev_inputs))
             times.append((time.perf_counter() - t0) * 1e3)
+        jax_cpu.append((time.process_time() - c0) / args.iters * 1e3)
         jax_ms.append(statistics.median(times))
     ratios = [j / e for e, j in zip(exe_ms, jax_ms)]
+    cpu_ratios = [j / e for e, j in zip(exe_cpu, jax_cpu) if e > 0]
     return dict(exe=statistics.median(exe_ms), jax=statistics.median(jax_ms),
                 run=statistics.median(run_ms), ratio=statistics.median(ratios),
+                exe_cpu=statistics.median(exe_cpu), jax_cpu=statistics.median(jax_cpu),
+                cpu_ratio=statistics.median(cpu_ratios) if cpu_ratios else float('nan'),
                 run_ratio=statistics.median([j / r for r, j in zip(run_ms, jax_ms)]), diff=worst)
 
 
+# The headline rows: programs big enough that a step measures compute, each at two
+# sizes (label, file under ROOT, shmap, gradient?, --set sizes per size).
+TRANSFORMER = (('s=128', 'd=256', 'h=8', 'e=32', 'f=1024'), ('s=512', 'd=512', 'h=8', 'e=64', 'f=2048'))
+HEADLINE = [
+    ('transformer block forward (4 dev)', 'bench/jax/transformer_block.spmd', 'block', False, TRANSFORMER),
+    ('transformer block gradient (4 dev)', 'bench/jax/transformer_block.spmd', 'loss', True, TRANSFORMER),
+    ('2-D MLP gradient (data 2 x model 4)', 'bench/jax/mlp_2d.spmd', 'loss', True,
+     (('b=256', 'd=256', 'f=1024'), ('b=1024', 'd=1024', 'f=4096'))),
+    ('dp_loss (8 dev)', 'bench/jax/dp_loss.spmd', 'loss', False,
+     (('b=2048', 'd=512', 'k=16'), ('b=8192', 'd=1024', 'k=16'))),
+    ('dp_loss gradient (8 dev)', 'bench/jax/dp_loss.spmd', 'loss', True,
+     (('b=2048', 'd=512', 'k=16'), ('b=8192', 'd=1024', 'k=16'))),
+    ('matmul n^3, rows split (8 dev)', 'bench/jax/matmul.spmd', 'mm', False, (('n=512',), ('n=2048',))),
+    ('elementwise (8 dev)', 'bench/jax/elementwise.spmd', 'f', False,
+     (('b=1024', 'n=1024'), ('b=8192', 'n=1024'))),
+    # The sample's one size only (its shapes are written out): 8 microbatches, 4 stages.
+    ('pipeline 1F1B step (4 dev)', 'samples/pipeline_1f1b.spmd', 'one_f_one_b', False, ((),)),
+]
+
+
 def programs(args):
+    """(section, label, path, fn or None, gradient?, sets) for every row to time."""
     if args.files:
         for item in args.files:
             grad = item.startswith('grad:')
             path, _, fn = item.removeprefix('grad:').partition(':')
-            if grad:  # grad:FILE:FN, the gradient of shmap FN (`spmdc grad`)
-                yield 'grad:' + path + ':' + fn, fn + '_grad'
-            else:
-                yield path, fn or None
+            yield 'given', os.path.relpath(path, ROOT), path, fn or None, grad, tuple(args.set)
+        return
+    for label, rel, fn, grad, sizes in HEADLINE:
+        for sets in sizes:
+            yield 'headline', label + (' ' + ' '.join(sets) if sets else ''), \
+                os.path.join(ROOT, rel), fn, grad, sets
+    if args.headline_only:
         return
     files = sorted(glob.glob(os.path.join(ROOT, 'samples', '*.spmd')))
     files += sorted(glob.glob(os.path.join(ROOT, 'samples', 'seed', '*.spmd')))
-    files += sorted(glob.glob(os.path.join(ROOT, 'bench', 'jax', '*.spmd')))
     for f in files:
-        yield f, None
-    yield 'grad:' + os.path.join(ROOT, 'bench', 'jax', 'dp_loss.spmd') + ':loss', 'loss_grad'
+        yield 'overhead', os.path.relpath(f, ROOT), f, None, False, ()
+
+
+def machine_line():
+    flags = ''
+    try:
+        with open('/proc/cpuinfo') as f:
+            flags = next((ln for ln in f if ln.startswith('flags')), '')
+    except OSError:
+        pass
+    isa = 'AVX-512' if ' avx512f' in flags else 'AVX2' if ' avx2' in flags else 'no AVX2'
+    return f'{platform.processor() or platform.machine()}, {isa}, {os.cpu_count()} cores'
+
+
+def load():
+    return os.getloadavg()[0]
+
+
+SECTIONS = {
+    'headline': 'Headline: programs big enough to measure compute (two sizes each)',
+    'overhead': ('Overhead: the samples, so small that a step times dispatch and '
+                 'synchronisation, not compute'),
+    'given': 'Programs given on the command line',
+}
 
 
 def main():
@@ -456,6 +538,10 @@ def main():
     ap.add_argument('--spmdc', default=os.path.join(ROOT, 'build', 'compiler', 'spmdc'))
     ap.add_argument('--rounds', type=int, default=5, help='alternating rounds (default 5)')
     ap.add_argument('--iters', type=int, default=20, help='timed iterations per round')
+    ap.add_argument('--headline-only', action='store_true',
+                    help='skip the overhead section (the small samples)')
+    ap.add_argument('--set', action='append', default=[], metavar='NAME=SIZE',
+                    help='sizes for the programs given on the command line')
     ap.add_argument('--keep-blas-env', action='store_true',
                     help='keep OPENBLAS_CORETYPE in the executable\'s environment')
     ap.add_argument('files', nargs='*',
@@ -465,8 +551,8 @@ def main():
         EXE_ENV.pop('OPENBLAS_CORETYPE', None)
     todo = list(programs(args))
     largest = 1
-    for path, _ in todo:
-        printed = run([args.spmdc, 'print', path.removeprefix('grad:').split(':')[0]]).stdout
+    for _, _, path, _, _, sets in todo:
+        printed = run([args.spmdc, 'print', path, *[f for k in sets for f in ('--set', k)]]).stdout
         for sizes in re.findall(r'\bmesh\s+\w+\s*=\s*\(([^)]*)\)', printed):
             n = 1
             for size in re.findall(r':\s*(\d+)', sizes):
@@ -480,42 +566,57 @@ def main():
         print('vs_jax: JAX is not installed (pip install jax); nothing to compare')
         return 0
     jax.config.update('jax_enable_x64', True)
-    print(f'JAX {jax.__version__} on {jax.devices()[0].platform} '
-          f'({len(jax.devices())} host devices); medians of {args.rounds} rounds of '
-          f'{args.iters} iterations; executable OPENBLAS_CORETYPE='
+    print(f'JAX {jax.__version__} on {jax.devices()[0].platform} ({len(jax.devices())} host '
+          f'devices), inputs placed by their in_specs; {machine_line()}; medians of '
+          f'{args.rounds} rounds of {args.iters} iterations; executable OPENBLAS_CORETYPE='
           f'{EXE_ENV.get("OPENBLAS_CORETYPE", "(unset)")}')
-    print(f'{"program":<52} {"exe ms":>9} {"JAX ms":>9} {"JAX/exe":>8} {"run ms":>9} '
-          f'{"JAX/run":>8} {"max rel diff":>13}')
-    slower = 0
+    print('wall: median step time (exe: its --iters timer; JAX: jit call to block_until_ready); '
+          'cpu: CPU time per step of the whole process (all threads); ratios JAX / spmdc, '
+          'per round, then the median (> 1: spmdc faster)')
+    section = None
+    behind = {'wall': 0, 'cpu': 0}
     with tempfile.TemporaryDirectory() as work:
-        for path, fn in todo:
-            if path.startswith('grad:'):
-                src, _, of = path[5:].partition(':')
+        for sec, label, path, fn, grad, sets in todo:
+            if sec != section:
+                section = sec
+                print(f'\n{SECTIONS[sec]}')
+                print(f'{"program":<64} {"exe ms":>8} {"JAX ms":>8} {"wall":>6} '
+                      f'{"exe cpu":>8} {"JAX cpu":>8} {"cpu":>6} {"run ms":>8} {"JAX/run":>7} '
+                      f'{"rel diff":>9} {"load":>5}')
+            set_flags = [f for k in sets for f in ('--set', k)]
+            if grad:
+                src = path
                 path = os.path.join(work, 'grad.spmd')
-                g = run([args.spmdc, 'grad', src, '--fn', of, '-o', path])
+                g = run([args.spmdc, 'grad', src, '--fn', fn, '-o', path, *set_flags])
                 if g.returncode:
-                    print(f'grad of {src}: {g.stderr}')
+                    print(f'{label:<64} ERROR spmdc grad: {g.stderr.strip()}')
                     continue
-                label_file = os.path.basename(src).replace('.spmd', '') + ' grad'
+                fns, sets = [fn + '_grad'], ()
+                label = label if sec == 'headline' else f'{label} grad'
             else:
-                label_file = os.path.relpath(path, ROOT)
-            fns = [fn] if fn else re.findall(r'^\s*shmap\s+(\w+)', run([args.spmdc, 'print', path]).stdout, re.M)
+                fns = [fn] if fn else re.findall(r'^\s*shmap\s+(\w+)',
+                                                 run([args.spmdc, 'print', path, *set_flags]).stdout, re.M)
             for name in fns:
+                row = label if sec == 'headline' else f'{label}:{name}'
+                at = load()
                 try:
-                    r = bench_one(args, jax, np, path, name, work)
+                    r = bench_one(args, jax, np, path, name, work, sets)
                 except Exception as e:  # a translation gap must not hide the other programs
                     r = f'{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""}'
-                label = f'{label_file}:{name}'
                 if r is None:
-                    print(f'{label:<52} (bf16: skipped)')
+                    print(f'{row:<64} (bf16: skipped)')
                 elif isinstance(r, str):
-                    print(f'{label:<52} ERROR {r}')
+                    print(f'{row:<64} ERROR {r}')
                 else:
-                    slower += r['ratio'] < 1
-                    print(f'{label:<52} {r["exe"]:>9.4f} {r["jax"]:>9.4f} {r["ratio"]:>8.2f} '
-                          f'{r["run"]:>9.4f} {r["run_ratio"]:>8.2f} {r["diff"]:>13.2e}',
-                          flush=True)
-    print(f'spmdc slower than JAX on {slower} program(s)')
+                    if sec == 'headline':
+                        behind['wall'] += r['ratio'] < 1
+                        behind['cpu'] += r['cpu_ratio'] < 1
+                    print(f'{row:<64} {r["exe"]:>8.3f} {r["jax"]:>8.3f} {r["ratio"]:>6.2f} '
+                          f'{r["exe_cpu"]:>8.3f} {r["jax_cpu"]:>8.3f} {r["cpu_ratio"]:>6.2f} '
+                          f'{r["run"]:>8.3f} {r["run_ratio"]:>7.2f} {r["diff"]:>9.1e} '
+                          f'{(at + load()) / 2:>5.1f}', flush=True)
+    print(f'\nheadline rows where spmdc is slower than JAX: {behind["wall"]} in wall time, '
+          f'{behind["cpu"]} in CPU time')
     return 0
 
 
