@@ -28,6 +28,8 @@ class Builder {
       : module_(module), function_(function), body_(&body) {}
 
   Function &function() { return function_; }
+  /// The instruction list appended to (the function's body, or a region's).
+  std::vector<Instr> &body() { return *body_; }
   /// Appends to `body` from now on; returns the previous target.
   std::vector<Instr> *set_body(std::vector<Instr> *body) {
     std::swap(body, body_);

@@ -1,8 +1,6 @@
 // pipeline/prepare.cpp — prepare-for-codegen and flatten-for-sharding (see prepare.h).
 #include "pipeline/prepare.h"
 
-#include <limits>
-
 #include "pipeline/step.h"
 #include "transforms/combine_collectives.h"
 #include "transforms/inline_calls.h"
@@ -42,7 +40,7 @@ ir::Function flatten_for_sharding(const ir::Module &module, const ir::Function &
   ir::Function flat;
   script.run("inline_calls", module, flat, [&] { flat = inline_calls(module, function); });
   script.run("unroll_loops", module, flat,
-             [&] { unroll_loops(flat, UnrollPolicy{std::numeric_limits<int64_t>::max()}); });
+             [&] { unroll_loops(flat, UnrollPolicy{.keep_top_level = true}); });
   script.run("simplify", module, flat, [&] { flat = simplify(module, std::move(flat)); });
   return flat;
 }

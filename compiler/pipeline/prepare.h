@@ -13,8 +13,11 @@
 //   flatten-for-sharding (`spmdc shard`, sharding/problem.h), per sharded
 //   function:
 //     inline_calls         every call inlined;
-//     unroll_loops         every loop unrolled (a static loop's iterations
-//                          may be split differently);
+//     unroll_loops         every loop unrolled except those at the top level
+//                          with two or more iterations and no [[unroll]]:
+//                          they stay loops, and the search gives their body
+//                          one strategy for every iteration, each carried
+//                          value one layout (sharding/problem.h);
 //     simplify             as above.
 #pragma once
 

@@ -240,6 +240,7 @@ class AutoBuilder {
       if (n.kind == NodeKind::Op)
         for (size_t a = 0; a < n.cands.size(); ++a)
           n.cost[a] =
+              p_.weight(n.index) *
               p_.strategies[static_cast<size_t>(n.index)][static_cast<size_t>(n.cands[a])].cost();
     }
     for (Node &q : nodes_) {
@@ -247,11 +248,13 @@ class AutoBuilder {
       Node &r = nodes_[static_cast<size_t>(q.root)];
       const ir::Instr &in = p_.flat.body[static_cast<size_t>(q.index)];
       ir::ValueId v = in.operands[static_cast<size_t>(q.follow_operand)];
+      const double w = p_.weight(q.index);
+      const double wu = p_.use_weight(v, Use{q.index, q.follow_operand});
       for (size_t a = 0; a < r.cands.size(); ++a) {
         const Strategy &st =
             p_.strategies[static_cast<size_t>(q.index)][static_cast<size_t>(q.follow[a])];
-        r.cost[a] +=
-            st.cost() + reshard(v, out(v, a), st.operands[static_cast<size_t>(q.follow_operand)]);
+        r.cost[a] += w * st.cost() +
+                     wu * reshard(v, out(v, a), st.operands[static_cast<size_t>(q.follow_operand)]);
       }
     }
   }
@@ -270,36 +273,44 @@ class AutoBuilder {
         const Node &c = nodes_[static_cast<size_t>(consumer)];
         if (c.root != consumer && c.follow_operand == u.operand) continue;  // folded in
         const int rc = c.root;
+        const double w = p_.use_weight(value, u);
         Node &pn = nodes_[static_cast<size_t>(rp)];
         Node &cn = nodes_[static_cast<size_t>(rc)];
         if (rp == rc) {
           for (size_t a = 0; a < pn.cands.size(); ++a)
-            pn.cost[a] += reshard(value, out(value, a), requirement_at(u, a));
+            pn.cost[a] += w * reshard(value, out(value, a), requirement_at(u, a));
           continue;
         }
         if (pn.cands.size() == 1 || cn.cands.size() == 1) {
           for (size_t a = 0; a < pn.cands.size(); ++a)
             for (size_t b = 0; b < cn.cands.size(); ++b) {
               deadline_.check();
-              double r = reshard(value, out(value, a), requirement_at(u, b));
+              double r = w * reshard(value, out(value, a), requirement_at(u, b));
               (pn.cands.size() == 1 ? cn.cost[b] : pn.cost[a]) += r;
             }
           continue;
         }
-        auto [it, inserted] = pair_index.emplace(std::make_pair(rp, rc), pairwise_.pairs.size());
+        // A pair joins the earlier variable to the later one; the next value
+        // of a loop's carry is the one use that runs from a later producer
+        // back to an earlier consumer.
+        const bool backward = var_of_[static_cast<size_t>(rp)] > var_of_[static_cast<size_t>(rc)];
+        const int first = backward ? rc : rp, second = backward ? rp : rc;
+        auto [it, inserted] =
+            pair_index.emplace(std::make_pair(first, second), pairwise_.pairs.size());
+        const size_t n_second = nodes_[static_cast<size_t>(second)].cands.size();
         if (inserted) {
           PairwiseProblem::Pair pair;
-          pair.u = var_of_[static_cast<size_t>(rp)];
-          pair.v = var_of_[static_cast<size_t>(rc)];
-          if (pair.u >= pair.v) throw std::logic_error("shard: a use before its producer");
-          pair.cost.assign(pn.cands.size() * cn.cands.size(), 0);
+          pair.u = var_of_[static_cast<size_t>(first)];
+          pair.v = var_of_[static_cast<size_t>(second)];
+          pair.cost.assign(nodes_[static_cast<size_t>(first)].cands.size() * n_second, 0);
           pairwise_.pairs.push_back(std::move(pair));
         }
         std::vector<double> &cost = pairwise_.pairs[it->second].cost;
         for (size_t a = 0; a < pn.cands.size(); ++a)
           for (size_t b = 0; b < cn.cands.size(); ++b) {
             deadline_.check();
-            cost[a * cn.cands.size() + b] += reshard(value, out(value, a), requirement_at(u, b));
+            cost[backward ? b * n_second + a : a * n_second + b] +=
+                w * reshard(value, out(value, a), requirement_at(u, b));
           }
       }
     }

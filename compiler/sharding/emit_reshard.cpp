@@ -42,7 +42,7 @@ ir::ValueId emit_reshard(ir::Builder &b, ir::ValueId x, const ReshardPlan &plan,
     std::string text = comment;
     if (plan.steps.size() > 1)
       text += " (step " + std::to_string(k + 1) + " of " + std::to_string(plan.steps.size()) + ")";
-    f.body.back().comment = text;
+    b.body().back().comment = text;
     f.values[static_cast<size_t>(x)].name = name;
   }
   return x;

@@ -58,9 +58,27 @@ class Explainer {
     return p_.connector->cost(t.shape, t.dtype, *have, need);
   }
 
+  /// A kept loop's index (the loop's heading) or one of its carried values.
+  void carry_line(std::ostringstream &out, size_t i, const ProblemLoop &loop) {
+    const ir::Instr &in = p_.flat.body[i];
+    if (static_cast<int>(i) == loop.index) {
+      out << "  " << quote(sources_, in.span, "a loop") << ": kept a loop, " << loop.trips
+          << " iterations; its ops (below, to the end of the loop) take one strategy for every "
+             "iteration, and their costs count once per iteration\n";
+      return;
+    }
+    const Strategy &st = p_.strategies[i][static_cast<size_t>(plan_.choice[i])];
+    const std::string &name = p_.flat.values[static_cast<size_t>(in.results[0])].name;
+    out << "    carried " << (name.empty() ? std::string("value") : "`" + name + "`") << ": "
+        << to_string(st.results[0], p_.mesh) << " in every iteration\n";
+  }
+
   void op_line(std::ostringstream &out, size_t i) {
     const ir::Instr &in = p_.flat.body[i];
     const rt::Mesh &mesh = p_.mesh;
+    if (const ProblemLoop *loop = p_.carry_loop(static_cast<int>(i)))
+      return carry_line(out, i, *loop);
+
     std::string what = quote(sources_, in.span, "`" + std::string(op_display_name(in.op)) + "`");
     if (plan_.choice[i] < 0) {
       out << "  " << what << ": a constant, made in whatever layout each use needs\n";
@@ -145,7 +163,12 @@ class Explainer {
           << bytes(local_bytes(mesh, t.shape, t.dtype, plan_.params[k])) << " per device\n";
     }
     out << "\nops\n";
-    for (size_t i = 0; i < f.body.size(); ++i) op_line(out, i);
+    for (size_t i = 0; i < f.body.size(); ++i) {
+      op_line(out, i);
+      const int l = p_.loop_of[i];
+      if (l >= 0 && static_cast<int>(i) + 1 == p_.loops[static_cast<size_t>(l)].body_end)
+        out << "  (end of the loop)\n";
+    }
     out << "\nresults\n";
     for (size_t k = 0; k < f.results.size(); ++k) {
       ir::ValueId v = f.returns[k];
@@ -162,11 +185,11 @@ class Explainer {
     auto row = [&](const char *name, const PlanCost &pc) {
       char line[256];
       std::snprintf(line, sizeof line,
-                    "  %-16s %12s   compute %10s   communication %10s   %3d "
+                    "  %-16s %12s   compute %10s   communication %10s   %3lld "
                     "collectives   memory %10s",
                     name, seconds(pc.total_s()).c_str(), seconds(pc.compute_s).c_str(),
-                    seconds(pc.finish_s + pc.reshard_s).c_str(), pc.collectives,
-                    bytes(pc.peak_bytes).c_str());
+                    seconds(pc.finish_s + pc.reshard_s).c_str(),
+                    static_cast<long long>(pc.collectives), bytes(pc.peak_bytes).c_str());
       out << line;
       if (memory_limit_ && pc.peak_bytes > *memory_limit_) out << "  (over the limit)";
       out << "\n";

@@ -43,7 +43,16 @@ class PlanLowerer {
       f_.params.push_back(param);
       produced_[gp.value] = {param.value, plan_.params[k]};
     }
-    for (size_t i = 0; i < g.body.size(); ++i) lower_instr(i);
+    for (size_t i = 0; i < g.body.size(); ++i) {
+      const int l = p_.loop_of[i];
+      if (l < 0) {
+        lower_instr(i);
+        continue;
+      }
+      const ProblemLoop &loop = p_.loops[static_cast<size_t>(l)];
+      lower_loop(loop);
+      i = static_cast<size_t>(loop.body_end) - 1;
+    }
     for (size_t k = 0; k < g.returns.size(); ++k) {
       const ir::Result &gr = g.results[k];
       ir::Result r;
@@ -85,7 +94,7 @@ class PlanLowerer {
     if (results.size() != 1)
       throw std::logic_error("shard: cannot emit `" + std::string(op_spelling(op)) +
                              "`: " + error.message);
-    f_.body.back().comment = std::move(comment);
+    builder_->body().back().comment = std::move(comment);
     return results[0];
   }
 
@@ -194,19 +203,103 @@ class PlanLowerer {
     return a;
   }
 
+  const Strategy &chosen(size_t i) const {
+    int choice = plan_.choice.at(i);
+    if (choice < 0) throw std::logic_error("shard: an op without a strategy");
+    return p_.strategies[i][static_cast<size_t>(choice)];
+  }
+
+  /// Operand `k` of instruction `i` as its strategy needs it.
+  ir::ValueId get_operand(size_t i, size_t k) {
+    const ir::Instr &in = p_.flat.body[i];
+    const Strategy &s = chosen(i);
+    AxisSet varying;
+    for (const Sharding &o : s.operands) varying = varying | o.used();
+    return get(in.operands[k], s.operands[k], varying, "for " + describe(i), in.span);
+  }
+
+  /// A `for` loop of the sharded function, kept a loop: the values from
+  /// before it resharded once, before it; its carried values in the layouts
+  /// their carry instructions chose, in and out of every iteration.
+  void lower_loop(const ProblemLoop &loop) {
+    const ir::Function &g = p_.flat;
+    const int id = p_.loop_of[static_cast<size_t>(loop.index)];
+    auto from_outside = [&](ir::ValueId v) {
+      const int prod = p_.producer[static_cast<size_t>(v)];
+      return prod < 0 || (p_.loop_of[static_cast<size_t>(prod)] != id && !p_.is_creation(prod));
+    };
+    for (int i = loop.body_begin; i < loop.body_end; ++i) {
+      if (p_.is_creation(i)) continue;
+      const ir::Instr &in = g.body[static_cast<size_t>(i)];
+      for (size_t k = 0; k < in.operands.size(); ++k)
+        if (from_outside(in.operands[k])) get_operand(static_cast<size_t>(i), k);
+    }
+    ir::Instr instr = loop.loop;
+    instr.operands.clear();
+    instr.results.clear();
+    instr.regions.assign(1, ir::Region{});
+    ir::Region &region = instr.regions[0];
+    const ir::Region &global_region = loop.loop.regions.at(0);
+    auto new_value = [&](ir::ValueId global, const Sharding &layout) {
+      const Type &t = g.type(global);
+      const ir::Value &gv = g.values[static_cast<size_t>(global)];
+      return f_.add_value({t.dtype, local_shape(mesh_, t.shape, layout), layout.split_axes()},
+                          gv.name, gv.span);
+    };
+    const ir::ValueId k = new_value(global_region.params[0], replicated(0));
+    region.params.push_back(k);
+    produced_[global_region.params[0]] = {k, replicated(0)};
+    // `w` (carried by the loop at line 7)
+    auto carried = [&](const ir::Instr &carry) {
+      std::string q = quote(carry.span);
+      const std::string &name = g.values[static_cast<size_t>(carry.results[0])].name;
+      return (name.empty() ? std::string("a value") : "`" + name + "`") + " carried by the loop" +
+             (q.empty() ? "" : " " + q);
+    };
+    std::vector<Sharding> layouts;
+    for (int c = loop.first_carry; c < loop.body_begin; ++c) {
+      const ir::Instr &carry = g.body[static_cast<size_t>(c)];
+      const Sharding &layout = chosen(static_cast<size_t>(c)).results[0];
+      layouts.push_back(layout);
+      instr.operands.push_back(get(carry.operands[0], layout, layout.split_axes(),
+                                   "into " + carried(carry), carry.span));
+      if (from_outside(carry.operands[1]))
+        get(carry.operands[1], layout, layout.split_axes(), "as the next " + carried(carry),
+            carry.span);
+      const ir::ValueId param = new_value(carry.results[0], layout);
+      region.params.push_back(param);
+      produced_[carry.results[0]] = {param, layout};
+    }
+    // Reshards and constants made inside the body stay inside it.
+    auto outer_cache = cache_;
+    std::vector<ir::Instr> *outer = builder_->set_body(&region.body);
+    for (int i = loop.body_begin; i < loop.body_end; ++i) lower_instr(static_cast<size_t>(i));
+    for (int c = loop.first_carry; c < loop.body_begin; ++c) {
+      const ir::Instr &carry = g.body[static_cast<size_t>(c)];
+      const Sharding &layout = layouts[static_cast<size_t>(c - loop.first_carry)];
+      region.yields.push_back(get(carry.operands[1], layout, layout.split_axes(),
+                                  "as the next " + carried(carry), carry.span));
+    }
+    builder_->set_body(outer);
+    cache_ = std::move(outer_cache);
+    for (int c = loop.first_carry; c < loop.body_begin; ++c) {
+      const ir::Instr &carry = g.body[static_cast<size_t>(c)];
+      const Sharding &layout = layouts[static_cast<size_t>(c - loop.first_carry)];
+      const ir::ValueId result = new_value(carry.results[1], layout);
+      instr.results.push_back(result);
+      produced_[carry.results[1]] = {result, layout};
+    }
+    builder_->append(std::move(instr));
+  }
+
   void lower_instr(size_t i) {
     const ir::Instr &in = p_.flat.body[i];
     if (p_.is_creation(static_cast<int>(i))) return;  // made where it is used
-    int choice = plan_.choice.at(i);
-    if (choice < 0) throw std::logic_error("shard: an op without a strategy");
-    const Strategy &s = p_.strategies[i][static_cast<size_t>(choice)];
-    AxisSet varying;
-    for (const Sharding &o : s.operands) varying = varying | o.used();
-    std::string context = "for " + describe(i);
+    const Strategy &s = chosen(i);
     std::vector<ir::ValueId> locals;
     std::vector<Type> local_types;
     for (size_t k = 0; k < in.operands.size(); ++k) {
-      locals.push_back(get(in.operands[k], s.operands[k], varying, context, in.span));
+      locals.push_back(get_operand(i, k));
       local_types.push_back(f_.type(locals.back()));
     }
     const ir::Value &gv = p_.flat.values[static_cast<size_t>(in.results[0])];
@@ -217,7 +310,7 @@ class PlanLowerer {
     const Type &gt = p_.flat.type(in.results[0]);
     Shape local = local_shape(mesh_, gt.shape, s.results[0]);
     ir::ValueId x = emit(in.op, locals, local_attrs(in, local_types, local), in.span);
-    f_.body.back().origin = in.origin;
+    builder_->body().back().origin = in.origin;
     for (const FinishStep &fs : s.finish) {
       Attrs a;
       a.axes = fs.axes;

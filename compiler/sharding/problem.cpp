@@ -8,7 +8,9 @@
 
 #include "ir/loops.h"
 #include "pipeline/prepare.h"
+#include "spmdrt/checked.h"
 #include "support/limits.h"
+#include "transforms/unroll_loops.h"
 
 namespace spmd::sharding {
 
@@ -16,47 +18,157 @@ bool Problem::is_creation(int instr) const {
   return op_kind(flat.body.at(static_cast<size_t>(instr)).op) == OpKind::Creation;
 }
 
+const ProblemLoop *Problem::carry_loop(int instr) const {
+  const int l = loop_of.at(static_cast<size_t>(instr));
+  if (l < 0) return nullptr;
+  const ProblemLoop &loop = loops[static_cast<size_t>(l)];
+  return instr < loop.body_begin ? &loop : nullptr;
+}
+
+double Problem::weight(int instr) const {
+  const int l = loop_of.at(static_cast<size_t>(instr));
+  return l < 0 ? 1.0 : static_cast<double>(loops[static_cast<size_t>(l)].trips);
+}
+
+double Problem::use_weight(ir::ValueId v, Use use) const {
+  if (use.instr == Use::kReturn) return 1;
+  const int l = loop_of.at(static_cast<size_t>(use.instr));
+  const int prod = producer[static_cast<size_t>(v)];
+  if (l < 0 || prod < 0 || loop_of[static_cast<size_t>(prod)] != l) return 1;
+  return static_cast<double>(loops[static_cast<size_t>(l)].trips);
+}
+
 namespace {
 
-/// Instructions of `body` with every loop unrolled and every call inlined
-/// (saturating); `sizes` memoises the module's functions.
-int64_t flat_size(const ir::Module &module, const std::vector<ir::Instr> &body,
-                  std::map<int, int64_t> &sizes) {
-  return ir::unrolled_size(
-      body, [](const ir::Instr &) { return true; },
-      [&](int callee) -> int64_t {
-        if (callee < 0 || static_cast<size_t>(callee) >= module.functions.size()) return 1;
-        auto it = sizes.find(callee);
-        if (it != sizes.end()) return it->second;
-        sizes[callee] = 1;  // (recursion was rejected when lowering)
-        int64_t n = flat_size(module, module.functions[static_cast<size_t>(callee)].body, sizes);
-        sizes[callee] = n;
-        return n;
-      });
+/// Lists the body of each loop left in p.flat's top level in place, after
+/// its index and carry instructions (problem.h).
+void list_loops(Problem &p) {
+  std::vector<ir::Instr> body;
+  for (ir::Instr &in : p.flat.body) {
+    if (in.op != OpCode::For) {
+      body.push_back(std::move(in));
+      p.loop_of.push_back(-1);
+      continue;
+    }
+    const int id = static_cast<int>(p.loops.size());
+    auto add = [&](ir::Instr x) {
+      body.push_back(std::move(x));
+      p.loop_of.push_back(id);
+    };
+    ir::Region &region = in.regions.at(0);
+    ProblemLoop loop;
+    loop.trips = ir::trip_count(in.attrs);
+    loop.index = static_cast<int>(body.size());
+    ir::Instr index;
+    index.op = OpCode::For;
+    index.span = in.span;
+    index.results = {region.params[0]};
+    add(std::move(index));
+    loop.first_carry = static_cast<int>(body.size());
+    for (size_t j = 0; j < in.operands.size(); ++j) {
+      ir::Instr carry;
+      carry.op = OpCode::For;
+      carry.span = in.span;
+      carry.operands = {in.operands[j], region.yields[j]};
+      carry.results = {region.params[j + 1], in.results[j]};
+      add(std::move(carry));
+    }
+    loop.body_begin = static_cast<int>(body.size());
+    for (ir::Instr &b : region.body) add(std::move(b));
+    loop.body_end = static_cast<int>(body.size());
+    region.body.clear();
+    loop.loop = std::move(in);
+    p.loops.push_back(std::move(loop));
+  }
+  p.flat.body = std::move(body);
+}
+
+/// The rule of a carry (or index) instruction: the identity on the carried
+/// value, as for constrain, for both operands and both results; never a
+/// partial sum (a carried value is complete between iterations).
+ShardingRule carry_rule(const OpSignature &sig) {
+  const Type &t = sig.results.at(0);
+  ShardingRule r = sharding_rule(OpCode::Constrain, std::span<const Type>(&t, 1),
+                                 std::span<const Type>(&t, 1), Attrs{});
+  std::vector<int> dims = r.result_factors.at(0);
+  r.operand_factors.assign(sig.operands.size(), dims);
+  r.result_factors.assign(sig.results.size(), dims);
+  r.linear_operands.assign(sig.operands.size(), false);
+  return r;
+}
+
+/// Instructions of `body` flattened for sharding, calls inlined (saturating):
+/// at the `top` level a loop kept_at_top_level counts its body once, every
+/// other loop is unrolled. `sizes` memoises the module's functions (per level).
+int64_t flat_size(const ir::Module &module, const std::vector<ir::Instr> &body, bool top,
+                  std::map<std::pair<int, bool>, int64_t> &sizes) {
+  auto call_size = [&](int callee, bool at_top) -> int64_t {
+    if (callee < 0 || static_cast<size_t>(callee) >= module.functions.size()) return 1;
+    auto key = std::make_pair(callee, at_top);
+    auto it = sizes.find(key);
+    if (it != sizes.end()) return it->second;
+    sizes[key] = 1;  // (recursion was rejected when lowering)
+    int64_t n =
+        flat_size(module, module.functions[static_cast<size_t>(callee)].body, at_top, sizes);
+    sizes[key] = n;
+    return n;
+  };
+  if (!top)
+    return ir::unrolled_size(
+        body, [](const ir::Instr &) { return true; },
+        [&](int callee) { return call_size(callee, false); });
+  int64_t size = 0;
+  for (const ir::Instr &in : body) {
+    int64_t n = 1;
+    if (in.op == OpCode::For && kept_at_top_level(in)) {
+      n = rt::saturating_add(1, flat_size(module, in.regions.at(0).body, false, sizes));
+    } else if (in.op == OpCode::For) {  // unrolled: its loops land at the top level
+      n = rt::saturating_mul(
+          ir::trip_count(in.attrs),
+          rt::saturating_add(1, flat_size(module, in.regions.at(0).body, true, sizes)));
+    } else if (in.op == OpCode::Call) {
+      n = call_size(in.attrs.callee, true);
+    }
+    size = rt::saturating_add(size, n);
+  }
+  return size;
 }
 
 }  // namespace
 
 bool check_problem_size(const ir::Module &module, const ir::Function &function,
                         DiagnosticEngine &diags) {
-  std::map<int, int64_t> sizes;
-  const int64_t size = flat_size(module, function.body, sizes);
+  std::map<std::pair<int, bool>, int64_t> sizes;
+  const int64_t size = flat_size(module, function.body, true, sizes);
   if (size <= kMaxShardedInstructions) return true;
-  // Point at the largest top-level loop or call: the one to shrink.
+  // Point at the largest top-level loop or call, or inside a loop kept a
+  // loop, at the largest loop or call of its body: the one to shrink.
   SourceSpan at = function.span;
-  int64_t largest = 0;
-  for (const ir::Instr &in : function.body) {
-    const int64_t n = flat_size(module, {in}, sizes);
-    if ((in.op == OpCode::For || in.op == OpCode::Call) && n > largest && in.span.valid()) {
-      largest = n;
-      at = in.span;
+  const std::vector<ir::Instr> *body = &function.body;
+  for (bool top = true; body != nullptr; top = false) {
+    const ir::Instr *largest = nullptr;
+    int64_t most = 0;
+    for (const ir::Instr &in : *body) {
+      const int64_t n = flat_size(module, {in}, top, sizes);
+      if ((in.op == OpCode::For || in.op == OpCode::Call) && n > most && in.span.valid()) {
+        most = n;
+        largest = &in;
+      }
     }
+    body = nullptr;
+    if (largest == nullptr) break;
+    at = largest->span;
+    if (top && largest->op == OpCode::For && kept_at_top_level(*largest))
+      body = &largest->regions.at(0).body;
   }
   diags
       .error("program-too-large", at,
-             "sharding `" + function.name + "` unrolls its loops and inlines its calls, which " +
+             "sharding `" + function.name +
+                 "` inlines its calls and unrolls the loops inside its loops, which " +
                  too_many_instructions(size, kMaxShardedInstructions))
-      .fix = "shorten the loop, or move it into a shmap (shmaps keep loops as loops)";
+      .fix =
+      "shorten the inner loop, or move it into a shmap (shmaps keep every loop as a loop; a "
+      "sharded function keeps only its top-level loops)";
   return false;
 }
 
@@ -65,8 +177,10 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
   Problem p;
   p.module = &module;
   // One flat body (the flatten-for-sharding script): calls inlined, loops
-  // unrolled (a static loop's iterations may be split differently), simplified.
+  // unrolled but the top-level ones, simplified; those loops' bodies listed
+  // after their index and carry instructions.
   p.flat = flatten_for_sharding(module, function);
+  list_loops(p);
   p.mesh = module.mesh_of(function);
   p.profile = profile;
   p.connector = std::make_unique<Connector>(p.mesh, profile);
@@ -84,7 +198,9 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
     sig.attrs = in.attrs;
     for (ir::ValueId v : in.operands) sig.operands.push_back(f.type(v));
     for (ir::ValueId v : in.results) sig.results.push_back(f.type(v));
-    sig.rule = sharding_rule(in.op, sig.operands, sig.results, in.attrs);
+    sig.rule = p.carry_loop(static_cast<int>(i)) != nullptr
+                   ? carry_rule(sig)
+                   : sharding_rule(in.op, sig.operands, sig.results, in.attrs);
     for (size_t k = 0; k < in.operands.size(); ++k)
       p.uses[static_cast<size_t>(in.operands[k])].push_back(
           {static_cast<int>(i), static_cast<int>(k)});
@@ -153,14 +269,34 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p) {
   const ir::Function &f = p.flat;
   const int n = static_cast<int>(f.body.size());
   std::vector<int> last(f.values.size(), -1);
-  for (int i = 0; i < n; ++i)
-    for (ir::ValueId v : f.body[i].operands) last[static_cast<size_t>(v)] = i;
+  for (int i = 0; i < n; ++i) {
+    // A value from before a loop that the loop reads lives through all of it.
+    const int l = p.loop_of[static_cast<size_t>(i)];
+    for (ir::ValueId v : f.body[i].operands) {
+      const int prod = p.producer[static_cast<size_t>(v)];
+      const bool outer = l >= 0 && (prod < 0 || p.loop_of[static_cast<size_t>(prod)] != l);
+      int &at = last[static_cast<size_t>(v)];
+      at = std::max(at, outer ? p.loops[static_cast<size_t>(l)].body_end - 1 : i);
+    }
+  }
+  // A loop's carried values: the next value lives to the end of the body,
+  // the loop's result (a carry's second result) from there on.
+  std::vector<std::vector<ir::ValueId>> born(static_cast<size_t>(n) + 1);
+  for (const ProblemLoop &loop : p.loops)
+    for (int c = loop.first_carry; c < loop.body_begin; ++c) {
+      const ir::Instr &carry = f.body[static_cast<size_t>(c)];
+      int &next = last[static_cast<size_t>(carry.operands[1])];
+      next = std::max(next, loop.body_end - 1);
+      born[static_cast<size_t>(loop.body_end)].push_back(carry.results[1]);
+    }
   for (ir::ValueId v : f.returns) last[static_cast<size_t>(v)] = n;
   std::vector<std::vector<ir::ValueId>> live(static_cast<size_t>(n));
   std::vector<ir::ValueId> current;
   for (int i = 0; i < n; ++i) {
-    for (ir::ValueId r : f.body[i].results)
-      if (!p.is_creation(i)) current.push_back(r);
+    for (ir::ValueId r : born[static_cast<size_t>(i)]) current.push_back(r);
+    const bool carry = p.carry_loop(i) != nullptr;
+    for (size_t k = 0; k < f.body[i].results.size(); ++k)
+      if (!p.is_creation(i) && !(carry && k == 1)) current.push_back(f.body[i].results[k]);
     live[static_cast<size_t>(i)] = current;
     std::vector<ir::ValueId> next;
     for (ir::ValueId v : current)
@@ -177,11 +313,13 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     int choice = plan.choice[i];
     if (choice < 0) continue;
     const Strategy &s = p.strategies[i][static_cast<size_t>(choice)];
-    c.compute_s += s.compute_s;
-    c.finish_s += s.finish_s;
-    c.collectives += static_cast<int>(s.finish.size());
+    const double w = p.weight(static_cast<int>(i));
+    c.compute_s += w * s.compute_s;
+    c.finish_s += w * s.finish_s;
+    c.collectives += static_cast<int64_t>(w) * static_cast<int64_t>(s.finish.size());
   }
-  // Each distinct (value, needed sharding) is resharded once.
+  // Each distinct (value, needed sharding) is resharded once (per iteration
+  // of the loop holding both).
   std::set<std::pair<ir::ValueId, Sharding>> done;
   for (size_t v = 0; v < p.uses.size(); ++v) {
     auto have = value_sharding(p, plan, static_cast<ir::ValueId>(v));
@@ -193,9 +331,10 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
       ReshardPlan r = p.connector->connect(t.shape, t.dtype, *have, need);
       if (!r.possible)
         c.reshard_s = HUGE_VAL;  // e.g. a complete value where a partial one is needed
-      c.reshard_s += r.seconds;
-      c.reshard_bytes += r.moved_bytes;
-      c.collectives += r.collectives();
+      const double w = p.use_weight(static_cast<ir::ValueId>(v), u);
+      c.reshard_s += w * r.seconds;
+      c.reshard_bytes += w * r.moved_bytes;
+      c.collectives += static_cast<int64_t>(w) * r.collectives();
     }
   }
   for (size_t k = 0; k < f.params.size(); ++k) {

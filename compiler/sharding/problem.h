@@ -1,7 +1,8 @@
 // sharding/problem.h — a sharded function prepared for choosing its shardings.
 //
-// make_problem flattens a `sharded` function (calls inlined, loops already
-// unrolled, simplified), looks up the sharding rule of every instruction and
+// make_problem flattens a `sharded` function (calls inlined, loops unrolled
+// except the top-level ones, simplified), looks up the sharding rule of every
+// instruction and
 // lists its strategies, the candidate shardings of every parameter and
 // result (the written spec, or every layout for `auto`), and who uses each
 // value. A Plan picks one strategy per instruction and one sharding per
@@ -9,6 +10,15 @@
 // produce plans, evaluate() prices them, and lower_plan.h turns one into a
 // shmap. Constants (creation ops) are not chosen: each use makes the
 // constant in the sharding it needs, locally.
+//
+// A top-level loop stays a loop: its body's instructions are listed once
+// (one strategy each, for every iteration) and each carried value becomes a
+// *carry* instruction — operands (initial value, next value), results (the
+// body's parameter, the loop's result), one strategy per layout — so a
+// carried value keeps one layout across iterations, and the loop index a
+// replicated *index* instruction. Costs inside the loop count once per
+// iteration (Problem::weight, use_weight); a value from before the loop is
+// resharded once, before it (lower_plan hoists it).
 #pragma once
 
 #include <memory>
@@ -30,6 +40,17 @@ struct Use {
   int operand = 0;
 };
 
+/// A loop kept as a loop (see above): its instructions are
+/// [index, first_carry, ..., body_begin, ..., body_end).
+struct ProblemLoop {
+  ir::Instr loop;  // the flattened `for` (its region's params and yields; body moved out)
+  int64_t trips = 0;
+  int index = -1;  // the instruction defining the loop index
+  int first_carry = -1;
+  int body_begin = -1, body_end = -1;
+  int num_carries() const { return body_begin - first_carry; }
+};
+
 struct Problem {
   const ir::Module *module = nullptr;
   ir::Function flat;  // the sharded function: flat, simplified
@@ -48,13 +69,25 @@ struct Problem {
   /// StrategyOptions::max_candidates (sharding/budget.h): not all were listed.
   size_t candidates_capped_at = 0;
 
+  std::vector<ProblemLoop> loops;
+  std::vector<int> loop_of;  // per instruction: its loop (index into loops), or -1
+
   bool is_creation(int instr) const;
+  /// The loop whose carry (or index) instruction `instr` is, or nullptr.
+  const ProblemLoop *carry_loop(int instr) const;
+  /// How many times instruction `instr` runs: its loop's trip count, or 1.
+  double weight(int instr) const;
+  /// How many times value `v` is resharded for `use`: the loop's trip count
+  /// when both are in one loop (the next value of a carry included), else 1
+  /// (a value from before a loop is resharded once, before it).
+  double use_weight(ir::ValueId v, Use use) const;
   bool is_param(ir::ValueId v) const { return producer[static_cast<size_t>(v)] < 0; }
   const Type &type(ir::ValueId v) const { return flat.type(v); }
 };
 
 /// True when `function` (a sharded function of `module`), flattened for
-/// sharding (its loops unrolled, its calls inlined), has at most
+/// sharding (its calls inlined, the loops inside its top-level loops
+/// unrolled; a top-level loop counts its body once), has at most
 /// kMaxShardedInstructions instructions; otherwise reports
 /// `program-too-large` at the loop (or call) that makes it too large.
 bool check_problem_size(const ir::Module &module, const ir::Function &function,
@@ -86,9 +119,9 @@ struct PlanCost {
   double finish_s = 0;   // pmax/pmin right after split max/min
   double reshard_s = 0;  // the collectives between ops (each distinct reshard once)
   double reshard_bytes = 0;
-  int collectives = 0;
-  double param_bytes = 0;  // the parameters' blocks
-  double peak_bytes = 0;   // parameters + the largest set of live intermediate values
+  int64_t collectives = 0;  // collectives run (inside a loop: once per iteration)
+  double param_bytes = 0;   // the parameters' blocks
+  double peak_bytes = 0;    // parameters + the largest set of live intermediate values
   double total_s() const { return compute_s + finish_s + reshard_s; }
 };
 PlanCost evaluate(Problem &p, const Plan &plan);

@@ -295,7 +295,13 @@ class Propagator {
       if (moves.empty()) continue;
       std::string op(op_display_name(in.op));
       Diagnostic &d =
-          in.op == OpCode::Constrain
+          p_.carry_loop(static_cast<int>(i)) != nullptr
+              ? conflict(in.span, "this loop carries " + name_of(in.results[0]) + " as " +
+                                      to_string(s.results[0], p_.mesh) +
+                                      " in every iteration, so its value before the loop or "
+                                      "its next value must move between devices (" +
+                                      moves + ")")
+          : in.op == OpCode::Constrain
               ? conflict(in.span, "`constrain` requires " + to_string(s.operands[0], p_.mesh) +
                                       ", which needs its operand moved between devices (" + moves +
                                       ")")

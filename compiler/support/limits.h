@@ -43,8 +43,9 @@ inline std::string too_many_instructions(int64_t size, int64_t limit = kMaxUnrol
          " instructions; at most " + std::to_string(limit) + " are allowed";
 }
 
-/// A `sharded` function, with its loops unrolled and its calls inlined for
-/// the sharding phase, has at most this many instructions
+/// A `sharded` function, with its calls inlined and the loops inside its
+/// top-level loops unrolled for the sharding phase (a top-level loop counts
+/// its body once), has at most this many instructions
 /// (`program-too-large`): propagation, the search and the emitted shmap work
 /// on that flat body.
 inline constexpr int64_t kMaxShardedInstructions = int64_t{1} << 14;

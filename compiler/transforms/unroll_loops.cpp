@@ -7,15 +7,18 @@
 namespace spmd {
 namespace {
 
-bool should_unroll(const ir::Instr &loop, const UnrollPolicy &policy) {
+/// `top`: the loop would land at the top level of the function.
+bool should_unroll(const ir::Instr &loop, const UnrollPolicy &policy, bool top) {
+  if (policy.keep_top_level) return !(top && kept_at_top_level(loop));
   return loop.attrs.unroll ||
          (policy.max_trip_count > 0 && ir::trip_count(loop.attrs) <= policy.max_trip_count);
 }
 
-bool block_unrolls(const std::vector<ir::Instr> &body, const UnrollPolicy &policy) {
+bool block_unrolls(const std::vector<ir::Instr> &body, const UnrollPolicy &policy, bool top) {
   for (const ir::Instr &in : body) {
     if (in.op != OpCode::For) continue;
-    if (should_unroll(in, policy) || block_unrolls(in.regions.at(0).body, policy)) return true;
+    if (should_unroll(in, policy, top) || block_unrolls(in.regions.at(0).body, policy, false))
+      return true;
   }
   return false;
 }
@@ -27,7 +30,7 @@ class Unroller {
   void run() {
     std::vector<ir::Instr> body = std::move(f_.body);
     f_.body.clear();
-    emit_block(body, f_.body, /*fresh=*/false);
+    emit_block(body, f_.body, /*fresh=*/false, /*top=*/true);
     for (auto &r : f_.returns) r = get(r);
   }
 
@@ -46,11 +49,13 @@ class Unroller {
   }
 
   /// Appends `block` to `out`, remapping operands; with `fresh` every value the
-  /// block defines gets a new id (an iteration of an unrolled loop).
-  void emit_block(const std::vector<ir::Instr> &block, std::vector<ir::Instr> &out, bool fresh) {
+  /// block defines gets a new id (an iteration of an unrolled loop). `top`:
+  /// `out` is the function's body.
+  void emit_block(const std::vector<ir::Instr> &block, std::vector<ir::Instr> &out, bool fresh,
+                  bool top) {
     for (const ir::Instr &in : block) {
-      if (in.op == OpCode::For && should_unroll(in, policy_)) {
-        emit_unrolled(in, out);
+      if (in.op == OpCode::For && should_unroll(in, policy_, top)) {
+        emit_unrolled(in, out, top);
         continue;
       }
       ir::Instr copy = in;
@@ -59,7 +64,7 @@ class Unroller {
       for (const ir::Region &r : in.regions) {
         ir::Region nr;
         for (ir::ValueId p : r.params) nr.params.push_back(fresh ? renew(p) : p);
-        emit_block(r.body, nr.body, fresh);
+        emit_block(r.body, nr.body, fresh, /*top=*/false);
         for (ir::ValueId y : r.yields) nr.yields.push_back(get(y));
         copy.regions.push_back(std::move(nr));
       }
@@ -69,7 +74,7 @@ class Unroller {
     }
   }
 
-  void emit_unrolled(const ir::Instr &loop, std::vector<ir::Instr> &out) {
+  void emit_unrolled(const ir::Instr &loop, std::vector<ir::Instr> &out, bool top) {
     const ir::Region &region = loop.regions.at(0);
     std::vector<ir::ValueId> carried;
     for (ir::ValueId o : loop.operands) carried.push_back(get(o));
@@ -86,7 +91,7 @@ class Unroller {
       map_[region.params[0]] = counter.results[0];
       out.push_back(std::move(counter));
       for (size_t j = 0; j < carried.size(); ++j) map_[region.params[j + 1]] = carried[j];
-      emit_block(region.body, out, /*fresh=*/true);
+      emit_block(region.body, out, /*fresh=*/true, top);
       for (size_t j = 0; j < carried.size(); ++j) carried[j] = get(region.yields[j]);
     }
     for (size_t j = 0; j < loop.results.size(); ++j) map_[loop.results[j]] = carried[j];
@@ -99,15 +104,21 @@ class Unroller {
 
 }  // namespace
 
+bool kept_at_top_level(const ir::Instr &loop) {
+  return !loop.attrs.unroll && ir::trip_count(loop.attrs) >= 2;
+}
+
 bool unrolls_any(const ir::Module &module, const UnrollPolicy &policy) {
   for (const auto &f : module.functions)
-    if (block_unrolls(f.body, policy)) return true;
+    if (block_unrolls(f.body, policy, true)) return true;
   return false;
 }
 
 int64_t unrolled_size(const ir::Function &function, const UnrollPolicy &policy) {
-  return ir::unrolled_size(function.body,
-                           [&](const ir::Instr &loop) { return should_unroll(loop, policy); });
+  // (Under keep_top_level a nested loop counts as unrolled: an upper bound.)
+  return ir::unrolled_size(function.body, [&](const ir::Instr &loop) {
+    return should_unroll(loop, policy, /*top=*/false);
+  });
 }
 
 void unroll_loops(ir::Module &module, const UnrollPolicy &policy) {
@@ -115,7 +126,7 @@ void unroll_loops(ir::Module &module, const UnrollPolicy &policy) {
 }
 
 void unroll_loops(ir::Function &function, const UnrollPolicy &policy) {
-  if (block_unrolls(function.body, policy)) Unroller(function, policy).run();
+  if (block_unrolls(function.body, policy, true)) Unroller(function, policy).run();
 }
 
 }  // namespace spmd

@@ -18,6 +18,11 @@ namespace spmd {
 struct UnrollPolicy {
   /// Loops with at most this many iterations are unrolled (0: only [[unroll]] ones).
   int64_t max_trip_count = 0;
+  /// For sharding (pipeline/prepare.h): every loop is unrolled except the
+  /// loops left at the top level of the function with at least two
+  /// iterations and no [[unroll]], which stay loops (the search gives their
+  /// body one strategy for every iteration). Overrides max_trip_count.
+  bool keep_top_level = false;
 };
 
 /// True when `policy` unrolls some loop of the module.
@@ -27,6 +32,10 @@ bool unrolls_any(const ir::Module &module, const UnrollPolicy &policy);
 /// (ir::unrolled_size; calls count 1): check it against
 /// kMaxUnrolledInstructions before unrolling.
 int64_t unrolled_size(const ir::Function &function, const UnrollPolicy &policy);
+
+/// True when `loop`, at the top level of a function, stays a loop under
+/// UnrollPolicy::keep_top_level (two or more iterations, no [[unroll]]).
+bool kept_at_top_level(const ir::Instr &loop);
 
 void unroll_loops(ir::Module &module, const UnrollPolicy &policy);
 void unroll_loops(ir::Function &function, const UnrollPolicy &policy);

@@ -239,6 +239,11 @@ def main():
         if r.returncode != 0:
             print(f"FAIL: spmdc shard --auto {sample}:\n{r.stderr}")
             return 1
+        with open(split) as f:
+            emitted = f.read()
+        if "for k in range(0, 30)" not in emitted:
+            print("FAIL: the sharded sample's training loop is not a loop")
+            failures += 1
         losses = [run_random(a.spmdc, p, d)["losses"] for p in (sample, split)]
         err = np.max(np.abs(losses[1] - losses[0]) / np.abs(losses[0]))
         falls = losses[0][-1] < losses[0][0] / 10
