@@ -14,6 +14,10 @@ PKGS=(
   coinor-libcbc-dev              # CBC solves the automatic sharding ILP (spmdc shard --auto)
   libopenmpi-dev openmpi-bin     # the MPI executor of built executables; mpirun for its tests
   python3 python3-numpy          # test helpers read/write .npy with NumPy
+  ccache                         # rebuilds; the Python package's build reuses the main build's objects
+  pybind11-dev python3-dev       # the Python module spmdc._spmdc (python/, docs/python.md)
+  python3-venv python3-pip       # its test: `pip install ./` into a fresh venv
+  python3-nbclient python3-ipykernel python3-jupyter-client  # docs/notebooks/ run in a real kernel
   bc                             # bench/build_vs_run.sh arithmetic
   dpkg-dev file pkg-config       # packaging tests: CPack's Debian package, pkg-config
   man-db zsh                     # packaging tests: the man page renders, zsh completion parses
