@@ -331,7 +331,7 @@ def _bind(sig: dict, args: Sequence, arrays: Mapping) -> list:
             if not np.can_cast(a.dtype, want, casting="same_kind") and a.dtype.kind != "b":
                 raise TypeError(f"`{name}` is {dtype}, not {a.dtype}")
             a = a.astype(want)
-        out.append(np.ascontiguousarray(a))
+        out.append(a if a.flags.c_contiguous else np.array(a, order="C"))  # 0-d stays 0-d
     return out
 
 

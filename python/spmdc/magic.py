@@ -21,7 +21,7 @@ _DERIVED = ("grad", "vjp", "jvp", "transpose")
 def _parse(line: str):
     import argparse
 
-    p = argparse.ArgumentParser(prog="%%spmd", add_help=False)
+    p = argparse.ArgumentParser(prog="%%spmd")
     p.add_argument("name", nargs="?", default="",
                    help="bind the Program (and NAME_grad, ...) to this Python name")
     p.add_argument("--fn", default="", help="the shmap (default: the only one)")
@@ -60,7 +60,10 @@ def spmd(line: str, cell: str, ns=None):
     """The %%spmd cell magic (the IPython shell passes its user namespace as ns)."""
     from IPython.display import HTML, SVG, display
 
-    args = _parse(line)
+    try:
+        args = _parse(line)
+    except SystemExit:  # --help printed, or a bad option reported by argparse
+        return None
     ns = ns if ns is not None else {}
     name = args.name or "<cell>"
     try:
