@@ -18,6 +18,7 @@ PKGS=(
   pybind11-dev python3-dev       # the Python module spmdc._spmdc (python/, docs/python.md)
   python3-venv python3-pip       # its test: `pip install ./` into a fresh venv
   python3-nbclient python3-ipykernel python3-jupyter-client  # docs/notebooks/ run in a real kernel
+  python3-nbconvert chromium     # a notebook rendered to HTML and screenshotted headless (~290 MB)
   bc                             # bench/build_vs_run.sh arithmetic
   dpkg-dev file pkg-config       # packaging tests: CPack's Debian package, pkg-config
   man-db zsh                     # packaging tests: the man page renders, zsh completion parses

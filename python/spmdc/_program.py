@@ -269,7 +269,20 @@ class Picture:
         return self.data
 
     def _repr_svg_(self):
-        return self.data if self.format == "svg" else None
+        # From <svg on (no XML declaration), as IPython.display.SVG does.
+        return self.data[self.data.find("<svg"):] if self.format == "svg" else None
+
+    def _repr_html_(self):
+        # An <img> of the SVG as a data URI: its <style> stays inside it, and
+        # HTML converters that strip inline SVG's elements (Debian 12's
+        # nbconvert 6.5 cleans image/svg+xml outputs with lxml, leaving a blank
+        # box) show it whole; notebooks and nbconvert prefer text/html.
+        if self.format != "svg":
+            return None
+        import base64
+
+        data = base64.b64encode(self.data.encode()).decode()
+        return f'<img class="spmdc-picture" alt="spmdc show" src="data:image/svg+xml;base64,{data}">'
 
     def _repr_pretty_(self, p, cycle):
         p.text(self.data)

@@ -58,7 +58,7 @@ def _source_html(title: str, text: str) -> str:
 
 def spmd(line: str, cell: str, ns=None):
     """The %%spmd cell magic (the IPython shell passes its user namespace as ns)."""
-    from IPython.display import HTML, SVG, display
+    from IPython.display import HTML, display
 
     try:
         args = _parse(line)
@@ -96,7 +96,7 @@ def spmd(line: str, cell: str, ns=None):
         else:
             prog_for_pictures = prog
         if args.show:
-            display(SVG(str(prog_for_pictures.show(args.fn if not args.shard else ""))))
+            display(prog_for_pictures.show(args.fn if not args.shard else ""))
         if args.cost:
             rows = prog.cost(args.fn)
             display(HTML("<pre>" + html.escape("\n".join(
