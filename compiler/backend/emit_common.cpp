@@ -253,51 +253,14 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
     bool rounds = rd == DType::BF16;  // arithmetic producing bf16 rounds once per op
     std::string expr;
     switch (in.op) {
-      case OpCode::Neg:
-        fn = "sc::neg";
-        break;
-      case OpCode::Exp:
-        fn = "sc::exp";
-        break;
-      case OpCode::Log:
-        fn = "sc::log";
-        break;
-      case OpCode::Sin:
-        fn = "sc::sin";
-        break;
-      case OpCode::Cos:
-        fn = "sc::cos";
-        break;
-      case OpCode::Tanh:
-        fn = "sc::tanh";
-        break;
-      case OpCode::Sqrt:
-        fn = "sc::sqrt";
-        break;
-      case OpCode::Rsqrt:
-        fn = "sc::rsqrt";
-        break;
-      case OpCode::Abs:
-        fn = "sc::abs";
-        break;
-      case OpCode::Sign:
-        fn = "sc::sign";
-        break;
-      case OpCode::Logistic:
-        fn = "sc::logistic";
-        break;
-      case OpCode::Erf:
-        fn = "sc::erf";
-        break;
-      case OpCode::Log1p:
-        fn = "sc::log1p";
-        break;
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  case OpCode::Name:                                                     \
+    fn = "sc::" #scalar_fn;                                              \
+    break;
+#include "spmdrt/unary_math.def"
       case OpCode::StopGradient:  // the identity when running
         expr = x[0];
         rounds = false;
-        break;
-      case OpCode::Not:
-        fn = "sc::logical_not";
         break;
       case OpCode::Cast: {
         const DType from = f.type(in.operands[0]).dtype;

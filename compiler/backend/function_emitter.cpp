@@ -189,20 +189,8 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
       expr = call("iota") + dtype_enum(a.dtype) + ", " + shape_init(a.shape) + ", " +
              std::to_string(a.dim) + ")";
       break;
-    case OpCode::Neg:
-    case OpCode::Exp:
-    case OpCode::Log:
-    case OpCode::Sin:
-    case OpCode::Cos:
-    case OpCode::Tanh:
-    case OpCode::Sqrt:
-    case OpCode::Rsqrt:
-    case OpCode::Abs:
-    case OpCode::Sign:
-    case OpCode::Logistic:
-    case OpCode::Erf:
-    case OpCode::Log1p:
-    case OpCode::Not:
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) case OpCode::Name:
+#include "spmdrt/unary_math.def"
     case OpCode::Cast:
     case OpCode::StopGradient:
     case OpCode::Add:

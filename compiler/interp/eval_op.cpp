@@ -65,21 +65,9 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
     case OpCode::Iota:
       return rt::iota(a.dtype, a.shape, a.dim);
     // Elementwise: one kernel each (elementwise_kernel below).
-    case OpCode::Neg:
-    case OpCode::Exp:
-    case OpCode::Log:
-    case OpCode::Sin:
-    case OpCode::Cos:
-    case OpCode::Tanh:
-    case OpCode::Sqrt:
-    case OpCode::Rsqrt:
-    case OpCode::Abs:
-    case OpCode::Sign:
-    case OpCode::Logistic:
-    case OpCode::Erf:
-    case OpCode::Log1p:
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) case OpCode::Name:
+#include "spmdrt/unary_math.def"
     case OpCode::StopGradient:
-    case OpCode::Not:
     case OpCode::Cast:
     case OpCode::Add:
     case OpCode::Sub:
@@ -192,36 +180,12 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
   auto un = [](rt::UnaryOp u) { return ElementwiseKernel{K::Unary, u, rt::BinaryOp::Add}; };
   auto bin = [](rt::BinaryOp b) { return ElementwiseKernel{K::Binary, rt::UnaryOp::Neg, b}; };
   switch (op) {
-    case OpCode::Neg:
-      return un(rt::UnaryOp::Neg);
-    case OpCode::Exp:
-      return un(rt::UnaryOp::Exp);
-    case OpCode::Log:
-      return un(rt::UnaryOp::Log);
-    case OpCode::Sin:
-      return un(rt::UnaryOp::Sin);
-    case OpCode::Cos:
-      return un(rt::UnaryOp::Cos);
-    case OpCode::Tanh:
-      return un(rt::UnaryOp::Tanh);
-    case OpCode::Sqrt:
-      return un(rt::UnaryOp::Sqrt);
-    case OpCode::Rsqrt:
-      return un(rt::UnaryOp::Rsqrt);
-    case OpCode::Abs:
-      return un(rt::UnaryOp::Abs);
-    case OpCode::Sign:
-      return un(rt::UnaryOp::Sign);
-    case OpCode::Logistic:
-      return un(rt::UnaryOp::Logistic);
-    case OpCode::Erf:
-      return un(rt::UnaryOp::Erf);
-    case OpCode::Log1p:
-      return un(rt::UnaryOp::Log1p);
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  case OpCode::Name:                                                     \
+    return un(rt::UnaryOp::Name);
+#include "spmdrt/unary_math.def"
     case OpCode::StopGradient:  // the identity when running; it only matters to derivatives
       return {K::Identity};
-    case OpCode::Not:
-      return un(rt::UnaryOp::Not);
     case OpCode::Cast:
       return {K::Cast};
     case OpCode::Add:

@@ -356,22 +356,11 @@ class FunctionPrinter {
       case OpCode::Iota:
         return "iota(" + shape_tuple(a.shape) + ", dim=" + std::to_string(a.dim) +
                ", dtype=" + dtype_name(a.dtype) + ")";
-      case OpCode::Neg:
-        return "-" + op(in.operands[0]);
-      case OpCode::Exp:
-      case OpCode::Log:
-      case OpCode::Sin:
-      case OpCode::Cos:
-      case OpCode::Tanh:
-      case OpCode::Sqrt:
-      case OpCode::Rsqrt:
-      case OpCode::Abs:
-      case OpCode::Sign:
-      case OpCode::Logistic:
-      case OpCode::Erf:
-      case OpCode::Log1p:
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) case OpCode::Name:
+#include "spmdrt/unary_math.def"
+        if (in.op == OpCode::Neg) return "-" + op(in.operands[0]);
+        return call1(op_spelling(in.op));
       case OpCode::StopGradient:
-      case OpCode::Not:
         return call1(op_spelling(in.op));
       case OpCode::Cast:
         return "cast(" + op(in.operands[0]) + ", " + dtype_name(a.dtype) + ")";

@@ -752,18 +752,9 @@ const std::map<std::string, BuiltinHandler> &builtins() {
   static const std::map<std::string, BuiltinHandler> table = [] {
     std::map<std::string, BuiltinHandler> t;
     // Elementwise math.
-    t["neg"] = unary(OpCode::Neg);
-    t["exp"] = unary(OpCode::Exp);
-    t["log"] = unary(OpCode::Log);
-    t["sin"] = unary(OpCode::Sin);
-    t["cos"] = unary(OpCode::Cos);
-    t["tanh"] = unary(OpCode::Tanh);
-    t["sqrt"] = unary(OpCode::Sqrt);
-    t["rsqrt"] = unary(OpCode::Rsqrt);
-    t["abs"] = unary(OpCode::Abs);
-    t["sign"] = unary(OpCode::Sign);
-    t["sigmoid"] = unary(OpCode::Logistic);
-    t["logical_not"] = unary(OpCode::Not);
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  t[spelling] = unary(OpCode::Name);
+#include "spmdrt/unary_math.def"
     t["maximum"] = binary_fn(OpCode::Max);
     t["minimum"] = binary_fn(OpCode::Min);
     t["pow"] = binary_fn(OpCode::Pow);
@@ -790,8 +781,6 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       ir::ValueId vx = b.materialize(x, hint), vy = b.materialize(y, hint);
       return value_or_invalid(b.emit(OpCode::Select, {c, vx, vy}, {}, span), span);
     };
-    t["erf"] = unary(OpCode::Erf);
-    t["log1p"] = unary(OpCode::Log1p);
     t["stop_gradient"] = unary(OpCode::StopGradient);
     t["astype"] = t["cast"];
     t["clip"] = lower_clip;

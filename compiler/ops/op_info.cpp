@@ -68,4 +68,18 @@ bool op_communicates(OpCode op) {
   }
 }
 
+bool op_is_unary_math(OpCode op) {
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  if (op == OpCode::Name) return true;
+#include "spmdrt/unary_math.def"
+  return false;
+}
+
+bool op_accepts_int(OpCode op) {
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  if (op == OpCode::Name) return SPMD_ACCEPTS_INT_##Domain;
+#include "spmdrt/unary_math.def"
+  return false;
+}
+
 }  // namespace spmd

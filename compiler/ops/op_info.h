@@ -55,6 +55,21 @@ std::string_view op_display_name(OpCode op);
 /// True for ops that move data between devices (pbroadcast, pscatter and
 /// axis_index are collectives in the type system but communicate nothing).
 bool op_communicates(OpCode op);
+/// True for the math functions of one operand (the rows of spmdrt/unary_math.def).
+bool op_is_unary_math(OpCode op);
+/// True for the unary math functions that take i32 operands (neg, abs, sign).
+bool op_accepts_int(OpCode op);
+
+// Helpers for X-macro rows of spmdrt/unary_math.def: SPMD_IF_LINEAR_##Linearity(x)
+// expands to x for the linear rows only, SPMD_IF_NONLINEAR_##Linearity(x) for the
+// others; SPMD_ACCEPTS_INT_##Domain is whether the row takes i32 operands.
+#define SPMD_IF_LINEAR_Linear(...) __VA_ARGS__
+#define SPMD_IF_LINEAR_Nonlinear(...)
+#define SPMD_IF_NONLINEAR_Linear(...)
+#define SPMD_IF_NONLINEAR_Nonlinear(...) __VA_ARGS__
+#define SPMD_ACCEPTS_INT_Signed true
+#define SPMD_ACCEPTS_INT_Float false
+#define SPMD_ACCEPTS_INT_Bool false
 
 struct Attrs {
   std::vector<int> axes;      // collectives: mesh axis indices, in written order

@@ -233,7 +233,7 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
         if (x.dtype != DType::Bool) return fail("logical_not needs a bool operand");
         return one(DType::Bool, x.shape);
       }
-      bool int_ok = op == OpCode::Neg || op == OpCode::Abs || op == OpCode::Sign;
+      bool int_ok = op_accepts_int(op);  // spmdrt/unary_math.def
       if (x.dtype == DType::Bool || (!int_ok && !rt::is_float(x.dtype)))
         return fail(std::string("`") + std::string(info.spelling) + "` needs a floating-point " +
                     "operand, got " + dtype_name(x.dtype));

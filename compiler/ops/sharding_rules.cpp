@@ -208,20 +208,10 @@ ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<
       set_linear(r, Linearity::Any, {0});  // -(a1 + a2) = -a1 + -a2
       return r;
     }
-    case OpCode::Exp:
-    case OpCode::Log:
-    case OpCode::Sin:
-    case OpCode::Cos:
-    case OpCode::Tanh:
-    case OpCode::Sqrt:
-    case OpCode::Rsqrt:
-    case OpCode::Abs:
-    case OpCode::Sign:
-    case OpCode::Logistic:
-    case OpCode::Not:
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  SPMD_IF_NONLINEAR_##Linearity(case OpCode::Name:)
+#include "spmdrt/unary_math.def"
     case OpCode::Cast:
-    case OpCode::Erf:
-    case OpCode::Log1p:
       return elementwise(results[0], operands);
     // Elementwise, binary.
     case OpCode::Add:

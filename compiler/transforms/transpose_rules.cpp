@@ -84,19 +84,9 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
     case OpCode::Constant:
     case OpCode::Full:
     case OpCode::Iota:
-    case OpCode::Exp:
-    case OpCode::Log:
-    case OpCode::Sin:
-    case OpCode::Cos:
-    case OpCode::Tanh:
-    case OpCode::Sqrt:
-    case OpCode::Rsqrt:
-    case OpCode::Abs:
-    case OpCode::Sign:
-    case OpCode::Logistic:
-    case OpCode::Erf:
-    case OpCode::Log1p:
-    case OpCode::Not:
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  SPMD_IF_NONLINEAR_##Linearity(case OpCode::Name:)
+#include "spmdrt/unary_math.def"
     case OpCode::FloorDiv:
     case OpCode::Rem:
     case OpCode::Pow:
@@ -325,19 +315,9 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
     case OpCode::Constant:
     case OpCode::Full:
     case OpCode::Iota:
-    case OpCode::Exp:
-    case OpCode::Log:
-    case OpCode::Sin:
-    case OpCode::Cos:
-    case OpCode::Tanh:
-    case OpCode::Sqrt:
-    case OpCode::Rsqrt:
-    case OpCode::Abs:
-    case OpCode::Sign:
-    case OpCode::Logistic:
-    case OpCode::Erf:
-    case OpCode::Log1p:
-    case OpCode::Not:
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  SPMD_IF_NONLINEAR_##Linearity(case OpCode::Name:)
+#include "spmdrt/unary_math.def"
     case OpCode::FloorDiv:
     case OpCode::Rem:
     case OpCode::Pow:

@@ -37,52 +37,31 @@ constexpr bool kIsFloat =
 /// loops of the CPU backend (spmdrt/scalar_ops.h), so both compute the same bits.
 template <UnaryOp kOp, typename C>
 inline C apply_unary(C x) {
-  if constexpr (kOp == UnaryOp::Neg) {
-    return sc::neg(x);
-  } else if constexpr (kOp == UnaryOp::Abs) {
-    return sc::abs(x);
-  } else if constexpr (kOp == UnaryOp::Sign) {
-    return sc::sign(x);
-  } else if constexpr (kOp == UnaryOp::Exp) {
-    return sc::exp(x);
-  } else if constexpr (kOp == UnaryOp::Log) {
-    return sc::log(x);
-  } else if constexpr (kOp == UnaryOp::Sin) {
-    return sc::sin(x);
-  } else if constexpr (kOp == UnaryOp::Cos) {
-    return sc::cos(x);
-  } else if constexpr (kOp == UnaryOp::Tanh) {
-    return sc::tanh(x);
-  } else if constexpr (kOp == UnaryOp::Sqrt) {
-    return sc::sqrt(x);
-  } else if constexpr (kOp == UnaryOp::Rsqrt) {
-    return sc::rsqrt(x);
-  } else if constexpr (kOp == UnaryOp::Logistic) {
-    return sc::logistic(x);
-  } else if constexpr (kOp == UnaryOp::Erf) {
-    return sc::erf(x);
-  } else if constexpr (kOp == UnaryOp::Log1p) {
-    return sc::log1p(x);
-  } else {
-    static_assert(kOp == UnaryOp::Not);
-    return sc::logical_not(x);
-  }
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  if constexpr (kOp == UnaryOp::Name) {                                  \
+    return sc::scalar_fn(x);                                             \
+  } else
+#include "spmdrt/unary_math.def"
+  { static_assert(kOp != kOp, "a UnaryOp without a row in spmdrt/unary_math.def"); }
 }
 
 template <UnaryOp kOp, typename S>
 constexpr bool unary_supported() {
+  constexpr UnaryDomain domain = unary_domain(kOp);
   if constexpr (std::is_same_v<S, bool>) {
-    return kOp == UnaryOp::Not;
+    return domain == UnaryDomain::Bool;
   } else if constexpr (std::is_same_v<S, int32_t>) {
-    return kOp == UnaryOp::Neg || kOp == UnaryOp::Abs || kOp == UnaryOp::Sign;
+    return domain == UnaryDomain::Signed;
   } else {
-    return kOp != UnaryOp::Not;
+    return domain != UnaryDomain::Bool;
   }
 }
 
 const char *unary_name(UnaryOp op) {
-  static const char *names[] = {"neg",   "exp", "log",  "sin",      "cos", "tanh", "sqrt",
-                                "rsqrt", "abs", "sign", "logistic", "not", "erf",  "log1p"};
+  static const char *names[] = {
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) kernel,
+#include "spmdrt/unary_math.def"
+  };
   return names[static_cast<int>(op)];
 }
 
@@ -368,24 +347,10 @@ std::vector<int64_t> broadcast_strides(const Shape &in, const Shape &out) {
 
 void unary_span(UnaryOp op, DType dtype, SpanArg x, void *out, int64_t n) {
   switch (op) {
-#define SPMDRT_UNARY_CASE(name) \
-  case UnaryOp::name:           \
-    return run_unary_span<UnaryOp::name>(dtype, x, out, n);
-    SPMDRT_UNARY_CASE(Neg)
-    SPMDRT_UNARY_CASE(Exp)
-    SPMDRT_UNARY_CASE(Log)
-    SPMDRT_UNARY_CASE(Sin)
-    SPMDRT_UNARY_CASE(Cos)
-    SPMDRT_UNARY_CASE(Tanh)
-    SPMDRT_UNARY_CASE(Sqrt)
-    SPMDRT_UNARY_CASE(Rsqrt)
-    SPMDRT_UNARY_CASE(Abs)
-    SPMDRT_UNARY_CASE(Sign)
-    SPMDRT_UNARY_CASE(Logistic)
-    SPMDRT_UNARY_CASE(Not)
-    SPMDRT_UNARY_CASE(Erf)
-    SPMDRT_UNARY_CASE(Log1p)
-#undef SPMDRT_UNARY_CASE
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  case UnaryOp::Name:                                                    \
+    return run_unary_span<UnaryOp::Name>(dtype, x, out, n);
+#include "spmdrt/unary_math.def"
   }
   fail("unknown unary op");
 }

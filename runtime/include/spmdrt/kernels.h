@@ -18,22 +18,23 @@
 
 namespace spmd::rt {
 
+/// The elementwise functions of one operand: spmdrt/unary_math.def.
 enum class UnaryOp : uint8_t {
-  Neg,
-  Exp,
-  Log,
-  Sin,
-  Cos,
-  Tanh,
-  Sqrt,
-  Rsqrt,
-  Abs,
-  Sign,
-  Logistic,
-  Not,
-  Erf,
-  Log1p
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) Name,
+#include "spmdrt/unary_math.def"
 };
+/// The operand dtypes a unary op accepts: Float (f32, f64, bf16), Signed (those
+/// and i32) or Bool.
+enum class UnaryDomain : uint8_t { Float, Signed, Bool };
+constexpr UnaryDomain unary_domain(UnaryOp op) {
+  switch (op) {
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
+  case UnaryOp::Name:                                                    \
+    return UnaryDomain::Domain;
+#include "spmdrt/unary_math.def"
+  }
+  return UnaryDomain::Float;
+}
 enum class BinaryOp : uint8_t {
   Add,
   Sub,
