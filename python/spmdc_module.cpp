@@ -261,18 +261,15 @@ class Program {
     return format == "svg" ? picture_svg(shown) : picture_text(shown);
   }
 
-  /// `spmdc build --target cpu -o output`: the emitted C++ compiled against
-  /// the runtime (under `runtime_prefix` when not empty); returns the compile
-  /// command's words.
+  /// `spmdc build --target cpu -o output`: the emitted C++ (written to
+  /// `source_out`) compiled against the runtime the toolchain finds
+  /// (backend/toolchain.h); returns the compile command's words.
   std::vector<std::string> build(const std::string &fn, const std::string &source_out,
                                  const std::string &output,
                                  const std::vector<std::string> &cxxflags) const {
     backend::EmitOptions eo;
     try {
-      if (!fn.empty())
-        eo.entry = module().functions[static_cast<size_t>(find_shmap(module(), fn))].name;
-      else
-        eo.entry = module().functions[static_cast<size_t>(find_shmap(module(), ""))].name;
+      eo.entry = module().functions[static_cast<size_t>(find_shmap(module(), fn))].name;
     } catch (const TransformError &e) {
       throw_error(e.code, e.span, e.what(), c_->sources);
     }

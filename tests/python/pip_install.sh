@@ -18,7 +18,7 @@ start=$(date +%s)
   skip "\`$python -m venv\` does not work (apt install python3-venv): $(tail -1 "$tmp/venv.log")"
 venv_python=$tmp/venv/bin/python
 # The build backend from PyPI; no network (or no PyPI mirror) skips the test.
-timeout 300 "$venv_python" -m pip install --quiet --disable-pip-version-check \
+timeout 300 "$venv_python" -m pip install --quiet --disable-pip-version-check --retries 1 --timeout 20 \
   'scikit-build-core>=0.10' >"$tmp/pip.log" 2>&1 ||
   skip "cannot install scikit-build-core from PyPI: $(tail -1 "$tmp/pip.log")"
 setup=$(date +%s)
