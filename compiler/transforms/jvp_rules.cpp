@@ -73,6 +73,10 @@ std::optional<ir::ValueId> Rules::run() {
     }
     case OpCode::Log1p:  // d log(1 + x) = dx / (1 + x)
       return e_.div(t(0), e_.add(c(1), x_[0], span()), span());
+    case OpCode::Expm1:  // d (exp(x) - 1) = exp(x) dx = (r + 1) dx
+      return e_.mul(e_.add(r_, c(1), span()), t(0), span());
+    case OpCode::Cbrt:  // d x^(1/3) = dx / (3 r^2)
+      return e_.div(t(0), e_.mul(c(3), e_.mul(r_, r_, span()), span()), span());
     case OpCode::StopGradient:  // no derivative flows through it
       return std::nullopt;
     case OpCode::Cast:  // casts between float types are linear

@@ -6,7 +6,7 @@ unsharded dimensions, so the global results must equal NumPy's on the global
 arrays) and compares each output with the same expression evaluated by NumPy:
 `%` and `//` on negative and positive integers and floats (f32 and f64,
 including exact multiples, whose remainder has the sign of the divisor),
-erf, log1p, argmax/argmin with ties, flip and negative slice steps, None
+erf, log1p, expm1 (also of tiny arguments), cbrt (of negative ones too), argmax/argmin with ties, flip and negative slice steps, None
 subscripts, .T, stack, squeeze, expand_dims, clip, var (ddof 0 and 1),
 zeros_like/ones_like/full_like, every cast among bf16/f32/f64/i32/bool, and
 batched matmul with broadcast batch dimensions.
@@ -30,7 +30,8 @@ shmap habits(ai: i32[4, 6] @ P(i), bi: i32[4, 6] @ P(i), af: f32[4, 6] @ P(i),
              ba: f32[2, 1, 3, 4] @ P(i), bb: f32[5, 4, 2] @ P())
     -> (mod_i: i32[4, 6] @ P(i), div_i: i32[4, 6] @ P(i), mod_f: f32[4, 6] @ P(i),
         div_f: f32[4, 6] @ P(i), mod_d: f64[4, 6] @ P(i), div_d: f64[4, 6] @ P(i),
-        erf_d: f64[4, 6] @ P(i), log1p_d: f64[4, 6] @ P(i), amax: i32[4] @ P(i),
+        erf_d: f64[4, 6] @ P(i), log1p_d: f64[4, 6] @ P(i), expm1_d: f64[4, 6] @ P(i),
+        expm1_f: f32[4, 6] @ P(i), cbrt_d: f64[4, 6] @ P(i), amax: i32[4] @ P(i),
         amin: i32[4] @ P(i), amax_all: i32[] @ P(), flipped: f32[4, 6] @ P(i),
         backwards: f32[4, 3] @ P(i), middle: f32[4, 2] @ P(i), newaxis: f32[4, 1, 6] @ P(i),
         tr: f32[6, 4] @ P(None, i), stacked: f32[4, 2, 6] @ P(i), squeezed: f32[4, 6] @ P(i),
@@ -44,6 +45,9 @@ shmap habits(ai: i32[4, 6] @ P(i), bi: i32[4, 6] @ P(i), af: f32[4, 6] @ P(i),
   div_d = ad // bd
   erf_d = erf(ad)
   log1p_d = log1p(ad * ad)
+  expm1_d = expm1(ad * 1e-9) + expm1(ad)
+  expm1_f = expm1(af)
+  cbrt_d = cbrt(ad)
   amax = argmax(ai, axes=1)
   amin = argmin(ai, axes=-1)
   amax_all = argmax(pmax(reshape(cast(ai, f32), (2, 6)), i))
@@ -60,7 +64,7 @@ shmap habits(ai: i32[4, 6] @ P(i), bi: i32[4, 6] @ P(i), af: f32[4, 6] @ P(i),
   likes = zeros_like(af) + ones_like(bf) * 2.0 + full_like(af, 0.5)
   casts = cast(cast(ad, bf16), f64) + cast(cast(ad, f32), f64) + cast(cast(ad * 3.0, i32), f64) + cast(cast(ai, bool), f64) + cast(af, f64).astype(f64)
   bmm = ba @ bb
-  return mod_i, div_i, mod_f, div_f, mod_d, div_d, erf_d, log1p_d, amax, amin, amax_all, flipped, backwards, middle, newaxis, tr, stacked, squeezed, clipped, var0, var1, likes, casts, bmm
+  return mod_i, div_i, mod_f, div_f, mod_d, div_d, erf_d, log1p_d, expm1_d, expm1_f, cbrt_d, amax, amin, amax_all, flipped, backwards, middle, newaxis, tr, stacked, squeezed, clipped, var0, var1, likes, casts, bmm
 }
 """
 
@@ -97,6 +101,7 @@ def main():
     expected = dict(
         mod_i=ai % bi, div_i=ai // bi, mod_f=af % bf, div_f=af // bf, mod_d=ad % bd,
         div_d=ad // bd, erf_d=np.vectorize(math.erf)(ad), log1p_d=np.log1p(ad * ad),
+        expm1_d=np.expm1(ad * 1e-9) + np.expm1(ad), expm1_f=np.expm1(af), cbrt_d=np.cbrt(ad),
         amax=np.argmax(ai, axis=1), amin=np.argmin(ai, axis=-1),
         amax_all=np.array(amax_global), flipped=np.flip(af, axis=1),
         backwards=af[:, ::-2], middle=af[:, 4:1:-2], newaxis=af[:, None], tr=af.T,

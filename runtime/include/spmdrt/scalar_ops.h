@@ -132,6 +132,14 @@ template <typename C>
 SPMDRT_HD inline C log1p(C x) {
   return std::log1p(x);
 }
+template <typename C>
+SPMDRT_HD inline C expm1(C x) {
+  return std::expm1(x);
+}
+template <typename C>
+SPMDRT_HD inline C cbrt(C x) {
+  return std::cbrt(x);
+}
 SPMDRT_HD inline bool logical_not(bool x) { return !x; }
 
 // ---- binary ---------------------------------------------------------------------
