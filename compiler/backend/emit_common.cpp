@@ -273,57 +273,11 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
         rounds = false;
         break;
       }
-      case OpCode::Add:
-        fn = "sc::add";
-        break;
-      case OpCode::Sub:
-        fn = "sc::sub";
-        break;
-      case OpCode::Mul:
-        fn = "sc::mul";
-        break;
-      case OpCode::Div:
-        fn = "sc::div";
-        break;
-      case OpCode::FloorDiv:
-        fn = "sc::floor_divide";
-        break;
-      case OpCode::Rem:
-        fn = "sc::remainder";
-        break;
-      case OpCode::Pow:
-        fn = "sc::pow";
-        break;
-      case OpCode::Max:
-        fn = "sc::max";
-        break;
-      case OpCode::Min:
-        fn = "sc::min";
-        break;
-      case OpCode::Lt:
-        fn = "sc::lt";
-        break;
-      case OpCode::Le:
-        fn = "sc::le";
-        break;
-      case OpCode::Gt:
-        fn = "sc::gt";
-        break;
-      case OpCode::Ge:
-        fn = "sc::ge";
-        break;
-      case OpCode::Eq:
-        fn = "sc::eq";
-        break;
-      case OpCode::Ne:
-        fn = "sc::ne";
-        break;
-      case OpCode::And:
-        fn = "sc::logical_and";
-        break;
-      case OpCode::Or:
-        fn = "sc::logical_or";
-        break;
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+  case OpCode::Name:                                                        \
+    fn = "sc::" #scalar_fn;                                                 \
+    break;
+#include "spmdrt/binary_math.def"
       case OpCode::Select:
         fn = "sc::select";
         rounds = false;  // picks one of two bf16 values: nothing to round

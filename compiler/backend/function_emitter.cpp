@@ -193,23 +193,8 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
 #include "spmdrt/unary_math.def"
     case OpCode::Cast:
     case OpCode::StopGradient:
-    case OpCode::Add:
-    case OpCode::Sub:
-    case OpCode::Mul:
-    case OpCode::Div:
-    case OpCode::FloorDiv:
-    case OpCode::Rem:
-    case OpCode::Pow:
-    case OpCode::Max:
-    case OpCode::Min:
-    case OpCode::Lt:
-    case OpCode::Le:
-    case OpCode::Gt:
-    case OpCode::Ge:
-    case OpCode::Eq:
-    case OpCode::Ne:
-    case OpCode::And:
-    case OpCode::Or:
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) case OpCode::Name:
+#include "spmdrt/binary_math.def"
     case OpCode::Select:
       throw std::logic_error("backend: elementwise op outside a fused group");
     case OpCode::ReduceSum:

@@ -69,23 +69,8 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
 #include "spmdrt/unary_math.def"
     case OpCode::StopGradient:
     case OpCode::Cast:
-    case OpCode::Add:
-    case OpCode::Sub:
-    case OpCode::Mul:
-    case OpCode::Div:
-    case OpCode::FloorDiv:
-    case OpCode::Rem:
-    case OpCode::Pow:
-    case OpCode::Max:
-    case OpCode::Min:
-    case OpCode::Lt:
-    case OpCode::Le:
-    case OpCode::Gt:
-    case OpCode::Ge:
-    case OpCode::Eq:
-    case OpCode::Ne:
-    case OpCode::And:
-    case OpCode::Or:
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) case OpCode::Name:
+#include "spmdrt/binary_math.def"
     case OpCode::Select: {
       const ElementwiseKernel k = elementwise_kernel(in.op);
       switch (k.kind) {
@@ -188,40 +173,10 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
       return {K::Identity};
     case OpCode::Cast:
       return {K::Cast};
-    case OpCode::Add:
-      return bin(rt::BinaryOp::Add);
-    case OpCode::Sub:
-      return bin(rt::BinaryOp::Sub);
-    case OpCode::Mul:
-      return bin(rt::BinaryOp::Mul);
-    case OpCode::Div:
-      return bin(rt::BinaryOp::Div);
-    case OpCode::FloorDiv:
-      return bin(rt::BinaryOp::FloorDiv);
-    case OpCode::Rem:
-      return bin(rt::BinaryOp::Rem);
-    case OpCode::Pow:
-      return bin(rt::BinaryOp::Pow);
-    case OpCode::Max:
-      return bin(rt::BinaryOp::Max);
-    case OpCode::Min:
-      return bin(rt::BinaryOp::Min);
-    case OpCode::Lt:
-      return bin(rt::BinaryOp::Lt);
-    case OpCode::Le:
-      return bin(rt::BinaryOp::Le);
-    case OpCode::Gt:
-      return bin(rt::BinaryOp::Gt);
-    case OpCode::Ge:
-      return bin(rt::BinaryOp::Ge);
-    case OpCode::Eq:
-      return bin(rt::BinaryOp::Eq);
-    case OpCode::Ne:
-      return bin(rt::BinaryOp::Ne);
-    case OpCode::And:
-      return bin(rt::BinaryOp::And);
-    case OpCode::Or:
-      return bin(rt::BinaryOp::Or);
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+  case OpCode::Name:                                                        \
+    return bin(rt::BinaryOp::Name);
+#include "spmdrt/binary_math.def"
     case OpCode::Select:
       return {K::Select};
     case OpCode::Constant:

@@ -364,38 +364,9 @@ class FunctionPrinter {
         return call1(op_spelling(in.op));
       case OpCode::Cast:
         return "cast(" + op(in.operands[0]) + ", " + dtype_name(a.dtype) + ")";
-      case OpCode::Add:
-        return infix("+");
-      case OpCode::Sub:
-        return infix("-");
-      case OpCode::Mul:
-        return infix("*");
-      case OpCode::Div:
-        return infix("/");
-      case OpCode::FloorDiv:
-        return infix("//");
-      case OpCode::Rem:
-        return infix("%");
-      case OpCode::Pow:
-        return infix("**");
-      case OpCode::Lt:
-        return infix("<");
-      case OpCode::Le:
-        return infix("<=");
-      case OpCode::Gt:
-        return infix(">");
-      case OpCode::Ge:
-        return infix(">=");
-      case OpCode::Eq:
-        return infix("==");
-      case OpCode::Ne:
-        return infix("!=");
-      case OpCode::And:
-        return infix("and");
-      case OpCode::Or:
-        return infix("or");
-      case OpCode::Max:
-      case OpCode::Min:
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) case OpCode::Name:
+#include "spmdrt/binary_math.def"
+        if (!op_symbol(in.op).empty()) return infix(op_symbol(in.op).data());  // a literal
         return std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " +
                op(in.operands[1]) + ")";
       case OpCode::Select:

@@ -15,41 +15,16 @@ constexpr std::array<OpInfo, kNumOps> kOpTable = {{
 
 const OpInfo &op_info(OpCode op) { return kOpTable[static_cast<size_t>(op)]; }
 
+std::string_view op_symbol(OpCode op) {
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+  if (op == OpCode::Name) return symbol;
+#include "spmdrt/binary_math.def"
+  return "";
+}
+
 std::string_view op_display_name(OpCode op) {
-  switch (op) {
-    case OpCode::Add:
-      return "+";
-    case OpCode::Sub:
-      return "-";
-    case OpCode::Mul:
-      return "*";
-    case OpCode::Div:
-      return "/";
-    case OpCode::FloorDiv:
-      return "//";
-    case OpCode::Rem:
-      return "%";
-    case OpCode::Pow:
-      return "**";
-    case OpCode::Lt:
-      return "<";
-    case OpCode::Le:
-      return "<=";
-    case OpCode::Gt:
-      return ">";
-    case OpCode::Ge:
-      return ">=";
-    case OpCode::Eq:
-      return "==";
-    case OpCode::Ne:
-      return "!=";
-    case OpCode::And:
-      return "and";
-    case OpCode::Or:
-      return "or";
-    default:
-      return op_spelling(op);
-  }
+  const std::string_view symbol = op_symbol(op);
+  return symbol.empty() ? op_spelling(op) : symbol;
 }
 
 bool op_communicates(OpCode op) {

@@ -52,6 +52,8 @@ inline std::string_view op_spelling(OpCode op) { return op_info(op).spelling; }
 inline OpKind op_kind(OpCode op) { return op_info(op).kind; }
 /// How users write the op: the operator for arithmetic ("+", "@"), else the spelling.
 std::string_view op_display_name(OpCode op);
+/// The infix operator of a binary op (spmdrt/binary_math.def: "+", "<=", "and"), else "".
+std::string_view op_symbol(OpCode op);
 /// True for ops that move data between devices (pbroadcast, pscatter and
 /// axis_index are collectives in the type system but communicate nothing).
 bool op_communicates(OpCode op);

@@ -117,64 +117,35 @@ void run_unary_span(DType dtype, SpanArg x, void *out, int64_t n) {
 // ---- binary ---------------------------------------------------------------------
 
 template <BinaryOp kOp>
-constexpr bool kIsComparison = kOp == BinaryOp::Lt || kOp == BinaryOp::Le || kOp == BinaryOp::Gt ||
-                               kOp == BinaryOp::Ge || kOp == BinaryOp::Eq || kOp == BinaryOp::Ne;
+constexpr bool kIsComparison = binary_kind(kOp) == BinaryKind::Compare;
 
 /// One element of a binary op, as in spmdrt/scalar_ops.h.
 template <BinaryOp kOp, typename C>
 inline auto apply_binary(C a, C b) {
-  if constexpr (kOp == BinaryOp::Add) {
-    return sc::add(a, b);
-  } else if constexpr (kOp == BinaryOp::Sub) {
-    return sc::sub(a, b);
-  } else if constexpr (kOp == BinaryOp::Mul) {
-    return sc::mul(a, b);
-  } else if constexpr (kOp == BinaryOp::Div) {
-    return sc::div(a, b);
-  } else if constexpr (kOp == BinaryOp::FloorDiv) {
-    return sc::floor_divide(a, b);
-  } else if constexpr (kOp == BinaryOp::Rem) {
-    return sc::remainder(a, b);
-  } else if constexpr (kOp == BinaryOp::Pow) {
-    return sc::pow(a, b);
-  } else if constexpr (kOp == BinaryOp::Max) {
-    return sc::max(a, b);  // NaN propagates
-  } else if constexpr (kOp == BinaryOp::Min) {
-    return sc::min(a, b);
-  } else if constexpr (kOp == BinaryOp::Lt) {
-    return sc::lt(a, b);
-  } else if constexpr (kOp == BinaryOp::Le) {
-    return sc::le(a, b);
-  } else if constexpr (kOp == BinaryOp::Gt) {
-    return sc::gt(a, b);
-  } else if constexpr (kOp == BinaryOp::Ge) {
-    return sc::ge(a, b);
-  } else if constexpr (kOp == BinaryOp::Eq) {
-    return sc::eq(a, b);
-  } else if constexpr (kOp == BinaryOp::Ne) {
-    return sc::ne(a, b);
-  } else if constexpr (kOp == BinaryOp::And) {
-    return sc::logical_and(a, b);
-  } else {
-    static_assert(kOp == BinaryOp::Or);
-    return sc::logical_or(a, b);
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+  if constexpr (kOp == BinaryOp::Name) {                                    \
+    return sc::scalar_fn(a, b);                                             \
+  } else
+#include "spmdrt/binary_math.def"
+  {
+    static_assert(kOp != kOp, "a BinaryOp without a row in spmdrt/binary_math.def");
   }
 }
 
 template <BinaryOp kOp, typename S>
 constexpr bool binary_supported() {
   if constexpr (std::is_same_v<S, bool>) {
-    return kOp == BinaryOp::And || kOp == BinaryOp::Or || kOp == BinaryOp::Max ||
-           kOp == BinaryOp::Min || kIsComparison<kOp>;
+    return binary_takes_bool(kOp);
   } else {
-    return kOp != BinaryOp::And && kOp != BinaryOp::Or;
+    return binary_kind(kOp) != BinaryKind::Logical;
   }
 }
 
 const char *binary_name(BinaryOp op) {
-  static const char *names[] = {"add", "sub", "mul", "div",          "pow",      "max",
-                                "min", "lt",  "le",  "gt",           "ge",       "eq",
-                                "ne",  "and", "or",  "floor_divide", "remainder"};
+  static const char *names[] = {
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) kernel,
+#include "spmdrt/binary_math.def"
+  };
   return names[static_cast<int>(op)];
 }
 
@@ -365,27 +336,10 @@ Tensor unary(UnaryOp op, const Tensor &x) {
 template <typename Fn>
 decltype(auto) with_binary_op(BinaryOp op, Fn &&fn) {
   switch (op) {
-#define SPMDRT_BINARY_CASE(name) \
-  case BinaryOp::name:           \
-    return fn(std::integral_constant<BinaryOp, BinaryOp::name>{});
-    SPMDRT_BINARY_CASE(Add)
-    SPMDRT_BINARY_CASE(Sub)
-    SPMDRT_BINARY_CASE(Mul)
-    SPMDRT_BINARY_CASE(Div)
-    SPMDRT_BINARY_CASE(Pow)
-    SPMDRT_BINARY_CASE(Max)
-    SPMDRT_BINARY_CASE(Min)
-    SPMDRT_BINARY_CASE(Lt)
-    SPMDRT_BINARY_CASE(Le)
-    SPMDRT_BINARY_CASE(Gt)
-    SPMDRT_BINARY_CASE(Ge)
-    SPMDRT_BINARY_CASE(Eq)
-    SPMDRT_BINARY_CASE(Ne)
-    SPMDRT_BINARY_CASE(And)
-    SPMDRT_BINARY_CASE(Or)
-    SPMDRT_BINARY_CASE(FloorDiv)
-    SPMDRT_BINARY_CASE(Rem)
-#undef SPMDRT_BINARY_CASE
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+  case BinaryOp::Name:                                                      \
+    return fn(std::integral_constant<BinaryOp, BinaryOp::Name>{});
+#include "spmdrt/binary_math.def"
   }
   fail("unknown binary op");
 }

@@ -35,25 +35,37 @@ constexpr UnaryDomain unary_domain(UnaryOp op) {
   }
   return UnaryDomain::Float;
 }
+/// The elementwise functions of two operands: spmdrt/binary_math.def.
 enum class BinaryOp : uint8_t {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Pow,
-  Max,
-  Min,  // arithmetic: result has the operands' dtype
-  Lt,
-  Le,
-  Gt,
-  Ge,
-  Eq,
-  Ne,  // comparisons: result is Bool
-  And,
-  Or,  // logical, Bool operands
-  FloorDiv,
-  Rem  // NumPy's // and %: floor division and its remainder
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) Name,
+#include "spmdrt/binary_math.def"
 };
+/// Binary: the result has the operands' dtype; Compare: the result is bool;
+/// Logical: bool operands and result.
+enum class BinaryKind : uint8_t { Binary, Compare, Logical };
+constexpr BinaryKind binary_kind(BinaryOp op) {
+  switch (op) {
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+  case BinaryOp::Name:                                                      \
+    return BinaryKind::Kind;
+#include "spmdrt/binary_math.def"
+  }
+  return BinaryKind::Binary;
+}
+/// Whether a binary op also takes bool operands.
+constexpr bool binary_takes_bool(BinaryOp op) {
+  switch (op) {
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+  case BinaryOp::Name:                                                      \
+    return SPMDRT_BOOL_OK_##BoolOk;
+#define SPMDRT_BOOL_OK_Yes true
+#define SPMDRT_BOOL_OK_No false
+#include "spmdrt/binary_math.def"
+#undef SPMDRT_BOOL_OK_Yes
+#undef SPMDRT_BOOL_OK_No
+  }
+  return false;
+}
 enum class ReduceOp : uint8_t { Sum, Max, Min };
 
 /// NumPy broadcasting of two shapes; throws RuntimeError when incompatible.
