@@ -274,8 +274,8 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
         break;
       }
 #define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
-  case OpCode::Name:                                                        \
-    fn = "sc::" #scalar_fn;                                                 \
+  case OpCode::Name:                                                         \
+    fn = "sc::" #scalar_fn;                                                  \
     break;
 #include "spmdrt/binary_math.def"
       case OpCode::Select:

@@ -174,7 +174,7 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
     case OpCode::Cast:
       return {K::Cast};
 #define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
-  case OpCode::Name:                                                        \
+  case OpCode::Name:                                                         \
     return bin(rt::BinaryOp::Name);
 #include "spmdrt/binary_math.def"
     case OpCode::Select:

@@ -123,13 +123,11 @@ constexpr bool kIsComparison = binary_kind(kOp) == BinaryKind::Compare;
 template <BinaryOp kOp, typename C>
 inline auto apply_binary(C a, C b) {
 #define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
-  if constexpr (kOp == BinaryOp::Name) {                                    \
-    return sc::scalar_fn(a, b);                                             \
+  if constexpr (kOp == BinaryOp::Name) {                                     \
+    return sc::scalar_fn(a, b);                                              \
   } else
 #include "spmdrt/binary_math.def"
-  {
-    static_assert(kOp != kOp, "a BinaryOp without a row in spmdrt/binary_math.def");
-  }
+  { static_assert(kOp != kOp, "a BinaryOp without a row in spmdrt/binary_math.def"); }
 }
 
 template <BinaryOp kOp, typename S>
@@ -337,7 +335,7 @@ template <typename Fn>
 decltype(auto) with_binary_op(BinaryOp op, Fn &&fn) {
   switch (op) {
 #define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
-  case BinaryOp::Name:                                                      \
+  case BinaryOp::Name:                                                       \
     return fn(std::integral_constant<BinaryOp, BinaryOp::Name>{});
 #include "spmdrt/binary_math.def"
   }
