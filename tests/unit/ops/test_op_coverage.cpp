@@ -1,6 +1,7 @@
 // Every op of ops.def, walked: each has a distinct spelling, and each math
 // function of one operand (the rows of spmdrt/unary_math.def but logical_not)
-// has every rule a user reaches: a builtin that lowers to it, shape and
+// and of two (the arithmetic rows of spmdrt/binary_math.def) has every rule a
+// user reaches: a builtin that lowers to it, shape and
 // variance rules, a printed form that parses back, an elementwise sharding
 // rule, a derivative (and a transpose when the row is Linear), an interpreter
 // kernel and emitted C++ calling its scalar function. A missing rule fails
@@ -25,9 +26,31 @@ namespace {
 /// The unary math rows of spmdrt/unary_math.def that take floats (all but logical_not).
 bool is_math_function(OpCode op) { return op_is_unary_math(op) && op != OpCode::Not; }
 
-std::string program(std::string_view spelling) {
-  return "mesh M = (i: 2)\nshmap f(x: f32[4] @ P(i)) -> f32[4] @ P(i) on M {\n  return " +
-         std::string(spelling) + "(x)\n}\n";
+/// A math function as the coverage test walks it: a one-line program using
+/// it, its scalar function, and which derivative rules it must have.
+struct Walked {
+  OpCode op;
+  std::string source;  // shmap `f` applying the op to its parameters
+  int operands = 1;
+  std::string scalar_fn;  // the spmd::rt::sc function the emitted C++ calls
+  bool linear = false;    // has a transpose rule
+};
+
+std::string program(const std::string &params, const std::string &expr) {
+  return "mesh M = (i: 2)\nshmap f(" + params + ") -> f32[4] @ P(i) on M {\n  return " + expr +
+         "\n}\n";
+}
+
+Walked unary(OpCode op, std::string scalar_fn, bool linear) {
+  return {op, program("x: f32[4] @ P(i)", std::string(op_spelling(op)) + "(x)"), 1,
+          std::move(scalar_fn), linear};
+}
+
+/// `x + y`, or `maximum(x, y)` for an op written as a call.
+Walked binary(OpCode op, std::string_view symbol, std::string scalar_fn, bool linear) {
+  const std::string expr =
+      symbol.empty() ? std::string(op_spelling(op)) + "(x, y)" : "x " + std::string(symbol) + " y";
+  return {op, program("x: f32[4] @ P(i), y: f32[4] @ P(i)", expr), 2, std::move(scalar_fn), linear};
 }
 
 bool holds_op(const ir::Module &m, OpCode op) {
@@ -48,31 +71,38 @@ TEST_CASE("every op has a distinct spelling", "[ops][coverage]") {
   }
 }
 
-/// The scalar function of each unary math op (spmdrt/unary_math.def), which
-/// the emitted C++ must call.
-std::string scalar_function(OpCode op) {
+/// The math functions of one operand (spmdrt/unary_math.def), linear ones
+/// with a transpose rule.
+std::vector<Walked> unary_functions() {
+  std::vector<Walked> out;
 #define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
-  if (op == OpCode::Name) return #scalar_fn;
+  if (is_math_function(OpCode::Name))                                    \
+    out.push_back(unary(OpCode::Name, #scalar_fn, SPMD_IF_LINEAR_##Linearity(true) + 0));
 #include "spmdrt/unary_math.def"
-  return "";
+  return out;
 }
 
-/// Whether a unary math op is linear (spmdrt/unary_math.def), so it has a transpose rule.
-bool is_linear(OpCode op) {
-#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
-  if (op == OpCode::Name) return SPMD_IF_LINEAR_##Linearity(true) + 0;
-#include "spmdrt/unary_math.def"
-  return false;
+/// The arithmetic functions of two operands (spmdrt/binary_math.def, kind
+/// Binary): add and sub are linear in both operands together, so they have a
+/// transpose rule.
+std::vector<Walked> binary_functions() {
+  std::vector<Walked> out;
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+  if (op_kind(OpCode::Name) == OpKind::Binary)                               \
+    out.push_back(binary(OpCode::Name, symbol, #scalar_fn,                   \
+                         OpCode::Name == OpCode::Add || OpCode::Name == OpCode::Sub));
+#include "spmdrt/binary_math.def"
+  return out;
 }
 
 /// The rules of `op` that are missing, by name: builtin, shape, printer,
 /// variance, sharding, jvp, transpose, eval, codegen.
-std::vector<std::string> missing_rules(OpCode op) {
+std::vector<std::string> missing_rules(const Walked &w) {
   std::vector<std::string> missing;
-  const std::string_view spelling = op_spelling(op);
+  const OpCode op = w.op;
   // The builtin (middle/lower_builtins.cpp) and the shape and variance rules.
   Compilation c;
-  compile_source(c, "coverage.spmd", program(spelling), {});
+  compile_source(c, "coverage.spmd", w.source, {});
   if (!c.ok() || !holds_op(*c.module, op)) {
     missing.push_back("builtin/shape/variance (" + render_diagnostics(c.diags, c.sources) + ")");
     return missing;
@@ -85,8 +115,9 @@ std::vector<std::string> missing_rules(OpCode op) {
   compile_source(again, "printed.spmd", ir::print_module(*c.module), {});
   if (!again.ok() || !holds_op(*again.module, op)) missing.push_back("printer");
   // The sharding rule: elementwise, every dimension splits with the operand's.
-  const std::vector<Type> types{Type{DType::F32, {4, 6}, {}}};
-  const ShardingRule rule = sharding_rule(op, types, types, {});
+  const Type t{DType::F32, {4, 6}, {}};
+  const std::vector<Type> operands(static_cast<size_t>(w.operands), t), results{t};
+  const ShardingRule rule = sharding_rule(op, operands, results, {});
   if (rule.family != RuleFamily::Elementwise || rule.num_factors() != 2)
     missing.push_back("sharding");
   // The derivative (a missing JVP rule is a "not differentiable" error), and
@@ -98,7 +129,7 @@ std::vector<std::string> missing_rules(OpCode op) {
   } catch (const std::exception &e) {
     missing.push_back(std::string("jvp (") + e.what() + ")");
   }
-  if (is_linear(op)) {
+  if (w.linear) {
     DeriveRequest transpose;
     transpose.kind = DeriveKind::Transpose;
     try {
@@ -109,8 +140,10 @@ std::vector<std::string> missing_rules(OpCode op) {
   }
   // The interpreter's kernel (interp/eval_op.cpp and the runtime's unary table).
   try {
-    const rt::Tensor x = rt::random_tensor(DType::F32, {4}, 7);
-    interp::run_shmap(*c.module, c.module->find_function("f"), {x});
+    std::vector<rt::Tensor> inputs;
+    for (int k = 0; k < w.operands; ++k)
+      inputs.push_back(rt::random_tensor(DType::F32, {4}, 7 + k));
+    interp::run_shmap(*c.module, c.module->find_function("f"), inputs);
   } catch (const std::exception &e) {
     missing.push_back(std::string("eval (") + e.what() + ")");
   }
@@ -119,27 +152,34 @@ std::vector<std::string> missing_rules(OpCode op) {
     backend::EmitOptions eo;
     eo.entry = "f";
     const std::string cpp = backend::emit_program(*c.module, &c.sources, eo);
-    if (cpp.find("sc::" + scalar_function(op) + "(") == std::string::npos)
-      missing.push_back("codegen (no call of sc::" + scalar_function(op) + ")");
+    if (cpp.find("sc::" + w.scalar_fn + "(") == std::string::npos)
+      missing.push_back("codegen (no call of sc::" + w.scalar_fn + ")");
   } catch (const std::exception &e) {
     missing.push_back(std::string("codegen (") + e.what() + ")");
   }
   return missing;
 }
 
-TEST_CASE("every one-operand math function has every rule", "[ops][coverage]") {
-  int walked = 0;
+/// Walks `functions`; one failure line per missing rule.
+void check_every_rule(const std::vector<Walked> &functions) {
   std::vector<std::string> failures;
-  for (int k = 0; k < kNumOps; ++k) {
-    const OpCode op = static_cast<OpCode>(k);
-    if (!is_math_function(op)) continue;
-    ++walked;
-    for (const std::string &rule : missing_rules(op))
-      failures.push_back("`" + std::string(op_spelling(op)) + "` has no " + rule + " rule");
-  }
+  for (const Walked &w : functions)
+    for (const std::string &rule : missing_rules(w))
+      failures.push_back("`" + std::string(op_spelling(w.op)) + "` has no " + rule + " rule");
   for (const std::string &f : failures) FAIL_CHECK(f);
   CHECK(failures.empty());
-  CHECK(walked >= 15);
+}
+
+TEST_CASE("every one-operand math function has every rule", "[ops][coverage]") {
+  const std::vector<Walked> functions = unary_functions();
+  check_every_rule(functions);
+  CHECK(functions.size() >= 15);
+}
+
+TEST_CASE("every two-operand arithmetic function has every rule", "[ops][coverage]") {
+  const std::vector<Walked> functions = binary_functions();
+  check_every_rule(functions);
+  CHECK(functions.size() == 9);  // add sub mul div floor_divide remainder pow maximum minimum
 }
 
 }  // namespace
