@@ -115,7 +115,7 @@ bool unrolls_any(const ir::Module &module, const UnrollPolicy &policy) {
 }
 
 int64_t unrolled_size(const ir::Function &function, const UnrollPolicy &policy) {
-  // (Under keep_top_level a nested loop counts as unrolled: an upper bound.)
+  // (Used with max_trip_count; sharding counts its own size, sharding/problem.cpp.)
   return ir::unrolled_size(function.body, [&](const ir::Instr &loop) {
     return should_unroll(loop, policy, /*top=*/false);
   });

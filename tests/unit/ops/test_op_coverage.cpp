@@ -122,23 +122,18 @@ std::vector<std::string> missing_rules(const Walked &w) {
     missing.push_back("sharding");
   // The derivative (a missing JVP rule is a "not differentiable" error), and
   // for a linear op its transpose.
-  DeriveRequest jvp;
-  jvp.kind = DeriveKind::Jvp;
-  try {
-    derive(*c.module, jvp);
-  } catch (const std::exception &e) {
-    missing.push_back(std::string("jvp (") + e.what() + ")");
-  }
-  if (w.linear) {
-    DeriveRequest transpose;
-    transpose.kind = DeriveKind::Transpose;
+  auto derives = [&](DeriveKind kind, const char *rule) {
+    DeriveRequest request;
+    request.kind = kind;
     try {
-      derive(*c.module, transpose);
+      derive(*c.module, request);
     } catch (const std::exception &e) {
-      missing.push_back(std::string("transpose (") + e.what() + ")");
+      missing.push_back(std::string(rule) + " (" + e.what() + ")");
     }
-  }
-  // The interpreter's kernel (interp/eval_op.cpp and the runtime's unary table).
+  };
+  derives(DeriveKind::Jvp, "jvp");
+  if (w.linear) derives(DeriveKind::Transpose, "transpose");
+  // The interpreter's kernel (interp/eval_op.cpp and the runtime's tables).
   try {
     std::vector<rt::Tensor> inputs;
     for (int k = 0; k < w.operands; ++k)
