@@ -65,7 +65,7 @@ void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Ins
         break;
       }
       case OpKind::Call: {
-        const ir::Function &callee = m.functions.at(static_cast<size_t>(in.attrs.callee));
+        const ir::Function &callee = m.functions.at(static_cast<size_t>(in.attrs.call().callee));
         count(m, callee, callee.body, times, r, depth + 1);
         break;
       }
@@ -189,7 +189,7 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
     case OpKind::Reduce:
       return numel(operands[0]);
     case OpKind::Contraction:
-      return einsum_flops(operands, attrs.spec);
+      return einsum_flops(operands, attrs.einsum().spec);
     case OpKind::Creation:
     case OpKind::Layout:
     case OpKind::Collective:
@@ -202,7 +202,8 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
 
 double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile) {
   if (!op_communicates(op)) return 0;
-  return profile.latency_s + (profile.bw_bytes_per_s > 0 ? moved_bytes / profile.bw_bytes_per_s : 0);
+  return profile.latency_s +
+         (profile.bw_bytes_per_s > 0 ? moved_bytes / profile.bw_bytes_per_s : 0);
 }
 
 std::optional<double> CostReport::intensity() const {
@@ -265,7 +266,8 @@ std::string format_cost(const CostReport &r, const std::string &title) {
       << " (hardware intensity "
       << (p.bw_bytes_per_s > 0 ? fmt_num(p.flops_per_s / p.bw_bytes_per_s) : std::string("inf"))
       << " flop/B)\n";
-  std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time", format_seconds(r.compute_s).c_str());
+  std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time",
+                format_seconds(r.compute_s).c_str());
   out << line;
   std::snprintf(line, sizeof line, "  %-28s %16s   (%lld collectives x alpha + bytes / bw)\n",
                 "communication time", format_seconds(r.comm_s).c_str(),

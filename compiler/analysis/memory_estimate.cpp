@@ -67,7 +67,7 @@ class Estimator {
     for (size_t i = 0; i < n; ++i) {
       const ir::Instr &in = body[i];
       int64_t inner = 0;  // what a callee or a region needs beyond what is live here
-      if (in.op == OpCode::Call) inner = above_args(static_cast<size_t>(in.attrs.callee));
+      if (in.op == OpCode::Call) inner = above_args(static_cast<size_t>(in.attrs.call().callee));
       for (const ir::Region &r : in.regions)
         inner = std::max(inner, block_peak(f, r.params, r.body, r.yields));
       for (ir::ValueId r : in.results) add_value(r);

@@ -21,7 +21,7 @@ void collect(const ir::Module &m, const ir::Function &f, const std::vector<ir::I
   const rt::Mesh &mesh = m.mesh_of(f);
   for (const ir::Instr &in : body) {
     if (in.op == OpCode::Call) {
-      const ir::Function &callee = m.functions.at(static_cast<size_t>(in.attrs.callee));
+      const ir::Function &callee = m.functions.at(static_cast<size_t>(in.attrs.call().callee));
       collect(m, callee, callee.body, times, out, depth + 1);
       continue;
     }
@@ -32,9 +32,9 @@ void collect(const ir::Module &m, const ir::Function &f, const std::vector<ir::I
       continue;
     }
     if (op_kind(in.op) != OpKind::Collective) continue;
-    double n = static_cast<double>(axes_size(mesh, in.attrs.axes));
+    double n = static_cast<double>(axes_size(mesh, in.attrs.collective().axes));
     bool permutes = false;
-    for (auto &p : in.attrs.perm) permutes |= p.first != p.second;
+    for (auto &p : in.attrs.collective().perm) permutes |= p.first != p.second;
     // A combined psum((a, b), axes) or all_gather((a, b), ...) is one collective
     // of all its operands' (results') bytes.
     double operand_bytes = 0, result_bytes = 0;
@@ -43,7 +43,7 @@ void collect(const ir::Module &m, const ir::Function &f, const std::vector<ir::I
     CollectiveTraffic t = collective_traffic(in.op, n, operand_bytes, result_bytes, permutes);
     CollectiveEvent e;
     e.op = std::string(op_spelling(in.op));
-    e.axes = axis_list_str(in.attrs.axes, mesh);
+    e.axes = axis_list_str(in.attrs.collective().axes, mesh);
     for (ir::ValueId v : in.operands)
       e.operand_types += (e.operand_types.empty() ? "" : ", ") + type_str(f.type(v), mesh);
     e.size_bytes = t.size_bytes;

@@ -379,11 +379,12 @@ std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<
 std::string collective_expr(const ir::Function &f, const ir::Instr &in, Names &names,
                             std::string &pre) {
   const Attrs &a = in.attrs;
-  std::string call, tail = ", Axes" + int_list(a.axes);
+  std::string call, tail = ", Axes" + int_list(a.collective().axes);
   if (in.op == OpCode::AllGather || in.op == OpCode::AllGatherInvariant ||
       in.op == OpCode::PsumScatter) {
     call = in.op == OpCode::PsumScatter ? "ctx.reduce_scatter(" : "ctx.all_gather(";
-    tail += ", " + std::to_string(a.dim) + ", " + (a.tiled ? "true" : "false") + ")";
+    tail += ", " + std::to_string(a.collective().dim) + ", " +
+            (a.collective().tiled ? "true" : "false") + ")";
   } else {
     const char *op = in.op == OpCode::Pmax ? "Max" : in.op == OpCode::Pmin ? "Min" : "Sum";
     call = "ctx.all_reduce(";
@@ -425,10 +426,11 @@ LoopCode loop_code(const ir::Function &f, const ir::Instr &loop, Names &names,
   }
   const std::string counter = names.fresh(names[r.params[0]] + "_i");
   const Attrs &a = loop.attrs;
-  code.before += indent + "for (int64_t " + counter + " = " + std::to_string(a.dim) + "; " +
-                 counter + (a.step > 0 ? " < " : " > ") + std::to_string(a.dim2) + "; " + counter +
-                 " += " + std::to_string(a.step) + ") {  // " + std::to_string(ir::trip_count(a)) +
-                 (ir::trip_count(a) == 1 ? " iteration\n" : " iterations\n");
+  code.before +=
+      indent + "for (int64_t " + counter + " = " + std::to_string(a.loop().start) + "; " + counter +
+      (a.loop().step > 0 ? " < " : " > ") + std::to_string(a.loop().stop) + "; " + counter +
+      " += " + std::to_string(a.loop().step) + ") {  // " + std::to_string(ir::trip_count(a)) +
+      (ir::trip_count(a) == 1 ? " iteration\n" : " iterations\n");
   const std::vector<ir::ValueId> reads = ir::captured_values(r.body, {}, r.yields);
   const bool index_used = std::find(reads.begin(), reads.end(), r.params[0]) != reads.end();
   if (index_used) {
@@ -487,9 +489,8 @@ std::string spec_init(const rt::PartitionSpec &spec) {
 std::string program_main_call(const EmitOptions &options, const std::string &target,
                               const std::string &threads_executor,
                               const std::string &mpi_executor) {
-  return "  return rt::program_main(argc, argv, functions(), " +
-         cpp_string_literal(options.entry) + ", " + cpp_string_literal(target) +
-         ",\n                          " +
+  return "  return rt::program_main(argc, argv, functions(), " + cpp_string_literal(options.entry) +
+         ", " + cpp_string_literal(target) + ",\n                          " +
          cpp_string_literal(options.built_by + " from " + options.source_path) +
          ",\n                          {" + threads_executor + "(functions(), bodies),\n" +
          "                           " + mpi_executor + "(functions(), bodies)});\n}\n";

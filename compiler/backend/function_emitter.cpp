@@ -174,7 +174,7 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
   auto reduce = [&](const char *op) {
     return call("reduce") + "rt::ReduceOp::" + op + ", " + x(0) + ", I64s" + int_list(a.dims) + ")";
   };
-  auto axes = "Axes" + int_list(a.axes);
+  auto axes = "Axes" + int_list(a.collective().axes);
   std::string expr;
   std::string pre;  // statements before the definition
   switch (in.op) {
@@ -212,7 +212,7 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
              ", " + x(0) + ", I64s" + int_list(a.dims) + ")";
       break;
     case OpCode::Einsum: {
-      expr = call("einsum") + cpp_string_literal(a.spec) + ", std::vector<Tensor>{";
+      expr = call("einsum") + cpp_string_literal(a.einsum().spec) + ", std::vector<Tensor>{";
       for (size_t k = 0; k < in.operands.size(); ++k) expr += (k ? ", " : "") + x(k);
       expr += "})";
       break;
@@ -269,27 +269,28 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
     case OpCode::Pscatter: {
       // This device's block of an invariant value: a local slice, no communication.
       const Type &t = f_.type(in.operands[0]);
-      const int64_t n = axes_size(module_.mesh_of(f_), a.axes);
-      const int64_t block = a.tiled ? t.shape[a.dim] / n : 1;
+      const int64_t n = axes_size(module_.mesh_of(f_), a.collective().axes);
+      const int64_t block = a.collective().tiled ? t.shape[a.collective().dim] / n : 1;
       const std::string r = names_.fresh("rank");
       std::vector<int64_t> zeros(t.shape.size(), 0), ones(t.shape.size(), 1);
       const std::string start = names_.fresh("start"), limit = names_.fresh("limit");
       pre = "  const int64_t " + r + " = ctx.axis_index(" + axes +
             ");  // pscatter: no communication\n" + "  I64s " + start + int_list(zeros) + ", " +
-            limit + int_list(t.shape) + ";\n  " + start + "[" + std::to_string(a.dim) + "] = " + r +
-            " * " + std::to_string(block) + ";\n  " + limit + "[" + std::to_string(a.dim) +
-            "] = (" + r + " + 1) * " + std::to_string(block) + ";\n";
+            limit + int_list(t.shape) + ";\n  " + start + "[" + std::to_string(a.collective().dim) +
+            "] = " + r + " * " + std::to_string(block) + ";\n  " + limit + "[" +
+            std::to_string(a.collective().dim) + "] = (" + r + " + 1) * " + std::to_string(block) +
+            ";\n";
       expr = call("slice") + x(0) + ", " + start + ", " + limit + ", I64s" + int_list(ones) + ")";
-      if (!a.tiled)
+      if (!a.collective().tiled)
         expr = call("reshape") + expr + ", " + shape_init(f_.type(in.results[0]).shape) + ")";
       break;
     }
     case OpCode::AllToAll:
-      expr = "ctx.all_to_all(" + x(0) + ", " + axes + ", " + std::to_string(a.dim) + ", " +
-             std::to_string(a.dim2) + ")";
+      expr = "ctx.all_to_all(" + x(0) + ", " + axes + ", " + std::to_string(a.collective().dim) +
+             ", " + std::to_string(a.collective().concat_dim) + ")";
       break;
     case OpCode::Ppermute:
-      expr = "ctx.ppermute(" + x(0) + ", " + axes + ", " + pair_list(a.perm) + ")";
+      expr = "ctx.ppermute(" + x(0) + ", " + axes + ", " + pair_list(a.collective().perm) + ")";
       break;
     case OpCode::AxisIndex:
       expr = "Tensor::scalar(rt::DType::I32, static_cast<double>(ctx.axis_index(" + axes + ")))";

@@ -34,13 +34,14 @@ rt::ReduceOp reduce_op(OpCode op) {
 /// The i32 scalar operand of dynamic_slice / dynamic_update_slice.
 int64_t block_index(const Tensor &index) { return static_cast<int64_t>(index.get(0)); }
 
-/// pscatter: this device's block of an invariant value along attrs.dim (no communication).
+/// pscatter: this device's block of an invariant value along attrs.collective().dim (no
+/// communication).
 Tensor local_scatter(const Tensor &x, const Attrs &attrs, rt::DeviceContext &ctx) {
-  const int64_t n = ctx.mesh().group_size(attrs.axes);
-  const int64_t rank = ctx.axis_index(attrs.axes);
-  const int64_t dim = attrs.dim;
+  const int64_t n = ctx.mesh().group_size(attrs.collective().axes);
+  const int64_t rank = ctx.axis_index(attrs.collective().axes);
+  const int64_t dim = attrs.collective().dim;
   std::vector<int64_t> start(x.shape().size(), 0), limit = x.shape(), stride(x.shape().size(), 1);
-  if (attrs.tiled) {
+  if (attrs.collective().tiled) {
     const int64_t block = x.shape()[dim] / n;
     start[dim] = rank * block;
     limit[dim] = (rank + 1) * block;
@@ -64,7 +65,7 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
       return Tensor::full(a.dtype, a.shape, a.value);
     case OpCode::Iota:
       return rt::iota(a.dtype, a.shape, a.dim);
-    // Elementwise: one kernel each (elementwise_kernel below).
+      // Elementwise: one kernel each (elementwise_kernel below).
 #define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) case OpCode::Name:
 #include "spmdrt/unary_math.def"
     case OpCode::StopGradient:
@@ -102,7 +103,7 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
       return rt::arg_reduce(rt::ReduceOp::Min, x[0], a.dims);
     // Contraction.
     case OpCode::Einsum:
-      return rt::einsum(a.spec, x);
+      return rt::einsum(a.einsum().spec, x);
     // Layout.
     case OpCode::Reshape:
       return rt::reshape(x[0], a.shape);
@@ -134,22 +135,24 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
     case OpCode::Psum:
     case OpCode::Pmax:
     case OpCode::Pmin:
-      return ctx.all_reduce(x[0], a.axes, reduce_op(in.op));
+      return ctx.all_reduce(x[0], a.collective().axes, reduce_op(in.op));
     case OpCode::Pbroadcast:
       return x[0];  // Invariant -> Varying: no data moves
     case OpCode::AllGather:
     case OpCode::AllGatherInvariant:
-      return ctx.all_gather(x[0], a.axes, a.dim, a.tiled);
+      return ctx.all_gather(x[0], a.collective().axes, a.collective().dim, a.collective().tiled);
     case OpCode::PsumScatter:
-      return ctx.reduce_scatter(x[0], a.axes, a.dim, a.tiled);
+      return ctx.reduce_scatter(x[0], a.collective().axes, a.collective().dim,
+                                a.collective().tiled);
     case OpCode::Pscatter:
       return local_scatter(x[0], a, ctx);
     case OpCode::AllToAll:
-      return ctx.all_to_all(x[0], a.axes, a.dim, a.dim2);
+      return ctx.all_to_all(x[0], a.collective().axes, a.collective().dim,
+                            a.collective().concat_dim);
     case OpCode::Ppermute:
-      return ctx.ppermute(x[0], a.axes, a.perm);
+      return ctx.ppermute(x[0], a.collective().axes, a.collective().perm);
     case OpCode::AxisIndex:
-      return Tensor::scalar(DType::I32, static_cast<double>(ctx.axis_index(a.axes)));
+      return Tensor::scalar(DType::I32, static_cast<double>(ctx.axis_index(a.collective().axes)));
     case OpCode::For:   // a region: run by the interpreter (interpreter.cpp, run_loop)
     case OpCode::Call:  // several results: handled by eval_op
       break;
@@ -218,14 +221,16 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
 
 std::vector<rt::Tensor> eval_op(const ir::Instr &instr, std::vector<rt::Tensor> &operands,
                                 rt::DeviceContext &ctx, const CallFn &call) {
-  if (instr.op == OpCode::Call) return call(instr.attrs.callee, std::move(operands));
+  if (instr.op == OpCode::Call) return call(instr.attrs.call().callee, std::move(operands));
   if (operands.size() != 1 && is_combinable_collective(instr.op)) {  // psum((a, b), axes), ...
     const Attrs &a = instr.attrs;
     if (is_combinable_reduce(instr.op))
-      return ctx.all_reduce(operands, a.axes, reduce_op(instr.op));
+      return ctx.all_reduce(operands, a.collective().axes, reduce_op(instr.op));
     if (instr.op == OpCode::PsumScatter)
-      return ctx.reduce_scatter(operands, a.axes, a.dim, a.tiled);
-    return ctx.all_gather(operands, a.axes, a.dim, a.tiled);  // all_gather(_invariant)
+      return ctx.reduce_scatter(operands, a.collective().axes, a.collective().dim,
+                                a.collective().tiled);
+    return ctx.all_gather(operands, a.collective().axes, a.collective().dim,
+                          a.collective().tiled);  // all_gather(_invariant)
   }
   return {one(instr, operands, ctx)};
 }

@@ -100,7 +100,7 @@ ValueId Builder::full(DType dtype, const Shape &shape, double value, SourceSpan 
 ValueId Builder::pbroadcast(ValueId x, const std::vector<int> &axes, SourceSpan span,
                             Origin origin) {
   Attrs a;
-  a.axes = axes;
+  a.collective().axes = axes;
   return add1(OpCode::Pbroadcast, {x}, a, span, origin);
 }
 

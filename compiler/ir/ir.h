@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/types.h"
 #include "ops/op_info.h"
+#include "ops/types.h"
 #include "spmdrt/mesh.h"
 #include "support/small_vector.h"
 #include "support/source.h"
@@ -182,7 +182,7 @@ struct Module {
   std::vector<MeshDef> meshes;
   std::vector<Function> functions;
   /// Derived functions still to build (between lowering and infer_variance):
-  /// a call with `attrs.derived = k` calls derived_callees[k].
+  /// a call with `attrs.call().derived = k` calls derived_callees[k].
   std::vector<DerivedCallee> derived_callees;
 
   const rt::Mesh &mesh_of(const Function &f) const;

@@ -170,7 +170,7 @@ int64_t unrolled_size(const std::vector<Instr> &body,
       n = unrolls(in) ? rt::saturating_mul(trip_count(in.attrs), rt::saturating_add(1, inner))
                       : rt::saturating_add(1, inner);
     } else if (in.op == OpCode::Call && call_size) {
-      n = call_size(in.attrs.callee);
+      n = call_size(in.attrs.call().callee);
     }
     size = rt::saturating_add(size, n);
   }

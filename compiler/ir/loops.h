@@ -23,9 +23,13 @@ inline constexpr int64_t kMaxUnrolledIterations = 4096;
 
 /// Iterations of `range(start, stop, step)` (Python semantics; 0 when step is 0).
 int64_t trip_count(int64_t start, int64_t stop, int64_t step);
-inline int64_t trip_count(const Attrs &loop) { return trip_count(loop.dim, loop.dim2, loop.step); }
+inline int64_t trip_count(const Attrs &loop) {
+  return trip_count(loop.loop().start, loop.loop().stop, loop.loop().step);
+}
 /// The loop index at iteration `n` (0-based).
-inline int64_t loop_index_at(const Attrs &loop, int64_t n) { return loop.dim + n * loop.step; }
+inline int64_t loop_index_at(const Attrs &loop, int64_t n) {
+  return loop.loop().start + n * loop.loop().step;
+}
 
 /// The values a block reads that it does not define (nested regions included,
 /// their parameters counting as defined), in first-use order.

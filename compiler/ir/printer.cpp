@@ -227,15 +227,15 @@ class FunctionPrinter {
         out << " = " << init << "\n";
       }
     }
-    if (in.attrs.unroll || in.attrs.remat) {
+    if (in.attrs.loop().unroll || in.attrs.loop().remat) {
       out << indent << "[[";
-      if (in.attrs.unroll) out << "unroll" << (in.attrs.remat ? ", " : "");
-      if (in.attrs.remat) out << "remat";
+      if (in.attrs.loop().unroll) out << "unroll" << (in.attrs.loop().remat ? ", " : "");
+      if (in.attrs.loop().remat) out << "remat";
       out << "]]\n";
     }
-    out << indent << "for " << namer_.name(r.params[0]) << " in range(" << in.attrs.dim << ", "
-        << in.attrs.dim2;
-    if (in.attrs.step != 1) out << ", " << in.attrs.step;
+    out << indent << "for " << namer_.name(r.params[0]) << " in range(" << in.attrs.loop().start
+        << ", " << in.attrs.loop().stop;
+    if (in.attrs.loop().step != 1) out << ", " << in.attrs.loop().step;
     out << ") {";
     if (o_.types && !in.results.empty()) {
       out << "  # carries";
@@ -322,7 +322,7 @@ class FunctionPrinter {
   }
   std::string op(ValueId v) { return operand(v, std::nullopt); }
 
-  std::string axes(const Instr &in) { return axis_list_str(in.attrs.axes, mesh_); }
+  std::string axes(const Instr &in) { return axis_list_str(in.attrs.collective().axes, mesh_); }
   /// `x`, or `(a, b, c)` for a combined collective of several operands.
   std::string operand_or_tuple(const Instr &in) {
     if (in.operands.size() == 1) return op(in.operands[0]);
@@ -385,17 +385,19 @@ class FunctionPrinter {
         return s + ")";
       }
       case OpCode::Einsum: {
-        if (in.operands.size() == 2 && (a.spec == "ij,jk->ik" || a.spec == "j,jk->k" ||
-                                        a.spec == "ij,j->i" || a.spec == "j,j->"))
+        if (in.operands.size() == 2 &&
+            (a.einsum().spec == "ij,jk->ik" || a.einsum().spec == "j,jk->k" ||
+             a.einsum().spec == "ij,j->i" || a.einsum().spec == "j,j->"))
           return op(in.operands[0]) + " @ " + op(in.operands[1]);
-        std::string s = "einsum(\"" + a.spec + "\"";
+        std::string s = "einsum(\"" + a.einsum().spec + "\"";
         for (ValueId o : in.operands) s += ", " + op(o);
         return s + ")";
       }
       case OpCode::Reshape:
         return "reshape(" + op(in.operands[0]) + ", " + shape_tuple(a.shape) + ")";
       case OpCode::Constrain:
-        return "constrain(" + op(in.operands[0]) + ", " + spec_str(a.sharding, mesh_) + ")";
+        return "constrain(" + op(in.operands[0]) + ", " + spec_str(a.constrain().sharding, mesh_) +
+               ")";
       case OpCode::Transpose:
         return "transpose(" + op(in.operands[0]) + ", " + int_tuple(a.dims) + ")";
       case OpCode::BroadcastTo:
@@ -445,25 +447,26 @@ class FunctionPrinter {
       case OpCode::Pscatter: {
         std::string s =
             std::string(op_spelling(in.op)) + "(" + operand_or_tuple(in) + ", " + axes(in);
-        if (a.dim != 0) s += ", axis=" + std::to_string(a.dim);
-        if (!a.tiled) s += ", tiled=false";
+        if (a.collective().dim != 0) s += ", axis=" + std::to_string(a.collective().dim);
+        if (!a.collective().tiled) s += ", tiled=false";
         return s + ")";
       }
       case OpCode::PsumScatter: {  // (combined: psum_scatter((a, b), axes))
         std::string s = "psum_scatter(" + operand_or_tuple(in) + ", " + axes(in);
-        if (a.dim != 0) s += ", scatter_dimension=" + std::to_string(a.dim);
-        if (!a.tiled) s += ", tiled=false";
+        if (a.collective().dim != 0)
+          s += ", scatter_dimension=" + std::to_string(a.collective().dim);
+        if (!a.collective().tiled) s += ", tiled=false";
         return s + ")";
       }
       case OpCode::AllToAll:
         return "all_to_all(" + op(in.operands[0]) + ", " + axes(in) +
-               ", split_axis=" + std::to_string(a.dim) + ", concat_axis=" + std::to_string(a.dim2) +
-               ")";
+               ", split_axis=" + std::to_string(a.collective().dim) +
+               ", concat_axis=" + std::to_string(a.collective().concat_dim) + ")";
       case OpCode::Ppermute: {
         std::string s = "ppermute(" + op(in.operands[0]) + ", " + axes(in) + ", perm=[";
-        for (size_t k = 0; k < a.perm.size(); ++k)
-          s += (k ? ", " : "") + std::string("(") + std::to_string(a.perm[k].first) + ", " +
-               std::to_string(a.perm[k].second) + ")";
+        for (size_t k = 0; k < a.collective().perm.size(); ++k)
+          s += (k ? ", " : "") + std::string("(") + std::to_string(a.collective().perm[k].first) +
+               ", " + std::to_string(a.collective().perm[k].second) + ")";
         return s + "])";
       }
       case OpCode::AxisIndex:
@@ -471,7 +474,7 @@ class FunctionPrinter {
       case OpCode::For:
         return "?";  // printed as a statement by print_for
       case OpCode::Call: {
-        std::string s = fn_names_[static_cast<size_t>(a.callee)] + "(";
+        std::string s = fn_names_[static_cast<size_t>(a.call().callee)] + "(";
         for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
         return s + ")";
       }
@@ -511,7 +514,7 @@ std::vector<std::string> function_names(const Module &m) {
 template <typename Fn>
 void for_each_call(const std::vector<Instr> &body, Fn &&fn) {
   for (const Instr &in : body) {
-    if (in.op == OpCode::Call) fn(in.attrs.callee);
+    if (in.op == OpCode::Call) fn(in.attrs.call().callee);
     for (const Region &r : in.regions) for_each_call(r.body, fn);
   }
 }
@@ -630,17 +633,24 @@ std::string dump_ir(const Module &module) {
             out << " = " << op_spelling(in.op);
             for (ValueId o : in.operands) out << " %" << o;
             const Attrs &a = in.attrs;
-            if (!a.axes.empty()) out << " axes=" << axis_list_str(a.axes, mesh);
+            // Each family's fields, read only for the ops that carry it.
+            const AttrFamily family = op_attr_family(in.op);
+            static const CollectiveAttrs kNoCollective;
+            static const EinsumAttrs kNoEinsum;
+            const CollectiveAttrs &c =
+                family == AttrFamily::Collective ? a.collective() : kNoCollective;
+            const EinsumAttrs &e = family == AttrFamily::Einsum ? a.einsum() : kNoEinsum;
+            if (!c.axes.empty()) out << " axes=" << axis_list_str(c.axes, mesh);
             if (!a.dims.empty()) out << " dims=" << int_tuple(a.dims);
             if (!a.shape.empty()) out << " shape=" << shape_tuple(a.shape);
             if (!a.start.empty()) out << " start=" << int_tuple(a.start);
             if (!a.limit.empty()) out << " limit=" << int_tuple(a.limit);
             if (!a.stride.empty()) out << " stride=" << int_tuple(a.stride);
-            if (!a.spec.empty()) out << " spec=\"" << a.spec << "\"";
-            if (!a.perm.empty()) {
+            if (!e.spec.empty()) out << " spec=\"" << e.spec << "\"";
+            if (!c.perm.empty()) {
               out << " perm=[";
-              for (size_t k = 0; k < a.perm.size(); ++k)
-                out << (k ? "," : "") << a.perm[k].first << "->" << a.perm[k].second;
+              for (size_t k = 0; k < c.perm.size(); ++k)
+                out << (k ? "," : "") << c.perm[k].first << "->" << c.perm[k].second;
               out << "]";
             }
             switch (op_kind(in.op)) {
@@ -653,9 +663,9 @@ std::string dump_ir(const Module &module) {
                 if (in.op != OpCode::AxisIndex && in.op != OpCode::Ppermute &&
                     in.op != OpCode::Psum && in.op != OpCode::Pmax && in.op != OpCode::Pmin &&
                     in.op != OpCode::Pbroadcast)
-                  out << " dim=" << a.dim
-                      << (in.op == OpCode::AllToAll ? " dim2=" + std::to_string(a.dim2) : "")
-                      << " tiled=" << (a.tiled ? "true" : "false");
+                  out << " dim=" << c.dim
+                      << (in.op == OpCode::AllToAll ? " dim2=" + std::to_string(c.concat_dim) : "")
+                      << " tiled=" << (c.tiled ? "true" : "false");
                 break;
               case OpKind::Layout:
                 if (in.op == OpCode::Concat || in.op == OpCode::DynamicSlice ||
@@ -663,13 +673,13 @@ std::string dump_ir(const Module &module) {
                   out << " dim=" << a.dim;
                 break;
               case OpKind::Call:
-                out << " callee=@" << a.callee;
+                out << " callee=@" << a.call().callee;
                 break;
               case OpKind::Control:
-                out << " range=" << a.dim << ".." << a.dim2;
-                if (a.step != 1) out << " step=" << a.step;
-                if (a.unroll) out << " unroll";
-                if (a.remat) out << " remat";
+                out << " range=" << a.loop().start << ".." << a.loop().stop;
+                if (a.loop().step != 1) out << " step=" << a.loop().step;
+                if (a.loop().unroll) out << " unroll";
+                if (a.loop().remat) out << " remat";
                 break;
               default:
                 if (in.op == OpCode::Cast) out << " dtype=" << dtype_name(a.dtype);

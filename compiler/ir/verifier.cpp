@@ -117,6 +117,14 @@ class FunctionVerifier {
       ++n;
     }
     const std::span<const Type> ops(buffer.data(), n);
+    // Each op carries its own family's typed attributes (or none: all defaults).
+    const AttrFamily carried = in.attrs.family();
+    if (carried != AttrFamily::None && carried != op_attr_family(in.op)) {
+      error(std::string(op_spelling(in.op)) + ": carries " +
+            std::string(attr_family_name(carried)) + " attributes, not " +
+            std::string(attr_family_name(op_attr_family(in.op))) + " ones");
+      return;
+    }
     if (in.op == OpCode::For) {
       ++depth_;
       loop(in, ok, inner_prefix);
@@ -156,7 +164,7 @@ class FunctionVerifier {
     if (kind != OpKind::Collective && kind != OpKind::Creation)
       for (const Type &t : ops)
         if (t.variance != uni) error(name + ": operands differ in variance");
-    AxisSet axes = AxisSet::of_all(in.attrs.axes);
+    AxisSet axes = AxisSet::of_all(collective_axes(in.op, in.attrs));
     AxisRequirement req = operand_requirement(in.op);
     for (const Type &t : ops) {
       if (req == AxisRequirement::Varying && !t.variance.contains_all(axes))
@@ -181,15 +189,16 @@ class FunctionVerifier {
   }
 
   void call(const Instr &in, std::span<const Type> ops) {
-    if (in.attrs.derived >= 0) {
+    if (in.attrs.call().derived >= 0) {
       error("call of a derivative that was not built (pipeline/derived_functions.h)");
       return;
     }
-    if (in.attrs.callee < 0 || static_cast<size_t>(in.attrs.callee) >= m_.functions.size()) {
+    if (in.attrs.call().callee < 0 ||
+        static_cast<size_t>(in.attrs.call().callee) >= m_.functions.size()) {
       error("call of an unknown function");
       return;
     }
-    const Function &c = m_.functions[static_cast<size_t>(in.attrs.callee)];
+    const Function &c = m_.functions[static_cast<size_t>(in.attrs.call().callee)];
     if (c.params.size() != in.operands.size() || c.returns.size() != in.results.size()) {
       error("call arity differs from `" + c.name + "`");
       return;
@@ -219,7 +228,7 @@ class FunctionVerifier {
             std::to_string(in.results.size()) + " results do not match");
       return;
     }
-    if (in.attrs.step == 0) error("for: the step is zero");
+    if (in.attrs.loop().step == 0) error("for: the step is zero");
     for (ValueId p : r.params)
       if (!define(p)) return;
     if (!(f_.type(r.params[0]) == Type{DType::I32, {}, {}}))

@@ -231,7 +231,8 @@ class VarianceInference {
       ir::Builder builder(module_, f, body);
       r = builder.pbroadcast(v, missing.axes(), span, ir::Origin::AutoPbroadcast);
     }
-    set_def(st, r, body.back().op, body.back().operands, body.back().attrs.axes, span);
+    set_def(st, r, body.back().op, body.back().operands,
+            collective_axes(body.back().op, body.back().attrs), span);
     if (!f.values[v].name.empty()) f.values[r].name = f.values[v].name;
     st.lifted.back()[key] = r;
     return r;
@@ -320,31 +321,31 @@ class VarianceInference {
         process_for(st, std::move(in), body);
         return;
       case OpKind::Call: {
-        if (in.attrs.derived >= 0 && !resolve_derived_call(st, in)) {
+        if (in.attrs.call().derived >= 0 && !resolve_derived_call(st, in)) {
           for (auto r : in.results) f.type(r).variance = AxisSet();  // errors reported
           body.push_back(std::move(in));
           return;
         }
-        if (module_.functions[static_cast<size_t>(in.attrs.callee)].kind ==
+        if (module_.functions[static_cast<size_t>(in.attrs.call().callee)].kind ==
             ir::FunctionKind::Shmap) {
           type_shmap_call(st, in, body);
           break;
         }
-        if (static_cast<size_t>(in.attrs.callee) >= pristine_.size()) {
+        if (static_cast<size_t>(in.attrs.call().callee) >= pristine_.size()) {
           type_derived_def_call(st, in, body);
           break;
         }
         std::vector<AxisSet> vars;
         for (auto o : in.operands) vars.push_back(f.type(o).variance);
-        int callee = specialize(in.attrs.callee, vars, st.auto_pb, in.span);
-        in.attrs.callee = callee;
+        int callee = specialize(in.attrs.call().callee, vars, st.auto_pb, in.span);
+        in.attrs.call().callee = callee;
         const ir::Function &cf = module_.functions[static_cast<size_t>(callee)];
         for (size_t k = 0; k < in.results.size() && k < cf.returns.size(); ++k)
           f.type(in.results[k]).variance = cf.type(cf.returns[k]).variance;
         break;
       }
       case OpKind::Collective: {
-        AxisSet axes = AxisSet::of_all(in.attrs.axes);
+        AxisSet axes = AxisSet::of_all(in.attrs.collective().axes);
         AxisRequirement req = operand_requirement(in.op);
         std::string op(op_spelling(in.op));
         if (req == AxisRequirement::Varying) {
@@ -417,7 +418,8 @@ class VarianceInference {
       const auto rvs = result_variances(in.op, operand_vars, in.results.size(), in.attrs);
       for (size_t k = 0; k < in.results.size(); ++k) f.type(in.results[k]).variance = rvs[k];
     }
-    for (auto r : in.results) set_def(st, r, in.op, in.operands, in.attrs.axes, in.span);
+    for (auto r : in.results)
+      set_def(st, r, in.op, in.operands, collective_axes(in.op, in.attrs), in.span);
     if (op_kind(in.op) == OpKind::Creation && !in.results.empty())
       set_creation(st, in.results[0], in);
     std::vector<ir::ValueId> results = in.results;
@@ -436,7 +438,7 @@ class VarianceInference {
   /// the function derived has errors (reported).
   bool resolve_derived_call(FunctionState &st, ir::Instr &in) {
     const ir::DerivedCallee callee =
-        module_.derived_callees.at(static_cast<size_t>(in.attrs.derived));
+        module_.derived_callees.at(static_cast<size_t>(in.attrs.call().derived));
     int fn = callee.base;
     if (pristine_[static_cast<size_t>(fn)].kind == ir::FunctionKind::Shmap) {
       if (!process_shmap(static_cast<size_t>(fn))) return false;
@@ -457,8 +459,8 @@ class VarianceInference {
     }
     // A loop's trial rounds type its body again; the final round records it.
     if (muted_ == 0) calls_.sites.push_back(std::move(site));
-    in.attrs.callee = fn;
-    in.attrs.derived = -1;
+    in.attrs.call().callee = fn;
+    in.attrs.call().derived = -1;
     return true;
   }
 
@@ -537,7 +539,7 @@ class VarianceInference {
   /// an error) and each result varies as the function returns it.
   void type_derived_def_call(FunctionState &st, ir::Instr &in, std::vector<ir::Instr> &body) {
     ir::Function &f = st.f;
-    const ir::Function &g = module_.functions[static_cast<size_t>(in.attrs.callee)];
+    const ir::Function &g = module_.functions[static_cast<size_t>(in.attrs.call().callee)];
     std::vector<AxisSet> want, out;
     std::vector<std::string> names;
     for (const auto &p : g.params) {
@@ -584,7 +586,7 @@ class VarianceInference {
   /// an error), and each result varies along the axes of its out_spec.
   void type_shmap_call(FunctionState &st, ir::Instr &in, std::vector<ir::Instr> &body) {
     ir::Function &f = st.f;
-    const ir::Function &g = module_.functions[static_cast<size_t>(in.attrs.callee)];
+    const ir::Function &g = module_.functions[static_cast<size_t>(in.attrs.call().callee)];
     std::vector<AxisSet> in_axes, out_axes;
     for (const auto &p : g.params) in_axes.push_back(spec_axes(p.spec));
     for (const auto &r : g.results) out_axes.push_back(spec_axes(r.spec));

@@ -567,8 +567,8 @@ bool ProgramLowerer::check_global_view(const ir::Function &f) {
     own.pop_back();
     for (const ir::Instr &in : *body) {
       for (const ir::Region &r : in.regions) own.push_back(&r.body);
-      if (in.op == OpCode::Call && seen.insert(in.attrs.callee).second)
-        stack.emplace_back(in.attrs.callee, in.span);
+      if (in.op == OpCode::Call && seen.insert(in.attrs.call().callee).second)
+        stack.emplace_back(in.attrs.call().callee, in.span);
     }
   }
   while (!stack.empty()) {
@@ -581,8 +581,8 @@ bool ProgramLowerer::check_global_view(const ir::Function &f) {
       blocks.pop_back();
       for (const ir::Instr &in : *body) {
         for (const ir::Region &r : in.regions) blocks.push_back(&r.body);
-        if (in.op == OpCode::Call && seen.insert(in.attrs.callee).second)
-          stack.emplace_back(in.attrs.callee, call_span);
+        if (in.op == OpCode::Call && seen.insert(in.attrs.call().callee).second)
+          stack.emplace_back(in.attrs.call().callee, call_span);
         if (op_kind(in.op) != OpKind::Collective) continue;
         auto &d =
             diags.error("collective-in-sharded", in.span,
@@ -601,7 +601,7 @@ bool ProgramLowerer::check_global_view(const ir::Function &f) {
 
 int64_t ProgramLowerer::unrolled_size(const std::vector<ir::Instr> &body) const {
   return ir::unrolled_size(
-      body, [](const ir::Instr &loop) { return loop.attrs.unroll; },
+      body, [](const ir::Instr &loop) { return loop.attrs.loop().unroll; },
       [this](int callee) { return function_size(callee); });
 }
 

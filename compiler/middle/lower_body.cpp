@@ -354,11 +354,11 @@ void BodyLowerer::lower_for(const ast::ForStmt &loop, SourceSpan span) {
   ir::Instr instr;
   instr.op = OpCode::For;
   instr.span = span;
-  instr.attrs.dim = *start;
-  instr.attrs.dim2 = *stop;
-  instr.attrs.step = *step;
-  instr.attrs.unroll = unroll;
-  instr.attrs.remat = remat;
+  instr.attrs.loop().start = *start;
+  instr.attrs.loop().stop = *stop;
+  instr.attrs.loop().step = *step;
+  instr.attrs.loop().unroll = unroll;
+  instr.attrs.loop().remat = remat;
   ir::Region region;
   region.params.push_back(
       function_.add_value(Type{DType::I32, {}, {}}, loop.var.name, loop.var.span));
@@ -756,7 +756,7 @@ LExpr BodyLowerer::matmul(ir::ValueId va, ir::ValueId vb, SourceSpan span, const
   if (ta.rank() >= 2) out += kRow;
   if (tb.rank() >= 2) out += kCol;
   Attrs attrs;
-  attrs.spec = lhs + "," + rhs + "->" + out;
+  attrs.einsum().spec = lhs + "," + rhs + "->" + out;
   const size_t before = diags().count();
   ir::ValueId r = emit(OpCode::Einsum, {va, vb}, attrs, span);
   if (r == ir::kNoValue && diags().count() > before) {
@@ -1040,7 +1040,7 @@ LExpr BodyLowerer::emit_call(int callee, std::vector<ir::ValueId> args, SourceSp
   std::vector<Type> result_types;
   for (auto v : f.returns) result_types.push_back(f.type(v).with_variance({}));
   Attrs attrs;
-  attrs.callee = callee;
+  attrs.call().callee = callee;
   return tuple_or_value(
       builder_.add_typed(OpCode::Call, std::move(args), attrs, result_types, span), span);
 }

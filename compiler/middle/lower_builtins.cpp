@@ -285,7 +285,7 @@ BuiltinHandler collective(OpCode op, bool mean = false) {
     auto axes = a.axes("axes");
     if (!axes || xs.empty()) return {};
     Attrs attrs;
-    attrs.axes = *axes;
+    attrs.collective().axes = *axes;
     std::vector<ir::ValueId> rs = b.emit_all(op, xs, attrs, span);
     if (rs.empty()) return {};
     if (mean) {
@@ -323,21 +323,21 @@ BuiltinHandler gather_like(OpCode op, const char *dim_name) {
     auto tiled = a.boolean("tiled", true);
     if (!axes || !dim || !tiled || xs.empty()) return {};
     Attrs attrs;
-    attrs.axes = *axes;
-    attrs.tiled = *tiled;
+    attrs.collective().axes = *axes;
+    attrs.collective().tiled = *tiled;
     for (size_t k = 0; k < xs.size(); ++k) {
       const int64_t rank = b.function().type(xs[k]).rank();
       const int64_t d = *dim < 0 ? *dim + rank + (*tiled ? 0 : 1) : *dim;
-      if (k > 0 && d != attrs.dim) {
+      if (k > 0 && d != attrs.collective().dim) {
         b.diags().error("bad-argument", a.get(dim_name) ? a.get(dim_name)->span : span,
                         "`" + std::string(dim_name) + "=" + std::to_string(*dim) +
-                            "` names dimension " + std::to_string(attrs.dim) +
+                            "` names dimension " + std::to_string(attrs.collective().dim) +
                             " of the first component but " + std::to_string(d) + " of component " +
                             std::to_string(k) +
                             "; a combined collective gathers or scatters one dimension");
         return {};
       }
-      attrs.dim = d;
+      attrs.collective().dim = d;
     }
     std::vector<ir::ValueId> rs = b.emit_all(op, xs, attrs, span);
     if (rs.empty()) return {};
@@ -355,9 +355,9 @@ LExpr lower_all_to_all(BodyLowerer &b, const ast::CallExpr &call, SourceSpan spa
   if (x == ir::kNoValue || !axes || !split || !concat) return {};
   int64_t rank = b.function().type(x).rank();
   Attrs attrs;
-  attrs.axes = *axes;
-  attrs.dim = *split < 0 ? *split + rank : *split;
-  attrs.dim2 = *concat < 0 ? *concat + rank : *concat;
+  attrs.collective().axes = *axes;
+  attrs.collective().dim = *split < 0 ? *split + rank : *split;
+  attrs.collective().concat_dim = *concat < 0 ? *concat + rank : *concat;
   return value_or_invalid(b.emit(OpCode::AllToAll, {x}, attrs, span), span);
 }
 
@@ -371,7 +371,7 @@ LExpr lower_ppermute(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span)
   // axis major (as axis_index numbers them).
   int64_t n = b.mesh().group_size(*axes);
   Attrs attrs;
-  attrs.axes = *axes;
+  attrs.collective().axes = *axes;
   if (a.has("perm") == a.has("shift")) {
     b.diags().error("bad-argument", span, "ppermute needs exactly one of `perm` and `shift`");
     return {};
@@ -379,7 +379,8 @@ LExpr lower_ppermute(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span)
   if (a.has("shift")) {
     auto shift = a.integer("shift", 0);
     if (!shift) return {};
-    for (int64_t i = 0; i < n; ++i) attrs.perm.emplace_back(i, (((i + *shift) % n) + n) % n);
+    for (int64_t i = 0; i < n; ++i)
+      attrs.collective().perm.emplace_back(i, (((i + *shift) % n) + n) % n);
   } else {
     const ast::Expr *p = a.get("perm");
     auto *list = std::get_if<ast::ListExpr>(&p->node);
@@ -413,7 +414,7 @@ LExpr lower_ppermute(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span)
         return {};
       }
       src_seen[*s] = dst_seen[*d] = true;
-      attrs.perm.emplace_back(*s, *d);
+      attrs.collective().perm.emplace_back(*s, *d);
     }
   }
   return value_or_invalid(b.emit(OpCode::Ppermute, {x}, attrs, span), span);
@@ -744,7 +745,7 @@ LExpr lower_constrain(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span
   auto spec = b.program().resolve_spec(*written, b.mesh(), shape, a.get("x")->span);
   if (!spec) return {};
   Attrs attrs;
-  attrs.sharding = *spec;
+  attrs.constrain().sharding = *spec;
   return value_or_invalid(b.emit(OpCode::Constrain, {x}, attrs, span), span);
 }
 
@@ -824,7 +825,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
         return {};
       }
       Attrs attrs;
-      attrs.spec = einsum_to_string(parsed);
+      attrs.einsum().spec = einsum_to_string(parsed);
       return value_or_invalid(b.emit(OpCode::Einsum, ops, attrs, span), span);
     };
     // Layout.
@@ -1007,7 +1008,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       auto axes = a.axes("axes");
       if (!axes) return {};
       Attrs attrs;
-      attrs.axes = *axes;
+      attrs.collective().axes = *axes;
       return value_or_invalid(b.emit(OpCode::AxisIndex, {}, attrs, span), span);
     };
     t["constrain"] = lower_constrain;

@@ -355,8 +355,8 @@ LExpr BodyLowerer::lower_derived_call(const ast::CallExpr &call, SourceSpan span
   std::vector<Type> result_types;
   for (const SignatureEntry &r : sig.results) result_types.push_back(r.type.with_variance({}));
   Attrs attrs;
-  attrs.callee = base_index;
-  attrs.derived = static_cast<int>(it - known.begin());
+  attrs.call().callee = base_index;
+  attrs.call().derived = static_cast<int>(it - known.begin());
   auto results = builder_.add_typed(OpCode::Call, std::move(args), attrs, result_types, span);
   return tuple_or_value(results, span);
 }

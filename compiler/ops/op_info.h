@@ -1,15 +1,16 @@
 // ops/op_info.h — OpCode and the static facts about every op.
 //
 // OpCode is generated from ops.def. OpInfo says how an op is spelled, what kind
-// of rule derives its type, and whether it moves data between devices. Attrs
-// holds every op parameter in one typed struct (each op uses the fields its
-// ops.def comment names; the rest stay default).
+// of rule derives its type, which typed attributes it carries and whether it
+// moves data between devices. Attrs holds an op's parameters: one struct per
+// family (LoopAttrs, CollectiveAttrs, ...).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "ops/types.h"
@@ -32,31 +33,51 @@ enum class OpKind {
 };
 
 enum class OpCode : uint8_t {
-#define OP(Name, spelling, Kind) Name,
+#define OP(Name, spelling, Kind, Attrs, Comm) Name,
 #include "ops/ops.def"
 };
 
 inline constexpr int kNumOps = 0
-#define OP(Name, spelling, Kind) +1
+#define OP(Name, spelling, Kind, Attrs, Comm) +1
 #include "ops/ops.def"
     ;
+
+/// Which typed attribute struct an op carries (the Attrs column of ops.def).
+enum class AttrFamily : uint8_t {
+  None,        // elementwise ops (but cast), where, stop_gradient: no parameters
+  Creation,    // constant, full, iota (still fields of Attrs, see below)
+  Cast,        // cast (still a field of Attrs)
+  Reduce,      // sum ... argmin (still a field of Attrs)
+  Einsum,      // EinsumAttrs
+  Layout,      // reshape ... dynamic_update_slice (still fields of Attrs)
+  Constrain,   // ConstrainAttrs
+  Collective,  // CollectiveAttrs
+  Call,        // CallAttrs
+  Loop,        // LoopAttrs
+};
 
 struct OpInfo {
   OpCode code;
   std::string_view spelling;
   OpKind kind;
+  AttrFamily attrs;   // which typed attributes it carries
+  bool communicates;  // moves data between devices
 };
 
 const OpInfo &op_info(OpCode op);
 inline std::string_view op_spelling(OpCode op) { return op_info(op).spelling; }
 inline OpKind op_kind(OpCode op) { return op_info(op).kind; }
+inline AttrFamily op_attr_family(OpCode op) { return op_info(op).attrs; }
+/// "loop", "collective", ...: for messages.
+std::string_view attr_family_name(AttrFamily family);
 /// How users write the op: the operator for arithmetic ("+", "@"), else the spelling.
 std::string_view op_display_name(OpCode op);
 /// The infix operator of a binary op (spmdrt/binary_math.def: "+", "<=", "and"), else "".
 std::string_view op_symbol(OpCode op);
-/// True for ops that move data between devices (pbroadcast, pscatter and
-/// axis_index are collectives in the type system but communicate nothing).
-bool op_communicates(OpCode op);
+/// True for ops that move data between devices (the Comm column of ops.def:
+/// pbroadcast, pscatter and axis_index are collectives in the type system but
+/// communicate nothing).
+inline bool op_communicates(OpCode op) { return op_info(op).communicates; }
 /// True for the math functions of one operand (the rows of spmdrt/unary_math.def).
 bool op_is_unary_math(OpCode op);
 /// True for the unary math functions that take i32 operands (neg, abs, sign).
@@ -73,26 +94,110 @@ bool op_accepts_int(OpCode op);
 #define SPMD_ACCEPTS_INT_Float false
 #define SPMD_ACCEPTS_INT_Bool false
 
-struct Attrs {
-  std::vector<int> axes;      // collectives: mesh axis indices, in written order
-  std::vector<int64_t> dims;  // reduce: reduced dims; transpose: permutation
-  Shape shape;                // reshape / broadcast_to / full / iota / pad: target shape
-  int64_t dim = 0;            // gather/scatter/concat/iota dim; all_to_all split dim
-  int64_t dim2 = 0;           // all_to_all concat dim
-  bool tiled = true;          // all_gather / psum_scatter / pscatter
-  std::vector<std::pair<int64_t, int64_t>> perm;  // ppermute (source, destination) ranks
-  std::vector<int64_t> start, limit, stride;      // slice; pad uses start/stride
-  std::string spec;                               // einsum
-  DType dtype = DType::F32;                       // constant / full / iota / cast
-  double value = 0;                               // constant / full
-  int callee = -1;                                // call: index into Module::functions
-  rt::PartitionSpec sharding;                     // constrain: the global spec
-  int64_t step = 1;     // for: `range(dim, dim2, step)` (dim = start, dim2 = stop)
-  bool unroll = false;  // for: `[[unroll]]` — unrolled right after checking
-  bool remat = false;   // for: `[[remat]]` — its transpose recomputes instead of storing
-  int derived = -1;     // call, until infer_variance: index into Module::derived_callees
+// Typed attributes, one struct per family (AttrFamily). Attrs holds at most one
+// of them; a pass reads `in.attrs.loop().start`, never a shared field. Reading
+// the family an op does not carry is an internal error (std::logic_error);
+// reading an op whose attrs are all default (nothing was set) gives the
+// family's defaults. The mutable accessors start the family on first use, so
+// `Attrs a; a.loop().stop = n;` builds a loop's attrs. The verifier checks that
+// every instruction carries its op's family (or none).
 
-  bool operator==(const Attrs &) const = default;
+/// einsum: the normalised spec, e.g. "ij,jk->ik".
+struct EinsumAttrs {
+  std::string spec;
+  static constexpr AttrFamily kFamily = AttrFamily::Einsum;
+  bool operator==(const EinsumAttrs &) const = default;
+};
+
+/// constrain: the global spec the value must have (JAX's with_sharding_constraint).
+struct ConstrainAttrs {
+  rt::PartitionSpec sharding;
+  static constexpr AttrFamily kFamily = AttrFamily::Constrain;
+  bool operator==(const ConstrainAttrs &) const = default;
+};
+
+/// psum ... axis_index: the mesh axes, plus the gathered/scattered dimension.
+struct CollectiveAttrs {
+  std::vector<int> axes;   // mesh axis indices, in written order
+  int64_t dim = 0;         // all_gather / psum_scatter / pscatter dim; all_to_all split dim
+  int64_t concat_dim = 0;  // all_to_all: the dimension the received blocks are concatenated along
+  bool tiled = true;       // all_gather / psum_scatter / pscatter
+  std::vector<std::pair<int64_t, int64_t>> perm;  // ppermute (source, destination) ranks
+  static constexpr AttrFamily kFamily = AttrFamily::Collective;
+  bool operator==(const CollectiveAttrs &) const = default;
+};
+
+/// call: the callee (and, between lowering and the derived-functions step, the
+/// derivative still to build: `grad(f)(x)`).
+struct CallAttrs {
+  int callee = -1;   // index into Module::functions
+  int derived = -1;  // index into Module::derived_callees
+  static constexpr AttrFamily kFamily = AttrFamily::Call;
+  bool operator==(const CallAttrs &) const = default;
+};
+
+/// for: `for k in range(start, stop, step)` with `[[unroll]]` / `[[remat]]`.
+struct LoopAttrs {
+  int64_t start = 0;
+  int64_t stop = 0;
+  int64_t step = 1;
+  bool unroll = false;  // `[[unroll]]`: unrolled right after checking
+  bool remat = false;   // `[[remat]]`: its transpose recomputes instead of storing
+  static constexpr AttrFamily kFamily = AttrFamily::Loop;
+  bool operator==(const LoopAttrs &) const = default;
+};
+
+struct Attrs;
+/// The mesh axes of a collective's attrs; empty for every other op.
+const std::vector<int> &collective_axes(OpCode op, const Attrs &attrs);
+
+struct Attrs {
+  // The families not yet given their own struct keep plain fields here (each
+  // op uses the fields its ops.def comment names; the rest stay default).
+  std::vector<int64_t> dims;  // reduce: reduced dims; transpose: permutation; flip
+  Shape shape;                // reshape / broadcast_to / full / iota / pad / dynamic_slice
+  int64_t dim = 0;            // concat / iota / dynamic_slice / dynamic_update_slice dim
+  std::vector<int64_t> start, limit, stride;  // slice; pad uses start/stride
+  DType dtype = DType::F32;                   // constant / full / iota / cast
+  double value = 0;                           // constant / full
+
+  AttrFamily family() const;
+
+  const EinsumAttrs &einsum() const { return get<EinsumAttrs>(); }
+  EinsumAttrs &einsum() { return set<EinsumAttrs>(); }
+  const ConstrainAttrs &constrain() const { return get<ConstrainAttrs>(); }
+  ConstrainAttrs &constrain() { return set<ConstrainAttrs>(); }
+  const CollectiveAttrs &collective() const { return get<CollectiveAttrs>(); }
+  CollectiveAttrs &collective() { return set<CollectiveAttrs>(); }
+  const CallAttrs &call() const { return get<CallAttrs>(); }
+  CallAttrs &call() { return set<CallAttrs>(); }
+  const LoopAttrs &loop() const { return get<LoopAttrs>(); }
+  LoopAttrs &loop() { return set<LoopAttrs>(); }
+
+  bool operator==(const Attrs &other) const;
+
+ private:
+  using Typed = std::variant<std::monostate, EinsumAttrs, ConstrainAttrs, CollectiveAttrs,
+                             CallAttrs, LoopAttrs>;
+
+  [[noreturn]] void wrong_family(AttrFamily wanted) const;
+  template <class T>
+  const T &get() const {
+    if (const T *p = std::get_if<T>(&typed_)) return *p;
+    if (typed_.index() == 0) {
+      static const T kDefault{};
+      return kDefault;
+    }
+    wrong_family(T::kFamily);
+  }
+  template <class T>
+  T &set() {
+    if (typed_.index() == 0) typed_.emplace<T>();
+    if (T *p = std::get_if<T>(&typed_)) return *p;
+    wrong_family(T::kFamily);
+  }
+
+  Typed typed_;
 };
 
 }  // namespace spmd

@@ -41,10 +41,11 @@ bool valid_dim(int64_t d, int64_t rank) { return d >= 0 && d < rank; }
 ShapeRuleResult einsum_shapes(std::span<const Type> ops, const Attrs &attrs) {
   EinsumSpec spec;
   std::string error;
-  if (!parse_einsum(attrs.spec, spec, error)) return fail(error);
+  if (!parse_einsum(attrs.einsum().spec, spec, error)) return fail(error);
   if (spec.inputs.size() != ops.size())
-    return fail("einsum spec `" + attrs.spec + "` names " + std::to_string(spec.inputs.size()) +
-                " operands but " + std::to_string(ops.size()) + " were given");
+    return fail("einsum spec `" + attrs.einsum().spec + "` names " +
+                std::to_string(spec.inputs.size()) + " operands but " + std::to_string(ops.size()) +
+                " were given");
   std::map<char, int64_t> sizes;
   for (size_t k = 0; k < ops.size(); ++k) {
     const std::string &idx = spec.inputs[k];
@@ -73,7 +74,7 @@ ShapeRuleResult einsum_shapes(std::span<const Type> ops, const Attrs &attrs) {
 
 ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
                                   const rt::Mesh &mesh) {
-  int64_t n = axes_size(mesh, attrs.axes);
+  int64_t n = axes_size(mesh, attrs.collective().axes);
   Shape s = x.shape;
   auto need_dim = [&](int64_t d) { return valid_dim(d, x.rank()); };
   // Sums and extrema combine values arithmetically, as reductions do.
@@ -90,47 +91,48 @@ ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
       return one(x.dtype, std::move(s));
     case OpCode::AllGather:
     case OpCode::AllGatherInvariant:
-      if (attrs.tiled) {
-        if (!need_dim(attrs.dim))
-          return fail("gather dimension " + std::to_string(attrs.dim) + " is out of range for " +
-                      shp(s));
-        auto g = rt::checked_mul(s[attrs.dim], n);
+      if (attrs.collective().tiled) {
+        if (!need_dim(attrs.collective().dim))
+          return fail("gather dimension " + std::to_string(attrs.collective().dim) +
+                      " is out of range for " + shp(s));
+        auto g = rt::checked_mul(s[attrs.collective().dim], n);
         if (!g) return too_large("the gathered array");
-        s[attrs.dim] = *g;
+        s[attrs.collective().dim] = *g;
       } else {
-        if (attrs.dim < 0 || attrs.dim > x.rank())
-          return fail("gather dimension " + std::to_string(attrs.dim) + " is out of range");
-        s.insert(s.begin() + attrs.dim, n);
+        if (attrs.collective().dim < 0 || attrs.collective().dim > x.rank())
+          return fail("gather dimension " + std::to_string(attrs.collective().dim) +
+                      " is out of range");
+        s.insert(s.begin() + attrs.collective().dim, n);
       }
       return one(x.dtype, std::move(s));
     case OpCode::PsumScatter:
     case OpCode::Pscatter:
-      if (!need_dim(attrs.dim))
-        return fail("scatter dimension " + std::to_string(attrs.dim) + " is out of range for " +
-                    shp(s));
-      if (attrs.tiled) {
-        if (s[attrs.dim] % n != 0)
-          return fail("scatter dimension " + std::to_string(attrs.dim) + " has size " +
-                      std::to_string(s[attrs.dim]) + ", not divisible by the " + std::to_string(n) +
-                      " devices along the axes");
-        s[attrs.dim] /= n;
+      if (!need_dim(attrs.collective().dim))
+        return fail("scatter dimension " + std::to_string(attrs.collective().dim) +
+                    " is out of range for " + shp(s));
+      if (attrs.collective().tiled) {
+        if (s[attrs.collective().dim] % n != 0)
+          return fail("scatter dimension " + std::to_string(attrs.collective().dim) + " has size " +
+                      std::to_string(s[attrs.collective().dim]) + ", not divisible by the " +
+                      std::to_string(n) + " devices along the axes");
+        s[attrs.collective().dim] /= n;
       } else {
-        if (s[attrs.dim] != n)
-          return fail("untiled scatter needs dimension " + std::to_string(attrs.dim) +
+        if (s[attrs.collective().dim] != n)
+          return fail("untiled scatter needs dimension " + std::to_string(attrs.collective().dim) +
                       " to equal the number of devices (" + std::to_string(n) + ")");
-        s.erase(s.begin() + attrs.dim);
+        s.erase(s.begin() + attrs.collective().dim);
       }
       return one(x.dtype, std::move(s));
     case OpCode::AllToAll:
-      if (!need_dim(attrs.dim) || !need_dim(attrs.dim2))
+      if (!need_dim(attrs.collective().dim) || !need_dim(attrs.collective().concat_dim))
         return fail("all_to_all split/concat dimension out of range for " + shp(s));
-      if (s[attrs.dim] % n != 0)
-        return fail("all_to_all split dimension " + std::to_string(attrs.dim) + " has size " +
-                    std::to_string(s[attrs.dim]) + ", not divisible by the " + std::to_string(n) +
-                    " devices along the axes");
-      s[attrs.dim] /= n;
-      if (auto c = rt::checked_mul(s[attrs.dim2], n)) {
-        s[attrs.dim2] = *c;
+      if (s[attrs.collective().dim] % n != 0)
+        return fail("all_to_all split dimension " + std::to_string(attrs.collective().dim) +
+                    " has size " + std::to_string(s[attrs.collective().dim]) +
+                    ", not divisible by the " + std::to_string(n) + " devices along the axes");
+      s[attrs.collective().dim] /= n;
+      if (auto c = rt::checked_mul(s[attrs.collective().concat_dim], n)) {
+        s[attrs.collective().concat_dim] = *c;
       } else {
         return too_large("the result of all_to_all");
       }
@@ -412,7 +414,7 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
       return one(x.dtype, attrs.shape);
     }
     case OpCode::Constrain:
-      if (attrs.sharding.size() > x.shape.size())
+      if (attrs.constrain().sharding.size() > x.shape.size())
         return fail("the partition spec of `constrain` is longer than the value's rank");
       return one(x.dtype, x.shape);
     case OpCode::DynamicUpdateSlice: {

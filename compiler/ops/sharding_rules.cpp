@@ -108,8 +108,8 @@ ShardingRule reduction(OpCode op, const Type &x, const Attrs &attrs) {
 ShardingRule contraction(std::span<const Type> operands, const Attrs &attrs) {
   EinsumSpec spec;
   std::string error;
-  if (!parse_einsum(attrs.spec, spec, error))
-    return unsupported("einsum spec `" + attrs.spec + "`: " + error);
+  if (!parse_einsum(attrs.einsum().spec, spec, error))
+    return unsupported("einsum spec `" + attrs.einsum().spec + "`: " + error);
   ShardingRule r;
   r.family = RuleFamily::Contraction;
   std::string labels;  // factor k is labels[k]

@@ -31,7 +31,7 @@ AxisRequirement operand_requirement(OpCode op) {
 }
 
 AxisSet result_variance(OpCode op, AxisSet v, const Attrs &attrs) {
-  AxisSet axes = AxisSet::of_all(attrs.axes);
+  AxisSet axes = AxisSet::of_all(collective_axes(op, attrs));
   switch (op_kind(op)) {
     case OpKind::Creation:
       return AxisSet();  // constants are the same on every device
@@ -106,7 +106,7 @@ const char *variance_signature(OpCode op) {
   switch (operand_requirement(op)) {
     case AxisRequirement::Varying: {
       Attrs probe;
-      probe.axes = {0};
+      probe.collective().axes = {0};
       return result_variance(op, AxisSet::of(0), probe).empty() ? "Varying -> Invariant"
                                                                 : "Varying -> Varying";
     }

@@ -10,13 +10,13 @@
 #include <span>
 #include <vector>
 
-#include "ops/types.h"
 #include "ops/op_info.h"
+#include "ops/types.h"
 #include "support/small_vector.h"
 
 namespace spmd {
 
-/// What a collective needs of its (first) operand along attrs.axes.
+/// What a collective needs of its (first) operand along attrs.collective().axes.
 enum class AxisRequirement {
   None,       // not a collective with an operand (or axis_index)
   Varying,    // Varying -> ...: lifted with pbroadcast when invariant
@@ -27,7 +27,7 @@ AxisRequirement operand_requirement(OpCode op);
 
 /// The result variance of `op` given its operands' (already reconciled)
 /// variance. For non-collectives that is `operand_variance` itself; creation
-/// ops give {} and axis_index gives attrs.axes.
+/// ops give {} and axis_index gives attrs.collective().axes.
 AxisSet result_variance(OpCode op, AxisSet operand_variance, const Attrs &attrs);
 
 /// True for an all-reduce (psum, pmax, pmin).

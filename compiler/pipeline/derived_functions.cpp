@@ -18,7 +18,7 @@ namespace {
 
 void retarget_calls(std::vector<ir::Instr> &body, const std::map<int, int> &index) {
   for (ir::Instr &in : body) {
-    if (in.op == OpCode::Call) in.attrs.callee = index.at(in.attrs.callee);
+    if (in.op == OpCode::Call) in.attrs.call().callee = index.at(in.attrs.call().callee);
     for (ir::Region &r : in.regions) retarget_calls(r.body, index);
   }
 }
@@ -34,7 +34,7 @@ void for_each_call(std::vector<ir::Instr> &body, Fn &&fn) {
 template <typename Fn>
 void for_each_callee(const std::vector<ir::Instr> &body, Fn &&fn) {
   for (const ir::Instr &in : body) {
-    if (in.op == OpCode::Call) fn(in.attrs.callee);
+    if (in.op == OpCode::Call) fn(in.attrs.call().callee);
     for (const ir::Region &r : in.regions) for_each_callee(r.body, fn);
   }
 }
@@ -167,12 +167,12 @@ class Builder {
     // (The body is re-read after each build: building appends functions.)
     std::vector<ir::Instr> body = std::move(module_.functions[static_cast<size_t>(function)].body);
     for_each_call(body, [&](ir::Instr &in) {
-      if (in.attrs.derived < 0) {
-        if (in.attrs.callee >= 0) resolve(in.attrs.callee);
+      if (in.attrs.call().derived < 0) {
+        if (in.attrs.call().callee >= 0) resolve(in.attrs.call().callee);
         return;
       }
       const ir::DerivedCallee callee =
-          module_.derived_callees.at(static_cast<size_t>(in.attrs.derived));
+          module_.derived_callees.at(static_cast<size_t>(in.attrs.call().derived));
       int fn = callee.base;
       resolve(fn);
       for (const ir::DeriveStep &step : callee.steps) {
@@ -192,8 +192,8 @@ class Builder {
         }
         fn = it->second;
       }
-      in.attrs.callee = fn;
-      in.attrs.derived = -1;
+      in.attrs.call().callee = fn;
+      in.attrs.call().derived = -1;
     });
     module_.functions[static_cast<size_t>(function)].body = std::move(body);
   }

@@ -16,8 +16,8 @@ ir::ValueId emit_reshard(ir::Builder &b, ir::ValueId x, const ReshardPlan &plan,
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const ReshardStep &step = plan.steps[k];
     Attrs a;
-    a.axes = step.axes;
-    a.tiled = true;
+    a.collective().axes = step.axes;
+    a.collective().tiled = true;
     OpCode op = step.op;
     if (op == OpCode::AllGather) {
       bool varying = consumer_varying.contains_all(AxisSet::of_all(step.axes));
@@ -28,10 +28,10 @@ ir::ValueId emit_reshard(ir::Builder &b, ir::ValueId x, const ReshardPlan &plan,
       if (!varying) op = OpCode::AllGatherInvariant;
     }
     if (op == OpCode::AllToAll) {
-      a.dim = step.dim2;  // split: where the axes go
-      a.dim2 = step.dim;  // concat: where they leave
+      a.collective().dim = step.dim2;        // split: where the axes go
+      a.collective().concat_dim = step.dim;  // concat: where they leave
     } else {
-      a.dim = step.dim;
+      a.collective().dim = step.dim;
     }
     ir::BuildError error;
     auto results = b.add(op, {x}, a, span, error);

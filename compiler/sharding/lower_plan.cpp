@@ -118,7 +118,7 @@ class PlanLowerer {
       // This device's block starts at block_index * local size along the dim.
       const std::vector<int> &axes = target.dims[static_cast<size_t>(in.attrs.dim)];
       Attrs ia;
-      ia.axes = axes;
+      ia.collective().axes = axes;
       ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
       ir::ValueId offset = emit(
           OpCode::Mul, {index, constant_i32(local[static_cast<size_t>(in.attrs.dim)], in.span)}, {},
@@ -134,7 +134,7 @@ class PlanLowerer {
     if (!target.partial.empty()) {
       // A partial sum of c over A: c on the devices with index 0 along A, 0 elsewhere.
       Attrs ia;
-      ia.axes = target.partial.axes();
+      ia.collective().axes = target.partial.axes();
       ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
       ir::ValueId first = emit(OpCode::Eq, {index, constant_i32(0, in.span)}, {}, in.span);
       Attrs za;
@@ -142,7 +142,7 @@ class PlanLowerer {
       za.shape = local;
       ir::ValueId zeros = emit(local.empty() ? OpCode::Constant : OpCode::Full, {}, za, in.span);
       x = emit(OpCode::Select, {first, x, zeros}, {}, in.span,
-               "a constant as a partial sum over " + axis_list_str(ia.axes, mesh_));
+               "a constant as a partial sum over " + axis_list_str(ia.collective().axes, mesh_));
     }
     f_.values[static_cast<size_t>(x)].name = name;
     return x;
@@ -313,7 +313,7 @@ class PlanLowerer {
     builder_->body().back().origin = in.origin;
     for (const FinishStep &fs : s.finish) {
       Attrs a;
-      a.axes = fs.axes;
+      a.collective().axes = fs.axes;
       f_.values[static_cast<size_t>(x)].name = gv.name;
       x = emit(fs.op, {x}, a, in.span,
                std::string("completes the ") + (fs.op == OpCode::Pmax ? "max" : "min") + " of " +

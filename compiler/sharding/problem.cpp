@@ -127,7 +127,7 @@ int64_t flat_size(const ir::Module &module, const std::vector<ir::Instr> &body, 
           ir::trip_count(in.attrs),
           rt::saturating_add(1, flat_size(module, in.regions.at(0).body, true, sizes)));
     } else if (in.op == OpCode::Call) {
-      n = call_size(in.attrs.callee, true);
+      n = call_size(in.attrs.call().callee, true);
     }
     size = rt::saturating_add(size, n);
   }
@@ -211,7 +211,7 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
     std::vector<Strategy> strategies;
     if (in.op == OpCode::Constrain) {
       // One strategy: exactly the written spec (its factors are the dimensions).
-      Sharding spec = from_spec(in.attrs.sharding, sig.operands[0].shape.size());
+      Sharding spec = from_spec(in.attrs.constrain().sharding, sig.operands[0].shape.size());
       if (auto s = make_strategy(sig, p.mesh, profile, spec.dims, {}, {false}))
         strategies.push_back(*s);
     } else if (op_kind(in.op) != OpKind::Creation) {

@@ -28,8 +28,8 @@ class Propagator {
                                     param.auto_spec ? SourceSpan{} : param.spec_span};
     for (const ir::Instr &in : f.body)
       if (in.op == OpCode::Constrain)
-        known_[in.results[0]] =
-            Known{from_spec(in.attrs.sharding, p_.type(in.results[0]).shape.size()), in.span};
+        known_[in.results[0]] = Known{
+            from_spec(in.attrs.constrain().sharding, p_.type(in.results[0]).shape.size()), in.span};
     for (size_t k = 0; k < f.returns.size(); ++k)
       if (!f.results[k].auto_spec && !known_[f.returns[k]] && !is_constant(f.returns[k]))
         known_[f.returns[k]] = Known{from_spec(f.results[k].spec, f.results[k].global_shape.size()),

@@ -162,7 +162,7 @@ std::string strategy_str(const Strategy &s, const OpSignature &sig, const rt::Me
   if (sig.rule.family == RuleFamily::Contraction) {
     EinsumSpec spec;
     std::string error;
-    if (parse_einsum(sig.attrs.spec, spec, error)) {
+    if (parse_einsum(sig.attrs.einsum().spec, spec, error)) {
       for (const auto &in : spec.inputs)
         for (char c : in)
           if (labels.find(c) == std::string::npos) labels += c;

@@ -20,8 +20,9 @@ struct Bucket {
   /// Whether `in` is a collective of this bucket's kind: the same op over the
   /// same axes (all_gather and psum_scatter: along the same dimension, tiled alike).
   bool takes(const ir::Instr &in) const {
-    if (in.op != op || in.attrs.axes != axes) return false;
-    return is_combinable_reduce(op) || (in.attrs.dim == dim && in.attrs.tiled == tiled);
+    if (in.op != op || in.attrs.collective().axes != axes) return false;
+    return is_combinable_reduce(op) ||
+           (in.attrs.collective().dim == dim && in.attrs.collective().tiled == tiled);
   }
 };
 
@@ -183,7 +184,12 @@ int combine_block(const ir::Function &f, std::vector<ir::Instr> &block,
         it = open.end();
       }
       if (it == open.end()) {
-        buckets.push_back({in.op, in.attrs.axes, in.attrs.dim, in.attrs.tiled, {}, 0});
+        buckets.push_back({in.op,
+                           in.attrs.collective().axes,
+                           in.attrs.collective().dim,
+                           in.attrs.collective().tiled,
+                           {},
+                           0});
         open.push_back({buckets.size() - 1, uint64_t{1} << (next_slot++ % kSlots)});
         it = open.end() - 1;
       }

@@ -42,7 +42,7 @@ class Inliner {
       operands.reserve(in.operands.size());
       for (ir::ValueId o : in.operands) operands.push_back(map.at(o));
       if (in.op == OpCode::Call) {
-        const ir::Function &c = m_.functions.at(static_cast<size_t>(in.attrs.callee));
+        const ir::Function &c = m_.functions.at(static_cast<size_t>(in.attrs.call().callee));
         auto results = inline_function(c, operands, body, depth + 1);
         for (size_t k = 0; k < in.results.size(); ++k) {
           map[in.results[k]] = results[k];

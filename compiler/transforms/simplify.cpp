@@ -229,7 +229,7 @@ class Simplifier {
         return std::nullopt;
       }
       case OpCode::Pbroadcast:
-        if (in.attrs.axes.empty()) return in.operands[0];
+        if (in.attrs.collective().axes.empty()) return in.operands[0];
         return std::nullopt;
       case OpCode::Select: {  // where(true, a, b) = a, where(false, a, b) = b
         auto c = constant_value(out, in.operands[0]);

@@ -293,9 +293,9 @@ class Transposer {
   static Attrs reversed(const Attrs &a) {
     Attrs rev = a;
     const int64_t n = ir::trip_count(a);
-    rev.dim = ir::loop_index_at(a, n - 1);  // the last index first
-    rev.dim2 = a.dim - a.step;
-    rev.step = -a.step;
+    rev.loop().start = ir::loop_index_at(a, n - 1);  // the last index first
+    rev.loop().stop = a.loop().start - a.loop().step;
+    rev.loop().step = -a.loop().step;
     return rev;
   }
 
@@ -353,7 +353,7 @@ class Transposer {
   void residuals(ir::Instr &fwd, BackwardLoop &b, std::vector<ir::Instr> *outer_body) {
     ir::Region &fr = fwd.regions[0];
     ir::Region &br = b.region;
-    const bool remat = spec_.remat || fwd.attrs.remat;
+    const bool remat = spec_.remat || fwd.attrs.loop().remat;
     // Values of the forward region, and which depend on a constant carry.
     std::unordered_map<ir::ValueId, const ir::Instr *> def;
     std::unordered_set<ir::ValueId> carried_param(fr.params.begin() + 1, fr.params.end());
@@ -431,8 +431,10 @@ class Transposer {
   /// The iteration number of loop index `k` of a loop with `attrs`: (k - start) / step.
   ir::ValueId iteration(ir::ValueId k, const Attrs &attrs) {
     ir::ValueId n = k;
-    if (attrs.dim != 0) n = e_.sub(n, e_.scalar_like(k, static_cast<double>(attrs.dim)));
-    if (attrs.step != 1) n = e_.div(n, e_.scalar_like(k, static_cast<double>(attrs.step)));
+    if (attrs.loop().start != 0)
+      n = e_.sub(n, e_.scalar_like(k, static_cast<double>(attrs.loop().start)));
+    if (attrs.loop().step != 1)
+      n = e_.div(n, e_.scalar_like(k, static_cast<double>(attrs.loop().step)));
     return n;
   }
 
@@ -441,7 +443,7 @@ class Transposer {
     const AxisSet v = out_.type(like).variance;
     if (v.empty()) return row;
     Attrs a;
-    a.axes = v.axes();
+    a.collective().axes = v.axes();
     return e_.op(OpCode::Pbroadcast, {row}, a);
   }
 

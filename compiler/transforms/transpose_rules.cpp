@@ -130,7 +130,7 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
   auto collective = [&](OpCode op, Attrs attrs) { return e.op(op, {ct}, std::move(attrs), s); };
   auto axes_only = [&] {
     Attrs ta;
-    ta.axes = a.axes;
+    ta.collective().axes = a.collective().axes;
     return ta;
   };
   switch (instr.op) {
@@ -171,7 +171,7 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       // O nor B were summed away: broadcast over them.
       EinsumSpec spec;
       std::string error;
-      parse_einsum(a.spec, spec, error);
+      parse_einsum(a.einsum().spec, spec, error);
       for (size_t k = 0; k < spec.inputs.size(); ++k) {
         if (!in.linear[k]) continue;
         // ct takes operand k's place, so transposing twice gives the einsum back.
@@ -198,7 +198,7 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
         }
         t.output = kept;
         Attrs ta;
-        ta.spec = einsum_to_string(t);
+        ta.einsum().spec = einsum_to_string(t);
         ir::ValueId r = e.op(OpCode::Einsum, ops, ta, s);
         if (!missing.empty()) r = e.expand_reduced(r, shape(k), missing, s);
         give(k, r);
@@ -302,13 +302,13 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       break;
     case OpCode::AllToAll: {  // all_to_all^T = all_to_all with split and concat swapped
       Attrs ta = a;
-      std::swap(ta.dim, ta.dim2);
+      std::swap(ta.collective().dim, ta.collective().concat_dim);
       give(0, collective(OpCode::AllToAll, ta));
       break;
     }
     case OpCode::Ppermute: {  // ppermute^T = ppermute by the inverse permutation
       Attrs ta = a;
-      for (auto &p : ta.perm) std::swap(p.first, p.second);
+      for (auto &p : ta.collective().perm) std::swap(p.first, p.second);
       give(0, collective(OpCode::Ppermute, ta));
       break;
     }

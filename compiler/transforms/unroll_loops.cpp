@@ -10,7 +10,7 @@ namespace {
 /// `top`: the loop would land at the top level of the function.
 bool should_unroll(const ir::Instr &loop, const UnrollPolicy &policy, bool top) {
   if (policy.keep_top_level) return !(top && kept_at_top_level(loop));
-  return loop.attrs.unroll ||
+  return loop.attrs.loop().unroll ||
          (policy.max_trip_count > 0 && ir::trip_count(loop.attrs) <= policy.max_trip_count);
 }
 
@@ -105,7 +105,7 @@ class Unroller {
 }  // namespace
 
 bool kept_at_top_level(const ir::Instr &loop) {
-  return !loop.attrs.unroll && ir::trip_count(loop.attrs) >= 2;
+  return !loop.attrs.loop().unroll && ir::trip_count(loop.attrs) >= 2;
 }
 
 bool unrolls_any(const ir::Module &module, const UnrollPolicy &policy) {

@@ -209,14 +209,29 @@ class ValueNumbering {
   std::string op_key(const ir::Instr &in) const {
     const Attrs &a = in.attrs;
     std::ostringstream key;
-    key << op_spelling(in.op) << "|" << dtype_name(a.dtype) << "|" << a.value << "|" << a.dim << ","
-        << a.dim2 << "," << a.step << "," << a.tiled << "|" << a.spec << "|";
+    key << op_spelling(in.op) << "|" << dtype_name(a.dtype) << "|" << a.value << "|" << a.dim
+        << "|";
     for (auto v : {&a.dims, &a.shape, &a.start, &a.limit, &a.stride}) {
       for (auto x : *v) key << x << ",";
       key << "|";
     }
-    for (int x : a.axes) key << x << ",";
-    for (auto [s, d] : a.perm) key << s << ">" << d << ",";
+    switch (op_attr_family(in.op)) {
+      case AttrFamily::Collective: {
+        const CollectiveAttrs &c = a.collective();
+        key << c.dim << "," << c.concat_dim << "," << c.tiled << "|";
+        for (int x : c.axes) key << x << ",";
+        for (auto [s, d] : c.perm) key << s << ">" << d << ",";
+        break;
+      }
+      case AttrFamily::Loop:
+        key << a.loop().start << "," << a.loop().stop << "," << a.loop().step;
+        break;
+      case AttrFamily::Einsum:
+        key << a.einsum().spec;
+        break;
+      default:
+        break;
+    }
     if (op_kind(in.op) == OpKind::Creation)  // (a literal prints the same at any variance)
       key << "|" << shape_type_str(a.dtype, f_.type(in.results[0]).shape);
     return key.str();
@@ -288,7 +303,7 @@ class ValueNumbering {
   /// Whether `in` is a psum or psum_scatter over one device (its operand).
   bool one_device_reduce(const ir::Instr &in) const {
     return (in.op == OpCode::Psum || in.op == OpCode::PsumScatter) &&
-           mesh_.group_size(in.attrs.axes) == 1;
+           mesh_.group_size(in.attrs.collective().axes) == 1;
   }
   bool is_zero(ir::ValueId v) const { return zeros_.count(v) > 0; }
   /// Remembers the zero constants (after numbering `in` as usual).
@@ -305,7 +320,7 @@ class ValueNumbering {
     auto rep = [&](ir::ValueId v) { return signed_[v] ? *signed_[v] : Signed{1, number_[v]}; };
     if (in.results.size() != 1) {  // a combined psum (psum_scatter) over one device: its operands
       if ((in.op != OpCode::Psum && in.op != OpCode::PsumScatter) ||
-          mesh_.group_size(in.attrs.axes) != 1)
+          mesh_.group_size(in.attrs.collective().axes) != 1)
         return false;
       for (size_t k = 0; k < in.results.size(); ++k) set_signed(in.results[k], rep(in.operands[k]));
       return true;
@@ -380,7 +395,7 @@ class ValueNumbering {
     if (in.results.size() > 1) {  // a combined psum or psum_scatter: one per operand
       if (in.op != OpCode::Psum && in.op != OpCode::PsumScatter) return false;
       for (size_t k = 0; k < in.results.size(); ++k)
-        set_sum(in.results[k], mesh_.group_size(in.attrs.axes) == 1
+        set_sum(in.results[k], mesh_.group_size(in.attrs.collective().axes) == 1
                                    ? terms(in.operands[k])
                                    : sum_of(op_key(in), in.operands[k], in.results[k]));
       return true;

@@ -141,7 +141,7 @@ shmap f(x: f32[8, 3] @ P(), u: f32[8, 3] @ P(i)) -> (f32[8, 3] @ P(i), f32[32, 3
   ir::Builder b(m, f);
   const ir::ValueId x = f.params[0].value, u = f.params[1].value;
   Attrs ax;
-  ax.axes = {0};
+  ax.collective().axes = {0};
   ir::ValueId idx = b.add1(OpCode::AxisIndex, {}, ax);
   Attrs ds;
   ds.dim = 0;

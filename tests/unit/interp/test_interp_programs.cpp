@@ -154,7 +154,7 @@ TEST_CASE("negative control: axis_index mislabelled invariant is caught", "[inte
   f.body.clear();
   ir::Builder b(m, f);
   Attrs ax;
-  ax.axes = {0};
+  ax.collective().axes = {0};
   const SourceSpan lie{c->main_file, 5, 9};
   ir::ValueId idx = b.add1(OpCode::AxisIndex, {}, ax, lie);
   f.type(idx).variance = AxisSet();  // the lie: "the same on every device"

@@ -213,7 +213,7 @@ TEST_CASE("the verifier rejects collectives of the wrong variance or place", "[v
       [](ir::Module &, ir::Function &f) {
         ir::Instr &sin = first(f, OpCode::Sin);
         sin.op = OpCode::Constrain;
-        sin.attrs.sharding = {{}};
+        sin.attrs.constrain().sharding = {{}};
       },
       "constrain in a shmap");
   const ir::Module s = checked(kSharded);
@@ -225,7 +225,7 @@ TEST_CASE("the verifier rejects collectives of the wrong variance or place", "[v
         psum.op = OpCode::Psum;
         psum.operands = {dot.results[0]};
         psum.results = {f.add_value(f.type(dot.results[0]), "p", {})};
-        psum.attrs.axes = {0};
+        psum.attrs.collective().axes = {0};
         f.body.push_back(psum);
       },
       "psum: a collective in a sharded function");
@@ -263,10 +263,12 @@ TEST_CASE("the verifier rejects constants the printed program would type otherwi
 TEST_CASE("the verifier rejects calls that do not match their callee", "[verifier]") {
   const ir::Module m = checked(kCall);
   rejects(
-      m, "f", [](ir::Module &, ir::Function &f) { first(f, OpCode::Call).attrs.derived = 0; },
+      m, "f",
+      [](ir::Module &, ir::Function &f) { first(f, OpCode::Call).attrs.call().derived = 0; },
       "call of a derivative");
   rejects(
-      m, "f", [](ir::Module &, ir::Function &f) { first(f, OpCode::Call).attrs.callee = 99; },
+      m, "f",
+      [](ir::Module &, ir::Function &f) { first(f, OpCode::Call).attrs.call().callee = 99; },
       "call of an unknown function");
   rejects(
       m, "f",
@@ -277,7 +279,7 @@ TEST_CASE("the verifier rejects calls that do not match their callee", "[verifie
       [](ir::Module &m, ir::Function &f) {
         // `twice` typed for an invariant argument, called with a varying one.
         ir::Instr &call = first(f, OpCode::Call);
-        ir::Function &callee = m.functions[static_cast<size_t>(call.attrs.callee)];
+        ir::Function &callee = m.functions[static_cast<size_t>(call.attrs.call().callee)];
         callee.values[callee.params[0].value].type.variance = {};
       },
       "argument 1 type differs from `twice`");
@@ -300,8 +302,16 @@ TEST_CASE("the verifier rejects malformed loops", "[verifier]") {
       [](ir::Module &, ir::Function &f) { first(f, OpCode::For).regions[0].yields.clear(); },
       "for: 1 initial values, 2 region parameters, 0 next values and 1 results do not match");
   rejects(
-      m, "f", [](ir::Module &, ir::Function &f) { first(f, OpCode::For).attrs.step = 0; },
+      m, "f", [](ir::Module &, ir::Function &f) { first(f, OpCode::For).attrs.loop().step = 0; },
       "for: the step is zero");
+  rejects(
+      m, "f",
+      [](ir::Module &, ir::Function &f) {
+        ir::Instr &loop = first(f, OpCode::For);
+        loop.attrs = Attrs{};
+        loop.attrs.collective().axes = {0};
+      },
+      "for: carries collective attributes, not loop ones");
   rejects(
       m, "f",
       [](ir::Module &, ir::Function &f) {

@@ -2,6 +2,8 @@
 // with expected results worked out by hand from the language reference.
 #include <catch2/catch.hpp>
 #include <set>
+#include <stdexcept>
+#include <utility>
 
 #include "ops/shape_rules.h"
 #include "ops/variance_rules.h"
@@ -47,10 +49,10 @@ TEST_CASE("shape rules: reductions, einsum, layout", "[rules]") {
   r.dims = {0, 2};
   CHECK(shape_of(OpCode::ReduceSum, {t(DType::F32, {2, 3, 4})}, r) == Shape{3});
   Attrs e;
-  e.spec = "bij,bjk->bik";
+  e.einsum().spec = "bij,bjk->bik";
   CHECK(shape_of(OpCode::Einsum, {t(DType::F32, {5, 2, 3}), t(DType::F32, {5, 3, 7})}, e) ==
         Shape{5, 2, 7});
-  e.spec = "ij,jk->ik";
+  e.einsum().spec = "ij,jk->ik";
   CHECK(error_of(OpCode::Einsum, {t(DType::F32, {2, 3}), t(DType::F32, {4, 5})}, e)
             .find("index `j` has size 3 and 4") != std::string::npos);
   Attrs tr;
@@ -78,24 +80,24 @@ TEST_CASE("shape rules: reductions, einsum, layout", "[rules]") {
 
 TEST_CASE("shape rules: collectives change local shapes by the group size", "[rules]") {
   Attrs a;
-  a.axes = {1};  // model: 4 devices
-  a.dim = 1;
+  a.collective().axes = {1};  // model: 4 devices
+  a.collective().dim = 1;
   CHECK(shape_of(OpCode::AllGather, {t(DType::F32, {2, 3})}, a) == Shape{2, 12});
   CHECK(shape_of(OpCode::PsumScatter, {t(DType::F32, {2, 8})}, a) == Shape{2, 2});
   CHECK(error_of(OpCode::PsumScatter, {t(DType::F32, {2, 6})}, a).find("not divisible") !=
         std::string::npos);
-  a.tiled = false;
+  a.collective().tiled = false;
   CHECK(shape_of(OpCode::AllGather, {t(DType::F32, {2, 3})}, a) == Shape{2, 4, 3});
   Attrs both;
-  both.axes = {0, 1};  // 8 devices
+  both.collective().axes = {0, 1};  // 8 devices
   CHECK(shape_of(OpCode::AllGatherInvariant, {t(DType::F32, {3})}, both) == Shape{24});
   Attrs a2a;
-  a2a.axes = {1};
-  a2a.dim = 0;
-  a2a.dim2 = 1;
+  a2a.collective().axes = {1};
+  a2a.collective().dim = 0;
+  a2a.collective().concat_dim = 1;
   CHECK(shape_of(OpCode::AllToAll, {t(DType::F32, {8, 3})}, a2a) == Shape{2, 12});
   Attrs idx;
-  idx.axes = {0};
+  idx.collective().axes = {0};
   auto r = infer_shapes(OpCode::AxisIndex, {}, idx, kMesh);
   CHECK(r.results[0].dtype == DType::I32);
   CHECK(r.results[0].shape.empty());
@@ -104,7 +106,7 @@ TEST_CASE("shape rules: collectives change local shapes by the group size", "[ru
 TEST_CASE("variance rules: the design note's table", "[rules]") {
   const AxisSet data = AxisSet::of(0), model = AxisSet::of(1), both = data | model;
   Attrs on_data;
-  on_data.axes = {0};
+  on_data.collective().axes = {0};
   // Varying -> Invariant along the named axes.
   CHECK(operand_requirement(OpCode::Psum) == AxisRequirement::Varying);
   CHECK(result_variance(OpCode::Psum, both, on_data) == model);
@@ -141,6 +143,26 @@ TEST_CASE("the op table lists every op once, with its spelling", "[rules]") {
   CHECK(op_communicates(OpCode::Psum));
   CHECK_FALSE(op_communicates(OpCode::Pbroadcast));
   CHECK_FALSE(op_communicates(OpCode::Pscatter));
+}
+
+TEST_CASE("typed attributes: one family per op, defaults when nothing is set", "[rules]") {
+  CHECK(op_attr_family(OpCode::For) == AttrFamily::Loop);
+  CHECK(op_attr_family(OpCode::AllToAll) == AttrFamily::Collective);
+  CHECK(op_attr_family(OpCode::Add) == AttrFamily::None);
+  Attrs loop;
+  loop.loop().stop = 4;
+  CHECK(loop.family() == AttrFamily::Loop);
+  CHECK(loop.loop().start == 0);
+  CHECK(loop.loop().step == 1);
+  CHECK_THROWS_AS(std::as_const(loop).collective(), std::logic_error);
+  CHECK_THROWS_AS(loop.call(), std::logic_error);
+  const Attrs none;
+  CHECK(none.family() == AttrFamily::None);
+  CHECK(none.collective().tiled);  // nothing set: the family's defaults
+  Attrs defaults;
+  defaults.collective();
+  CHECK(defaults == none);  // started but all default: equal to nothing set
+  CHECK_FALSE(loop == none);
 }
 
 }  // namespace

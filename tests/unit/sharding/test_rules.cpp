@@ -46,7 +46,7 @@ std::vector<std::string> all_layouts(const sharding::OpSignature &s, const rt::M
 TEST_CASE("sharding rules: matmul gives hidet's table on a 1-D mesh", "[sharding][rules]") {
   rt::Mesh mesh({{"i", 4}});
   Attrs a;
-  a.spec = "ij,jk->ik";
+  a.einsum().spec = "ij,jk->ik";
   auto s = sig(OpCode::Einsum, {f32({8, 16}), f32({16, 4})}, {f32({8, 4})}, a);
   REQUIRE(s.rule.family == RuleFamily::Contraction);
   CHECK(s.rule.factor_kinds ==
@@ -62,7 +62,7 @@ TEST_CASE("sharding rules: einsum factors on a 2-D mesh, each axis used once",
           "[sharding][rules]") {
   rt::Mesh mesh({{"x", 2}, {"y", 2}});
   Attrs a;
-  a.spec = "bij,bjk->bik";
+  a.einsum().spec = "bij,bjk->bik";
   auto s = sig(OpCode::Einsum, {f32({4, 8, 8}), f32({4, 8, 8})}, {f32({4, 8, 8})}, a);
   auto all = all_layouts(s, mesh);
   // 4 factors, 2 axes of size 2: each axis to one of 4 factors or none
@@ -160,7 +160,7 @@ TEST_CASE("sharding rules: partial sums pass through linear operands only", "[sh
 
 TEST_CASE("sharding rules: collectives have no rule, with a reason", "[sharding][rules]") {
   Attrs a;
-  a.axes = {0};
+  a.collective().axes = {0};
   auto psum = sig(OpCode::Psum, {f32({4})}, {f32({4})}, a);
   CHECK(psum.rule.family == RuleFamily::Unsupported);
   CHECK(psum.rule.unsupported.find("communicates") != std::string::npos);

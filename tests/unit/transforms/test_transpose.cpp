@@ -191,8 +191,8 @@ TEST_CASE("transpose: dot-product identity for each collective", "[transpose]") 
     auto t = derive_ok(*c, DeriveKind::Transpose, "");
     const ir::Instr &p = shmap_of(*t).body.back();
     REQUIRE(p.op == OpCode::Ppermute);
-    CHECK(p.attrs.axes == std::vector<int>{0, 1});
-    CHECK(p.attrs.perm == std::vector<std::pair<int64_t, int64_t>>{{3, 0}, {5, 3}});
+    CHECK(p.attrs.collective().axes == std::vector<int>{0, 1});
+    CHECK(p.attrs.collective().perm == std::vector<std::pair<int64_t, int64_t>>{{3, 0}, {5, 3}});
   }
   SECTION("1-device mesh") {
     check_dot_product(
@@ -349,7 +349,7 @@ TEST_CASE("transpose: transposing a loop twice gives back the loop", "[transpose
     std::vector<std::array<int64_t, 3>> r;
     for (const ir::Instr &in : fn.body)
       if (in.op == OpCode::For)
-        r.push_back({in.attrs.dim, ir::trip_count(in.attrs), in.attrs.step});
+        r.push_back({in.attrs.loop().start, ir::trip_count(in.attrs), in.attrs.loop().step});
     return r;
   };
   CHECK(loops(shmap_of(*t)) == std::vector<std::array<int64_t, 3>>{{9, 5, -2}});
