@@ -174,7 +174,7 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
   auto reduce = [&](const char *op) {
     return call("reduce") + "rt::ReduceOp::" + op + ", " + x(0) + ", I64s" + int_list(a.dims) + ")";
   };
-  auto axes = "Axes" + int_list(a.collective().axes);
+  auto axes = "Axes" + int_list(collective_axes(in.op, a));
   std::string expr;
   std::string pre;  // statements before the definition
   switch (in.op) {
