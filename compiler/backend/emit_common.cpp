@@ -273,7 +273,7 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
         rounds = false;
         break;
       }
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
   case OpCode::Name:                                                         \
     fn = "sc::" #scalar_fn;                                                  \
     break;

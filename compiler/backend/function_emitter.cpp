@@ -193,7 +193,7 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
 #include "spmdrt/unary_math.def"
     case OpCode::Cast:
     case OpCode::StopGradient:
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) case OpCode::Name:
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) case OpCode::Name:
 #include "spmdrt/binary_math.def"
     case OpCode::Select:
       throw std::logic_error("backend: elementwise op outside a fused group");

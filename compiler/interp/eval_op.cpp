@@ -70,7 +70,7 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
 #include "spmdrt/unary_math.def"
     case OpCode::StopGradient:
     case OpCode::Cast:
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) case OpCode::Name:
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) case OpCode::Name:
 #include "spmdrt/binary_math.def"
     case OpCode::Select: {
       const ElementwiseKernel k = elementwise_kernel(in.op);
@@ -176,7 +176,7 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
       return {K::Identity};
     case OpCode::Cast:
       return {K::Cast};
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
   case OpCode::Name:                                                         \
     return bin(rt::BinaryOp::Name);
 #include "spmdrt/binary_math.def"

@@ -364,7 +364,7 @@ class FunctionPrinter {
         return call1(op_spelling(in.op));
       case OpCode::Cast:
         return "cast(" + op(in.operands[0]) + ", " + dtype_name(a.dtype) + ")";
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) case OpCode::Name:
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) case OpCode::Name:
 #include "spmdrt/binary_math.def"
         if (!op_symbol(in.op).empty()) return infix(op_symbol(in.op).data());  // a literal
         return std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " +

@@ -33,12 +33,12 @@ enum class OpKind {
 };
 
 enum class OpCode : uint8_t {
-#define OP(Name, spelling, Kind, Attrs, Comm) Name,
+#define OP(Name, spelling, Kind, Attrs, Comm, Linearity) Name,
 #include "ops/ops.def"
 };
 
 inline constexpr int kNumOps = 0
-#define OP(Name, spelling, Kind, Attrs, Comm) +1
+#define OP(Name, spelling, Kind, Attrs, Comm, Linearity) +1
 #include "ops/ops.def"
     ;
 
@@ -56,18 +56,37 @@ enum class AttrFamily : uint8_t {
   Loop,        // LoopAttrs
 };
 
+/// Which operands an op is linear in (the Linearity column of ops.def).
+enum class OpLinearity : uint8_t {
+  NotLinear,         // none (exp, max, comparisons, argmax, pmax, calls, loops)
+  InFirst,           // operand 0 alone; the others (a divisor, an index) are fixed
+  InEach,            // any one operand, the others fixed: a * b, einsum
+  InAll,             // all operands together: a + b, a - b, concat
+  InBranches,        // where(c, a, b): a and b together; c is fixed
+  InArrayAndUpdate,  // dynamic_update_slice(x, u, i): x and u together; i is fixed
+  PerOperand,        // each operand to its own result: psum((a, b), axes), all_gather
+};
+
 struct OpInfo {
   OpCode code;
   std::string_view spelling;
   OpKind kind;
   AttrFamily attrs;   // which typed attributes it carries
   bool communicates;  // moves data between devices
+  OpLinearity linearity;
 };
 
 const OpInfo &op_info(OpCode op);
 inline std::string_view op_spelling(OpCode op) { return op_info(op).spelling; }
 inline OpKind op_kind(OpCode op) { return op_info(op).kind; }
 inline AttrFamily op_attr_family(OpCode op) { return op_info(op).attrs; }
+inline OpLinearity op_linearity(OpCode op) { return op_info(op).linearity; }
+/// Whether an op of this linearity is linear in its operand `k`.
+bool linear_in_operand(OpLinearity linearity, size_t k);
+/// True when the operands it is linear in vary together (a sum: InAll,
+/// InBranches, InArrayAndUpdate); false when only one of them may vary at a
+/// time (a product: InFirst, InEach), each on its own (PerOperand) or none.
+bool linear_together(OpLinearity linearity);
 /// "loop", "collective", ...: for messages.
 std::string_view attr_family_name(AttrFamily family);
 /// How users write the op: the operator for arithmetic ("+", "@"), else the spelling.
@@ -83,13 +102,17 @@ bool op_is_unary_math(OpCode op);
 /// True for the unary math functions that take i32 operands (neg, abs, sign).
 bool op_accepts_int(OpCode op);
 
-// Helpers for X-macro rows of spmdrt/unary_math.def: SPMD_IF_LINEAR_##Linearity(x)
-// expands to x for the linear rows only, SPMD_IF_NONLINEAR_##Linearity(x) for the
-// others; SPMD_ACCEPTS_INT_##Domain is whether the row takes i32 operands.
-#define SPMD_IF_LINEAR_Linear(...) __VA_ARGS__
-#define SPMD_IF_LINEAR_Nonlinear(...)
-#define SPMD_IF_NONLINEAR_Linear(...)
-#define SPMD_IF_NONLINEAR_Nonlinear(...) __VA_ARGS__
+// Helpers for X-macro rows: SPMD_IF_NOT_LINEAR_##Linearity(x) expands to x for
+// the NotLinear rows only (ops.def and the math tables share the column);
+// SPMD_ACCEPTS_INT_##Domain is whether a row of spmdrt/unary_math.def takes i32
+// operands.
+#define SPMD_IF_NOT_LINEAR_NotLinear(...) __VA_ARGS__
+#define SPMD_IF_NOT_LINEAR_InFirst(...)
+#define SPMD_IF_NOT_LINEAR_InEach(...)
+#define SPMD_IF_NOT_LINEAR_InAll(...)
+#define SPMD_IF_NOT_LINEAR_InBranches(...)
+#define SPMD_IF_NOT_LINEAR_InArrayAndUpdate(...)
+#define SPMD_IF_NOT_LINEAR_PerOperand(...)
 #define SPMD_ACCEPTS_INT_Signed true
 #define SPMD_ACCEPTS_INT_Float false
 #define SPMD_ACCEPTS_INT_Bool false

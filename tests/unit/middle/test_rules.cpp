@@ -145,6 +145,21 @@ TEST_CASE("the op table lists every op once, with its spelling", "[rules]") {
   CHECK_FALSE(op_communicates(OpCode::Pscatter));
 }
 
+TEST_CASE("the Linearity column: which operands each op is linear in", "[rules]") {
+  CHECK(op_linearity(OpCode::Add) == OpLinearity::InAll);
+  CHECK(op_linearity(OpCode::Mul) == OpLinearity::InEach);
+  CHECK(op_linearity(OpCode::Div) == OpLinearity::InFirst);
+  CHECK(op_linearity(OpCode::Neg) == OpLinearity::InFirst);
+  CHECK(op_linearity(OpCode::Exp) == OpLinearity::NotLinear);
+  CHECK(op_linearity(OpCode::Psum) == OpLinearity::PerOperand);
+  CHECK(op_linearity(OpCode::Pmax) == OpLinearity::NotLinear);
+  CHECK(linear_in_operand(OpLinearity::InBranches, 1));
+  CHECK_FALSE(linear_in_operand(OpLinearity::InBranches, 0));        // where's condition
+  CHECK_FALSE(linear_in_operand(OpLinearity::InArrayAndUpdate, 2));  // the index
+  CHECK(linear_together(OpLinearity::InAll));
+  CHECK_FALSE(linear_together(OpLinearity::InEach));
+}
+
 TEST_CASE("typed attributes: one family per op, defaults when nothing is set", "[rules]") {
   CHECK(op_attr_family(OpCode::For) == AttrFamily::Loop);
   CHECK(op_attr_family(OpCode::AllToAll) == AttrFamily::Collective);

@@ -77,7 +77,8 @@ std::vector<Walked> unary_functions() {
   std::vector<Walked> out;
 #define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
   if (is_math_function(OpCode::Name))                                    \
-    out.push_back(unary(OpCode::Name, #scalar_fn, SPMD_IF_LINEAR_##Linearity(true) + 0));
+    out.push_back(                                                       \
+        unary(OpCode::Name, #scalar_fn, op_linearity(OpCode::Name) != OpLinearity::NotLinear));
 #include "spmdrt/unary_math.def"
   return out;
 }
@@ -87,10 +88,10 @@ std::vector<Walked> unary_functions() {
 /// transpose rule.
 std::vector<Walked> binary_functions() {
   std::vector<Walked> out;
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
-  if (op_kind(OpCode::Name) == OpKind::Binary)                               \
-    out.push_back(binary(OpCode::Name, symbol, #scalar_fn,                   \
-                         OpCode::Name == OpCode::Add || OpCode::Name == OpCode::Sub));
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
+  if (op_kind(OpCode::Name) == OpKind::Binary)                                          \
+    out.push_back(binary(OpCode::Name, symbol, #scalar_fn,                              \
+                         op_linearity(OpCode::Name) == OpLinearity::InAll));
 #include "spmdrt/binary_math.def"
   return out;
 }
