@@ -108,9 +108,6 @@ void Attrs::wrong_family(AttrFamily wanted) const {
 
 // Attrs with nothing set equal the defaults of any family.
 bool Attrs::operator==(const Attrs &o) const {
-  if (dims != o.dims || shape != o.shape || dim != o.dim || start != o.start || limit != o.limit ||
-      stride != o.stride || dtype != o.dtype || value != o.value)
-    return false;
   if (typed_.index() == o.typed_.index()) return typed_ == o.typed_;
   const Typed &set = typed_.index() == 0 ? o.typed_ : typed_;
   if (typed_.index() != 0 && o.typed_.index() != 0) return false;

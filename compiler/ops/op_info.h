@@ -45,11 +45,11 @@ inline constexpr int kNumOps = 0
 /// Which typed attribute struct an op carries (the Attrs column of ops.def).
 enum class AttrFamily : uint8_t {
   None,        // elementwise ops (but cast), where, stop_gradient: no parameters
-  Creation,    // constant, full, iota (still fields of Attrs, see below)
-  Cast,        // cast (still a field of Attrs)
-  Reduce,      // sum ... argmin (still a field of Attrs)
+  Creation,    // CreationAttrs: constant, full, iota
+  Cast,        // CastAttrs
+  Reduce,      // ReduceAttrs: sum ... argmin
   Einsum,      // EinsumAttrs
-  Layout,      // reshape ... dynamic_update_slice (still fields of Attrs)
+  Layout,      // LayoutAttrs: reshape ... dynamic_update_slice
   Constrain,   // ConstrainAttrs
   Collective,  // CollectiveAttrs
   Call,        // CallAttrs
@@ -125,6 +125,43 @@ bool op_accepts_int(OpCode op);
 // `Attrs a; a.loop().stop = n;` builds a loop's attrs. The verifier checks that
 // every instruction carries its op's family (or none).
 
+/// constant: dtype, value; full: shape, dtype, value; iota: shape, dtype, dim.
+struct CreationAttrs {
+  Shape shape;
+  DType dtype = DType::F32;
+  double value = 0;
+  int64_t dim = 0;  // iota: the dimension it counts along
+  static constexpr AttrFamily kFamily = AttrFamily::Creation;
+  bool operator==(const CreationAttrs &) const = default;
+};
+
+/// cast: the result dtype.
+struct CastAttrs {
+  DType dtype = DType::F32;
+  static constexpr AttrFamily kFamily = AttrFamily::Cast;
+  bool operator==(const CastAttrs &) const = default;
+};
+
+/// sum ... argmin: the reduced dimensions, sorted (they are removed).
+struct ReduceAttrs {
+  std::vector<int64_t> dims;
+  static constexpr AttrFamily kFamily = AttrFamily::Reduce;
+  bool operator==(const ReduceAttrs &) const = default;
+};
+
+/// The layout ops, each using the fields its ops.def comment names: reshape,
+/// broadcast_to: shape; transpose: dims = the permutation; flip: dims = the
+/// reversed dimensions; slice: start, limit, stride; pad: shape, start,
+/// stride; concat, dynamic_update_slice: dim; dynamic_slice: dim, shape.
+struct LayoutAttrs {
+  Shape shape;
+  std::vector<int64_t> dims;
+  int64_t dim = 0;
+  std::vector<int64_t> start, limit, stride;
+  static constexpr AttrFamily kFamily = AttrFamily::Layout;
+  bool operator==(const LayoutAttrs &) const = default;
+};
+
 /// einsum: the normalised spec, e.g. "ij,jk->ik".
 struct EinsumAttrs {
   std::string spec;
@@ -175,17 +212,16 @@ struct Attrs;
 const std::vector<int> &collective_axes(OpCode op, const Attrs &attrs);
 
 struct Attrs {
-  // The families not yet given their own struct keep plain fields here (each
-  // op uses the fields its ops.def comment names; the rest stay default).
-  std::vector<int64_t> dims;  // reduce: reduced dims; transpose: permutation; flip
-  Shape shape;                // reshape / broadcast_to / full / iota / pad / dynamic_slice
-  int64_t dim = 0;            // concat / iota / dynamic_slice / dynamic_update_slice dim
-  std::vector<int64_t> start, limit, stride;  // slice; pad uses start/stride
-  DType dtype = DType::F32;                   // constant / full / iota / cast
-  double value = 0;                           // constant / full
-
   AttrFamily family() const;
 
+  const CreationAttrs &creation() const { return get<CreationAttrs>(); }
+  CreationAttrs &creation() { return set<CreationAttrs>(); }
+  const CastAttrs &cast() const { return get<CastAttrs>(); }
+  CastAttrs &cast() { return set<CastAttrs>(); }
+  const ReduceAttrs &reduce() const { return get<ReduceAttrs>(); }
+  ReduceAttrs &reduce() { return set<ReduceAttrs>(); }
+  const LayoutAttrs &layout() const { return get<LayoutAttrs>(); }
+  LayoutAttrs &layout() { return set<LayoutAttrs>(); }
   const EinsumAttrs &einsum() const { return get<EinsumAttrs>(); }
   EinsumAttrs &einsum() { return set<EinsumAttrs>(); }
   const ConstrainAttrs &constrain() const { return get<ConstrainAttrs>(); }
@@ -200,8 +236,8 @@ struct Attrs {
   bool operator==(const Attrs &other) const;
 
  private:
-  using Typed = std::variant<std::monostate, EinsumAttrs, ConstrainAttrs, CollectiveAttrs,
-                             CallAttrs, LoopAttrs>;
+  using Typed = std::variant<std::monostate, CreationAttrs, CastAttrs, ReduceAttrs, LayoutAttrs,
+                             EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs>;
 
   [[noreturn]] void wrong_family(AttrFamily wanted) const;
   template <class T>

@@ -93,7 +93,8 @@ ShardingRule reduction(OpCode op, const Type &x, const Attrs &attrs) {
   const bool positional = op == OpCode::ArgMax || op == OpCode::ArgMin;
   std::vector<int> in, out;
   for (int64_t d = 0; d < x.rank(); ++d) {
-    bool is_reduced = std::find(attrs.dims.begin(), attrs.dims.end(), d) != attrs.dims.end();
+    bool is_reduced = std::find(attrs.reduce().dims.begin(), attrs.reduce().dims.end(), d) !=
+                      attrs.reduce().dims.end();
     if (is_reduced && positional) {
       in.push_back(kNoFactor);
       continue;
@@ -233,14 +234,15 @@ ShardingRule factors_rule(OpCode op, std::span<const Type> operands, std::span<c
         r.factor_sizes.push_back(operands[0].shape[d]);
         r.factor_kinds.push_back(FactorKind::Parallel);
       }
-      for (int64_t p : attrs.dims) out.push_back(static_cast<int>(p));
+      for (int64_t p : attrs.layout().dims) out.push_back(static_cast<int>(p));
       r.operand_factors.push_back(in);
       r.result_factors.push_back(out);
       return r;
     }
     case OpCode::Reverse: {  // flipping a split dimension would reorder the blocks
       ShardingRule r = same_rank_layout(RuleFamily::Slice, operands[0], [&](int64_t d) {
-        return std::find(attrs.dims.begin(), attrs.dims.end(), d) == attrs.dims.end();
+        return std::find(attrs.layout().dims.begin(), attrs.layout().dims.end(), d) ==
+               attrs.layout().dims.end();
       });
       return r;
     }
@@ -252,32 +254,34 @@ ShardingRule factors_rule(OpCode op, std::span<const Type> operands, std::span<c
     case OpCode::Slice: {
       const Type &x = operands[0];
       ShardingRule r = same_rank_layout(RuleFamily::Slice, x, [&](int64_t d) {
-        return attrs.start[d] == 0 && attrs.limit[d] == x.shape[d] && attrs.stride[d] == 1;
+        return attrs.layout().start[d] == 0 && attrs.layout().limit[d] == x.shape[d] &&
+               attrs.layout().stride[d] == 1;
       });
       return r;
     }
     case OpCode::Pad: {
       const Type &x = operands[0];
       ShardingRule r = same_rank_layout(RuleFamily::Slice, x, [&](int64_t d) {
-        return attrs.start[d] == 0 && attrs.stride[d] == 1 && attrs.shape[d] == x.shape[d];
+        return attrs.layout().start[d] == 0 && attrs.layout().stride[d] == 1 &&
+               attrs.layout().shape[d] == x.shape[d];
       });
       return r;
     }
     case OpCode::Concat: {
       ShardingRule r = same_rank_layout(RuleFamily::Concat, results[0],
-                                        [&](int64_t d) { return d != attrs.dim; });
+                                        [&](int64_t d) { return d != attrs.layout().dim; });
       r.operand_factors.assign(operands.size(), r.result_factors[0]);
       return r;
     }
     case OpCode::DynamicSlice: {
       ShardingRule r = same_rank_layout(RuleFamily::DynamicSlice, operands[0],
-                                        [&](int64_t d) { return d != attrs.dim; });
+                                        [&](int64_t d) { return d != attrs.layout().dim; });
       r.operand_factors.push_back({});  // the index
       return r;
     }
     case OpCode::DynamicUpdateSlice: {
       ShardingRule r = same_rank_layout(RuleFamily::DynamicSlice, operands[0],
-                                        [&](int64_t d) { return d != attrs.dim; });
+                                        [&](int64_t d) { return d != attrs.layout().dim; });
       r.operand_factors.push_back(r.operand_factors[0]);  // the update
       r.operand_factors.push_back({});                    // the index
       return r;

@@ -28,8 +28,8 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
     return "`stop_gradient` blocks derivatives: the function is not linear in an input that "
            "flows through it";
   if (in.op == OpCode::Cast) {  // the column's InFirst is a cast between float types
-    if (rt::is_float(in.attrs.dtype)) return std::nullopt;
-    return "a cast to " + std::string(dtype_name(in.attrs.dtype)) + " is not linear";
+    if (rt::is_float(in.attrs.cast().dtype)) return std::nullopt;
+    return "a cast to " + std::string(dtype_name(in.attrs.cast().dtype)) + " is not linear";
   }
   if (in.op == OpCode::Call || in.op == OpCode::For)
     return "internal: calls are inlined first; loops are handled by transpose.cpp";
@@ -125,7 +125,7 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       break;
     }
     case OpCode::ReduceSum:  // sum^T ct = ct broadcast back over the reduced dims
-      give(0, e.expand_reduced(ct, shape(0), a.dims, s));
+      give(0, e.expand_reduced(ct, shape(0), a.reduce().dims, s));
       break;
     case OpCode::Einsum: {
       // (A . B)^T for A: einsum("O,B->A", ct, B); indices of A found in neither
@@ -177,8 +177,9 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       break;
     case OpCode::Transpose: {  // transpose^T = transpose by the inverse permutation
       Attrs ta;
-      ta.dims.resize(a.dims.size());
-      for (size_t d = 0; d < a.dims.size(); ++d) ta.dims[a.dims[d]] = static_cast<int64_t>(d);
+      ta.layout().dims.resize(a.layout().dims.size());
+      for (size_t d = 0; d < a.layout().dims.size(); ++d)
+        ta.layout().dims[a.layout().dims[d]] = static_cast<int64_t>(d);
       give(0, e.op(OpCode::Transpose, {ct}, ta, s));
       break;
     }
@@ -187,19 +188,21 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       break;
     case OpCode::Slice: {  // slice^T = pad with zeros
       Attrs ta;
-      ta.shape = shape(0);
-      ta.start = a.start;
-      ta.stride = a.stride;
+      ta.layout().shape = shape(0);
+      ta.layout().start = a.layout().start;
+      ta.layout().stride = a.layout().stride;
       give(0, e.op(OpCode::Pad, {ct}, ta, s));
       break;
     }
     case OpCode::Pad: {  // pad^T = slice out the placed elements
       Attrs ta;
-      ta.start = a.start;
-      ta.stride = a.stride;
+      ta.layout().start = a.layout().start;
+      ta.layout().stride = a.layout().stride;
       for (size_t d = 0; d < shape(0).size(); ++d) {
         int64_t n = shape(0)[d];
-        ta.limit.push_back(n == 0 ? a.start[d] : a.start[d] + (n - 1) * a.stride[d] + 1);
+        ta.layout().limit.push_back(n == 0
+                                        ? a.layout().start[d]
+                                        : a.layout().start[d] + (n - 1) * a.layout().stride[d] + 1);
       }
       give(0, e.op(OpCode::Slice, {ct}, ta, s));
       break;
@@ -211,21 +214,21 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
         if (in.linear[k]) {
           Attrs ta;
           const Shape full = e.type(ct).shape;
-          ta.start.assign(full.size(), 0);
-          ta.limit = full;
-          ta.stride.assign(full.size(), 1);
-          ta.start[a.dim] = offset;
-          ta.limit[a.dim] = offset + sk[a.dim];
+          ta.layout().start.assign(full.size(), 0);
+          ta.layout().limit = full;
+          ta.layout().stride.assign(full.size(), 1);
+          ta.layout().start[a.layout().dim] = offset;
+          ta.layout().limit[a.layout().dim] = offset + sk[a.layout().dim];
           give(k, e.op(OpCode::Slice, {ct}, ta, s));
         }
-        offset += sk[a.dim];
+        offset += sk[a.layout().dim];
       }
       break;
     }
     case OpCode::DynamicSlice: {  // ^T = write ct into zeros at the index
       ir::ValueId zeros = e.zeros(in.operand_types[0], s);
       Attrs ta;
-      ta.dim = a.dim;
+      ta.layout().dim = a.layout().dim;
       give(0, e.op(OpCode::DynamicUpdateSlice, {zeros, ct, c(1)}, ta, s));
       break;
     }
@@ -236,8 +239,8 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       }
       if (in.linear[1]) {
         Attrs ta;
-        ta.dim = a.dim;
-        ta.shape = shape(1);
+        ta.layout().dim = a.layout().dim;
+        ta.layout().shape = shape(1);
         give(1, e.op(OpCode::DynamicSlice, {ct, c(2)}, ta, s));
       }
       break;
