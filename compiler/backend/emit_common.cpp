@@ -239,7 +239,8 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
   auto operand = [&](ir::ValueId v) -> std::string {
     if (auto it = input_expr.find(v); it != input_expr.end()) return it->second;
     if (auto it = plan.constant_def.find(v); it != plan.constant_def.end())
-      return compute_literal(it->second->attrs.dtype, it->second->attrs.value);
+      return compute_literal(it->second->attrs.creation().dtype,
+                             it->second->attrs.creation().value);
     return names[v] + elem_suffix;
   };
   std::vector<std::string> out;
@@ -273,9 +274,9 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
         rounds = false;
         break;
       }
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
-  case OpCode::Name:                                                         \
-    fn = "sc::" #scalar_fn;                                                  \
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
+  case OpCode::Name:                                                                    \
+    fn = "sc::" #scalar_fn;                                                             \
     break;
 #include "spmdrt/binary_math.def"
       case OpCode::Select:

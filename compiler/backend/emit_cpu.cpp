@@ -69,15 +69,16 @@ class CpuFunctionEmitter final : public FunctionEmitter {
   std::string dynamic_slice(const ir::Instr &in, std::string &pre) override {
     const Attrs &a = in.attrs;
     const std::string start =
-        start_vector(a.shape.size(), a.dim, name(in.operands[1]), a.shape[a.dim], pre);
+        start_vector(a.layout().shape.size(), a.layout().dim, name(in.operands[1]),
+                     a.layout().shape[a.layout().dim], pre);
     return "rt::dynamic_slice(" + name(in.operands[0]) + ", " + start + ", I64s" +
-           int_list(a.shape) + ")";
+           int_list(a.layout().shape) + ")";
   }
 
   std::string dynamic_update_slice(const ir::Instr &in, const std::string &target,
                                    std::string &pre) override {
     const ir::Function &f = function();
-    const int64_t dim = in.attrs.dim;
+    const int64_t dim = in.attrs.layout().dim;
     const std::string start =
         start_vector(f.type(in.operands[0]).shape.size(), dim, name(in.operands[2]),
                      f.type(in.operands[1]).shape[dim], pre);

@@ -68,13 +68,14 @@ class CudaFunctionEmitter final : public FunctionEmitter {
   std::string dynamic_slice(const ir::Instr &in, std::string &) override {
     const Attrs &a = in.attrs;
     return "cu::dynamic_slice(" + name(in.operands[0]) + ", " + name(in.operands[1]) + ", " +
-           std::to_string(a.dim) + ", " + std::to_string(a.shape[a.dim]) + ")";
+           std::to_string(a.layout().dim) + ", " +
+           std::to_string(a.layout().shape[a.layout().dim]) + ")";
   }
 
   std::string dynamic_update_slice(const ir::Instr &in, const std::string &target,
                                    std::string &) override {
     return "cu::dynamic_update_slice(" + target + ", " + name(in.operands[1]) + ", " +
-           name(in.operands[2]) + ", " + std::to_string(in.attrs.dim) + ")";
+           name(in.operands[2]) + ", " + std::to_string(in.attrs.layout().dim) + ")";
   }
 };
 

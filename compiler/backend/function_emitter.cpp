@@ -197,28 +197,31 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
   const Attrs &a = in.attrs;
   auto x = [&](size_t k) { return names_[in.operands.at(k)]; };
   auto reduce = [&](const char *op) {
-    return call("reduce") + "rt::ReduceOp::" + op + ", " + x(0) + ", I64s" + int_list(a.dims) + ")";
+    return call("reduce") + "rt::ReduceOp::" + op + ", " + x(0) + ", I64s" +
+           int_list(a.reduce().dims) + ")";
   };
   auto axes = "Axes" + int_list(collective_axes(in.op, a));
   std::string expr;
   std::string pre;  // statements before the definition
   switch (in.op) {
     case OpCode::Constant:
-      expr = "Tensor::scalar(" + dtype_enum(a.dtype) + ", " + double_literal(a.value) + ")";
+      expr = "Tensor::scalar(" + dtype_enum(a.creation().dtype) + ", " +
+             double_literal(a.creation().value) + ")";
       break;
     case OpCode::Full:
-      expr = "Tensor::full(" + dtype_enum(a.dtype) + ", " + shape_init(a.shape) + ", " +
-             double_literal(a.value) + ")";
+      expr = "Tensor::full(" + dtype_enum(a.creation().dtype) + ", " +
+             shape_init(a.creation().shape) + ", " + double_literal(a.creation().value) + ")";
       break;
     case OpCode::Iota:
-      expr = call("iota") + dtype_enum(a.dtype) + ", " + shape_init(a.shape) + ", " +
-             std::to_string(a.dim) + ")";
+      expr = call("iota") + dtype_enum(a.creation().dtype) + ", " + shape_init(a.creation().shape) +
+             ", " + std::to_string(a.creation().dim) + ")";
       break;
 #define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) case OpCode::Name:
 #include "spmdrt/unary_math.def"
     case OpCode::Cast:
     case OpCode::StopGradient:
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) case OpCode::Name:
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
+  case OpCode::Name:
 #include "spmdrt/binary_math.def"
     case OpCode::Select:
       throw std::logic_error("backend: elementwise op outside a fused group");
@@ -234,7 +237,7 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
     case OpCode::ArgMax:
     case OpCode::ArgMin:
       expr = call("arg_reduce") + "rt::ReduceOp::" + (in.op == OpCode::ArgMax ? "Max" : "Min") +
-             ", " + x(0) + ", I64s" + int_list(a.dims) + ")";
+             ", " + x(0) + ", I64s" + int_list(a.reduce().dims) + ")";
       break;
     case OpCode::Einsum: {
       expr = call("einsum") + cpp_string_literal(a.einsum().spec) + ", std::vector<Tensor>{";
@@ -243,32 +246,32 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
       break;
     }
     case OpCode::Reshape:
-      expr = call("reshape") + x(0) + ", " + shape_init(a.shape) + ")";
+      expr = call("reshape") + x(0) + ", " + shape_init(a.layout().shape) + ")";
       break;
     case OpCode::Constrain:  // a sharding hint (sharded functions are not built): the identity
       expr = x(0);
       break;
     case OpCode::Transpose:
-      expr = call("transpose") + x(0) + ", I64s" + int_list(a.dims) + ")";
+      expr = call("transpose") + x(0) + ", I64s" + int_list(a.layout().dims) + ")";
       break;
     case OpCode::Reverse:
-      expr = call("reverse") + x(0) + ", I64s" + int_list(a.dims) + ")";
+      expr = call("reverse") + x(0) + ", I64s" + int_list(a.layout().dims) + ")";
       break;
     case OpCode::BroadcastTo:
-      expr = call("broadcast_to") + x(0) + ", " + shape_init(a.shape) + ")";
+      expr = call("broadcast_to") + x(0) + ", " + shape_init(a.layout().shape) + ")";
       break;
     case OpCode::Slice:
-      expr = call("slice") + x(0) + ", I64s" + int_list(a.start) + ", I64s" + int_list(a.limit) +
-             ", I64s" + int_list(a.stride) + ")";
+      expr = call("slice") + x(0) + ", I64s" + int_list(a.layout().start) + ", I64s" +
+             int_list(a.layout().limit) + ", I64s" + int_list(a.layout().stride) + ")";
       break;
     case OpCode::Pad:
-      expr = call("pad_into") + x(0) + ", " + shape_init(a.shape) + ", I64s" + int_list(a.start) +
-             ", I64s" + int_list(a.stride) + ")";
+      expr = call("pad_into") + x(0) + ", " + shape_init(a.layout().shape) + ", I64s" +
+             int_list(a.layout().start) + ", I64s" + int_list(a.layout().stride) + ")";
       break;
     case OpCode::Concat: {
       expr = call("concat") + "std::vector<Tensor>{";
       for (size_t k = 0; k < in.operands.size(); ++k) expr += (k ? ", " : "") + x(k);
-      expr += "}, " + std::to_string(a.dim) + ")";
+      expr += "}, " + std::to_string(a.layout().dim) + ")";
       break;
     }
     case OpCode::DynamicSlice:

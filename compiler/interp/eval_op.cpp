@@ -22,7 +22,7 @@ namespace {
 using rt::Tensor;
 
 Tensor red(rt::ReduceOp op, const std::vector<Tensor> &x, const ir::Instr &in) {
-  return rt::reduce(op, x[0], in.attrs.dims);
+  return rt::reduce(op, x[0], in.attrs.reduce().dims);
 }
 
 /// The reduction of an all-reduce op.
@@ -60,17 +60,18 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
   switch (in.op) {
     // Creation.
     case OpCode::Constant:
-      return Tensor::scalar(a.dtype, a.value);
+      return Tensor::scalar(a.creation().dtype, a.creation().value);
     case OpCode::Full:
-      return Tensor::full(a.dtype, a.shape, a.value);
+      return Tensor::full(a.creation().dtype, a.creation().shape, a.creation().value);
     case OpCode::Iota:
-      return rt::iota(a.dtype, a.shape, a.dim);
+      return rt::iota(a.creation().dtype, a.creation().shape, a.creation().dim);
       // Elementwise: one kernel each (elementwise_kernel below).
 #define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) case OpCode::Name:
 #include "spmdrt/unary_math.def"
     case OpCode::StopGradient:
     case OpCode::Cast:
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) case OpCode::Name:
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
+  case OpCode::Name:
 #include "spmdrt/binary_math.def"
     case OpCode::Select: {
       const ElementwiseKernel k = elementwise_kernel(in.op);
@@ -82,7 +83,7 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
         case ElementwiseKernel::Kind::Select:
           return rt::select(x[0], x[1], x[2]);
         case ElementwiseKernel::Kind::Cast:
-          return rt::cast(x[0], a.dtype);
+          return rt::cast(x[0], a.cast().dtype);
         case ElementwiseKernel::Kind::Identity:
           return x[0];
         case ElementwiseKernel::Kind::None:
@@ -98,37 +99,37 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
     case OpCode::ReduceMin:
       return red(rt::ReduceOp::Min, x, in);
     case OpCode::ArgMax:
-      return rt::arg_reduce(rt::ReduceOp::Max, x[0], a.dims);
+      return rt::arg_reduce(rt::ReduceOp::Max, x[0], a.reduce().dims);
     case OpCode::ArgMin:
-      return rt::arg_reduce(rt::ReduceOp::Min, x[0], a.dims);
+      return rt::arg_reduce(rt::ReduceOp::Min, x[0], a.reduce().dims);
     // Contraction.
     case OpCode::Einsum:
       return rt::einsum(a.einsum().spec, x);
     // Layout.
     case OpCode::Reshape:
-      return rt::reshape(x[0], a.shape);
+      return rt::reshape(x[0], a.layout().shape);
     case OpCode::Constrain:  // a sharding hint: the identity
       return x[0];
     case OpCode::Transpose:
-      return rt::transpose(x[0], a.dims);
+      return rt::transpose(x[0], a.layout().dims);
     case OpCode::Reverse:
-      return rt::reverse(x[0], a.dims);
+      return rt::reverse(x[0], a.layout().dims);
     case OpCode::BroadcastTo:
-      return rt::broadcast_to(x[0], a.shape);
+      return rt::broadcast_to(x[0], a.layout().shape);
     case OpCode::Slice:
-      return rt::slice(x[0], a.start, a.limit, a.stride);
+      return rt::slice(x[0], a.layout().start, a.layout().limit, a.layout().stride);
     case OpCode::Pad:
-      return rt::pad_into(x[0], a.shape, a.start, a.stride);
+      return rt::pad_into(x[0], a.layout().shape, a.layout().start, a.layout().stride);
     case OpCode::Concat:
-      return rt::concat(x, a.dim);
+      return rt::concat(x, a.layout().dim);
     case OpCode::DynamicSlice: {
-      std::vector<int64_t> start(a.shape.size(), 0);
-      start[a.dim] = block_index(x[1]) * a.shape[a.dim];
-      return rt::dynamic_slice(x[0], start, a.shape);
+      std::vector<int64_t> start(a.layout().shape.size(), 0);
+      start[a.layout().dim] = block_index(x[1]) * a.layout().shape[a.layout().dim];
+      return rt::dynamic_slice(x[0], start, a.layout().shape);
     }
     case OpCode::DynamicUpdateSlice: {
       std::vector<int64_t> start(x[0].shape().size(), 0);
-      start[a.dim] = block_index(x[2]) * x[1].shape()[a.dim];
+      start[a.layout().dim] = block_index(x[2]) * x[1].shape()[a.layout().dim];
       return rt::dynamic_update_slice(std::move(x[0]), x[1], start);  // in place if unshared
     }
     // Collectives.
@@ -176,8 +177,8 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
       return {K::Identity};
     case OpCode::Cast:
       return {K::Cast};
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
-  case OpCode::Name:                                                         \
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
+  case OpCode::Name:                                                                    \
     return bin(rt::BinaryOp::Name);
 #include "spmdrt/binary_math.def"
     case OpCode::Select:

@@ -127,7 +127,7 @@ std::vector<Tensor> eval_fused_group(const ir::Function &f, const std::vector<ir
     const ir::Instr &in = body[i];
     Step step{elementwise_kernel(in.op),
               f.type(in.operands[0]).dtype,
-              in.attrs.dtype,
+              in.op == OpCode::Cast ? in.attrs.cast().dtype : DType::F32,
               {},
               &homes.at(in.results[0])};
     if (step.kernel.kind == ElementwiseKernel::Kind::Select)

@@ -83,17 +83,17 @@ ValueList Builder::add_typed(OpCode op, ValueList operands, Attrs attrs,
 
 ValueId Builder::constant(DType dtype, double value, SourceSpan span) {
   Attrs a;
-  a.dtype = dtype;
-  a.value = value;
+  a.creation().dtype = dtype;
+  a.creation().value = value;
   return add1(OpCode::Constant, {}, a, span);
 }
 
 ValueId Builder::full(DType dtype, const Shape &shape, double value, SourceSpan span) {
   if (shape.empty()) return constant(dtype, value, span);
   Attrs a;
-  a.dtype = dtype;
-  a.shape = shape;
-  a.value = value;
+  a.creation().dtype = dtype;
+  a.creation().shape = shape;
+  a.creation().value = value;
   return add1(OpCode::Full, {}, a, span);
 }
 

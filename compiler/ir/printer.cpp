@@ -310,7 +310,9 @@ class FunctionPrinter {
     return false;
   }
 
-  std::string literal(const Instr &c) { return format_number(c.attrs.value, c.attrs.dtype); }
+  std::string literal(const Instr &c) {
+    return format_number(c.attrs.creation().value, c.attrs.creation().dtype);
+  }
 
   std::string operand(ValueId v, std::optional<int> /*unused*/) {
     const Instr *d = def_[static_cast<size_t>(v)];
@@ -341,21 +343,27 @@ class FunctionPrinter {
     };
     switch (in.op) {
       case OpCode::Constant: {
-        bool natural = a.dtype == DType::F32 || a.dtype == DType::I32 || a.dtype == DType::Bool;
+        bool natural = a.creation().dtype == DType::F32 || a.creation().dtype == DType::I32 ||
+                       a.creation().dtype == DType::Bool;
         if (natural) return literal(in);
-        return "full((), " + format_number(a.value, a.dtype) + ", " + dtype_name(a.dtype) + ")";
+        return "full((), " + format_number(a.creation().value, a.creation().dtype) + ", " +
+               dtype_name(a.creation().dtype) + ")";
       }
       case OpCode::Full: {
-        std::string d = a.dtype == DType::F32 ? "" : std::string(", ") + dtype_name(a.dtype);
-        if (a.value == 0 && !std::signbit(a.value))
-          return "zeros(" + shape_tuple(a.shape) + d + ")";
-        if (a.value == 1) return "ones(" + shape_tuple(a.shape) + d + ")";
-        return "full(" + shape_tuple(a.shape) + ", " + format_number(a.value, a.dtype) + ", " +
-               dtype_name(a.dtype) + ")";
+        std::string d = a.creation().dtype == DType::F32
+                            ? ""
+                            : std::string(", ") + dtype_name(a.creation().dtype);
+        if (a.creation().value == 0 && !std::signbit(a.creation().value))
+          return "zeros(" + shape_tuple(a.creation().shape) + d + ")";
+        if (a.creation().value == 1) return "ones(" + shape_tuple(a.creation().shape) + d + ")";
+        return "full(" + shape_tuple(a.creation().shape) + ", " +
+               format_number(a.creation().value, a.creation().dtype) + ", " +
+               dtype_name(a.creation().dtype) + ")";
       }
       case OpCode::Iota:
-        return "iota(" + shape_tuple(a.shape) + ", dim=" + std::to_string(a.dim) +
-               ", dtype=" + dtype_name(a.dtype) + ")";
+        return "iota(" + shape_tuple(a.creation().shape) +
+               ", dim=" + std::to_string(a.creation().dim) +
+               ", dtype=" + dtype_name(a.creation().dtype) + ")";
 #define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) case OpCode::Name:
 #include "spmdrt/unary_math.def"
         if (in.op == OpCode::Neg) return "-" + op(in.operands[0]);
@@ -363,8 +371,9 @@ class FunctionPrinter {
       case OpCode::StopGradient:
         return call1(op_spelling(in.op));
       case OpCode::Cast:
-        return "cast(" + op(in.operands[0]) + ", " + dtype_name(a.dtype) + ")";
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) case OpCode::Name:
+        return "cast(" + op(in.operands[0]) + ", " + dtype_name(a.cast().dtype) + ")";
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
+  case OpCode::Name:
 #include "spmdrt/binary_math.def"
         if (!op_symbol(in.op).empty()) return infix(op_symbol(in.op).data());  // a literal
         return std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " +
@@ -380,8 +389,8 @@ class FunctionPrinter {
       case OpCode::Reverse: {
         std::string s = std::string(op_spelling(in.op)) + "(" + op(in.operands[0]);
         int64_t rank = f_.type(in.operands[0]).rank();
-        bool all = static_cast<int64_t>(a.dims.size()) == rank;
-        if (!all || rank == 0) s += ", axes=" + int_tuple(a.dims);
+        bool all = static_cast<int64_t>(a.layout().dims.size()) == rank;
+        if (!all || rank == 0) s += ", axes=" + int_tuple(a.layout().dims);
         return s + ")";
       }
       case OpCode::Einsum: {
@@ -394,47 +403,49 @@ class FunctionPrinter {
         return s + ")";
       }
       case OpCode::Reshape:
-        return "reshape(" + op(in.operands[0]) + ", " + shape_tuple(a.shape) + ")";
+        return "reshape(" + op(in.operands[0]) + ", " + shape_tuple(a.layout().shape) + ")";
       case OpCode::Constrain:
         return "constrain(" + op(in.operands[0]) + ", " + spec_str(a.constrain().sharding, mesh_) +
                ")";
       case OpCode::Transpose:
-        return "transpose(" + op(in.operands[0]) + ", " + int_tuple(a.dims) + ")";
+        return "transpose(" + op(in.operands[0]) + ", " + int_tuple(a.layout().dims) + ")";
       case OpCode::BroadcastTo:
-        return "broadcast_to(" + op(in.operands[0]) + ", " + shape_tuple(a.shape) + ")";
+        return "broadcast_to(" + op(in.operands[0]) + ", " + shape_tuple(a.layout().shape) + ")";
       case OpCode::Slice: {
         const Shape &s = f_.type(in.operands[0]).shape;
         std::string out = op(in.operands[0]) + "[";
         for (size_t d = 0; d < s.size(); ++d) {
           out += d ? ", " : "";
-          bool full_range = a.start[d] == 0 && a.limit[d] == s[d];
-          if (!full_range || a.stride[d] == 1) {
-            if (a.start[d] != 0) out += std::to_string(a.start[d]);
+          bool full_range = a.layout().start[d] == 0 && a.layout().limit[d] == s[d];
+          if (!full_range || a.layout().stride[d] == 1) {
+            if (a.layout().start[d] != 0) out += std::to_string(a.layout().start[d]);
             out += ":";
-            if (a.limit[d] != s[d]) out += std::to_string(a.limit[d]);
+            if (a.layout().limit[d] != s[d]) out += std::to_string(a.layout().limit[d]);
           } else {
             out += ":";
           }
-          if (a.stride[d] != 1) out += ":" + std::to_string(a.stride[d]);
+          if (a.layout().stride[d] != 1) out += ":" + std::to_string(a.layout().stride[d]);
         }
         if (s.empty()) out += ":";  // not reachable: rank-0 values are not sliced
         return out + "]";
       }
       case OpCode::Pad:
-        return "pad(" + op(in.operands[0]) + ", " + shape_tuple(a.shape) +
-               ", start=" + int_tuple(a.start) + ", stride=" + int_tuple(a.stride) + ")";
+        return "pad(" + op(in.operands[0]) + ", " + shape_tuple(a.layout().shape) +
+               ", start=" + int_tuple(a.layout().start) +
+               ", stride=" + int_tuple(a.layout().stride) + ")";
       case OpCode::Concat: {
         std::string s = "concat((";
         for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
         if (in.operands.size() == 1) s += ",";
-        return s + "), axis=" + std::to_string(a.dim) + ")";
+        return s + "), axis=" + std::to_string(a.layout().dim) + ")";
       }
       case OpCode::DynamicSlice:
         return "dynamic_slice(" + op(in.operands[0]) + ", " + op(in.operands[1]) +
-               ", size=" + std::to_string(a.shape[a.dim]) + ", axis=" + std::to_string(a.dim) + ")";
+               ", size=" + std::to_string(a.layout().shape[a.layout().dim]) +
+               ", axis=" + std::to_string(a.layout().dim) + ")";
       case OpCode::DynamicUpdateSlice:
         return "dynamic_update_slice(" + op(in.operands[0]) + ", " + op(in.operands[1]) + ", " +
-               op(in.operands[2]) + ", axis=" + std::to_string(a.dim) + ")";
+               op(in.operands[2]) + ", axis=" + std::to_string(a.layout().dim) + ")";
       case OpCode::Psum:
       case OpCode::Pmax:
       case OpCode::Pmin:
@@ -639,13 +650,18 @@ std::string dump_ir(const Module &module) {
             static const EinsumAttrs kNoEinsum;
             const CollectiveAttrs &c =
                 family == AttrFamily::Collective ? a.collective() : kNoCollective;
+            static const LayoutAttrs kNoLayout;
             const EinsumAttrs &e = family == AttrFamily::Einsum ? a.einsum() : kNoEinsum;
+            const LayoutAttrs &l = family == AttrFamily::Layout ? a.layout() : kNoLayout;
+            const std::vector<int64_t> &dims =
+                family == AttrFamily::Reduce ? a.reduce().dims : l.dims;
+            const Shape &shape = family == AttrFamily::Creation ? a.creation().shape : l.shape;
             if (!c.axes.empty()) out << " axes=" << axis_list_str(c.axes, mesh);
-            if (!a.dims.empty()) out << " dims=" << int_tuple(a.dims);
-            if (!a.shape.empty()) out << " shape=" << shape_tuple(a.shape);
-            if (!a.start.empty()) out << " start=" << int_tuple(a.start);
-            if (!a.limit.empty()) out << " limit=" << int_tuple(a.limit);
-            if (!a.stride.empty()) out << " stride=" << int_tuple(a.stride);
+            if (!dims.empty()) out << " dims=" << int_tuple(dims);
+            if (!shape.empty()) out << " shape=" << shape_tuple(shape);
+            if (!l.start.empty()) out << " start=" << int_tuple(l.start);
+            if (!l.limit.empty()) out << " limit=" << int_tuple(l.limit);
+            if (!l.stride.empty()) out << " stride=" << int_tuple(l.stride);
             if (!e.spec.empty()) out << " spec=\"" << e.spec << "\"";
             if (!c.perm.empty()) {
               out << " perm=[";
@@ -655,9 +671,9 @@ std::string dump_ir(const Module &module) {
             }
             switch (op_kind(in.op)) {
               case OpKind::Creation:
-                out << " dtype=" << dtype_name(a.dtype)
-                    << " value=" << format_number(a.value, DType::F64);
-                if (in.op == OpCode::Iota) out << " dim=" << a.dim;
+                out << " dtype=" << dtype_name(a.creation().dtype)
+                    << " value=" << format_number(a.creation().value, DType::F64);
+                if (in.op == OpCode::Iota) out << " dim=" << a.creation().dim;
                 break;
               case OpKind::Collective:
                 if (in.op != OpCode::AxisIndex && in.op != OpCode::Ppermute &&
@@ -670,7 +686,7 @@ std::string dump_ir(const Module &module) {
               case OpKind::Layout:
                 if (in.op == OpCode::Concat || in.op == OpCode::DynamicSlice ||
                     in.op == OpCode::DynamicUpdateSlice)
-                  out << " dim=" << a.dim;
+                  out << " dim=" << a.layout().dim;
                 break;
               case OpKind::Call:
                 out << " callee=@" << a.call().callee;
@@ -682,7 +698,7 @@ std::string dump_ir(const Module &module) {
                 if (a.loop().remat) out << " remat";
                 break;
               default:
-                if (in.op == OpCode::Cast) out << " dtype=" << dtype_name(a.dtype);
+                if (in.op == OpCode::Cast) out << " dtype=" << dtype_name(a.cast().dtype);
                 break;
             }
             if (in.origin == Origin::AutoPbroadcast) out << " (auto)";

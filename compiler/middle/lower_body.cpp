@@ -591,8 +591,8 @@ ir::ValueId BodyLowerer::materialize(const LExpr &e, std::optional<DType> hint) 
         d = *hint;
       }
       Attrs a;
-      a.dtype = d;
-      a.value = e.literal;
+      a.creation().dtype = d;
+      a.creation().value = e.literal;
       return emit(OpCode::Constant, {}, a, e.span);
     }
   }
@@ -740,7 +740,7 @@ LExpr BodyLowerer::matmul(ir::ValueId va, ir::ValueId vb, SourceSpan span, const
     if (dropped) {
       for (size_t d = own.size(); d < t.shape.size(); ++d) kept_shape.push_back(t.shape[d]);
       Attrs r;
-      r.shape = kept_shape;
+      r.layout().shape = kept_shape;
       v = emit(OpCode::Reshape, {v}, r, span, ir::Origin::Lowering);
       if (v == ir::kNoValue) return std::nullopt;
     }
@@ -861,7 +861,7 @@ LExpr BodyLowerer::lower_member(const LExpr &base, const std::string &member, So
   if (member == "T") {  // NumPy's .T: all dimensions reversed
     if (t.rank() < 2) return LExpr::of(x, span);
     Attrs attrs;
-    for (int64_t d = t.rank() - 1; d >= 0; --d) attrs.dims.push_back(d);
+    for (int64_t d = t.rank() - 1; d >= 0; --d) attrs.layout().dims.push_back(d);
     return LExpr::of(emit(OpCode::Transpose, {x}, attrs, span), span);
   }
   Diagnostic &d =
@@ -1083,9 +1083,9 @@ LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
     auto normalize = [&](int64_t v) { return v < 0 ? v + n : v; };
     if (s && !s->is_slice && !is_static_int(*s->index)) {
       if (!lower_dynamic_index(*s->index, d, n, dynamic)) return false;
-      attrs.start.push_back(0);
-      attrs.limit.push_back(n);
-      attrs.stride.push_back(1);
+      attrs.layout().start.push_back(0);
+      attrs.layout().limit.push_back(n);
+      attrs.layout().stride.push_back(1);
       return true;
     }
     if (s && !s->is_slice) {
@@ -1098,9 +1098,9 @@ LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
                           std::to_string(d) + " of size " + std::to_string(n));
         return false;
       }
-      attrs.start.push_back(k);
-      attrs.limit.push_back(k + 1);
-      attrs.stride.push_back(1);
+      attrs.layout().start.push_back(k);
+      attrs.layout().limit.push_back(k + 1);
+      attrs.layout().stride.push_back(1);
       return true;
     }
     if (s && s->step) {
@@ -1137,9 +1137,9 @@ LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
       report_empty_slice(base, d, n, s->span);
       return false;
     }
-    attrs.start.push_back(b);
-    attrs.limit.push_back(e);
-    attrs.stride.push_back(st);
+    attrs.layout().start.push_back(b);
+    attrs.layout().limit.push_back(e);
+    attrs.layout().stride.push_back(st);
     result_shape.push_back(count);
     return true;
   };
@@ -1155,25 +1155,26 @@ LExpr BodyLowerer::lower_index(const ast::IndexExpr &index, SourceSpan span) {
     if (!slice_dim(nullptr)) return {};
   bool whole = true;  // no static slicing (only run-time indices)
   for (int64_t k = 0; k < t.rank(); ++k)
-    whole = whole && attrs.start[k] == 0 && attrs.limit[k] == t.shape[k] && attrs.stride[k] == 1;
+    whole = whole && attrs.layout().start[k] == 0 && attrs.layout().limit[k] == t.shape[k] &&
+            attrs.layout().stride[k] == 1;
   ir::ValueId v = base;
   if (consumed > 0 && !(whole && !dynamic.empty())) v = emit(OpCode::Slice, {v}, attrs, span);
   for (const auto &[k, i] : dynamic) {
     if (v == ir::kNoValue) return {};
     Attrs ds;  // block i of size 1 along k
-    ds.dim = k;
-    ds.shape = function_.type(v).shape;
-    ds.shape[static_cast<size_t>(k)] = 1;
+    ds.layout().dim = k;
+    ds.layout().shape = function_.type(v).shape;
+    ds.layout().shape[static_cast<size_t>(k)] = 1;
     v = emit(OpCode::DynamicSlice, {v, i}, ds, span);
   }
   if (v != ir::kNoValue && !reversed.empty()) {
     Attrs r;
-    r.dims = reversed;
+    r.layout().dims = reversed;
     v = emit(OpCode::Reverse, {v}, r, span, ir::Origin::Lowering);
   }
   if (v == ir::kNoValue || function_.type(v).shape == result_shape) return LExpr::of(v, span);
   Attrs r;
-  r.shape = result_shape;
+  r.layout().shape = result_shape;
   return LExpr::of(emit(OpCode::Reshape, {v}, r, span, ir::Origin::Lowering), span);
 }
 

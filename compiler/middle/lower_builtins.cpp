@@ -217,7 +217,7 @@ BuiltinHandler reduction(OpCode op, bool mean) {
       std::iota(dims.begin(), dims.end(), 0);
     }
     Attrs attrs;
-    attrs.dims = dims;
+    attrs.reduce().dims = dims;
     ir::ValueId r = b.emit(op, {x}, attrs, span);
     if (r == ir::kNoValue) return {};
     if (mean) {
@@ -228,15 +228,15 @@ BuiltinHandler reduction(OpCode op, bool mean) {
         return {};
       }
       Attrs c;
-      c.dtype = xt.dtype;
-      c.value = 1.0 / static_cast<double>(std::max<int64_t>(count, 1));
+      c.creation().dtype = xt.dtype;
+      c.creation().value = 1.0 / static_cast<double>(std::max<int64_t>(count, 1));
       ir::ValueId scale = b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering);
       r = b.emit(OpCode::Mul, {r, scale}, {}, span, ir::Origin::Lowering);
     }
     if (keep.value_or(false) && r != ir::kNoValue) {
       Attrs rs;
-      rs.shape = xt.shape;
-      for (auto d : dims) rs.shape[d] = 1;
+      rs.layout().shape = xt.shape;
+      for (auto d : dims) rs.layout().shape[d] = 1;
       r = b.emit(OpCode::Reshape, {r}, rs, span, ir::Origin::Lowering);
     }
     return value_or_invalid(r, span);
@@ -296,8 +296,8 @@ BuiltinHandler collective(OpCode op, bool mean = false) {
           return {};
         }
         Attrs c;
-        c.dtype = t.dtype;
-        c.value = 1.0 / static_cast<double>(axes_size(b.mesh(), *axes));
+        c.creation().dtype = t.dtype;
+        c.creation().value = 1.0 / static_cast<double>(axes_size(b.mesh(), *axes));
         ir::ValueId scale = b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering);
         r = b.emit(OpCode::Mul, {r, scale}, {}, span, ir::Origin::Lowering);
         if (r == ir::kNoValue) return {};
@@ -431,13 +431,13 @@ LExpr lower_creation(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span,
   auto dtype = a.dtype("dtype", DType::F32);
   if (!shape || !dtype) return {};
   Attrs attrs;
-  attrs.shape = *shape;
-  attrs.dtype = *dtype;
-  attrs.value = fill;
+  attrs.creation().shape = *shape;
+  attrs.creation().dtype = *dtype;
+  attrs.creation().value = fill;
   if (has_value) {
     auto v = literal_value(b, a.get("value"));
     if (!v) return {};
-    attrs.value = *v;
+    attrs.creation().value = *v;
   }
   OpCode op = shape->empty() ? OpCode::Constant : OpCode::Full;
   return value_or_invalid(b.emit(op, {}, attrs, span), span);
@@ -508,15 +508,15 @@ LExpr lower_var(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
   for (int64_t d : *dims) kept[d] = 1;
   auto constant = [&](double v) {
     Attrs c;
-    c.dtype = xt.dtype;
-    c.value = v;
+    c.creation().dtype = xt.dtype;
+    c.creation().value = v;
     return b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering);
   };
   auto sum_kept = [&](ir::ValueId v) {
     Attrs sum;
-    sum.dims = *dims;
+    sum.reduce().dims = *dims;
     Attrs shape;
-    shape.shape = kept;
+    shape.layout().shape = kept;
     return b.emit(OpCode::Reshape,
                   {b.emit(OpCode::ReduceSum, {v}, sum, span, ir::Origin::Lowering)}, shape, span,
                   ir::Origin::Lowering);
@@ -532,7 +532,7 @@ LExpr lower_var(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
     Attrs shape;
     for (int64_t d = 0; d < xt.rank(); ++d)
       if (std::find(dims->begin(), dims->end(), d) == dims->end())
-        shape.shape.push_back(xt.shape[d]);
+        shape.layout().shape.push_back(xt.shape[d]);
     r = b.emit(OpCode::Reshape, {r}, shape, span, ir::Origin::Lowering);
   }
   return value_or_invalid(r, span);
@@ -547,7 +547,7 @@ LExpr lower_flip(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
   auto dims = dims_argument(b, a, "axes", b.function().type(x).rank());
   if (!dims) return {};
   Attrs attrs;
-  attrs.dims = *dims;
+  attrs.layout().dims = *dims;
   return value_or_invalid(b.emit(OpCode::Reverse, {x}, attrs, span), span);
 }
 
@@ -577,7 +577,8 @@ LExpr lower_squeeze(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) 
   }
   Attrs attrs;
   for (int64_t d = 0; d < t.rank(); ++d)
-    if (std::find(dims.begin(), dims.end(), d) == dims.end()) attrs.shape.push_back(t.shape[d]);
+    if (std::find(dims.begin(), dims.end(), d) == dims.end())
+      attrs.layout().shape.push_back(t.shape[d]);
   return value_or_invalid(b.emit(OpCode::Reshape, {x}, attrs, span), span);
 }
 
@@ -595,8 +596,8 @@ LExpr lower_expand_dims(BodyLowerer &b, const ast::CallExpr &call, SourceSpan sp
   if (!dims) return {};
   Attrs attrs;
   for (int64_t d = 0, k = 0; d < out_rank; ++d)
-    attrs.shape.push_back(std::find(dims->begin(), dims->end(), d) != dims->end() ? 1
-                                                                                  : t.shape[k++]);
+    attrs.layout().shape.push_back(
+        std::find(dims->begin(), dims->end(), d) != dims->end() ? 1 : t.shape[k++]);
   return value_or_invalid(b.emit(OpCode::Reshape, {x}, attrs, span), span);
 }
 
@@ -655,12 +656,12 @@ LExpr lower_stack(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
     return {};
   }
   Attrs r;
-  r.shape = first.shape;
-  r.shape.insert(r.shape.begin() + d, 1);
+  r.layout().shape = first.shape;
+  r.layout().shape.insert(r.layout().shape.begin() + d, 1);
   for (auto &v : ops) v = b.emit(OpCode::Reshape, {v}, r, span, ir::Origin::Lowering);
   if (ops.size() == 1) return value_or_invalid(ops[0], span);
   Attrs c;
-  c.dim = d;
+  c.layout().dim = d;
   return value_or_invalid(b.emit(OpCode::Concat, ops, c, span), span);
 }
 
@@ -676,13 +677,13 @@ LExpr lower_like(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span, dou
   auto dtype = a.dtype("dtype", t.dtype);
   if (!dtype) return {};
   Attrs attrs;
-  attrs.shape = t.shape;
-  attrs.dtype = *dtype;
-  attrs.value = fill;
+  attrs.creation().shape = t.shape;
+  attrs.creation().dtype = *dtype;
+  attrs.creation().value = fill;
   if (has_value) {
     auto v = literal_value(b, a.get("value"));
     if (!v) return {};
-    attrs.value = *v;
+    attrs.creation().value = *v;
   }
   OpCode op = t.shape.empty() ? OpCode::Constant : OpCode::Full;
   return value_or_invalid(b.emit(op, {}, attrs, span), span);
@@ -766,7 +767,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       ir::ValueId x = a.value("x", DType::F32);
       if (!d || x == ir::kNoValue) return {};
       Attrs attrs;
-      attrs.dtype = *d;
+      attrs.cast().dtype = *d;
       return value_or_invalid(b.emit(OpCode::Cast, {x}, attrs, span), span);
     };
     t["where"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
@@ -857,7 +858,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
         (*shape)[infer] = numel / known;
       }
       Attrs attrs;
-      attrs.shape = *shape;
+      attrs.layout().shape = *shape;
       return value_or_invalid(b.emit(OpCode::Reshape, {x}, attrs, span), span);
     };
     t["transpose"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
@@ -872,9 +873,9 @@ const std::map<std::string, BuiltinHandler> &builtins() {
         if (!p) return {};
         for (auto &d : *p)
           if (d < 0) d += rank;
-        attrs.dims = *p;
+        attrs.layout().dims = *p;
       } else {
-        for (int64_t d = rank - 1; d >= 0; --d) attrs.dims.push_back(d);
+        for (int64_t d = rank - 1; d >= 0; --d) attrs.layout().dims.push_back(d);
       }
       return value_or_invalid(b.emit(OpCode::Transpose, {x}, attrs, span), span);
     };
@@ -889,7 +890,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       auto shape = a.shape("shape");
       if (x == ir::kNoValue || !shape) return {};
       Attrs attrs;
-      attrs.shape = *shape;
+      attrs.layout().shape = *shape;
       return value_or_invalid(b.emit(OpCode::BroadcastTo, {x}, attrs, span), span);
     };
     t["concat"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
@@ -901,7 +902,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       if (!axis) return {};
       Attrs attrs;
       int64_t rank = b.function().type(ops->front()).rank();
-      attrs.dim = *axis < 0 ? *axis + rank : *axis;
+      attrs.layout().dim = *axis < 0 ? *axis + rank : *axis;
       return value_or_invalid(b.emit(OpCode::Concat, *ops, attrs, span), span);
     };
     t["pad"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
@@ -912,14 +913,14 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       auto start = a.shape("start");
       if (x == ir::kNoValue || !shape || !start) return {};
       Attrs attrs;
-      attrs.shape = *shape;
-      attrs.start = *start;
+      attrs.layout().shape = *shape;
+      attrs.layout().start = *start;
       if (a.has("stride")) {
         auto stride = a.shape("stride");
         if (!stride) return {};
-        attrs.stride = *stride;
+        attrs.layout().stride = *stride;
       } else {
-        attrs.stride.assign(shape->size(), 1);
+        attrs.layout().stride.assign(shape->size(), 1);
       }
       return value_or_invalid(b.emit(OpCode::Pad, {x}, attrs, span), span);
     };
@@ -933,13 +934,14 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       if (x == ir::kNoValue || index == ir::kNoValue || !size || !axis) return {};
       const Type &t = b.function().type(x);
       Attrs attrs;
-      attrs.dim = *axis < 0 ? *axis + t.rank() : *axis;
-      attrs.shape = t.shape;
-      if (attrs.dim < 0 || attrs.dim >= t.rank() || *size < 0 || *size > t.shape[attrs.dim]) {
+      attrs.layout().dim = *axis < 0 ? *axis + t.rank() : *axis;
+      attrs.layout().shape = t.shape;
+      if (attrs.layout().dim < 0 || attrs.layout().dim >= t.rank() || *size < 0 ||
+          *size > t.shape[attrs.layout().dim]) {
         b.diags().error("bad-argument", span, "dynamic_slice axis or size out of range");
         return {};
       }
-      attrs.shape[attrs.dim] = *size;
+      attrs.layout().shape[attrs.layout().dim] = *size;
       return value_or_invalid(b.emit(OpCode::DynamicSlice, {x, index}, attrs, span), span);
     };
     t["dynamic_update_slice"] = [](BodyLowerer &b, const ast::CallExpr &call,
@@ -953,7 +955,7 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       if (x == ir::kNoValue || update == ir::kNoValue || index == ir::kNoValue || !axis) return {};
       Attrs attrs;
       int64_t rank = b.function().type(x).rank();
-      attrs.dim = *axis < 0 ? *axis + rank : *axis;
+      attrs.layout().dim = *axis < 0 ? *axis + rank : *axis;
       return value_or_invalid(b.emit(OpCode::DynamicUpdateSlice, {x, update, index}, attrs, span),
                               span);
     };
@@ -984,9 +986,9 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       auto dtype = a.dtype("dtype", DType::I32);
       if (!shape || !dim || !dtype) return {};
       Attrs attrs;
-      attrs.shape = *shape;
-      attrs.dim = *dim;
-      attrs.dtype = *dtype;
+      attrs.creation().shape = *shape;
+      attrs.creation().dim = *dim;
+      attrs.creation().dtype = *dtype;
       return value_or_invalid(b.emit(OpCode::Iota, {}, attrs, span), span);
     };
     // Collectives.
@@ -1049,7 +1051,7 @@ LExpr BodyLowerer::lower_method(const LExpr &self, const ast::CallExpr &call, So
     auto d = a.dtype("dtype", DType::F32);
     if (!d) return {};
     Attrs attrs;
-    attrs.dtype = *d;
+    attrs.cast().dtype = *d;
     return value_or_invalid(emit(OpCode::Cast, {x}, attrs, span), span);
   }
   Diagnostic &d =

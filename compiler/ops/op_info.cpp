@@ -10,8 +10,9 @@ namespace spmd {
 namespace {
 
 constexpr std::array<OpInfo, kNumOps> kOpTable = {{
-#define OP(Name, spelling, Kind, Attrs, Comm) \
-  {OpCode::Name, spelling, OpKind::Kind, AttrFamily::Attrs, SPMD_YES_##Comm},
+#define OP(Name, spelling, Kind, Attrs, Comm, Linearity) \
+  {OpCode::Name,      spelling,        OpKind::Kind,     \
+   AttrFamily::Attrs, SPMD_YES_##Comm, OpLinearity::Linearity},
 #define SPMD_YES_Yes true
 #define SPMD_YES_No false
 #include "ops/ops.def"
@@ -51,6 +52,39 @@ const OpInfo &op_info(OpCode op) { return kOpTable[static_cast<size_t>(op)]; }
 
 std::string_view attr_family_name(AttrFamily family) { return family_name(family); }
 
+bool linear_in_operand(OpLinearity linearity, size_t k) {
+  switch (linearity) {
+    case OpLinearity::NotLinear:
+      return false;
+    case OpLinearity::InFirst:
+      return k == 0;
+    case OpLinearity::InEach:
+    case OpLinearity::InAll:
+    case OpLinearity::PerOperand:
+      return true;
+    case OpLinearity::InBranches:
+      return k == 1 || k == 2;
+    case OpLinearity::InArrayAndUpdate:
+      return k == 0 || k == 1;
+  }
+  return false;
+}
+
+bool linear_together(OpLinearity linearity) {
+  switch (linearity) {
+    case OpLinearity::NotLinear:
+    case OpLinearity::InFirst:
+    case OpLinearity::InEach:
+    case OpLinearity::PerOperand:
+      return false;
+    case OpLinearity::InAll:
+    case OpLinearity::InBranches:
+    case OpLinearity::InArrayAndUpdate:
+      return true;
+  }
+  return false;
+}
+
 AttrFamily Attrs::family() const {
   return std::visit(
       [](const auto &t) {
@@ -74,9 +108,6 @@ void Attrs::wrong_family(AttrFamily wanted) const {
 
 // Attrs with nothing set equal the defaults of any family.
 bool Attrs::operator==(const Attrs &o) const {
-  if (dims != o.dims || shape != o.shape || dim != o.dim || start != o.start || limit != o.limit ||
-      stride != o.stride || dtype != o.dtype || value != o.value)
-    return false;
   if (typed_.index() == o.typed_.index()) return typed_ == o.typed_;
   const Typed &set = typed_.index() == 0 ? o.typed_ : typed_;
   if (typed_.index() != 0 && o.typed_.index() != 0) return false;
@@ -92,7 +123,7 @@ bool Attrs::operator==(const Attrs &o) const {
 }
 
 std::string_view op_symbol(OpCode op) {
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
   if (op == OpCode::Name) return symbol;
 #include "spmdrt/binary_math.def"
   return "";

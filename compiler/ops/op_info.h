@@ -33,27 +33,38 @@ enum class OpKind {
 };
 
 enum class OpCode : uint8_t {
-#define OP(Name, spelling, Kind, Attrs, Comm) Name,
+#define OP(Name, spelling, Kind, Attrs, Comm, Linearity) Name,
 #include "ops/ops.def"
 };
 
 inline constexpr int kNumOps = 0
-#define OP(Name, spelling, Kind, Attrs, Comm) +1
+#define OP(Name, spelling, Kind, Attrs, Comm, Linearity) +1
 #include "ops/ops.def"
     ;
 
 /// Which typed attribute struct an op carries (the Attrs column of ops.def).
 enum class AttrFamily : uint8_t {
   None,        // elementwise ops (but cast), where, stop_gradient: no parameters
-  Creation,    // constant, full, iota (still fields of Attrs, see below)
-  Cast,        // cast (still a field of Attrs)
-  Reduce,      // sum ... argmin (still a field of Attrs)
+  Creation,    // CreationAttrs: constant, full, iota
+  Cast,        // CastAttrs
+  Reduce,      // ReduceAttrs: sum ... argmin
   Einsum,      // EinsumAttrs
-  Layout,      // reshape ... dynamic_update_slice (still fields of Attrs)
+  Layout,      // LayoutAttrs: reshape ... dynamic_update_slice
   Constrain,   // ConstrainAttrs
   Collective,  // CollectiveAttrs
   Call,        // CallAttrs
   Loop,        // LoopAttrs
+};
+
+/// Which operands an op is linear in (the Linearity column of ops.def).
+enum class OpLinearity : uint8_t {
+  NotLinear,         // none (exp, max, comparisons, argmax, pmax, calls, loops)
+  InFirst,           // operand 0 alone; the others (a divisor, an index) are fixed
+  InEach,            // any one operand, the others fixed: a * b, einsum
+  InAll,             // all operands together: a + b, a - b, concat
+  InBranches,        // where(c, a, b): a and b together; c is fixed
+  InArrayAndUpdate,  // dynamic_update_slice(x, u, i): x and u together; i is fixed
+  PerOperand,        // each operand to its own result: psum((a, b), axes), all_gather
 };
 
 struct OpInfo {
@@ -62,12 +73,20 @@ struct OpInfo {
   OpKind kind;
   AttrFamily attrs;   // which typed attributes it carries
   bool communicates;  // moves data between devices
+  OpLinearity linearity;
 };
 
 const OpInfo &op_info(OpCode op);
 inline std::string_view op_spelling(OpCode op) { return op_info(op).spelling; }
 inline OpKind op_kind(OpCode op) { return op_info(op).kind; }
 inline AttrFamily op_attr_family(OpCode op) { return op_info(op).attrs; }
+inline OpLinearity op_linearity(OpCode op) { return op_info(op).linearity; }
+/// Whether an op of this linearity is linear in its operand `k`.
+bool linear_in_operand(OpLinearity linearity, size_t k);
+/// True when the operands it is linear in vary together (a sum: InAll,
+/// InBranches, InArrayAndUpdate); false when only one of them may vary at a
+/// time (a product: InFirst, InEach), each on its own (PerOperand) or none.
+bool linear_together(OpLinearity linearity);
 /// "loop", "collective", ...: for messages.
 std::string_view attr_family_name(AttrFamily family);
 /// How users write the op: the operator for arithmetic ("+", "@"), else the spelling.
@@ -83,13 +102,17 @@ bool op_is_unary_math(OpCode op);
 /// True for the unary math functions that take i32 operands (neg, abs, sign).
 bool op_accepts_int(OpCode op);
 
-// Helpers for X-macro rows of spmdrt/unary_math.def: SPMD_IF_LINEAR_##Linearity(x)
-// expands to x for the linear rows only, SPMD_IF_NONLINEAR_##Linearity(x) for the
-// others; SPMD_ACCEPTS_INT_##Domain is whether the row takes i32 operands.
-#define SPMD_IF_LINEAR_Linear(...) __VA_ARGS__
-#define SPMD_IF_LINEAR_Nonlinear(...)
-#define SPMD_IF_NONLINEAR_Linear(...)
-#define SPMD_IF_NONLINEAR_Nonlinear(...) __VA_ARGS__
+// Helpers for X-macro rows: SPMD_IF_NOT_LINEAR_##Linearity(x) expands to x for
+// the NotLinear rows only (ops.def and the math tables share the column);
+// SPMD_ACCEPTS_INT_##Domain is whether a row of spmdrt/unary_math.def takes i32
+// operands.
+#define SPMD_IF_NOT_LINEAR_NotLinear(...) __VA_ARGS__
+#define SPMD_IF_NOT_LINEAR_InFirst(...)
+#define SPMD_IF_NOT_LINEAR_InEach(...)
+#define SPMD_IF_NOT_LINEAR_InAll(...)
+#define SPMD_IF_NOT_LINEAR_InBranches(...)
+#define SPMD_IF_NOT_LINEAR_InArrayAndUpdate(...)
+#define SPMD_IF_NOT_LINEAR_PerOperand(...)
 #define SPMD_ACCEPTS_INT_Signed true
 #define SPMD_ACCEPTS_INT_Float false
 #define SPMD_ACCEPTS_INT_Bool false
@@ -101,6 +124,43 @@ bool op_accepts_int(OpCode op);
 // family's defaults. The mutable accessors start the family on first use, so
 // `Attrs a; a.loop().stop = n;` builds a loop's attrs. The verifier checks that
 // every instruction carries its op's family (or none).
+
+/// constant: dtype, value; full: shape, dtype, value; iota: shape, dtype, dim.
+struct CreationAttrs {
+  Shape shape;
+  DType dtype = DType::F32;
+  double value = 0;
+  int64_t dim = 0;  // iota: the dimension it counts along
+  static constexpr AttrFamily kFamily = AttrFamily::Creation;
+  bool operator==(const CreationAttrs &) const = default;
+};
+
+/// cast: the result dtype.
+struct CastAttrs {
+  DType dtype = DType::F32;
+  static constexpr AttrFamily kFamily = AttrFamily::Cast;
+  bool operator==(const CastAttrs &) const = default;
+};
+
+/// sum ... argmin: the reduced dimensions, sorted (they are removed).
+struct ReduceAttrs {
+  std::vector<int64_t> dims;
+  static constexpr AttrFamily kFamily = AttrFamily::Reduce;
+  bool operator==(const ReduceAttrs &) const = default;
+};
+
+/// The layout ops, each using the fields its ops.def comment names: reshape,
+/// broadcast_to: shape; transpose: dims = the permutation; flip: dims = the
+/// reversed dimensions; slice: start, limit, stride; pad: shape, start,
+/// stride; concat, dynamic_update_slice: dim; dynamic_slice: dim, shape.
+struct LayoutAttrs {
+  Shape shape;
+  std::vector<int64_t> dims;
+  int64_t dim = 0;
+  std::vector<int64_t> start, limit, stride;
+  static constexpr AttrFamily kFamily = AttrFamily::Layout;
+  bool operator==(const LayoutAttrs &) const = default;
+};
 
 /// einsum: the normalised spec, e.g. "ij,jk->ik".
 struct EinsumAttrs {
@@ -152,17 +212,16 @@ struct Attrs;
 const std::vector<int> &collective_axes(OpCode op, const Attrs &attrs);
 
 struct Attrs {
-  // The families not yet given their own struct keep plain fields here (each
-  // op uses the fields its ops.def comment names; the rest stay default).
-  std::vector<int64_t> dims;  // reduce: reduced dims; transpose: permutation; flip
-  Shape shape;                // reshape / broadcast_to / full / iota / pad / dynamic_slice
-  int64_t dim = 0;            // concat / iota / dynamic_slice / dynamic_update_slice dim
-  std::vector<int64_t> start, limit, stride;  // slice; pad uses start/stride
-  DType dtype = DType::F32;                   // constant / full / iota / cast
-  double value = 0;                           // constant / full
-
   AttrFamily family() const;
 
+  const CreationAttrs &creation() const { return get<CreationAttrs>(); }
+  CreationAttrs &creation() { return set<CreationAttrs>(); }
+  const CastAttrs &cast() const { return get<CastAttrs>(); }
+  CastAttrs &cast() { return set<CastAttrs>(); }
+  const ReduceAttrs &reduce() const { return get<ReduceAttrs>(); }
+  ReduceAttrs &reduce() { return set<ReduceAttrs>(); }
+  const LayoutAttrs &layout() const { return get<LayoutAttrs>(); }
+  LayoutAttrs &layout() { return set<LayoutAttrs>(); }
   const EinsumAttrs &einsum() const { return get<EinsumAttrs>(); }
   EinsumAttrs &einsum() { return set<EinsumAttrs>(); }
   const ConstrainAttrs &constrain() const { return get<ConstrainAttrs>(); }
@@ -177,8 +236,8 @@ struct Attrs {
   bool operator==(const Attrs &other) const;
 
  private:
-  using Typed = std::variant<std::monostate, EinsumAttrs, ConstrainAttrs, CollectiveAttrs,
-                             CallAttrs, LoopAttrs>;
+  using Typed = std::variant<std::monostate, CreationAttrs, CastAttrs, ReduceAttrs, LayoutAttrs,
+                             EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs>;
 
   [[noreturn]] void wrong_family(AttrFamily wanted) const;
   template <class T>

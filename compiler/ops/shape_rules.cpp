@@ -213,23 +213,26 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
   const OpInfo &info = op_info(op);
   switch (info.kind) {
     case OpKind::Creation:
-      if (op == OpCode::Constant) return one(attrs.dtype, {});
-      for (int64_t d : attrs.shape)
-        if (d < 0) return fail("negative dimension in shape " + shp(attrs.shape));
-      if (op == OpCode::Iota && !valid_dim(attrs.dim, static_cast<int64_t>(attrs.shape.size())))
-        return fail("iota dimension " + std::to_string(attrs.dim) + " is out of range for " +
-                    shp(attrs.shape));
-      if (op == OpCode::Iota && attrs.dtype == DType::Bool) return fail("iota cannot be bool");
-      if (op == OpCode::Iota && attrs.dtype == DType::I32 &&
-          attrs.shape[static_cast<size_t>(attrs.dim)] > int64_t{1} << 31)
-        return fail("an i32 iota counts at most to 2^31 - 1, but dimension " +
-                    std::to_string(attrs.dim) + " has size " +
-                    std::to_string(attrs.shape[static_cast<size_t>(attrs.dim)]) +
-                    "; use an f32 or f64 iota");
-      return one(attrs.dtype, attrs.shape);
+      if (op == OpCode::Constant) return one(attrs.creation().dtype, {});
+      for (int64_t d : attrs.creation().shape)
+        if (d < 0) return fail("negative dimension in shape " + shp(attrs.creation().shape));
+      if (op == OpCode::Iota &&
+          !valid_dim(attrs.creation().dim, static_cast<int64_t>(attrs.creation().shape.size())))
+        return fail("iota dimension " + std::to_string(attrs.creation().dim) +
+                    " is out of range for " + shp(attrs.creation().shape));
+      if (op == OpCode::Iota && attrs.creation().dtype == DType::Bool)
+        return fail("iota cannot be bool");
+      if (op == OpCode::Iota && attrs.creation().dtype == DType::I32 &&
+          attrs.creation().shape[static_cast<size_t>(attrs.creation().dim)] > int64_t{1} << 31)
+        return fail(
+            "an i32 iota counts at most to 2^31 - 1, but dimension " +
+            std::to_string(attrs.creation().dim) + " has size " +
+            std::to_string(attrs.creation().shape[static_cast<size_t>(attrs.creation().dim)]) +
+            "; use an f32 or f64 iota");
+      return one(attrs.creation().dtype, attrs.creation().shape);
     case OpKind::Unary: {
       const Type &x = ops[0];
-      if (op == OpCode::Cast) return one(attrs.dtype, x.shape);
+      if (op == OpCode::Cast) return one(attrs.cast().dtype, x.shape);
       if (op == OpCode::StopGradient) return one(x.dtype, x.shape);
       if (op == OpCode::Not) {
         if (x.dtype != DType::Bool) return fail("logical_not needs a bool operand");
@@ -272,18 +275,20 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
     case OpKind::Reduce: {
       const Type &x = ops[0];
       Shape s;
-      for (size_t i = 1; i < attrs.dims.size(); ++i)
-        if (attrs.dims[i] <= attrs.dims[i - 1]) return fail("reduction axes must be distinct");
-      for (int64_t d : attrs.dims)
+      for (size_t i = 1; i < attrs.reduce().dims.size(); ++i)
+        if (attrs.reduce().dims[i] <= attrs.reduce().dims[i - 1])
+          return fail("reduction axes must be distinct");
+      for (int64_t d : attrs.reduce().dims)
         if (!valid_dim(d, x.rank()))
           return fail("reduction axis " + std::to_string(d) + " is out of range for " +
                       shp(x.shape));
       for (int64_t d = 0; d < x.rank(); ++d)
-        if (std::find(attrs.dims.begin(), attrs.dims.end(), d) == attrs.dims.end())
+        if (std::find(attrs.reduce().dims.begin(), attrs.reduce().dims.end(), d) ==
+            attrs.reduce().dims.end())
           s.push_back(x.shape[d]);
       if (x.dtype == DType::Bool) return fail("cannot reduce bool values; cast them first");
       if (op != OpCode::ReduceSum)
-        for (int64_t d : attrs.dims)
+        for (int64_t d : attrs.reduce().dims)
           if (x.shape[d] == 0)
             return fail(std::string(op_spelling(op)) + " over an empty dimension");
       if (op == OpCode::ArgMax || op == OpCode::ArgMin) return one(DType::I32, std::move(s));
@@ -322,19 +327,19 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
   const Type &x = ops[0];
   switch (op) {
     case OpCode::Reshape:
-      if (!rt::shape_fits(attrs.shape, static_cast<int64_t>(rt::dtype_size(x.dtype))))
-        return too_large(shape_type_str(x.dtype, attrs.shape));
-      if (rt::num_elements(attrs.shape) != x.numel())
+      if (!rt::shape_fits(attrs.layout().shape, static_cast<int64_t>(rt::dtype_size(x.dtype))))
+        return too_large(shape_type_str(x.dtype, attrs.layout().shape));
+      if (rt::num_elements(attrs.layout().shape) != x.numel())
         return fail("cannot reshape " + shp(x.shape) + " (" + std::to_string(x.numel()) +
-                    " elements) to " + shp(attrs.shape));
-      return one(x.dtype, attrs.shape);
+                    " elements) to " + shp(attrs.layout().shape));
+      return one(x.dtype, attrs.layout().shape);
     case OpCode::Transpose: {
-      if (static_cast<int64_t>(attrs.dims.size()) != x.rank())
-        return fail("transpose permutation has " + std::to_string(attrs.dims.size()) +
+      if (static_cast<int64_t>(attrs.layout().dims.size()) != x.rank())
+        return fail("transpose permutation has " + std::to_string(attrs.layout().dims.size()) +
                     " entries but the operand has rank " + std::to_string(x.rank()));
-      std::vector<bool> seen(attrs.dims.size(), false);
+      std::vector<bool> seen(attrs.layout().dims.size(), false);
       Shape s;
-      for (int64_t d : attrs.dims) {
+      for (int64_t d : attrs.layout().dims) {
         if (!valid_dim(d, x.rank()) || seen[d]) return fail("transpose needs a permutation");
         seen[d] = true;
         s.push_back(x.shape[d]);
@@ -342,29 +347,31 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
       return one(x.dtype, std::move(s));
     }
     case OpCode::Reverse: {
-      for (size_t i = 0; i < attrs.dims.size(); ++i) {
-        if (!valid_dim(attrs.dims[i], x.rank()))
-          return fail("flip dimension " + std::to_string(attrs.dims[i]) + " is out of range for " +
-                      shp(x.shape));
-        if (i > 0 && attrs.dims[i] <= attrs.dims[i - 1])
+      for (size_t i = 0; i < attrs.layout().dims.size(); ++i) {
+        if (!valid_dim(attrs.layout().dims[i], x.rank()))
+          return fail("flip dimension " + std::to_string(attrs.layout().dims[i]) +
+                      " is out of range for " + shp(x.shape));
+        if (i > 0 && attrs.layout().dims[i] <= attrs.layout().dims[i - 1])
           return fail("flip dimensions must be distinct and sorted");
       }
       return one(x.dtype, x.shape);
     }
     case OpCode::BroadcastTo: {
       Shape s;
-      if (x.rank() > static_cast<int64_t>(attrs.shape.size()) ||
-          !broadcast(x.shape, attrs.shape, s) || s != attrs.shape)
-        return fail("cannot broadcast " + shp(x.shape) + " to " + shp(attrs.shape));
-      return one(x.dtype, attrs.shape);
+      if (x.rank() > static_cast<int64_t>(attrs.layout().shape.size()) ||
+          !broadcast(x.shape, attrs.layout().shape, s) || s != attrs.layout().shape)
+        return fail("cannot broadcast " + shp(x.shape) + " to " + shp(attrs.layout().shape));
+      return one(x.dtype, attrs.layout().shape);
     }
     case OpCode::Slice: {
-      if (attrs.start.size() != x.shape.size() || attrs.limit.size() != x.shape.size() ||
-          attrs.stride.size() != x.shape.size())
+      if (attrs.layout().start.size() != x.shape.size() ||
+          attrs.layout().limit.size() != x.shape.size() ||
+          attrs.layout().stride.size() != x.shape.size())
         return fail("slice needs one start/limit/stride per dimension");
       Shape s;
       for (size_t d = 0; d < x.shape.size(); ++d) {
-        int64_t b = attrs.start[d], e = attrs.limit[d], st = attrs.stride[d];
+        int64_t b = attrs.layout().start[d], e = attrs.layout().limit[d],
+                st = attrs.layout().stride[d];
         if (st <= 0) return fail("slice steps must be positive");
         if (b < 0 || e > x.shape[d] || b > e)
           return fail("slice " + std::to_string(b) + ":" + std::to_string(e) +
@@ -375,43 +382,44 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
       return one(x.dtype, std::move(s));
     }
     case OpCode::Pad: {
-      if (attrs.shape.size() != x.shape.size() || attrs.start.size() != x.shape.size() ||
-          attrs.stride.size() != x.shape.size())
+      if (attrs.layout().shape.size() != x.shape.size() ||
+          attrs.layout().start.size() != x.shape.size() ||
+          attrs.layout().stride.size() != x.shape.size())
         return fail("pad needs a target shape, start and stride per dimension");
       for (size_t d = 0; d < x.shape.size(); ++d) {
-        if (attrs.stride[d] <= 0) return fail("pad strides must be positive");
-        if (attrs.start[d] < 0) return fail("pad starts must not be negative");
+        if (attrs.layout().stride[d] <= 0) return fail("pad strides must be positive");
+        if (attrs.layout().start[d] < 0) return fail("pad starts must not be negative");
         if (x.shape[d] == 0) continue;
-        auto span = rt::checked_mul(x.shape[d] - 1, attrs.stride[d]);
-        auto last = span ? rt::checked_add(attrs.start[d], *span) : std::nullopt;
-        if (!last || *last >= attrs.shape[d])
+        auto span = rt::checked_mul(x.shape[d] - 1, attrs.layout().stride[d]);
+        auto last = span ? rt::checked_add(attrs.layout().start[d], *span) : std::nullopt;
+        if (!last || *last >= attrs.layout().shape[d])
           return fail("pad places elements outside the target shape");
       }
-      return one(x.dtype, attrs.shape);
+      return one(x.dtype, attrs.layout().shape);
     }
     case OpCode::Concat: {
-      if (!valid_dim(attrs.dim, x.rank()))
-        return fail("concat axis " + std::to_string(attrs.dim) + " is out of range");
+      if (!valid_dim(attrs.layout().dim, x.rank()))
+        return fail("concat axis " + std::to_string(attrs.layout().dim) + " is out of range");
       Shape s = x.shape;
       for (size_t k = 1; k < ops.size(); ++k) {
         if (ops[k].dtype != x.dtype) return fail("concat operands have different dtypes");
         if (ops[k].rank() != x.rank()) return fail("concat operands have different ranks");
         for (int64_t d = 0; d < x.rank(); ++d)
-          if (d != attrs.dim && ops[k].shape[d] != x.shape[d])
+          if (d != attrs.layout().dim && ops[k].shape[d] != x.shape[d])
             return fail("concat operands " + shp(x.shape) + " and " + shp(ops[k].shape) +
                         " differ outside the concatenation axis");
-        auto sum = rt::checked_add(s[attrs.dim], ops[k].shape[attrs.dim]);
+        auto sum = rt::checked_add(s[attrs.layout().dim], ops[k].shape[attrs.layout().dim]);
         if (!sum) return too_large("the concatenation");
-        s[attrs.dim] = *sum;
+        s[attrs.layout().dim] = *sum;
       }
       return one(x.dtype, std::move(s));
     }
     case OpCode::DynamicSlice: {
       if (ops[1].dtype != DType::I32 || ops[1].rank() != 0)
         return fail("dynamic_slice needs an i32 scalar index");
-      if (!valid_dim(attrs.dim, x.rank()) || attrs.shape.size() != x.shape.size())
+      if (!valid_dim(attrs.layout().dim, x.rank()) || attrs.layout().shape.size() != x.shape.size())
         return fail("dynamic_slice dimension out of range");
-      return one(x.dtype, attrs.shape);
+      return one(x.dtype, attrs.layout().shape);
     }
     case OpCode::Constrain:
       if (attrs.constrain().sharding.size() > x.shape.size())

@@ -21,11 +21,16 @@ ShardingRule unsupported(std::string why) {
   return r;
 }
 
-void set_linear(ShardingRule &r, Linearity l, std::initializer_list<int> operands) {
-  r.linearity = l;
+/// Which operands may carry a partial sum: those the op is linear in (ops.def's
+/// Linearity column), one at a time for a product (x1 + x2) * y, together for
+/// a sum (a1 + a2) + (b1 + b2).
+void set_linear(ShardingRule &r, OpLinearity l) {
+  r.linearity = l == OpLinearity::NotLinear ? Linearity::None
+                : linear_together(l)        ? Linearity::Together
+                                            : Linearity::Any;
   r.linear_operands.assign(r.operand_factors.size(), false);
-  for (int k : operands)
-    if (static_cast<size_t>(k) < r.linear_operands.size()) r.linear_operands[k] = true;
+  for (size_t k = 0; k < r.linear_operands.size(); ++k)
+    r.linear_operands[k] = linear_in_operand(l, k);
 }
 
 /// Factors = the dimensions of `result`; each operand dimension that is not
@@ -88,7 +93,8 @@ ShardingRule reduction(OpCode op, const Type &x, const Attrs &attrs) {
   const bool positional = op == OpCode::ArgMax || op == OpCode::ArgMin;
   std::vector<int> in, out;
   for (int64_t d = 0; d < x.rank(); ++d) {
-    bool is_reduced = std::find(attrs.dims.begin(), attrs.dims.end(), d) != attrs.dims.end();
+    bool is_reduced = std::find(attrs.reduce().dims.begin(), attrs.reduce().dims.end(), d) !=
+                      attrs.reduce().dims.end();
     if (is_reduced && positional) {
       in.push_back(kNoFactor);
       continue;
@@ -101,7 +107,6 @@ ShardingRule reduction(OpCode op, const Type &x, const Attrs &attrs) {
   }
   r.operand_factors.push_back(in);
   r.result_factors.push_back(out);
-  set_linear(r, op == OpCode::ReduceSum ? Linearity::Any : Linearity::None, {0});
   return r;
 }
 
@@ -131,8 +136,6 @@ ShardingRule contraction(std::span<const Type> operands, const Attrs &attrs) {
   std::vector<int> out;
   for (char c : spec.output) out.push_back(factor_of(c, 0));
   r.result_factors.push_back(std::move(out));
-  std::initializer_list<int> all = {0, 1};
-  set_linear(r, Linearity::Any, all);
   return r;
 }
 
@@ -181,14 +184,12 @@ ShardingRule reshape_rule(const Type &x, const Type &y) {
   }
   r.operand_factors.push_back(std::move(in));
   r.result_factors.push_back(std::move(out));
-  set_linear(r, Linearity::Any, {0});
   return r;
 }
 
-}  // namespace
-
-ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<const Type> results,
-                           const Attrs &attrs) {
+/// The factors of `op`'s rule (sharding_rule adds which operands are linear).
+ShardingRule factors_rule(OpCode op, std::span<const Type> operands, std::span<const Type> results,
+                          const Attrs &attrs) {
   const char *collective =
       "a collective communicates between devices; a sharded function works on global arrays";
   switch (op) {
@@ -201,54 +202,17 @@ ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<
       r.family = RuleFamily::Creation;
       return r;
     }
-    // Elementwise, unary.
-    case OpCode::Neg:
-    case OpCode::StopGradient: {  // the identity in value
-      ShardingRule r = elementwise(results[0], operands);
-      set_linear(r, Linearity::Any, {0});  // -(a1 + a2) = -a1 + -a2
-      return r;
-    }
-#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
-  SPMD_IF_NONLINEAR_##Linearity(case OpCode::Name:)
+    // Elementwise: the rows of spmdrt/unary_math.def and binary_math.def, and
+    // cast, stop_gradient and where.
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) case OpCode::Name:
 #include "spmdrt/unary_math.def"
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
+  case OpCode::Name:
+#include "spmdrt/binary_math.def"
     case OpCode::Cast:
+    case OpCode::StopGradient:
+    case OpCode::Select:
       return elementwise(results[0], operands);
-    // Elementwise, binary.
-    case OpCode::Add:
-    case OpCode::Sub: {
-      ShardingRule r = elementwise(results[0], operands);
-      set_linear(r, Linearity::Together, {0, 1});  // (a1 + a2) + (b1 + b2)
-      return r;
-    }
-    case OpCode::Mul: {
-      ShardingRule r = elementwise(results[0], operands);
-      set_linear(r, Linearity::Any, {0, 1});  // (a1 + a2) * b
-      return r;
-    }
-    case OpCode::Div: {
-      ShardingRule r = elementwise(results[0], operands);
-      set_linear(r, Linearity::Any, {0});  // (a1 + a2) / b
-      return r;
-    }
-    case OpCode::Pow:
-    case OpCode::FloorDiv:
-    case OpCode::Rem:
-    case OpCode::Max:
-    case OpCode::Min:
-    case OpCode::Lt:
-    case OpCode::Le:
-    case OpCode::Gt:
-    case OpCode::Ge:
-    case OpCode::Eq:
-    case OpCode::Ne:
-    case OpCode::And:
-    case OpCode::Or:
-      return elementwise(results[0], operands);
-    case OpCode::Select: {
-      ShardingRule r = elementwise(results[0], operands);
-      set_linear(r, Linearity::Together, {1, 2});  // where(c, a1 + a2, b1 + b2)
-      return r;
-    }
     // Reductions and contractions.
     case OpCode::ReduceSum:
     case OpCode::ReduceMax:
@@ -270,68 +234,61 @@ ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<
         r.factor_sizes.push_back(operands[0].shape[d]);
         r.factor_kinds.push_back(FactorKind::Parallel);
       }
-      for (int64_t p : attrs.dims) out.push_back(static_cast<int>(p));
+      for (int64_t p : attrs.layout().dims) out.push_back(static_cast<int>(p));
       r.operand_factors.push_back(in);
       r.result_factors.push_back(out);
-      set_linear(r, Linearity::Any, {0});
       return r;
     }
     case OpCode::Reverse: {  // flipping a split dimension would reorder the blocks
       ShardingRule r = same_rank_layout(RuleFamily::Slice, operands[0], [&](int64_t d) {
-        return std::find(attrs.dims.begin(), attrs.dims.end(), d) == attrs.dims.end();
+        return std::find(attrs.layout().dims.begin(), attrs.layout().dims.end(), d) ==
+               attrs.layout().dims.end();
       });
-      set_linear(r, Linearity::Any, {0});
       return r;
     }
     case OpCode::BroadcastTo: {
       ShardingRule r = elementwise(results[0], operands);
       r.family = RuleFamily::BroadcastTo;
-      set_linear(r, Linearity::Any, {0});
       return r;
     }
     case OpCode::Slice: {
       const Type &x = operands[0];
       ShardingRule r = same_rank_layout(RuleFamily::Slice, x, [&](int64_t d) {
-        return attrs.start[d] == 0 && attrs.limit[d] == x.shape[d] && attrs.stride[d] == 1;
+        return attrs.layout().start[d] == 0 && attrs.layout().limit[d] == x.shape[d] &&
+               attrs.layout().stride[d] == 1;
       });
-      set_linear(r, Linearity::Any, {0});
       return r;
     }
     case OpCode::Pad: {
       const Type &x = operands[0];
       ShardingRule r = same_rank_layout(RuleFamily::Slice, x, [&](int64_t d) {
-        return attrs.start[d] == 0 && attrs.stride[d] == 1 && attrs.shape[d] == x.shape[d];
+        return attrs.layout().start[d] == 0 && attrs.layout().stride[d] == 1 &&
+               attrs.layout().shape[d] == x.shape[d];
       });
-      set_linear(r, Linearity::Any, {0});
       return r;
     }
     case OpCode::Concat: {
       ShardingRule r = same_rank_layout(RuleFamily::Concat, results[0],
-                                        [&](int64_t d) { return d != attrs.dim; });
+                                        [&](int64_t d) { return d != attrs.layout().dim; });
       r.operand_factors.assign(operands.size(), r.result_factors[0]);
-      r.linearity = Linearity::Together;
-      r.linear_operands.assign(operands.size(), true);
       return r;
     }
     case OpCode::DynamicSlice: {
       ShardingRule r = same_rank_layout(RuleFamily::DynamicSlice, operands[0],
-                                        [&](int64_t d) { return d != attrs.dim; });
+                                        [&](int64_t d) { return d != attrs.layout().dim; });
       r.operand_factors.push_back({});  // the index
-      set_linear(r, Linearity::Any, {0});
       return r;
     }
     case OpCode::DynamicUpdateSlice: {
       ShardingRule r = same_rank_layout(RuleFamily::DynamicSlice, operands[0],
-                                        [&](int64_t d) { return d != attrs.dim; });
+                                        [&](int64_t d) { return d != attrs.layout().dim; });
       r.operand_factors.push_back(r.operand_factors[0]);  // the update
       r.operand_factors.push_back({});                    // the index
-      set_linear(r, Linearity::Together, {0, 1});
       return r;
     }
     case OpCode::Constrain: {
       ShardingRule r =
           same_rank_layout(RuleFamily::Identity, operands[0], [](int64_t) { return true; });
-      set_linear(r, Linearity::None, {});
       return r;
     }
     // Collectives never appear in sharded functions (lowering rejects them).
@@ -353,6 +310,20 @@ ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<
       return unsupported("loops are unrolled before sharding");
   }
   return unsupported("unknown op");
+}
+
+}  // namespace
+
+ShardingRule sharding_rule(OpCode op, std::span<const Type> operands, std::span<const Type> results,
+                           const Attrs &attrs) {
+  ShardingRule r = factors_rule(op, operands, results, attrs);
+  if (r.family == RuleFamily::Unsupported) return r;
+  // Two ops pass no partial sum although their column says InFirst: a cast
+  // (to i32 it is not linear; the column is the float cast the transpose
+  // rules invert) and constrain (its spec asks for a complete layout).
+  const bool complete_result = op == OpCode::Cast || op == OpCode::Constrain;
+  set_linear(r, complete_result ? OpLinearity::NotLinear : op_linearity(op));
+  return r;
 }
 
 const char *rule_family_name(RuleFamily family) {

@@ -95,7 +95,7 @@ ir::Module reshard_program(const rt::Mesh &mesh, const Shape &global, DType dtyp
   ir::ValueId x = param.value;
   if (!partial.empty()) {
     Attrs r;
-    r.shape = local;
+    r.layout().shape = local;
     x = b.add1(OpCode::Reshape, {x}, r, {}, ir::Origin::User);
     f.values[static_cast<size_t>(x)].name = "array";
   }

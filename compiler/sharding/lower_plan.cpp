@@ -100,8 +100,8 @@ class PlanLowerer {
 
   ir::ValueId constant_i32(int64_t v, SourceSpan span) {
     Attrs a;
-    a.dtype = DType::I32;
-    a.value = static_cast<double>(v);
+    a.creation().dtype = DType::I32;
+    a.creation().value = static_cast<double>(v);
     return emit(OpCode::Constant, {}, a, span);
   }
 
@@ -111,21 +111,23 @@ class PlanLowerer {
     const Type &t = p_.flat.type(in.results[0]);
     Shape local = local_shape(mesh_, t.shape, target);
     Attrs a = in.attrs;
-    if (in.op != OpCode::Constant) a.shape = local;
+    if (in.op != OpCode::Constant) a.creation().shape = local;
     ir::ValueId x = emit(in.op, {}, a, in.span);
     const std::string &name = p_.flat.values[static_cast<size_t>(in.results[0])].name;
-    if (in.op == OpCode::Iota && !target.dims[static_cast<size_t>(in.attrs.dim)].empty()) {
+    if (in.op == OpCode::Iota &&
+        !target.dims[static_cast<size_t>(in.attrs.creation().dim)].empty()) {
       // This device's block starts at block_index * local size along the dim.
-      const std::vector<int> &axes = target.dims[static_cast<size_t>(in.attrs.dim)];
+      const std::vector<int> &axes = target.dims[static_cast<size_t>(in.attrs.creation().dim)];
       Attrs ia;
       ia.collective().axes = axes;
       ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
-      ir::ValueId offset = emit(
-          OpCode::Mul, {index, constant_i32(local[static_cast<size_t>(in.attrs.dim)], in.span)}, {},
-          in.span);
+      ir::ValueId offset =
+          emit(OpCode::Mul,
+               {index, constant_i32(local[static_cast<size_t>(in.attrs.creation().dim)], in.span)},
+               {}, in.span);
       if (t.dtype != DType::I32) {
         Attrs ca;
-        ca.dtype = t.dtype;
+        ca.cast().dtype = t.dtype;
         offset = emit(OpCode::Cast, {offset}, ca, in.span);
       }
       x = emit(OpCode::Add, {x, offset}, {}, in.span,
@@ -138,8 +140,8 @@ class PlanLowerer {
       ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
       ir::ValueId first = emit(OpCode::Eq, {index, constant_i32(0, in.span)}, {}, in.span);
       Attrs za;
-      za.dtype = t.dtype;
-      za.shape = local;
+      za.creation().dtype = t.dtype;
+      za.creation().shape = local;
       ir::ValueId zeros = emit(local.empty() ? OpCode::Constant : OpCode::Full, {}, za, in.span);
       x = emit(OpCode::Select, {first, x, zeros}, {}, in.span,
                "a constant as a partial sum over " + axis_list_str(ia.collective().axes, mesh_));
@@ -188,13 +190,14 @@ class PlanLowerer {
       case OpCode::BroadcastTo:
       case OpCode::DynamicSlice:
       case OpCode::Pad:
-        a.shape = local_result;
+        a.layout().shape = local_result;
         break;
       case OpCode::Slice: {
         const Shape &global = p_.flat.type(in.operands[0]).shape;
         for (size_t d = 0; d < global.size(); ++d)
-          if (a.start[d] == 0 && a.stride[d] == 1 && a.limit[d] == global[d])
-            a.limit[d] = local_operands[0].shape[d];
+          if (a.layout().start[d] == 0 && a.layout().stride[d] == 1 &&
+              a.layout().limit[d] == global[d])
+            a.layout().limit[d] = local_operands[0].shape[d];
         break;
       }
       default:

@@ -15,9 +15,9 @@ ir::ValueId Emitter::op(OpCode op, ir::ValueList operands, Attrs attrs, SourceSp
 
 ir::ValueId Emitter::full(Type type, double value, SourceSpan span) {
   Attrs a;
-  a.dtype = type.dtype;
-  a.value = value;
-  a.shape = type.shape;
+  a.creation().dtype = type.dtype;
+  a.creation().value = value;
+  a.creation().shape = type.shape;
   ir::ValueId v = op(type.shape.empty() ? OpCode::Constant : OpCode::Full, {}, a, span);
   f_.type(v).variance = type.variance;  // constants may carry any variance
   return v;
@@ -30,28 +30,28 @@ ir::ValueId Emitter::scalar_like(ir::ValueId like, double value, SourceSpan span
 ir::ValueId Emitter::cast(ir::ValueId a, DType d, SourceSpan s) {
   if (type(a).dtype == d) return a;
   Attrs at;
-  at.dtype = d;
+  at.cast().dtype = d;
   return op(OpCode::Cast, {a}, at, s);
 }
 
 ir::ValueId Emitter::reshape(ir::ValueId a, Shape shape, SourceSpan s) {
   if (type(a).shape == shape) return a;
   Attrs at;
-  at.shape = shape;
+  at.layout().shape = shape;
   return op(OpCode::Reshape, {a}, at, s);
 }
 
 ir::ValueId Emitter::broadcast_to(ir::ValueId a, Shape shape, SourceSpan s) {
   if (type(a).shape == shape) return a;
   Attrs at;
-  at.shape = shape;
+  at.layout().shape = shape;
   return op(OpCode::BroadcastTo, {a}, at, s);
 }
 
 ir::ValueId Emitter::reduce_sum(ir::ValueId a, std::vector<int64_t> dims, SourceSpan s) {
   if (dims.empty()) return a;
   Attrs at;
-  at.dims = std::move(dims);
+  at.reduce().dims = std::move(dims);
   return op(OpCode::ReduceSum, {a}, at, s);
 }
 

@@ -74,7 +74,7 @@ class Hoister {
       const Shape &from = f_.type(x).shape;
       broadcasts = same_but_leading_ones(from, f_.type(r).shape);
       if (in.op == OpCode::ReduceSum)
-        for (int64_t d : in.attrs.dims)
+        for (int64_t d : in.attrs.reduce().dims)
           broadcasts = broadcasts && from[static_cast<size_t>(d)] == 1;
     }
     if (broadcasts) source_[static_cast<size_t>(r)] = root(x);
@@ -114,7 +114,7 @@ class Hoister {
         broadcast < in.operands.size())
       return std::nullopt;
     Attrs to;
-    to.shape = want.shape;
+    to.layout().shape = want.shape;
     for (OpCode wrap : {OpCode::BroadcastTo, OpCode::Reshape}) {
       if (wrap == OpCode::Reshape && !same_but_leading_ones(inner->shape, want.shape)) break;
       const std::optional<Type> t = typed(wrap, {*inner}, to);

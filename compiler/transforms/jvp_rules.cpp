@@ -81,7 +81,7 @@ std::optional<ir::ValueId> Rules::run() {
       return std::nullopt;
     case OpCode::Cast:  // casts between float types are linear
       if (!rt::is_float(e_.type(x_[0]).dtype)) return std::nullopt;
-      return e_.cast(t(0), a.dtype, span());
+      return e_.cast(t(0), a.cast().dtype, span());
     case OpCode::Not:
     case OpCode::Lt:
     case OpCode::Le:
@@ -160,10 +160,10 @@ std::optional<ir::ValueId> Rules::run() {
       // The tangent flows from the elements equal to the extreme, averaged over ties:
       // dr = sum(m dx) / sum(m), m = (x == r broadcast back).
       const Type xt = e_.type(x_[0]);
-      ir::ValueId back = e_.expand_reduced(r_, xt.shape, a.dims, span());
+      ir::ValueId back = e_.expand_reduced(r_, xt.shape, a.reduce().dims, span());
       ir::ValueId mask = e_.cast(e_.op(OpCode::Eq, {x_[0], back}, {}, span()), xt.dtype, span());
-      ir::ValueId num = e_.reduce_sum(e_.mul(mask, t(0), span()), a.dims, span());
-      ir::ValueId den = e_.reduce_sum(mask, a.dims, span());
+      ir::ValueId num = e_.reduce_sum(e_.mul(mask, t(0), span()), a.reduce().dims, span());
+      ir::ValueId den = e_.reduce_sum(mask, a.reduce().dims, span());
       return e_.div(num, den, span());
     }
     case OpCode::Einsum: {  // bilinear: d(x . y) = dx . y + x . dy

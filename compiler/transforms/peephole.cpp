@@ -102,7 +102,7 @@ class Peephole {
     ir::Instr *const *found = def_.find(v);
     if (!found) return false;
     const ir::Instr &d = **found;
-    return (d.op == OpCode::Constant || d.op == OpCode::Full) && d.attrs.value == 0.0;
+    return (d.op == OpCode::Constant || d.op == OpCode::Full) && d.attrs.creation().value == 0.0;
   }
 
   /// Replaces `in` by `op(operands, attrs)` when that has exactly `in`'s result type.
@@ -185,7 +185,7 @@ class Peephole {
     const ir::ValueId x = in.operands[0];
     const ir::Instr *block = def(in.operands[1], OpCode::DynamicSlice);
     if (block && block->operands[0] == x && block->operands[1] == in.operands[2] &&
-        block->attrs.dim == in.attrs.dim && f_.type(x) == f_.type(in.results[0]))
+        block->attrs.layout().dim == in.attrs.layout().dim && f_.type(x) == f_.type(in.results[0]))
       return x;
     return std::nullopt;
   }
@@ -334,7 +334,7 @@ class Peephole {
     if (const ir::Instr *s = def(v, OpCode::ReduceSum)) {
       const Shape &from = f_.type(s->operands[0]).shape;
       bool ones = true;
-      for (int64_t d : s->attrs.dims) ones = ones && from[static_cast<size_t>(d)] == 1;
+      for (int64_t d : s->attrs.reduce().dims) ones = ones && from[static_cast<size_t>(d)] == 1;
       if (ones) r = s;
     }
     if (r && same_but_leading_ones(f_.type(r->operands[0]).shape, f_.type(v).shape))
@@ -375,23 +375,23 @@ class Peephole {
       std::vector<const ir::Instr *> pads, const Shape &full) const {
     for (size_t dim = 0; dim < full.size(); ++dim) {
       std::sort(pads.begin(), pads.end(), [&](const ir::Instr *a, const ir::Instr *b) {
-        return a->attrs.start[dim] < b->attrs.start[dim];
+        return a->attrs.layout().start[dim] < b->attrs.layout().start[dim];
       });
       int64_t next = 0;
       bool tiles = true;
       for (const ir::Instr *p : pads) {
         const Shape &piece = f_.type(p->operands[0]).shape;
         for (size_t d = 0; d < full.size(); ++d)
-          tiles = tiles && p->attrs.stride[d] == 1 &&
-                  (d == dim ? p->attrs.start[d] == next
-                            : p->attrs.start[d] == 0 && piece[d] == full[d]);
+          tiles = tiles && p->attrs.layout().stride[d] == 1 &&
+                  (d == dim ? p->attrs.layout().start[d] == next
+                            : p->attrs.layout().start[d] == 0 && piece[d] == full[d]);
         next += piece[dim];
       }
       if (!tiles || next != full[dim]) continue;
       std::vector<ir::ValueId> operands;
       for (const ir::Instr *p : pads) operands.push_back(p->operands[0]);
       Attrs a;
-      a.dim = static_cast<int64_t>(dim);
+      a.layout().dim = static_cast<int64_t>(dim);
       return std::pair{std::move(operands), a};
     }
     return std::nullopt;
@@ -523,14 +523,14 @@ class Peephole {
     const ir::Instr *zeroed = def(u, OpCode::DynamicUpdateSlice);
     const ir::Instr *sum = def(in.operands[1], OpCode::Add);
     if (!zeroed || !sum || zeroed->operands[2] != i || !is_zero(zeroed->operands[1]) ||
-        zeroed->attrs.dim != in.attrs.dim)
+        zeroed->attrs.layout().dim != in.attrs.layout().dim)
       return false;
     for (size_t k = 0; k < 2; ++k) {
       const ir::Instr *block = def(sum->operands[k], OpCode::DynamicSlice);
       if (block && block->operands[0] == u && block->operands[1] == i &&
-          block->attrs.dim == in.attrs.dim &&
-          block->attrs.shape == f_.type(zeroed->operands[1]).shape &&
-          f_.type(sum->operands[1 - k]).shape == block->attrs.shape)
+          block->attrs.layout().dim == in.attrs.layout().dim &&
+          block->attrs.layout().shape == f_.type(zeroed->operands[1]).shape &&
+          f_.type(sum->operands[1 - k]).shape == block->attrs.layout().shape)
         return replace(in, OpCode::DynamicUpdateSlice,
                        {zeroed->operands[0], sum->operands[1 - k], i}, zeroed->attrs);
     }
@@ -552,8 +552,8 @@ class Peephole {
         continue;
       const ir::ValueId a = p->operands[0], i = q->operands[2];
       const ir::Instr *sum = def(p->operands[1], OpCode::Add);
-      if (!sum || p->operands[2] != i || p->attrs.dim != q->attrs.dim || !is_zero(q->operands[1]) ||
-          !(f_.type(a) == t))
+      if (!sum || p->operands[2] != i || p->attrs.layout().dim != q->attrs.layout().dim ||
+          !is_zero(q->operands[1]) || !(f_.type(a) == t))
         continue;
       const auto pp = place(p), pq = place(q);
       if (pp.first != pq.first) continue;
@@ -562,7 +562,8 @@ class Peephole {
         const ir::Instr *block = def(sum->operands[j], OpCode::DynamicSlice);
         const ir::ValueId y = sum->operands[1 - j];
         if (!block || block->operands[0] != a || block->operands[1] != i ||
-            block->attrs.dim != p->attrs.dim || f_.type(y).shape != f_.type(q->operands[1]).shape)
+            block->attrs.layout().dim != p->attrs.layout().dim ||
+            f_.type(y).shape != f_.type(q->operands[1]).shape)
           continue;
         const ir::ValueId x = q->operands[0];
         if (!replace(*later, OpCode::DynamicUpdateSlice, {x, y, i}, q->attrs)) return false;
@@ -578,8 +579,8 @@ class Peephole {
     Attrs a = in.attrs;
     for (size_t d = 0; d < to.size(); ++d)
       if (to[d] > 0) {  // past the last element selected, by at most one step (no overflow)
-        const int64_t last = a.start[d] + (to[d] - 1) * a.stride[d];
-        a.limit[d] = last + std::min(a.stride[d], from[d] - last);
+        const int64_t last = a.layout().start[d] + (to[d] - 1) * a.layout().stride[d];
+        a.layout().limit[d] = last + std::min(a.layout().stride[d], from[d] - last);
       }
     if (a == in.attrs) return false;
     return replace(in, OpCode::Slice, in.operands, std::move(a));

@@ -136,10 +136,10 @@ class Simplifier {
       const ir::ValueId u = d->operands[1], i = d->operands[2];
       Attrs update = d->attrs;
       Attrs ds;
-      ds.dim = d->attrs.dim;
-      ds.shape = out.type(u).shape;
+      ds.layout().dim = d->attrs.layout().dim;
+      ds.layout().shape = out.type(u).shape;
       const ir::ValueId block = append(out, body, OpCode::DynamicSlice, {x, i}, ds,
-                                       Type{rt.dtype, ds.shape, rt.variance}, in.span);
+                                       Type{rt.dtype, ds.layout().shape, rt.variance}, in.span);
       const ir::ValueId sum = append(out, body, OpCode::Add, {block, u}, {}, out.type(u), in.span);
       return append(out, body, OpCode::DynamicUpdateSlice, {x, sum, i}, std::move(update), rt,
                     in.span, out.values[in.results[0]].name);
@@ -201,7 +201,7 @@ class Simplifier {
   std::optional<double> constant_value(const ir::Function &out, ir::ValueId v) const {
     const ir::Instr *d = def(out, v);
     if (!d || (d->op != OpCode::Constant && d->op != OpCode::Full)) return std::nullopt;
-    return d->attrs.value;
+    return d->attrs.creation().value;
   }
 
   std::optional<ir::ValueId> fold(const ir::Function &out, const ir::Instr &in) const {
@@ -215,8 +215,8 @@ class Simplifier {
         return std::nullopt;
       case OpCode::Transpose: {
         bool identity = true;
-        for (size_t d = 0; d < in.attrs.dims.size(); ++d)
-          identity &= in.attrs.dims[d] == static_cast<int64_t>(d);
+        for (size_t d = 0; d < in.attrs.layout().dims.size(); ++d)
+          identity &= in.attrs.layout().dims[d] == static_cast<int64_t>(d);
         if (identity) return in.operands[0];
         return std::nullopt;
       }
@@ -281,7 +281,7 @@ class Simplifier {
     }
     // Reshapes, broadcasts, negations and float casts of a uniform constant.
     if (in.op == OpCode::BroadcastTo || in.op == OpCode::Reshape || in.op == OpCode::Neg ||
-        (in.op == OpCode::Cast && rt::is_float(in.attrs.dtype))) {
+        (in.op == OpCode::Cast && rt::is_float(in.attrs.cast().dtype))) {
       const ir::Instr *d = def(out, in.operands[0]);
       if (d && (d->op == OpCode::Constant || d->op == OpCode::Full) &&
           rt::is_float(out.type(in.operands[0]).dtype)) {
@@ -289,9 +289,10 @@ class Simplifier {
         ir::Instr c = *d;
         c.op = rt_.rank() == 0 ? OpCode::Constant : OpCode::Full;
         c.attrs = Attrs{};
-        c.attrs.dtype = rt_.dtype;
-        c.attrs.shape = rt_.shape;
-        c.attrs.value = in.op == OpCode::Neg ? -d->attrs.value : d->attrs.value;
+        c.attrs.creation().dtype = rt_.dtype;
+        c.attrs.creation().shape = rt_.shape;
+        c.attrs.creation().value =
+            in.op == OpCode::Neg ? -d->attrs.creation().value : d->attrs.creation().value;
         c.results = in.results;
         c.span = in.span;
         return c;
@@ -303,7 +304,7 @@ class Simplifier {
       const ir::Instr *a = uniform_const(in.operands[0]);
       const ir::Instr *b = uniform_const(in.operands[1]);
       if (a && b && out.type(in.results[0]).rank() == 0) {
-        double x = a->attrs.value, y = b->attrs.value;
+        double x = a->attrs.creation().value, y = b->attrs.creation().value;
         bool r = in.op == OpCode::Lt   ? x < y
                  : in.op == OpCode::Le ? x <= y
                  : in.op == OpCode::Gt ? x > y
@@ -312,8 +313,8 @@ class Simplifier {
                                        : x != y;
         ir::Instr c;
         c.op = OpCode::Constant;
-        c.attrs.dtype = DType::Bool;
-        c.attrs.value = r ? 1 : 0;
+        c.attrs.creation().dtype = DType::Bool;
+        c.attrs.creation().value = r ? 1 : 0;
         c.results = in.results;
         c.span = in.span;
         c.origin = in.origin;
@@ -325,7 +326,7 @@ class Simplifier {
       const ir::Instr *a = uniform_const(in.operands[0]);
       const ir::Instr *b = uniform_const(in.operands[1]);
       if (a && b) {
-        double x = a->attrs.value, y = b->attrs.value, r;
+        double x = a->attrs.creation().value, y = b->attrs.creation().value, r;
         switch (in.op) {
           case OpCode::Add:
             r = x + y;
@@ -346,9 +347,9 @@ class Simplifier {
         ir::Instr c = *a;
         c.op = t.rank() == 0 ? OpCode::Constant : OpCode::Full;
         c.attrs = Attrs{};
-        c.attrs.dtype = t.dtype;
-        c.attrs.shape = t.shape;
-        c.attrs.value = r;
+        c.attrs.creation().dtype = t.dtype;
+        c.attrs.creation().shape = t.shape;
+        c.attrs.creation().value = r;
         c.results = in.results;
         c.span = in.span;
         return c;
@@ -367,7 +368,7 @@ class Simplifier {
         in.op = OpCode::BroadcastTo;
         in.operands[0] = d->operands[0];
         in.attrs = Attrs{};
-        in.attrs.shape = target;
+        in.attrs.layout().shape = target;
       }
     }
     bool commutative = in.op == OpCode::Add || in.op == OpCode::Mul || in.op == OpCode::Max ||

@@ -57,7 +57,7 @@ class Transposer {
   /// them (a loop's fixpoint runs its body unchecked until it settles).
   void classify(const std::vector<ir::Instr> &body, bool check = true) {
     for (const ir::Instr &in : body) {
-      if ((in.op == OpCode::Constant || in.op == OpCode::Full) && in.attrs.value == 0.0)
+      if ((in.op == OpCode::Constant || in.op == OpCode::Full) && in.attrs.creation().value == 0.0)
         zero_[in.results[0]] = true;
       if (in.op == OpCode::For) {
         classify_loop(in, check);
@@ -467,7 +467,7 @@ class Transposer {
     row_shape.insert(row_shape.begin(), 1);
     const ir::ValueId row = e_.reshape(v, row_shape);
     Attrs a;
-    a.dim = 0;
+    a.layout().dim = 0;
     const ir::ValueId next =
         e_.op(OpCode::DynamicUpdateSlice,
               {param, row, index_like(iteration(fr.params[0], fwd.attrs), v)}, a);
@@ -482,9 +482,9 @@ class Transposer {
   /// Row `row` of `stack`, shaped like `like`.
   ir::ValueId read_row(ir::ValueId stack, ir::ValueId row, ir::ValueId like) {
     Attrs a;
-    a.dim = 0;
-    a.shape = out_.type(stack).shape;
-    a.shape[0] = 1;
+    a.layout().dim = 0;
+    a.layout().shape = out_.type(stack).shape;
+    a.layout().shape[0] = 1;
     const ir::ValueId slice = e_.op(OpCode::DynamicSlice, {stack, index_like(row, stack)}, a);
     const ir::ValueId v = e_.reshape(slice, out_.type(like).shape);
     e_.set_name(v, out_.values[like].name);

@@ -23,96 +23,57 @@ std::string quoted(OpCode op) { return "`" + std::string(op_display_name(op)) + 
 
 std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vector<bool> &lin,
                                              const std::vector<bool> &zero) {
-  auto all_linear_or_zero = [&] {
+  // Three ops need more than ops.def's Linearity column says.
+  if (in.op == OpCode::StopGradient)
+    return "`stop_gradient` blocks derivatives: the function is not linear in an input that "
+           "flows through it";
+  if (in.op == OpCode::Cast) {  // the column's InFirst is a cast between float types
+    if (rt::is_float(in.attrs.cast().dtype)) return std::nullopt;
+    return "a cast to " + std::string(dtype_name(in.attrs.cast().dtype)) + " is not linear";
+  }
+  if (in.op == OpCode::Call || in.op == OpCode::For)
+    return "internal: calls are inlined first; loops are handled by transpose.cpp";
+  // The operands that may depend on the transposed inputs (here at least one
+  // does): those the op is linear in, one of them for a product, any of them
+  // (the others zero) for a sum.
+  const OpLinearity linearity = op_linearity(in.op);
+  bool others = false;  // an operand it is not linear in depends on the inputs
+  for (size_t k = 0; k < lin.size(); ++k)
+    others = others || (lin[k] && !linear_in_operand(linearity, k));
+  auto linear_or_zero = [&] {
     for (size_t k = 0; k < lin.size(); ++k)
-      if (!lin[k] && !zero[k]) return false;
+      if (linear_in_operand(linearity, k) && !lin[k] && !zero[k]) return false;
     return true;
   };
-  const std::string nonlinear =
-      quoted(in.op) + " is not linear, but its operand depends on the inputs being transposed";
-  switch (in.op) {
-    case OpCode::Neg:
-    case OpCode::ReduceSum:
-    case OpCode::Reshape:
-    case OpCode::Constrain:
-    case OpCode::Transpose:
-    case OpCode::Reverse:
-    case OpCode::BroadcastTo:
-    case OpCode::Slice:
-    case OpCode::Pad:
-    case OpCode::Psum:
-    case OpCode::Pbroadcast:
-    case OpCode::AllGather:
-    case OpCode::AllGatherInvariant:
-    case OpCode::PsumScatter:
-    case OpCode::Pscatter:
-    case OpCode::AllToAll:
-    case OpCode::Ppermute:
+  switch (linearity) {
+    case OpLinearity::NotLinear:
+      break;
+    case OpLinearity::PerOperand:  // (a combined collective: each component on its own)
       return std::nullopt;
-    case OpCode::StopGradient:
-      return "`stop_gradient` blocks derivatives: the function is not linear in an input that "
-             "flows through it";
-    case OpCode::Cast:
-      if (rt::is_float(in.attrs.dtype)) return std::nullopt;
-      return "a cast to " + std::string(dtype_name(in.attrs.dtype)) + " is not linear";
-    case OpCode::Add:
-    case OpCode::Sub:
-    case OpCode::Concat:
-      if (all_linear_or_zero()) return std::nullopt;
+    case OpLinearity::InFirst:  // (a divisor or an index must not depend on them)
+      if (!others) return std::nullopt;
+      if (in.op == OpCode::Div)
+        return "`/` divides by a value that depends on the transposed inputs";
+      return "the index of " + quoted(in.op) + " depends on the transposed inputs";
+    case OpLinearity::InEach:
+      if (count(lin) == 1) return std::nullopt;
+      return quoted(in.op) + " multiplies two values that both depend on the transposed inputs";
+    case OpLinearity::InAll:
+      if (linear_or_zero()) return std::nullopt;
       return quoted(in.op) +
              " combines a value that depends on the transposed inputs with one that does not: "
              "the function is affine, not linear";
-    case OpCode::Mul:
-    case OpCode::Einsum:
-      if (count(lin) == 1) return std::nullopt;
-      return quoted(in.op) + " multiplies two values that both depend on the transposed inputs";
-    case OpCode::Div:
-      if (lin[0] && !lin[1]) return std::nullopt;
-      return "`/` divides by a value that depends on the transposed inputs";
-    case OpCode::Select:
-      if (lin[0]) return "the condition of `where` depends on the transposed inputs";
-      if ((lin[1] || zero[1]) && (lin[2] || zero[2])) return std::nullopt;
+    case OpLinearity::InBranches:
+      if (others) return "the condition of `where` depends on the transposed inputs";
+      if (linear_or_zero()) return std::nullopt;
       return "`where` selects between a value that depends on the transposed inputs and one "
              "that does not: the function is not linear";
-    case OpCode::DynamicSlice:
-      if (!lin[1]) return std::nullopt;
-      return "the index of `dynamic_slice` depends on the transposed inputs";
-    case OpCode::DynamicUpdateSlice:
-      if (lin[2]) return "the index of `dynamic_update_slice` depends on the transposed inputs";
-      if ((lin[0] || zero[0]) && (lin[1] || zero[1])) return std::nullopt;
+    case OpLinearity::InArrayAndUpdate:
+      if (others) return "the index of `dynamic_update_slice` depends on the transposed inputs";
+      if (linear_or_zero()) return std::nullopt;
       return "`dynamic_update_slice` mixes values that do and do not depend on the inputs";
-    case OpCode::Constant:
-    case OpCode::Full:
-    case OpCode::Iota:
-#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
-  SPMD_IF_NONLINEAR_##Linearity(case OpCode::Name:)
-#include "spmdrt/unary_math.def"
-    case OpCode::FloorDiv:
-    case OpCode::Rem:
-    case OpCode::Pow:
-    case OpCode::Max:
-    case OpCode::Min:
-    case OpCode::Lt:
-    case OpCode::Le:
-    case OpCode::Gt:
-    case OpCode::Ge:
-    case OpCode::Eq:
-    case OpCode::Ne:
-    case OpCode::And:
-    case OpCode::Or:
-    case OpCode::ReduceMax:
-    case OpCode::ReduceMin:
-    case OpCode::ArgMax:
-    case OpCode::ArgMin:
-    case OpCode::Pmax:
-    case OpCode::Pmin:
-    case OpCode::AxisIndex:
-      return nonlinear;
-    case OpCode::Call:
-    case OpCode::For:
-      return "internal: calls are inlined first; loops are handled by transpose.cpp";
   }
-  return nonlinear;
+  return quoted(in.op) + " is not linear, but its operand depends on the inputs being transposed";
 }
 
 std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
@@ -164,7 +125,7 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       break;
     }
     case OpCode::ReduceSum:  // sum^T ct = ct broadcast back over the reduced dims
-      give(0, e.expand_reduced(ct, shape(0), a.dims, s));
+      give(0, e.expand_reduced(ct, shape(0), a.reduce().dims, s));
       break;
     case OpCode::Einsum: {
       // (A . B)^T for A: einsum("O,B->A", ct, B); indices of A found in neither
@@ -216,8 +177,9 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       break;
     case OpCode::Transpose: {  // transpose^T = transpose by the inverse permutation
       Attrs ta;
-      ta.dims.resize(a.dims.size());
-      for (size_t d = 0; d < a.dims.size(); ++d) ta.dims[a.dims[d]] = static_cast<int64_t>(d);
+      ta.layout().dims.resize(a.layout().dims.size());
+      for (size_t d = 0; d < a.layout().dims.size(); ++d)
+        ta.layout().dims[a.layout().dims[d]] = static_cast<int64_t>(d);
       give(0, e.op(OpCode::Transpose, {ct}, ta, s));
       break;
     }
@@ -226,19 +188,21 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       break;
     case OpCode::Slice: {  // slice^T = pad with zeros
       Attrs ta;
-      ta.shape = shape(0);
-      ta.start = a.start;
-      ta.stride = a.stride;
+      ta.layout().shape = shape(0);
+      ta.layout().start = a.layout().start;
+      ta.layout().stride = a.layout().stride;
       give(0, e.op(OpCode::Pad, {ct}, ta, s));
       break;
     }
     case OpCode::Pad: {  // pad^T = slice out the placed elements
       Attrs ta;
-      ta.start = a.start;
-      ta.stride = a.stride;
+      ta.layout().start = a.layout().start;
+      ta.layout().stride = a.layout().stride;
       for (size_t d = 0; d < shape(0).size(); ++d) {
         int64_t n = shape(0)[d];
-        ta.limit.push_back(n == 0 ? a.start[d] : a.start[d] + (n - 1) * a.stride[d] + 1);
+        ta.layout().limit.push_back(n == 0
+                                        ? a.layout().start[d]
+                                        : a.layout().start[d] + (n - 1) * a.layout().stride[d] + 1);
       }
       give(0, e.op(OpCode::Slice, {ct}, ta, s));
       break;
@@ -250,21 +214,21 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
         if (in.linear[k]) {
           Attrs ta;
           const Shape full = e.type(ct).shape;
-          ta.start.assign(full.size(), 0);
-          ta.limit = full;
-          ta.stride.assign(full.size(), 1);
-          ta.start[a.dim] = offset;
-          ta.limit[a.dim] = offset + sk[a.dim];
+          ta.layout().start.assign(full.size(), 0);
+          ta.layout().limit = full;
+          ta.layout().stride.assign(full.size(), 1);
+          ta.layout().start[a.layout().dim] = offset;
+          ta.layout().limit[a.layout().dim] = offset + sk[a.layout().dim];
           give(k, e.op(OpCode::Slice, {ct}, ta, s));
         }
-        offset += sk[a.dim];
+        offset += sk[a.layout().dim];
       }
       break;
     }
     case OpCode::DynamicSlice: {  // ^T = write ct into zeros at the index
       ir::ValueId zeros = e.zeros(in.operand_types[0], s);
       Attrs ta;
-      ta.dim = a.dim;
+      ta.layout().dim = a.layout().dim;
       give(0, e.op(OpCode::DynamicUpdateSlice, {zeros, ct, c(1)}, ta, s));
       break;
     }
@@ -275,8 +239,8 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       }
       if (in.linear[1]) {
         Attrs ta;
-        ta.dim = a.dim;
-        ta.shape = shape(1);
+        ta.layout().dim = a.layout().dim;
+        ta.layout().shape = shape(1);
         give(1, e.op(OpCode::DynamicSlice, {ct, c(2)}, ta, s));
       }
       break;
@@ -312,35 +276,11 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
       give(0, collective(OpCode::Ppermute, ta));
       break;
     }
-    case OpCode::Constant:
-    case OpCode::Full:
-    case OpCode::Iota:
-#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
-  SPMD_IF_NONLINEAR_##Linearity(case OpCode::Name:)
-#include "spmdrt/unary_math.def"
-    case OpCode::FloorDiv:
-    case OpCode::Rem:
-    case OpCode::Pow:
-    case OpCode::Max:
-    case OpCode::Min:
-    case OpCode::Lt:
-    case OpCode::Le:
-    case OpCode::Gt:
-    case OpCode::Ge:
-    case OpCode::Eq:
-    case OpCode::Ne:
-    case OpCode::And:
-    case OpCode::Or:
-    case OpCode::ReduceMax:
-    case OpCode::ReduceMin:
-    case OpCode::ArgMax:
-    case OpCode::ArgMin:
+    // The ops linear in no operand (ops.def's Linearity column), and stop_gradient.
+#define OP(Name, spelling, Kind, Attrs, Comm, Linearity) \
+  SPMD_IF_NOT_LINEAR_##Linearity(case OpCode::Name:)
+#include "ops/ops.def"
     case OpCode::StopGradient:
-    case OpCode::Pmax:
-    case OpCode::Pmin:
-    case OpCode::AxisIndex:
-    case OpCode::Call:
-    case OpCode::For:
       throw std::logic_error("transpose rule for a non-linear op `" +
                              std::string(op_spelling(instr.op)) + "`");
   }

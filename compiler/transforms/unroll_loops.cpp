@@ -82,8 +82,8 @@ class Unroller {
     for (int64_t n = 0; n < trips; ++n) {
       ir::Instr counter;
       counter.op = OpCode::Constant;
-      counter.attrs.dtype = DType::I32;
-      counter.attrs.value = static_cast<double>(ir::loop_index_at(loop.attrs, n));
+      counter.attrs.creation().dtype = DType::I32;
+      counter.attrs.creation().value = static_cast<double>(ir::loop_index_at(loop.attrs, n));
       counter.span = loop.span;
       counter.origin = ir::Origin::Lowering;
       const ir::Value &kv = f_.values[region.params[0]];

@@ -122,7 +122,7 @@ constexpr bool kIsComparison = binary_kind(kOp) == BinaryKind::Compare;
 /// One element of a binary op, as in spmdrt/scalar_ops.h.
 template <BinaryOp kOp, typename C>
 inline auto apply_binary(C a, C b) {
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
   if constexpr (kOp == BinaryOp::Name) {                                     \
     return sc::scalar_fn(a, b);                                              \
   } else
@@ -141,7 +141,7 @@ constexpr bool binary_supported() {
 
 const char *binary_name(BinaryOp op) {
   static const char *names[] = {
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) kernel,
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) kernel,
 #include "spmdrt/binary_math.def"
   };
   return names[static_cast<int>(op)];
@@ -334,7 +334,7 @@ Tensor unary(UnaryOp op, const Tensor &x) {
 template <typename Fn>
 decltype(auto) with_binary_op(BinaryOp op, Fn &&fn) {
   switch (op) {
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
   case BinaryOp::Name:                                                       \
     return fn(std::integral_constant<BinaryOp, BinaryOp::Name>{});
 #include "spmdrt/binary_math.def"

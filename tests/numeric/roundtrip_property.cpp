@@ -209,13 +209,33 @@ class ValueNumbering {
   std::string op_key(const ir::Instr &in) const {
     const Attrs &a = in.attrs;
     std::ostringstream key;
-    key << op_spelling(in.op) << "|" << dtype_name(a.dtype) << "|" << a.value << "|" << a.dim
-        << "|";
-    for (auto v : {&a.dims, &a.shape, &a.start, &a.limit, &a.stride}) {
-      for (auto x : *v) key << x << ",";
+    key << op_spelling(in.op) << "|";
+    auto list = [&](const std::vector<int64_t> &v) {
+      for (auto x : v) key << x << ",";
       key << "|";
-    }
+    };
     switch (op_attr_family(in.op)) {
+      case AttrFamily::None:
+      case AttrFamily::Constrain:
+      case AttrFamily::Call:
+        break;
+      case AttrFamily::Creation:
+        key << dtype_name(a.creation().dtype) << "|" << a.creation().value << "|"
+            << a.creation().dim << "|";
+        list(a.creation().shape);
+        break;
+      case AttrFamily::Cast:
+        key << dtype_name(a.cast().dtype);
+        break;
+      case AttrFamily::Reduce:
+        list(a.reduce().dims);
+        break;
+      case AttrFamily::Layout: {
+        const LayoutAttrs &l = a.layout();
+        key << l.dim << "|";
+        for (auto v : {&l.dims, &l.shape, &l.start, &l.limit, &l.stride}) list(*v);
+        break;
+      }
       case AttrFamily::Collective: {
         const CollectiveAttrs &c = a.collective();
         key << c.dim << "," << c.concat_dim << "," << c.tiled << "|";
@@ -229,11 +249,9 @@ class ValueNumbering {
       case AttrFamily::Einsum:
         key << a.einsum().spec;
         break;
-      default:
-        break;
     }
     if (op_kind(in.op) == OpKind::Creation)  // (a literal prints the same at any variance)
-      key << "|" << shape_type_str(a.dtype, f_.type(in.results[0]).shape);
+      key << "|" << shape_type_str(a.creation().dtype, f_.type(in.results[0]).shape);
     return key.str();
   }
 
@@ -308,7 +326,7 @@ class ValueNumbering {
   bool is_zero(ir::ValueId v) const { return zeros_.count(v) > 0; }
   /// Remembers the zero constants (after numbering `in` as usual).
   void note_zero(const ir::Instr &in) {
-    if ((in.op == OpCode::Constant || in.op == OpCode::Full) && in.attrs.value == 0.0)
+    if ((in.op == OpCode::Constant || in.op == OpCode::Full) && in.attrs.creation().value == 0.0)
       zeros_.insert(in.results[0]);
   }
 

@@ -37,7 +37,7 @@ constexpr UnaryDomain unary_domain(UnaryOp op) {
 }
 /// The elementwise functions of two operands: spmdrt/binary_math.def.
 enum class BinaryOp : uint8_t {
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) Name,
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) Name,
 #include "spmdrt/binary_math.def"
 };
 /// Binary: the result has the operands' dtype; Compare: the result is bool;
@@ -45,7 +45,7 @@ enum class BinaryOp : uint8_t {
 enum class BinaryKind : uint8_t { Binary, Compare, Logical };
 constexpr BinaryKind binary_kind(BinaryOp op) {
   switch (op) {
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
   case BinaryOp::Name:                                                       \
     return BinaryKind::Kind;
 #include "spmdrt/binary_math.def"
@@ -55,7 +55,7 @@ constexpr BinaryKind binary_kind(BinaryOp op) {
 /// Whether a binary op also takes bool operands.
 constexpr bool binary_takes_bool(BinaryOp op) {
   switch (op) {
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
   case BinaryOp::Name:                                                       \
     return SPMDRT_BOOL_OK_##BoolOk;
 #define SPMDRT_BOOL_OK_Yes true

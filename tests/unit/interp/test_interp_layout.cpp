@@ -144,17 +144,17 @@ shmap f(x: f32[8, 3] @ P(), u: f32[8, 3] @ P(i)) -> (f32[8, 3] @ P(i), f32[32, 3
   ax.collective().axes = {0};
   ir::ValueId idx = b.add1(OpCode::AxisIndex, {}, ax);
   Attrs ds;
-  ds.dim = 0;
-  ds.shape = {2, 3};
+  ds.layout().dim = 0;
+  ds.layout().shape = {2, 3};
   ir::ValueId xv = b.pbroadcast(x, {0});
   ir::ValueId sl = b.add1(OpCode::DynamicSlice, {xv, idx}, ds);  // rows 2r, 2r+1 of x
   Attrs dus;
-  dus.dim = 0;
+  dus.layout().dim = 0;
   ir::ValueId up = b.add1(OpCode::DynamicUpdateSlice, {xv, u, idx}, dus);  // u at rows 2r..
   Attrs pad;
-  pad.shape = {10, 3};
-  pad.start = {1, 0};
-  pad.stride = {4, 1};
+  pad.layout().shape = {10, 3};
+  pad.layout().start = {1, 0};
+  pad.layout().stride = {4, 1};
   ir::ValueId pd = b.add1(OpCode::Pad, {u}, pad);  // u's 2 rows at 1 and 5 of 10
   f.returns = {sl, up, pd};
   interp::InterpOptions o;

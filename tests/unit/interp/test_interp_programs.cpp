@@ -161,7 +161,7 @@ TEST_CASE("negative control: axis_index mislabelled invariant is caught", "[inte
   f.values[idx].name = "k";
   ir::ValueId kf = b.add1(OpCode::Cast, {idx}, [] {
     Attrs a;
-    a.dtype = DType::F32;
+    a.cast().dtype = DType::F32;
     return a;
   }());
   ir::ValueId y = b.add1(OpCode::Add, {f.params[0].value, kf});

@@ -46,7 +46,7 @@ TEST_CASE("shape rules: elementwise ops broadcast like NumPy", "[rules]") {
 
 TEST_CASE("shape rules: reductions, einsum, layout", "[rules]") {
   Attrs r;
-  r.dims = {0, 2};
+  r.reduce().dims = {0, 2};
   CHECK(shape_of(OpCode::ReduceSum, {t(DType::F32, {2, 3, 4})}, r) == Shape{3});
   Attrs e;
   e.einsum().spec = "bij,bjk->bik";
@@ -56,24 +56,24 @@ TEST_CASE("shape rules: reductions, einsum, layout", "[rules]") {
   CHECK(error_of(OpCode::Einsum, {t(DType::F32, {2, 3}), t(DType::F32, {4, 5})}, e)
             .find("index `j` has size 3 and 4") != std::string::npos);
   Attrs tr;
-  tr.dims = {2, 0, 1};
+  tr.layout().dims = {2, 0, 1};
   CHECK(shape_of(OpCode::Transpose, {t(DType::F32, {2, 3, 4})}, tr) == Shape{4, 2, 3});
   Attrs sl;
-  sl.start = {1, 0};
-  sl.limit = {7, 3};
-  sl.stride = {2, 1};
+  sl.layout().start = {1, 0};
+  sl.layout().limit = {7, 3};
+  sl.layout().stride = {2, 1};
   CHECK(shape_of(OpCode::Slice, {t(DType::F32, {8, 3})}, sl) == Shape{3, 3});  // rows 1, 3, 5
   Attrs pad;
-  pad.shape = {8, 3};
-  pad.start = {1, 0};
-  pad.stride = {2, 1};
+  pad.layout().shape = {8, 3};
+  pad.layout().start = {1, 0};
+  pad.layout().stride = {2, 1};
   CHECK(shape_of(OpCode::Pad, {t(DType::F32, {3, 3})}, pad) == Shape{8, 3});
   Attrs cat;
-  cat.dim = 1;
+  cat.layout().dim = 1;
   CHECK(shape_of(OpCode::Concat, {t(DType::F32, {2, 3}), t(DType::F32, {2, 5})}, cat) ==
         Shape{2, 8});
   Attrs rs;
-  rs.shape = {4, 6};
+  rs.layout().shape = {4, 6};
   CHECK(error_of(OpCode::Reshape, {t(DType::F32, {5, 5})}, rs).find("cannot reshape") !=
         std::string::npos);
 }
@@ -143,6 +143,21 @@ TEST_CASE("the op table lists every op once, with its spelling", "[rules]") {
   CHECK(op_communicates(OpCode::Psum));
   CHECK_FALSE(op_communicates(OpCode::Pbroadcast));
   CHECK_FALSE(op_communicates(OpCode::Pscatter));
+}
+
+TEST_CASE("the Linearity column: which operands each op is linear in", "[rules]") {
+  CHECK(op_linearity(OpCode::Add) == OpLinearity::InAll);
+  CHECK(op_linearity(OpCode::Mul) == OpLinearity::InEach);
+  CHECK(op_linearity(OpCode::Div) == OpLinearity::InFirst);
+  CHECK(op_linearity(OpCode::Neg) == OpLinearity::InFirst);
+  CHECK(op_linearity(OpCode::Exp) == OpLinearity::NotLinear);
+  CHECK(op_linearity(OpCode::Psum) == OpLinearity::PerOperand);
+  CHECK(op_linearity(OpCode::Pmax) == OpLinearity::NotLinear);
+  CHECK(linear_in_operand(OpLinearity::InBranches, 1));
+  CHECK_FALSE(linear_in_operand(OpLinearity::InBranches, 0));        // where's condition
+  CHECK_FALSE(linear_in_operand(OpLinearity::InArrayAndUpdate, 2));  // the index
+  CHECK(linear_together(OpLinearity::InAll));
+  CHECK_FALSE(linear_together(OpLinearity::InEach));
 }
 
 TEST_CASE("typed attributes: one family per op, defaults when nothing is set", "[rules]") {

@@ -1,4 +1,7 @@
-// Every op of ops.def, walked: each has a distinct spelling, and each math
+// Every op of ops.def, walked: each has a distinct spelling, a program using it
+// (op_program) finds its builtin, shape, variance, printer, sharding, jvp,
+// transpose (when ops.def's Linearity column says it is linear), interpreter
+// and code generation rules; and each math
 // function of one operand (the rows of spmdrt/unary_math.def but logical_not)
 // and of two (the arithmetic rows of spmdrt/binary_math.def) has every rule a
 // user reaches: a builtin that lowers to it, shape and
@@ -77,7 +80,8 @@ std::vector<Walked> unary_functions() {
   std::vector<Walked> out;
 #define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) \
   if (is_math_function(OpCode::Name))                                    \
-    out.push_back(unary(OpCode::Name, #scalar_fn, SPMD_IF_LINEAR_##Linearity(true) + 0));
+    out.push_back(                                                       \
+        unary(OpCode::Name, #scalar_fn, op_linearity(OpCode::Name) != OpLinearity::NotLinear));
 #include "spmdrt/unary_math.def"
   return out;
 }
@@ -87,10 +91,10 @@ std::vector<Walked> unary_functions() {
 /// transpose rule.
 std::vector<Walked> binary_functions() {
   std::vector<Walked> out;
-#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk) \
-  if (op_kind(OpCode::Name) == OpKind::Binary)                               \
-    out.push_back(binary(OpCode::Name, symbol, #scalar_fn,                   \
-                         OpCode::Name == OpCode::Add || OpCode::Name == OpCode::Sub));
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
+  if (op_kind(OpCode::Name) == OpKind::Binary)                                          \
+    out.push_back(binary(OpCode::Name, symbol, #scalar_fn,                              \
+                         op_linearity(OpCode::Name) == OpLinearity::InAll));
 #include "spmdrt/binary_math.def"
   return out;
 }
@@ -175,6 +179,184 @@ TEST_CASE("every two-operand arithmetic function has every rule", "[ops][coverag
   const std::vector<Walked> functions = binary_functions();
   check_every_rule(functions);
   CHECK(functions.size() == 9);  // add sub mul div floor_divide remainder pow maximum minimum
+}
+
+/// An op as the whole-table walk uses it: a shmap (or sharded function) `f`
+/// of x, y: f32[4] @ P(i) on a mesh of 2 whose result holds the op.
+struct OpProgram {
+  std::string source;
+};
+
+std::string entry(const std::string &body, const std::string &prelude = "",
+                  const char *kind = "shmap") {
+  return "mesh M = (i: 2)\n" + prelude + kind +
+         " f(x: f32[4] @ P(i), y: f32[4] @ P(i)) -> f32[4] @ P(i) on M {\n" + body + "\n}\n";
+}
+
+/// `return expr` (locally x, y: f32[2]).
+OpProgram returning(const std::string &expr) { return {entry("  return " + expr)}; }
+
+/// `x OP y` (`x * 2.0`, `x / 2.0`: linear), a comparison or logic as where's condition.
+OpProgram binary_program(OpCode op) {
+  if (op == OpCode::Mul) return returning("x * 2.0");
+  if (op == OpCode::Div) return returning("x / 2.0");
+  const std::string symbol(op_symbol(op)), name(op_spelling(op));
+  const std::string call = symbol.empty() ? name + "(x, y)" : "x " + symbol + " y";
+  if (op_kind(op) == OpKind::Binary) return returning(call);
+  if (op_kind(op) == OpKind::Compare) return returning("where(" + call + ", x, y)");
+  return returning("where((x < y) " + symbol + " (y < x), x, y)");
+}
+
+/// A program using `op`, linear in x and y when the op is (ops.def's
+/// Linearity column): the switch is exhaustive, so a new op fails to compile
+/// until it has one here.
+OpProgram op_program(OpCode op) {
+  const std::string name(op_spelling(op));
+  switch (op) {
+    case OpCode::Constant:
+      return returning("x * 2.0");
+    case OpCode::Full:
+      return returning("x + full((2,), 3.0)");
+    case OpCode::Iota:
+      return returning("x + iota((2,), dtype=f32)");
+#define UNARY_MATH(Name, spelling, kernel, scalar_fn, Domain, Linearity) case OpCode::Name:
+#include "spmdrt/unary_math.def"
+      if (op == OpCode::Not) return returning("where(logical_not(x < y), x, y)");
+      return returning(name + "(x)");
+    case OpCode::Cast:
+      return returning("cast(cast(x, f64), f32)");
+    case OpCode::StopGradient:
+      return returning("x + stop_gradient(y)");
+#define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
+  case OpCode::Name:
+#include "spmdrt/binary_math.def"
+      return binary_program(op);
+    case OpCode::Select:
+      return returning("where(iota((2,), dtype=f32) < 1.0, x, y)");
+    case OpCode::ReduceSum:
+    case OpCode::ReduceMax:
+    case OpCode::ReduceMin:
+      return returning("x + " + name + "(x)");
+    case OpCode::ArgMax:
+    case OpCode::ArgMin:
+      return returning("x + cast(" + name + "(x), f32)");
+    case OpCode::Einsum:
+      return returning("sum(einsum(\"i,j->ij\", x, ones((2,))), axes=1)");
+    case OpCode::Reshape:
+      return returning("reshape(reshape(x, (1, 2)), (2,))");
+    case OpCode::Transpose:
+      return returning("reshape(transpose(reshape(x, (1, 2))), (2,))");
+    case OpCode::Reverse:
+      return returning("flip(x)");
+    case OpCode::BroadcastTo:
+      return returning("sum(broadcast_to(x, (3, 2)), axes=0)");
+    case OpCode::Slice:
+    case OpCode::Concat:
+      return returning("concat((x[1:2], y[0:1]))");
+    case OpCode::Pad:
+      return returning("pad(x[0:1], (2,), (1,))");
+    case OpCode::DynamicSlice:
+      return returning("dynamic_slice(concat((x, y)), axis_index(i), 2)");
+    case OpCode::DynamicUpdateSlice:
+      return returning("dynamic_update_slice(x, y[0:1], axis_index(i))");
+    case OpCode::Constrain:
+      return {entry("  return constrain(x + y, P(i))", "", "sharded")};
+    case OpCode::Psum:
+    case OpCode::Pmax:
+    case OpCode::Pmin:
+      return returning("x + " + name + "(y, i)");
+    case OpCode::Pbroadcast:
+      return returning("x + pbroadcast(psum(y, i), i)");
+    case OpCode::AllGather:
+      return returning("sum(reshape(all_gather(x, i), (2, 2)), axes=0)");
+    case OpCode::AllGatherInvariant:
+      return returning("x + sum(reshape(all_gather_invariant(y, i), (2, 2)), axes=0)");
+    case OpCode::PsumScatter:
+      return returning("psum_scatter(concat((x, y)), i)");
+    case OpCode::Pscatter:
+      return returning("x + pscatter(psum(concat((y, y)), i), i)");
+    case OpCode::AllToAll:
+      return returning("all_to_all(x, i, 0, 0)");
+    case OpCode::Ppermute:
+      return returning("ppermute(x, i, shift=1)");
+    case OpCode::AxisIndex:
+      return returning("x + cast(axis_index(i), f32)");
+    case OpCode::Call:
+      return {entry("  return g(x)", "def g(a: f32[n]) -> f32[n] {\n  return 2.0 * a\n}\n")};
+    case OpCode::For:
+      return {entry("  s = x\n  for k in range(2) {\n    s = s + y\n  }\n  return s")};
+  }
+  return {};
+}
+
+/// The rules of `op` that its program finds missing: builtin/shape/variance,
+/// printer, sharding (ops that may appear in sharded functions), jvp,
+/// transpose (ops.def says it is linear), eval, codegen.
+std::vector<std::string> missing_op_rules(OpCode op) {
+  std::vector<std::string> missing;
+  const OpProgram p = op_program(op);
+  Compilation c;
+  compile_source(c, "coverage.spmd", p.source, {});
+  if (!c.ok() || !holds_op(*c.module, op)) {
+    missing.push_back("builtin/shape/variance (" + render_diagnostics(c.diags, c.sources) + ")");
+    return missing;
+  }
+  Compilation again;
+  compile_source(again, "printed.spmd", ir::print_module(*c.module), {});
+  if (!again.ok() || !holds_op(*again.module, op)) missing.push_back("printer");
+  const OpKind kind = op_kind(op);
+  if (kind != OpKind::Collective && kind != OpKind::Call && kind != OpKind::Control) {
+    const ir::Function &f = c.module->functions[static_cast<size_t>(c.module->find_function("f"))];
+    for (const ir::Instr &in : f.body) {
+      if (in.op != op) continue;
+      std::vector<Type> operands, results;
+      for (ir::ValueId o : in.operands) operands.push_back(f.type(o));
+      for (ir::ValueId r : in.results) results.push_back(f.type(r));
+      const ShardingRule rule = sharding_rule(op, operands, results, in.attrs);
+      if (rule.family == RuleFamily::Unsupported)
+        missing.push_back("sharding (" + rule.unsupported + ")");
+      break;
+    }
+  }
+  auto derives = [&](DeriveKind derive_kind, const char *rule) {
+    DeriveRequest request;
+    request.kind = derive_kind;
+    request.function = "f";
+    try {
+      derive(*c.module, request);
+    } catch (const std::exception &e) {
+      missing.push_back(std::string(rule) + " (" + e.what() + ")");
+    }
+  };
+  derives(DeriveKind::Jvp, "jvp");
+  if (op_linearity(op) != OpLinearity::NotLinear && op != OpCode::StopGradient)
+    derives(DeriveKind::Transpose, "transpose");
+  try {
+    const std::vector<rt::Tensor> inputs{rt::random_tensor(DType::F32, {4}, 7),
+                                         rt::random_tensor(DType::F32, {4}, 8)};
+    interp::run_shmap(*c.module, c.module->find_function("f"), inputs);
+  } catch (const std::exception &e) {
+    missing.push_back(std::string("eval (") + e.what() + ")");
+  }
+  try {
+    backend::EmitOptions eo;
+    eo.entry = "f";
+    backend::emit_program(*c.module, &c.sources, eo);
+  } catch (const std::exception &e) {
+    missing.push_back(std::string("codegen (") + e.what() + ")");
+  }
+  return missing;
+}
+
+TEST_CASE("every op of ops.def has every rule", "[ops][coverage]") {
+  std::vector<std::string> failures;
+  for (int k = 0; k < kNumOps; ++k) {
+    const OpCode op = static_cast<OpCode>(k);
+    for (const std::string &rule : missing_op_rules(op))
+      failures.push_back("`" + std::string(op_spelling(op)) + "` has no " + rule + " rule");
+  }
+  for (const std::string &f : failures) FAIL_CHECK(f);
+  CHECK(failures.empty());
 }
 
 }  // namespace

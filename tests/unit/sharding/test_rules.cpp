@@ -89,7 +89,7 @@ TEST_CASE("sharding rules: reductions split reduced dims into partial results",
           "[sharding][rules]") {
   rt::Mesh mesh({{"i", 2}});
   Attrs a;
-  a.dims = {1};
+  a.reduce().dims = {1};
   auto sum = sig(OpCode::ReduceSum, {f32({4, 6})}, {f32({4})}, a);
   CHECK(all_layouts(sum, mesh) ==
         std::vector<std::string>{"P()->P()", "P(i)->P(i)", "P(None, i)->P(partial=i)"});
@@ -121,18 +121,18 @@ TEST_CASE("sharding rules: reshape splits the major dimension of each group", "[
 
 TEST_CASE("sharding rules: layout ops keep untouched dimensions", "[sharding][rules]") {
   Attrs t;
-  t.dims = {1, 0};
+  t.layout().dims = {1, 0};
   auto tr = sig(OpCode::Transpose, {f32({4, 6})}, {f32({6, 4})}, t);
   CHECK(tr.rule.result_factors == std::vector<std::vector<int>>{{1, 0}});
   Attrs c;
-  c.dim = 1;
+  c.layout().dim = 1;
   auto cat = sig(OpCode::Concat, {f32({4, 2}), f32({4, 3})}, {f32({4, 5})}, c);
   CHECK(cat.rule.operand_factors == std::vector<std::vector<int>>{{0, kNoFactor}, {0, kNoFactor}});
   CHECK(cat.rule.linearity == Linearity::Together);
   Attrs sl;
-  sl.start = {0, 1};
-  sl.limit = {4, 5};
-  sl.stride = {1, 1};
+  sl.layout().start = {0, 1};
+  sl.layout().limit = {4, 5};
+  sl.layout().stride = {1, 1};
   auto slice = sig(OpCode::Slice, {f32({4, 6})}, {f32({4, 4})}, sl);
   CHECK(slice.rule.operand_factors == std::vector<std::vector<int>>{{0, kNoFactor}});
 }
