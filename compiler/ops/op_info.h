@@ -24,7 +24,7 @@ enum class OpKind {
   Compare,      // two operands, broadcast, bool result
   Logical,      // two bool operands, broadcast, bool result
   Select,       // where(cond, a, b)
-  Reduce,       // removes attrs.dims
+  Reduce,       // removes the reduced dimensions (ReduceAttrs)
   Contraction,  // einsum
   Layout,       // moves elements around
   Collective,   // works across devices; variance rule from the design note
