@@ -389,8 +389,10 @@ class FunctionPrinter {
       case OpCode::Reverse: {
         std::string s = std::string(op_spelling(in.op)) + "(" + op(in.operands[0]);
         int64_t rank = f_.type(in.operands[0]).rank();
-        bool all = static_cast<int64_t>(a.layout().dims.size()) == rank;
-        if (!all || rank == 0) s += ", axes=" + int_tuple(a.layout().dims);
+        const std::vector<int64_t> &dims =
+            op_attr_family(in.op) == AttrFamily::Layout ? a.layout().dims : a.reduce().dims;
+        bool all = static_cast<int64_t>(dims.size()) == rank;
+        if (!all || rank == 0) s += ", axes=" + int_tuple(dims);
         return s + ")";
       }
       case OpCode::Einsum: {
