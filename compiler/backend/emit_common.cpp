@@ -376,7 +376,7 @@ std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<
   return s.empty() ? "0" : s;
 }
 
-std::string collective_expr(const ir::Function &f, const ir::Instr &in, Names &names,
+std::string collective_expr(const ir::Function &f, const ir::Instr &in, Names &names, bool movable,
                             std::string &pre) {
   const Attrs &a = in.attrs;
   std::string call, tail = ", Axes" + int_list(a.axes);
@@ -391,14 +391,17 @@ std::string collective_expr(const ir::Function &f, const ir::Instr &in, Names &n
   }
   if (in.operands.size() == 1) return call + names[in.operands[0]] + tail;
   const std::string all = names.fresh("combined");
-  pre += "  const std::vector<Tensor> " + all + " = " + call + "std::vector<Tensor>{";
+  pre += "  " + std::string(movable ? "" : "const ") + "std::vector<Tensor> " + all + " = " + call +
+         "std::vector<Tensor>{";
   for (size_t k = 0; k < in.operands.size(); ++k) pre += (k ? ", " : "") + names[in.operands[k]];
   pre += "}" + tail + ";  // one combined " + std::string(op_spelling(in.op)) + "\n";
   for (size_t k = 1; k < in.results.size(); ++k)
-    pre += "  const Tensor " + names[in.results[k]] + " = " + all + "[" + std::to_string(k) +
-           "];  // " + shape_type_str(f.type(in.results[k]).dtype, f.type(in.results[k]).shape) +
-           "\n";
-  return all + "[0]";
+    pre +=
+        "  " + std::string(movable ? "Tensor " : "const Tensor ") + names[in.results[k]] + " = " +
+        (movable ? "std::move(" + all + "[" + std::to_string(k) + "])"
+                 : all + "[" + std::to_string(k) + "]") +
+        ";  // " + shape_type_str(f.type(in.results[k]).dtype, f.type(in.results[k]).shape) + "\n";
+  return movable ? "std::move(" + all + "[0])" : all + "[0]";
 }
 
 std::string group_title(const FusionPlan &plan, const FusedGroup &group) {
@@ -487,9 +490,8 @@ std::string spec_init(const rt::PartitionSpec &spec) {
 std::string program_main_call(const EmitOptions &options, const std::string &target,
                               const std::string &threads_executor,
                               const std::string &mpi_executor) {
-  return "  return rt::program_main(argc, argv, functions(), " +
-         cpp_string_literal(options.entry) + ", " + cpp_string_literal(target) +
-         ",\n                          " +
+  return "  return rt::program_main(argc, argv, functions(), " + cpp_string_literal(options.entry) +
+         ", " + cpp_string_literal(target) + ",\n                          " +
          cpp_string_literal(options.built_by + " from " + options.source_path) +
          ",\n                          {" + threads_executor + "(functions(), bodies),\n" +
          "                           " + mpi_executor + "(functions(), bodies)});\n}\n";

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/backend.h"
 #include "analysis/fusion.h"
+#include "backend/backend.h"
 #include "ir/ir.h"
 #include "support/source.h"
 #include "support/unique_names.h"
@@ -106,7 +106,7 @@ std::string offset_expr(const LoopNest &nest, size_t operand, const std::vector<
 /// one, psum((a, b), axes) or all_gather((a, b), ...), is one call on a vector
 /// of tensors: `pre` receives its declaration and results 1.., and the
 /// returned expression is result 0.
-std::string collective_expr(const ir::Function &f, const ir::Instr &in, Names &names,
+std::string collective_expr(const ir::Function &f, const ir::Instr &in, Names &names, bool movable,
                             std::string &pre);
 
 /// A short name for a fused group: "sub_pow_sum" from its members' ops.

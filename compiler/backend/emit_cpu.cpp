@@ -30,6 +30,7 @@ class CpuFunctionEmitter final : public FunctionEmitter {
   std::string kernel_namespace() const override { return "rt"; }
   std::string context_type() const override { return "rt::DeviceContext"; }
   std::string kernel_declaration() const override { return "static void "; }
+  bool release_dead_values() const override { return true; }
 
   void open_kernel_loops(const LoopNest &nest, std::vector<std::string> &idx, std::string &indent,
                          std::ostringstream &kernels) override {

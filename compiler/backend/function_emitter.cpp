@@ -64,13 +64,32 @@ void FunctionEmitter::emit_block(const std::vector<ir::Instr> &block,
                                  std::ostringstream &kernels, std::ostringstream &body) {
   const FusionPlan plan = plan_fusion(f_, block, live_out);
   const ir::BlockUses uses = ir::block_uses(block, params, live_out);
-  for (const Step &s : plan.steps) {
+  // With release_dead_values: per step, the values whose last read it is
+  // (results nothing reads: their own step).
+  std::vector<std::vector<ir::ValueId>> dies(plan.steps.size());
+  if (release_dead_values()) {
+    const std::vector<int> at = step_positions(plan);
+    const ir::BlockUses last = ir::block_uses(block, params, live_out, at);
+    for (ir::ValueId v : params)
+      if (last.last.at(v) >= 0) dies[static_cast<size_t>(last.last.at(v))].push_back(v);
+    for (size_t i = 0; i < block.size(); ++i)
+      for (ir::ValueId r : block[i].results) {
+        const int l = last.last.at(r);
+        if (l != ir::BlockUses::kKept) dies[static_cast<size_t>(l >= 0 ? l : at[i])].push_back(r);
+      }
+  }
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const Step &s = plan.steps[k];
     if (s.is_group)
       emit_group(plan, s.index, kernels, body);
     else if (block[s.index].op == OpCode::For)
       emit_loop(block[s.index], kernels, body);
     else
       emit_instr(plan, uses, s.index, body);
+    // Only variables declared non-const (not parameters, the loop index,
+    // constants folded into kernels or values kept in registers).
+    for (ir::ValueId v : dies[k])
+      if (releasable_.count(v)) body << "  " << names_[v] << " = Tensor();  // last use\n";
   }
 }
 
@@ -82,6 +101,10 @@ void FunctionEmitter::emit_loop(const ir::Instr &loop, std::ostringstream &kerne
       loop_code(f_, loop, names_, "Tensor::scalar(rt::DType::I32, static_cast<double>(%s))", "  ");
   for (ir::ValueId v : loop.results) mutable_.insert(v);
   for (size_t k = 1; k < r.params.size(); ++k) mutable_.insert(r.params[k]);
+  if (release_dead_values()) {
+    for (ir::ValueId v : loop.results) releasable_.insert(v);
+    for (size_t k = 1; k < r.params.size(); ++k) releasable_.insert(r.params[k]);
+  }
   body << code.before << code.index;
   std::ostringstream inner;
   last_comment_.clear();
@@ -148,9 +171,11 @@ void FunctionEmitter::emit_group(const FusionPlan &plan, size_t g, std::ostrings
 
   // ---- the call
   for (size_t i : group.members) comment(block[i].span, body);
-  for (ir::ValueId v : group.outputs)
+  for (ir::ValueId v : group.outputs) {
+    if (release_dead_values()) releasable_.insert(v);
     body << "  Tensor " << names_[v] << " = Tensor::empty(" << dtype_enum(f_.type(v).dtype) << ", "
          << shape_init(f_.type(v).shape) << ");  // " << ty(v) << "\n";
+  }
   body << "  " << kernel_call(kname, nest);
   sep.clear();
   for (ir::ValueId v : group.inputs) {
@@ -261,7 +286,7 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
     case OpCode::AllGather:
     case OpCode::AllGatherInvariant:
     case OpCode::PsumScatter:
-      expr = collective_expr(f_, in, names_, pre);
+      expr = collective_expr(f_, in, names_, release_dead_values(), pre);
       break;
     case OpCode::Pbroadcast:
       expr = x(0) + "  /* pbroadcast: invariant -> varying, no data moves */";
@@ -300,8 +325,10 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
       throw std::logic_error("backend: call left after inlining");
   }
   out << pre;
-  out << "  const Tensor " << names_[in.results.at(0)] << " = " << expr << ";  // "
-      << ty(in.results[0]) << "\n";
+  if (release_dead_values())
+    for (ir::ValueId r : in.results) releasable_.insert(r);
+  out << (release_dead_values() ? "  Tensor " : "  const Tensor ") << names_[in.results.at(0)]
+      << " = " << expr << ";  // " << ty(in.results[0]) << "\n";
 }
 
 }  // namespace spmd::backend::detail

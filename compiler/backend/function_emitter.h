@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/emit_common.h"
 #include "analysis/fusion.h"
+#include "backend/emit_common.h"
 #include "ir/ir.h"
 #include "ir/loops.h"
 #include "support/source.h"
@@ -59,6 +59,10 @@ class FunctionEmitter {
                                   std::ostringstream &kernels) = 0;
   /// A kernel call up to its argument list: "name(" or "name<<<...>>>(".
   virtual std::string kernel_call(const std::string &kname, const LoopNest &nest) const = 0;
+  /// Whether each value's variable is emptied after its last use (so the
+  /// device holds what is live, as the interpreter does) rather than at the
+  /// end of its scope: variables become non-const Tensors. Off by default.
+  virtual bool release_dead_values() const { return false; }
   /// Statements after a kernel call's ");\n" (none by default).
   virtual std::string after_kernel_call(const std::string &kname) const;
   /// `dynamic_slice(x0, x1)`: statements go to `pre`, returns the expression.
@@ -97,7 +101,8 @@ class FunctionEmitter {
   Names names_;
   std::string last_comment_;
   int next_kernel_ = 0;
-  std::set<ir::ValueId> mutable_;  // carried variables (non-const Tensors)
+  std::set<ir::ValueId> mutable_;     // carried variables (non-const Tensors)
+  std::set<ir::ValueId> releasable_;  // with release_dead_values: variables one may empty
 };
 
 }  // namespace spmd::backend::detail

@@ -12,9 +12,9 @@
 #include <iostream>
 #include <optional>
 
+#include "analysis/memory_estimate.h"
 #include "driver/commands.h"
 #include "interp/interpreter.h"
-#include "analysis/memory_estimate.h"
 #include "spmdrt/cli_io.h"
 #include "spmdrt/kernels.h"
 
@@ -33,6 +33,7 @@ struct RunOptions {
   bool quiet = false;
   int iters = 0, warmup = 0;
   bool cast = false;
+  bool report_memory = false;
 };
 
 /// A user error: printed as `spmdc: error: ...`, exit 1.
@@ -102,9 +103,9 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
     const ir::Function &f = module.functions[static_cast<size_t>(index)];
     auto paths = output_paths(f, options);
     // Before anything is read or allocated: is there room to run it?
+    const rt::MemoryEstimate estimate = estimate_memory(module, f, &c.sources);
     rt::check_resources(
-        f.name, module.mesh_of(f).num_devices(), estimate_memory(module, f, &c.sources),
-        host_io_bytes(f),
+        f.name, module.mesh_of(f).num_devices(), estimate, host_io_bytes(f),
         options.max_memory.empty() ? -1 : rt::parse_byte_size(options.max_memory, "--max-memory"));
     std::vector<std::string> notes;
     std::vector<rt::Tensor> inputs = gather_inputs(module, f, options, notes);
@@ -114,6 +115,10 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
     io.check_replication = options.check_replication;
     io.timing.iters = options.iters;
     io.timing.warmup = options.warmup;
+    // A sharded function runs unsharded, on one device.
+    const rt::Mesh one_device({{"device", 1}});
+    const rt::Mesh &run_mesh = f.kind == ir::FunctionKind::Sharded ? one_device : module.mesh_of(f);
+    if (options.report_memory) io.timing.meters = rt::make_meters(run_mesh);
     std::vector<double> seconds;
     io.seconds = &seconds;
     std::vector<rt::Tensor> results;
@@ -158,6 +163,13 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
       std::cerr << rt::timing_report("spmdc run", f.name, "the interpreter",
                                      module.mesh_of(f).num_devices(), seconds, options.warmup);
     }
+    if (options.report_memory) {
+      std::vector<std::pair<int64_t, int64_t>> peaks;
+      for (int64_t d = 0; d < run_mesh.num_devices(); ++d)
+        peaks.emplace_back(d, io.timing.meter(d)->peak());
+      std::cout.flush();
+      std::cerr << rt::memory_report("spmdc run", f.name, run_mesh, peaks, estimate.device_bytes);
+    }
     rt::write_outputs(results, paths, options.inputs);
   } catch (const UsageError &e) {
     return report_error(common, "run-error", e.message);
@@ -192,6 +204,9 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
   run->add_option("--max-memory", options.max_memory,
                   "The memory the run may use, e.g. 64G (default: the memory available); "
                   "checked against an estimate before running");
+  run->add_flag("--report-memory", options.report_memory,
+                "After the run, print each device's peak bytes of tensors (its input blocks "
+                "included) on stderr, with the estimate checked before running");
   run->add_flag("--check-replication", options.check_replication,
                 "Check that every value the type system calls invariant is bit-identical "
                 "on the devices it is invariant across (a failure is a compiler bug)");

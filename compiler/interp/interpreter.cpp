@@ -280,6 +280,8 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
   rt::StepClock clock(devices);
   rt::run_on_mesh(mesh, [&](rt::DeviceContext &ctx) {
     const auto d = static_cast<size_t>(ctx.device());
+    // The input blocks are cut on the device's thread: the meter counts them.
+    rt::MeteredDevice metered(options.timing, ctx.device(), {});
     std::vector<detail::Record> *rec = options.check_replication ? &records[d] : nullptr;
     std::vector<Tensor> args;
     args.reserve(inputs.size());

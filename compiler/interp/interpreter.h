@@ -32,6 +32,9 @@ struct InterpOptions {
   /// Run the body again `timing.warmup` + `timing.iters` times after the
   /// result-producing run; the last `iters` are timed across the whole mesh
   /// (rt::run_steps) and their seconds appended to `seconds` (when not null).
+  /// With `timing.meters` (--report-memory), each device's tensors are
+  /// counted on its meter (the meters index the mesh the body runs on: one
+  /// device for a sharded function).
   rt::RunRequest timing;
   std::vector<double> *seconds = nullptr;
 };

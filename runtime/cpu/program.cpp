@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "program_io.h"
 #include "spmdrt/checked.h"
@@ -40,6 +41,7 @@ struct Options {
   bool deterministic = false;
   bool version = false;
   bool cast = false;
+  bool report_memory = false;
 };
 
 int64_t parse_int(const std::string &text, const std::string &flag, int64_t lo, int64_t hi) {
@@ -59,7 +61,8 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
       << "Usage: " << argv0
       << " [--fn NAME] [--in NAME=PATH]... [--cast] [--out NAME=PATH]... [--out-dir DIR]\n"
          "       [--random SEED] [--max-memory SIZE] [--iters N] [--warmup N]\n"
-         "       [--print-limit N] [-q] [--executor threads|mpi] [--deterministic] [--version]\n\n"
+         "       [--print-limit N] [-q] [--executor threads|mpi] [--deterministic]\n"
+         "       [--report-memory] [--version]\n\n"
          "A program built by `spmdc build` (target "
       << target
       << "). Same inputs and outputs as `spmdc run`.\n"
@@ -72,6 +75,8 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
          "  --out NAME=PATH   write output NAME to a .npy file\n"
          "  --out-dir DIR     write every output as DIR/NAME.npy (created when missing)\n"
          "  --iters N         time N more runs (after --warmup runs); prints median/min/max\n"
+         "  --report-memory   print each device's peak bytes of tensors (its input blocks\n"
+         "                    included) on stderr after the run, with the compiler's estimate\n"
          "  --print-limit N   abbreviate printed arrays above N elements (default 1000)\n"
          "  -q, --quiet       print no outputs\n"
          "  --executor E      threads: every mesh position in this process, one thread each;\n"
@@ -148,6 +153,8 @@ void parse(int argc, char **argv, Options &o, bool &help) {
       o.deterministic = true;
     } else if (arg == "--cast") {
       o.cast = true;
+    } else if (arg == "--report-memory") {
+      o.report_memory = true;
     } else {
       throw UsageError{"unknown argument `" + arg + "` (see --help)"};
     }
@@ -358,6 +365,11 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
         index = choose_function(functions, options.fn.empty() ? default_fn : options.fn);
         const ProgramFunction &f = functions[index];
         if (std::string e = exec.check_launch(f, request); !e.empty()) throw UsageError{e};
+        if (options.report_memory && target != "cpu")
+          throw UsageError{
+              "--report-memory counts the CPU runtime's tensors; this program's "
+              "target is " +
+              target};
         paths = output_paths(f.name, value_names(f.results), options.outputs, options.out_dir);
         files = input_paths(f.name, value_names(f.params), options.inputs, options.random_seed);
         headers = check_input_files(
@@ -373,6 +385,7 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
     for (const std::string &note : notes) std::cerr << prog << ": note: " << note << "\n";
   const ProgramFunction &f = functions[index];
   const std::vector<int64_t> devices = exec.local_devices(f.mesh);
+  if (options.report_memory) request.meters = make_meters(f.mesh);
 
   // 2. This process's blocks of every input.
   std::vector<std::vector<Tensor>> locals;
@@ -419,6 +432,24 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
     std::cout.flush();
     std::cerr << timing_report(prog, f.name, target + " (" + exec.name() + ")",
                                f.mesh.num_devices(), seconds, options.warmup);
+  }
+  if (options.report_memory) {
+    // Rank 0 prints every device's peak: "device peak" lines from each process.
+    std::string mine;
+    for (int64_t d : devices)
+      mine += std::to_string(d) + " " + std::to_string(request.meter(d)->peak()) + "\n";
+    const std::vector<std::string> all = procs.gather(mine);
+    if (root) {
+      std::vector<std::pair<int64_t, int64_t>> peaks;
+      for (const std::string &lines : all) {
+        std::istringstream in(lines);
+        int64_t d = 0, peak = 0;
+        while (in >> d >> peak) peaks.emplace_back(d, peak);
+      }
+      std::sort(peaks.begin(), peaks.end());
+      std::cout.flush();
+      std::cerr << memory_report(prog, f.name, f.mesh, peaks, f.memory.device_bytes);
+    }
   }
   if (!write_distributed_outputs(procs, f, devices, out, paths, options.inputs,
                                  [&](auto &&step) { return agreed(procs, prog, step); }))
@@ -521,6 +552,45 @@ std::string timing_report(const std::string &who, const std::string &fn, const s
   return line;
 }
 
+std::shared_ptr<MemoryMeter> RunRequest::meter(int64_t device) const {
+  return meters.empty() ? nullptr : meters.at(static_cast<size_t>(device));
+}
+
+std::vector<std::shared_ptr<MemoryMeter>> make_meters(const Mesh &mesh) {
+  std::vector<std::shared_ptr<MemoryMeter>> meters;
+  for (int64_t d = 0; d < mesh.num_devices(); ++d)
+    meters.push_back(std::make_shared<MemoryMeter>());
+  return meters;
+}
+
+std::string memory_report(const std::string &who, const std::string &fn, const Mesh &mesh,
+                          const std::vector<std::pair<int64_t, int64_t>> &peaks,
+                          int64_t estimate_bytes) {
+  std::ostringstream out;
+  out << who << ": peak memory of `" << fn << "` per device (its tensors, inputs included):\n";
+  int64_t top = 0;
+  for (const auto &[device, peak] : peaks) {
+    out << "  device " << device << " " << format_position(mesh, device) << ": " << peak
+        << " bytes\n";
+    top = std::max(top, peak);
+  }
+  out << "  largest " << top << " bytes (" << format_bytes(top) << "); estimated before running "
+      << estimate_bytes << " bytes (" << format_bytes(estimate_bytes) << ")\n";
+  return out.str();
+}
+
+MeteredDevice::MeteredDevice(const RunRequest &request, int64_t device,
+                             const std::vector<Tensor> &inputs)
+    : scope_(request.meter(device)), meter_(request.meter(device)) {
+  if (!meter_) return;
+  for (const Tensor &t : inputs) held_ += static_cast<int64_t>(t.nbytes());
+  meter_->add(held_);
+}
+
+MeteredDevice::~MeteredDevice() {
+  if (meter_) meter_->remove(held_);
+}
+
 namespace {
 
 /// One process; every mesh position on its own thread.
@@ -547,6 +617,7 @@ class CpuThreadsExecutor final : public Executor {
     StepClock clock(locals.size());
     run_on_mesh(f.mesh, [&](DeviceContext &ctx) {
       const auto d = static_cast<size_t>(ctx.device());
+      MeteredDevice metered(request, ctx.device(), locals[d]);
       run_steps(ctx, request, clock, times, [&](int it) {
         std::vector<Tensor> r = body(ctx, locals[d]);
         if (it == 0) out[d] = std::move(r);

@@ -2,7 +2,9 @@
 //
 // Buffers are 64-byte aligned and reference counted (std::shared_ptr<std::byte[]>
 // with an aligned operator delete); freed buffers of 256 KiB and more are kept
-// (up to 256 MiB in all) for the next allocation of the same size. Also home of the small shared
+// (up to 256 MiB in all) for the next allocation of the same size. Under a
+// MeterScope each buffer is counted on its thread's MemoryMeter until freed
+// (--report-memory). Also home of the small shared
 // helpers of internal.h (strides, errors, strided copy).
 #include <algorithm>
 #include <bit>
@@ -11,6 +13,7 @@
 #include <new>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "internal.h"
 #include "spmdrt/checked.h"
@@ -59,14 +62,28 @@ BufferPool &pool() {
   return *p;
 }
 
+/// The meter of this thread's innermost MeterScope (null: none).
+std::shared_ptr<MemoryMeter> &current_meter() {
+  thread_local std::shared_ptr<MemoryMeter> meter;
+  return meter;
+}
+
 std::shared_ptr<std::byte[]> allocate_buffer(size_t bytes) {
   // Always allocate at least one cache line so a zero-element tensor is defined().
   const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
   const bool pooled = rounded >= BufferPool::kMinBytes;
   std::byte *memory = pooled ? pool().take(rounded) : nullptr;
   if (!memory) memory = static_cast<std::byte *>(::operator new(rounded, kAlignment));
-  return std::shared_ptr<std::byte[]>(memory, [rounded, pooled](std::byte *p) {
+  auto release = [rounded, pooled](std::byte *p) {
     if (!pooled || !pool().keep(p, rounded)) ::operator delete(p, kAlignment);
+  };
+  const std::shared_ptr<MemoryMeter> &meter = current_meter();
+  if (!meter) return std::shared_ptr<std::byte[]>(memory, release);
+  const auto counted = static_cast<int64_t>(bytes);
+  meter->add(counted);
+  return std::shared_ptr<std::byte[]>(memory, [release, meter, counted](std::byte *p) {
+    meter->remove(counted);
+    release(p);
   });
 }
 
@@ -80,6 +97,20 @@ void check_shape(const Shape &shape, size_t element_size) {
 }
 
 }  // namespace
+
+void MemoryMeter::add(int64_t bytes) {
+  const int64_t now = live_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t top = peak_.load(std::memory_order_relaxed);
+  while (now > top && !peak_.compare_exchange_weak(top, now, std::memory_order_relaxed)) {
+  }
+}
+
+void MemoryMeter::remove(int64_t bytes) { live_.fetch_sub(bytes, std::memory_order_relaxed); }
+
+MeterScope::MeterScope(std::shared_ptr<MemoryMeter> meter)
+    : previous_(std::exchange(current_meter(), std::move(meter))) {}
+
+MeterScope::~MeterScope() { current_meter() = std::move(previous_); }
 
 namespace detail {
 

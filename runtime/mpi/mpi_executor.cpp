@@ -39,6 +39,7 @@ class CpuMpiExecutor final : public Executor {
     detail::use_blas_threads_for(processes_->local_size());
     std::unique_ptr<Fabric> fabric = make_mpi_fabric(f.mesh, request.deterministic);
     DeviceContext ctx(*fabric, processes_->rank());
+    MeteredDevice metered(request, processes_->rank(), locals.at(0));
     std::vector<std::vector<Tensor>> out(1);
     StepClock clock(1);
     const int total = 1 + request.warmup + request.iters;

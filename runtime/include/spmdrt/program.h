@@ -7,7 +7,7 @@
 //
 //   ./prog [--fn NAME] [--in NAME=PATH]... [--out NAME=PATH]... [--out-dir DIR]
 //          [--random SEED] [--iters N] [--warmup N] [--print-limit N] [-q]
-//          [--executor threads|mpi] [--deterministic]
+//          [--executor threads|mpi] [--deterministic] [--report-memory]
 //
 // It validates everything before running (names, files, global shapes and
 // dtypes, output directories — with the same messages as `spmdc run`), then
@@ -29,7 +29,8 @@
 // With --iters N the body runs N more times after --warmup runs and the
 // median, min and max per-iteration times are printed on stderr; an iteration
 // is timed across the whole mesh, from the first device's start to the last
-// device's finish.
+// device's finish. With --report-memory each device's peak tensor bytes
+// (rt::MemoryMeter) are printed on stderr after the run.
 //
 // Exit status: 0 ok, 1 user error (bad usage, inputs, or a runtime error such
 // as integer division by zero), 2 internal error, 3 setup error (e.g. not
@@ -69,7 +70,41 @@ struct RunRequest {
   int warmup = 0;
   int iters = 0;               // timed iterations after the first (result-producing) run
   bool deterministic = false;  // --deterministic: reductions in rank order (bit-identical)
+  /// --report-memory: one meter per device of the mesh (by device index),
+  /// counting the tensors that device's thread allocates and the input blocks
+  /// it is given; empty when memory is not measured.
+  std::vector<std::shared_ptr<MemoryMeter>> meters;
+  /// Device `device`'s meter, or null when memory is not measured.
+  std::shared_ptr<MemoryMeter> meter(int64_t device) const;
 };
+
+/// A device's part of --report-memory, for as long as it lives: the tensors
+/// its thread allocates are counted on the device's meter (a MeterScope), and
+/// so are `inputs`, its input blocks made before it started (held throughout).
+/// Does nothing when the request measures no memory.
+class MeteredDevice {
+ public:
+  MeteredDevice(const RunRequest &request, int64_t device, const std::vector<Tensor> &inputs);
+  ~MeteredDevice();
+  MeteredDevice(const MeteredDevice &) = delete;
+  MeteredDevice &operator=(const MeteredDevice &) = delete;
+
+ private:
+  MeterScope scope_;
+  std::shared_ptr<MemoryMeter> meter_;
+  int64_t held_ = 0;
+};
+
+/// Meters for every device of `mesh` (RunRequest::meters).
+std::vector<std::shared_ptr<MemoryMeter>> make_meters(const Mesh &mesh);
+
+/// The --report-memory report printed on stderr: per device, the peak bytes
+/// of the tensors it held (its input blocks included), then the largest and
+/// the compiler's estimate checked before running. `peaks` pairs a device
+/// index with its peak.
+std::string memory_report(const std::string &who, const std::string &fn, const Mesh &mesh,
+                          const std::vector<std::pair<int64_t, int64_t>> &peaks,
+                          int64_t estimate_bytes);
 
 /// Times steps of the whole mesh for --iters: a step lasts from the moment the
 /// first device starts it to the moment the last device finishes it (its

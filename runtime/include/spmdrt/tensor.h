@@ -7,6 +7,7 @@
 // (round to nearest even).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -40,6 +41,35 @@ uint16_t f32_to_bf16(float value);
 class RuntimeError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// The bytes of tensor buffers one device holds, now and at most
+/// (`--report-memory`): a buffer counts its elements' bytes (not the
+/// allocator's rounding) from its allocation until its last Tensor is gone.
+class MemoryMeter {
+ public:
+  void add(int64_t bytes);
+  void remove(int64_t bytes);
+  int64_t live() const { return live_.load(std::memory_order_relaxed); }
+  int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> live_{0}, peak_{0};
+};
+
+/// While a MeterScope lives, every tensor buffer its thread allocates is
+/// counted on `meter` until the buffer is freed (on whichever thread frees
+/// it). Scopes nest; a null meter counts nothing. Without a scope the
+/// allocator counts nothing (and costs nothing more).
+class MeterScope {
+ public:
+  explicit MeterScope(std::shared_ptr<MemoryMeter> meter);
+  ~MeterScope();
+  MeterScope(const MeterScope &) = delete;
+  MeterScope &operator=(const MeterScope &) = delete;
+
+ private:
+  std::shared_ptr<MemoryMeter> previous_;
 };
 
 class Tensor {
