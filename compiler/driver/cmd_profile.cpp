@@ -84,9 +84,9 @@ double time_collective(const rt::Mesh &mesh, OpCode op, int64_t bytes, int repea
 
 /// flop/s per device while every device multiplies at once (f32 matmul).
 double measure_flops(const rt::Mesh &mesh, int repeats) {
-  const int64_t m = 256;
+  const int64_t m = 512;
   double best = HUGE_VAL;
-  const int calls = 4;
+  const int calls = 3;
   for (int r = 0; r < repeats; ++r) {
     double seconds = 0;
     rt::run_on_mesh(mesh, [&](rt::DeviceContext &ctx) {
