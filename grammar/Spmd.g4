@@ -64,7 +64,8 @@ dim : INT | IDENT | ELLIPSIS ;
 
 variance : LBRACE (IDENT (COMMA IDENT)* COMMA?)? RBRACE ;
 
-// `P(...)`, or a bare `auto` (a `sharded` function lets the compiler choose).
+// `P(...)`, a bare `auto` (a `sharded` function lets the compiler choose), or
+// `like(w)` on a result (parameter w's layout; the AST builder checks the form).
 specExpr : IDENT (LPAREN (specDim (COMMA specDim)* COMMA?)? RPAREN)? ;
 
 specDim

@@ -53,11 +53,12 @@ struct SpecDim {
   SourceSpan span;
 };
 
-/// `P(i, None)`, `P((data, model))`, `P()`, or `auto` (in a `sharded` signature: the
-/// compiler chooses).
+/// `P(i, None)`, `P((data, model))`, `P()`, `auto` (in a `sharded` signature: the
+/// compiler chooses), or `like(w)` (a `sharded` result: parameter w's layout).
 struct SpecExpr {
   std::vector<SpecDim> dims;
   bool is_auto = false;
+  std::optional<Ident> like;  // `like(w)`: the parameter named
   SourceSpan span;
 };
 

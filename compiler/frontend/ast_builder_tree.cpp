@@ -276,6 +276,16 @@ class TreeBuilder {
       }
       return s;
     }
+    if (head != nullptr && text(head) == "like") {  // `like(w)`: checked in lowering
+      const std::vector<P::SpecDimContext *> dims = ctx->specDim();
+      if (dims.size() == 1 && dims[0] != nullptr && dims[0]->LPAREN() == nullptr &&
+          dims[0]->IDENT().size() == 1)
+        s.like = ident(dims[0]->IDENT(0));
+      else
+        error(span(ctx), "`like` names one parameter: `like(w)`",
+              "write the name of the parameter whose layout this result keeps");
+      return s;
+    }
     if (head != nullptr && text(head) != "P")
       error(span(head),
             "a partition spec is written `P(...)`, not " + quote_source_text(text(head) + "(...)"));

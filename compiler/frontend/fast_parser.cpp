@@ -452,6 +452,13 @@ class Parser {
       s.span = span(head);
       return s;
     }
+    if (name == "like") {  // `like(w)`; anything else falls back for its error
+      next();
+      s.like = expect_ident();
+      expect(K::RParen);
+      s.span = span_from(first);
+      return s;
+    }
     if (name != "P") throw Fallback{};
     next();
     list(K::RParen, true, [&] { s.dims.push_back(spec_dim()); });

@@ -275,6 +275,7 @@ const char *func_keyword(FuncKind kind) {
 
 std::string format_spec(const SpecExpr &spec) {
   if (spec.is_auto) return "auto";
+  if (spec.like) return "like(" + spec.like->name + ")";
   std::string out = "P(";
   for (size_t i = 0; i < spec.dims.size(); ++i) {
     if (i > 0) out += ", ";

@@ -89,7 +89,8 @@ struct Result {
   std::string name;  // as written in the signature (`-> (loss: f32[] @ P())`), or empty
   Shape global_shape;
   rt::PartitionSpec spec;
-  bool auto_spec = false;  // sharded only: written `@ auto`
+  bool auto_spec = false;  // sharded only: written `@ auto` (or `like(w)` of an `auto` w)
+  int like_param = -1;     // written `@ like(w)`: w's index in params (its layout, kept)
   SourceSpan span;         // the result type in the signature
   SourceSpan spec_span;    // the written spec
 };

@@ -88,6 +88,13 @@ class FunctionPrinter {
     decide_inlining();
   }
 
+  /// A result's spec as written: `like(w)`, `auto` or `P(...)`.
+  std::string result_spec_str(const Result &r) {
+    if (r.like_param >= 0)
+      return "like(" + namer_.name(f_.params[static_cast<size_t>(r.like_param)].value) + ")";
+    return r.auto_spec ? "auto" : spec_str(r.spec, mesh_);
+  }
+
   std::string print() {
     std::ostringstream out;
     if (!f_.comment.empty()) {
@@ -118,7 +125,7 @@ class FunctionPrinter {
       if (shmap) {
         if (!f_.results[k].name.empty()) out << f_.results[k].name << ": ";
         out << shape_type_str(t.dtype, f_.results[k].global_shape) << " @ "
-            << (f_.results[k].auto_spec ? "auto" : spec_str(f_.results[k].spec, mesh_));
+            << result_spec_str(f_.results[k]);
       } else {
         out << shape_type_str(t.dtype, t.shape);
       }

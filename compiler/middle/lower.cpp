@@ -278,6 +278,14 @@ std::optional<rt::PartitionSpec> ProgramLowerer::resolve_spec(const ast::SpecExp
                                                               const Shape &global,
                                                               SourceSpan type_span) {
   bool ok = true;
+  if (spec.like) {  // results are resolved by the signature's lowering
+    diags
+        .error("misplaced-like", spec.span,
+               "`like(" + spec.like->name +
+                   ")` names a parameter's layout: it is only allowed as the spec of a result")
+        .fix = "write the partition spec, e.g. `P()`, or `auto` in a `sharded` signature";
+    return std::nullopt;
+  }
   if (spec.dims.size() > global.size()) {
     diags.error("spec-too-long", spec.span,
                 "partition spec has " + std::to_string(spec.dims.size()) +
@@ -453,16 +461,51 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
       ok = false;
       continue;
     }
-    auto spec = resolve_spec(*r.spec, mesh, type->shape, r.type.span);
-    if (!spec) {
-      ok = false;
-      continue;
-    }
     ir::Result result;
+    if (r.spec->like) {
+      // `like(w)`: parameter w's layout, written or chosen by `spmdc shard`.
+      const ir::Param *param = nullptr;
+      for (size_t k = 0; k < f.params.size() && param == nullptr; ++k)
+        if (f.values[static_cast<size_t>(f.params[k].value)].name == r.spec->like->name) {
+          param = &f.params[k];
+          result.like_param = static_cast<int>(k);
+        }
+      if (param == nullptr) {
+        Diagnostic &d = diags.error(
+            "unknown-like-parameter", r.spec->like->span,
+            "`like(" + r.spec->like->name + ")` names no parameter of `" + f.name + "`");
+        std::vector<std::string> names;
+        for (const ir::Param &q : f.params)
+          names.push_back(f.values[static_cast<size_t>(q.value)].name);
+        suggest(d, r.spec->like->span, r.spec->like->name, std::nullopt, names);
+        ok = false;
+        continue;
+      }
+      const Type &pt = f.type(param->value);
+      if (pt.dtype != type->dtype || param->global_shape != type->shape) {
+        diags
+            .error("like-type-mismatch", r.spec->span,
+                   "a result declared `like(" + r.spec->like->name + ")` keeps that parameter's " +
+                       "layout, so it needs its type " +
+                       shape_type_str(pt.dtype, param->global_shape) + ", not " +
+                       shape_type_str(type->dtype, type->shape))
+            .note(param->span, "the parameter");
+        ok = false;
+        continue;
+      }
+      result.spec = param->spec;
+      result.auto_spec = param->auto_spec;
+    } else {
+      auto spec = resolve_spec(*r.spec, mesh, type->shape, r.type.span);
+      if (!spec) {
+        ok = false;
+        continue;
+      }
+      result.spec = *spec;
+      result.auto_spec = r.spec->is_auto;
+    }
     if (r.name) result.name = r.name->name;
     result.global_shape = type->shape;
-    result.spec = *spec;
-    result.auto_spec = r.spec->is_auto;
     result.span = r.span;
     result.spec_span = r.spec->span;
     f.results.push_back(result);

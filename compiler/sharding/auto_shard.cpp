@@ -61,7 +61,9 @@ class AutoBuilder {
     report_.ops = static_cast<int>(p_.flat.body.size());
     make_nodes();
     make_followers();
-    for (const Node &n : nodes_) report_.followers += n.root != self(n) ? 1 : 0;
+    tie_like_results();
+    for (const Node &n : nodes_)
+      report_.followers += n.root != self(n) && n.kind == NodeKind::Op ? 1 : 0;
     make_costs();
     number_roots();
     make_pairs();
@@ -105,7 +107,8 @@ class AutoBuilder {
   const Sharding &requirement_at(const Use &u, size_t b) const {
     if (u.instr == Use::kReturn) {
       const Node &n = nodes_[static_cast<size_t>(result_node_[static_cast<size_t>(u.operand)])];
-      return p_.result_candidates[static_cast<size_t>(u.operand)][static_cast<size_t>(n.cands[b])];
+      return p_.result_candidates[static_cast<size_t>(u.operand)]
+                                 [static_cast<size_t>(strategy_at(n, b))];
     }
     const Node &n = nodes_[static_cast<size_t>(op_node_[static_cast<size_t>(u.instr)])];
     return p_.strategies[static_cast<size_t>(u.instr)][static_cast<size_t>(strategy_at(n, b))]
@@ -225,6 +228,21 @@ class AutoBuilder {
     }
   }
 
+  /// A result declared `like(w)` of an `auto` w takes w's layout: it follows
+  /// w's node candidate for candidate (its candidates are w's, in order). Not
+  /// a simplification but the declaration, so it holds without `simplify`.
+  void tie_like_results() {
+    const ir::Function &f = p_.flat;
+    for (size_t k = 0; k < f.results.size(); ++k) {
+      const ir::Result &r = f.results[k];
+      if (!r.auto_spec || r.like_param < 0) continue;
+      Node &q = nodes_[static_cast<size_t>(result_node_[k])];
+      const Node &w = nodes_[static_cast<size_t>(param_node_[static_cast<size_t>(r.like_param)])];
+      q.root = self(w);
+      q.follow = w.cands;
+    }
+  }
+
   // 3. Node costs (a follower's land on its root's candidates).
   void make_costs() {
     for (Node &n : nodes_) {
@@ -244,7 +262,7 @@ class AutoBuilder {
               p_.strategies[static_cast<size_t>(n.index)][static_cast<size_t>(n.cands[a])].cost();
     }
     for (Node &q : nodes_) {
-      if (q.root == self(q)) continue;
+      if (q.root == self(q) || q.kind != NodeKind::Op) continue;  // a tied result costs nothing
       Node &r = nodes_[static_cast<size_t>(q.root)];
       const ir::Instr &in = p_.flat.body[static_cast<size_t>(q.index)];
       ir::ValueId v = in.operands[static_cast<size_t>(q.follow_operand)];
@@ -615,7 +633,8 @@ class AutoBuilder {
           break;
         case NodeKind::Result:
           plan.results[static_cast<size_t>(n.index)] =
-              p_.result_candidates[static_cast<size_t>(n.index)][static_cast<size_t>(n.cands[a])];
+              p_.result_candidates[static_cast<size_t>(n.index)]
+                                  [static_cast<size_t>(strategy_at(n, a))];
           break;
         case NodeKind::Op:
           plan.choice[static_cast<size_t>(n.index)] = strategy_at(n, a);

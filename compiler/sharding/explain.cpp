@@ -175,7 +175,14 @@ class Explainer {
       ir::ValueId v = f.returns[k];
       auto have = value_sharding(p_, plan_, v);
       out << "  " << ir::result_name(f, k) << ": " << to_string(plan_.results[k], mesh)
-          << (f.results[k].auto_spec ? "  (chosen)" : "  (written)");
+          << (f.results[k].like_param >= 0
+                  ? "  (like " +
+                        f.values[static_cast<size_t>(
+                                     f.params[static_cast<size_t>(f.results[k].like_param)].value)]
+                            .name +
+                        ")"
+              : f.results[k].auto_spec ? "  (chosen)"
+                                       : "  (written)");
       double r = reshard(v, have, plan_.results[k]);
       if (r > 0) out << ", resharded from " << to_string(*have, mesh) << ": " << seconds(r);
       out << "\n";

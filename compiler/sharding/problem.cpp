@@ -236,7 +236,9 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
     if (layouts.size() >= options.max_candidates) p.candidates_capped_at = options.max_candidates;
   for (const ir::Result &result : f.results)
     p.result_candidates.push_back(
-        result.auto_spec
+        result.auto_spec && result.like_param >= 0
+            ? p.param_candidates[static_cast<size_t>(result.like_param)]  // position for position
+        : result.auto_spec
             ? all_layouts(p.mesh, result.global_shape, options.all_axis_orders,
                           options.max_candidates)
             : std::vector<Sharding>{from_spec(result.spec, result.global_shape.size())});

@@ -37,7 +37,7 @@ class Propagator {
     // 2-3. Sweeps, and unsplit defaults where they stop.
     for (;;) {
       sweep();
-      bool filled = false;
+      bool filled = tie_like_results();
       for (size_t i = 0; i < f.body.size() && !filled; ++i)
         if (has_known_and_open(i)) filled = propagate_op(i, /*fill_open=*/true);
       if (!filled) break;
@@ -55,6 +55,29 @@ class Propagator {
   bool is_constant(ir::ValueId v) const {
     int prod = p_.producer[static_cast<size_t>(v)];
     return prod >= 0 && p_.is_creation(prod);
+  }
+
+  /// A result declared `like(w)` of an `auto` w and w itself share one
+  /// layout: whichever of the two is known first gives it to the other.
+  /// True when that taught something new.
+  bool tie_like_results() {
+    const ir::Function &f = p_.flat;
+    bool changed = false;
+    for (size_t k = 0; k < f.results.size(); ++k) {
+      const ir::Result &r = f.results[k];
+      if (!r.auto_spec || r.like_param < 0 || is_constant(f.returns[k])) continue;
+      const ir::ValueId w = f.params[static_cast<size_t>(r.like_param)].value;
+      std::optional<Known> &param = known_[w];
+      std::optional<Known> &ret = known_[f.returns[k]];
+      if (param && !ret) {
+        ret = Known{param->spec, {}};
+        changed = true;
+      } else if (ret && !param) {
+        param = Known{ret->spec, {}};
+        changed = true;
+      }
+    }
+    return changed;
   }
 
   void sweep() {
@@ -144,7 +167,8 @@ class Propagator {
       if (param.auto_spec && !known_[param.value])
         open.push_back({param.spec_span, "`" + f.values[param.value].name + "`"});
     for (size_t k = 0; k < f.results.size(); ++k)
-      if (f.results[k].auto_spec && !known_[f.returns[k]] && !is_constant(f.returns[k]))
+      if (f.results[k].auto_spec && f.results[k].like_param < 0 && !known_[f.returns[k]] &&
+          !is_constant(f.returns[k]))
         open.push_back({f.results[k].spec_span,
                         !f.results[k].name.empty() ? "result `" + f.results[k].name + "`"
                         : f.results.size() == 1    ? "the result"
@@ -181,7 +205,9 @@ class Propagator {
     Plan plan;
     for (const ir::Param &param : f.params) plan.params.push_back(known_[param.value]->spec);
     for (size_t k = 0; k < f.results.size(); ++k)
-      plan.results.push_back(f.results[k].auto_spec
+      plan.results.push_back(f.results[k].like_param >= 0
+                                 ? plan.params[static_cast<size_t>(f.results[k].like_param)]
+                             : f.results[k].auto_spec
                                  ? complete_of(f.returns[k])
                                  : from_spec(f.results[k].spec, f.results[k].global_shape.size()));
     plan.choice.assign(f.body.size(), -1);

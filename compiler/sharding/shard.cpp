@@ -17,7 +17,15 @@ std::string header_comment(const ShardResult &r, const ShardOptions &o, const st
          to_string(r.plan.params[k], mesh) + (g.params[k].auto_spec ? " (chosen)" : "") + "\n";
   for (size_t k = 0; k < g.results.size(); ++k)
     c += "  " + ir::result_name(g, k) + " (result): " + to_string(r.plan.results[k], mesh) +
-         (g.results[k].auto_spec ? " (chosen)" : "") + "\n";
+         (g.results[k].like_param >= 0
+              ? " (like " +
+                    g.values[static_cast<size_t>(
+                                 g.params[static_cast<size_t>(g.results[k].like_param)].value)]
+                        .name +
+                    ")"
+          : g.results[k].auto_spec ? " (chosen)"
+                                   : "") +
+         "\n";
   c += "Estimated per device on " + r.problem.profile.name + ": " +
        format_seconds(r.cost.total_s()) + " (compute " + format_seconds(r.cost.compute_s) +
        ", communication " + format_seconds(r.cost.finish_s + r.cost.reshard_s) + "), " +

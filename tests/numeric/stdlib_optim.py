@@ -23,6 +23,7 @@ Usage: stdlib_optim.py --spmdc BUILD/compiler/spmdc [--seed N]
 import argparse
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -95,7 +96,8 @@ def loss(w: f64[4, 6], x: f64[8, 4], y: f64[8, 6]) -> f64[] {
 
 sharded step(x: f64[8, 4] @ P(d), y: f64[8, 6] @ P(d), w: f64[4, 6] @ auto,
              m: f64[4, 6] @ auto, v: f64[4, 6] @ auto)
-    -> (l: f64[] @ P(), w: f64[4, 6] @ auto, m: f64[4, 6] @ auto, v: f64[4, 6] @ auto) on M {
+    -> (l: f64[] @ P(), w: f64[4, 6] @ like(w), m: f64[4, 6] @ like(m),
+        v: f64[4, 6] @ like(v)) on M {
   l, g = grad(loss, wrt=w)(w, x, y)
   w, m, v = adamw(w, g, m, v, 3.0, 0.05, 0.9, 0.999, 0.00000001, 0.01)
   return l, w, m, v
@@ -230,6 +232,24 @@ def main():
             print(f"FAIL: spmdc shard --auto:\n{r.stderr}")
             return 1
         failures += compare(sn.run(a.spmdc, split, sharded_in), want, "sharded, split run", 1e-12)
+        # `like(w)` results keep their parameter's chosen layout, so the emitted
+        # step iterates as it is: 10 steps of it equal 10 steps of NumPy's.
+        with open(split) as f:
+            header = f.read()
+        for name in ("w", "m", "v"):
+            chosen = re.search(rf"^#   {name}: (\S+) \(chosen\)$", header, re.M)
+            kept = re.search(rf"^#   {name} \(result\): (\S+) \(like {name}\)$", header, re.M)
+            if not chosen or not kept or chosen.group(1) != kept.group(1):
+                print(f"FAIL: result {name} does not keep parameter {name}'s layout:\n{header[:800]}")
+                failures += 1
+        state, ref = dict(sharded_in), dict(sharded_in)
+        for _ in range(10):
+            out = sn.run(a.spmdc, split, state)
+            state.update({k: out[k] for k in ("w", "m", "v")})
+            r10 = sharded_reference(**ref)
+            ref.update({k: r10[k] for k in ("w", "m", "v")})
+        failures += compare({k: state[k] for k in ("w", "m", "v")},
+                            {k: ref[k] for k in ("w", "m", "v")}, "sharded, 10 steps", 1e-10)
 
         # The sample: a 30-step AdamW loop in global view, unsharded and sharded.
         sample = os.path.join(ROOT, "samples", "global", "train_adamw.spmd")
