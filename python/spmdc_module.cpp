@@ -19,6 +19,7 @@
 
 #include "analysis/cost.h"
 #include "analysis/picture.h"
+#include "analysis/profile_file.h"
 #include "backend/backend.h"
 #include "backend/toolchain.h"
 #include "interp/interpreter.h"
@@ -113,8 +114,9 @@ class Program {
                                             std::optional<double> memory_per_device,
                                             double time_limit_s, double gap_percent, bool strict,
                                             const std::string &profile, bool types) const {
-    std::optional<HardwareProfile> hw = find_profile(profile);
-    if (!hw) throw py::value_error("unknown hardware profile `" + profile + "`");
+    std::string error;
+    std::optional<HardwareProfile> hw = resolve_profile(profile, error);
+    if (!hw) throw py::value_error(error);
     sharding::ShardOptions so;
     so.function = fn;
     so.automatic = automatic;
@@ -219,8 +221,9 @@ class Program {
   /// `spmdc cost --json` of one function (and its gradient with `grad`).
   std::string cost(const std::string &fn, bool grad, const std::vector<std::string> &wrt,
                    const std::string &profile) const {
-    std::optional<HardwareProfile> hw = find_profile(profile);
-    if (!hw) throw py::value_error("unknown hardware profile `" + profile + "`");
+    std::string error;
+    std::optional<HardwareProfile> hw = resolve_profile(profile, error);
+    if (!hw) throw py::value_error(error);
     try {
       const ir::Function &f = module().functions[static_cast<size_t>(find_shmap(module(), fn))];
       std::string json = "[" + cost_json(estimate_cost(module(), f, *hw));

@@ -158,14 +158,68 @@ const std::vector<HardwareProfile> &builtin_profiles() {
   // compute and NVLink; only its HBM is larger and faster, which this model
   // does not see); a few microseconds of latency per collective.
   static const std::vector<HardwareProfile> profiles = {
-      {"h100", 989e12, 370e9, 5e-6,
+      {"h100",
+       989e12,
+       370e9,
+       5e-6,
        "NVIDIA H100 SXM, 8-GPU NVLink node: 989 TFLOP/s dense bf16, 370 GB/s bus bandwidth, "
-       "5 us per collective"},
-      {"h200", 989e12, 370e9, 5e-6,
+       "5 us per collective",
+       0,
+       std::nullopt,
+       {}},
+      {"h200",
+       989e12,
+       370e9,
+       5e-6,
        "NVIDIA H200 SXM, 8-GPU NVLink node: 989 TFLOP/s dense bf16, 370 GB/s bus bandwidth, "
-       "5 us per collective"},
+       "5 us per collective",
+       0,
+       std::nullopt,
+       {}},
+      // H100 nodes of 8 joined by one 400 Gb/s InfiniBand NDR port per GPU
+      // (50 GB/s, of which NCCL's collectives across nodes reach about 40 GB/s
+      // bus bandwidth), with about 15 us of latency per collective.
+      {"h100-ib",
+       989e12,
+       370e9,
+       5e-6,
+       "NVIDIA H100 SXM, 8-GPU NVLink nodes joined by InfiniBand NDR: 370 GB/s and 5 us "
+       "within a node, 40 GB/s and 15 us across nodes",
+       8,
+       LinkCost{15e-6, 40e9},
+       {}},
   };
   return profiles;
+}
+
+LinkCost HardwareProfile::axis_link(const rt::Mesh &mesh, int axis) const {
+  auto named = axes.find(mesh.axes().at(static_cast<size_t>(axis)).name);
+  if (named != axes.end()) return named->second;
+  if (devices_per_node <= 0 || !inter_node) return intra_node();
+  // The devices that differ only in `axis` are `stride` apart; they share a
+  // node when their whole block does and blocks tile the nodes.
+  int64_t stride = 1;
+  for (size_t a = static_cast<size_t>(axis) + 1; a < mesh.axes().size(); ++a)
+    stride *= mesh.axes()[a].size;
+  const int64_t block = stride * mesh.axis_size(axis);
+  const bool within = block <= devices_per_node && devices_per_node % block == 0;
+  return within ? intra_node() : *inter_node;
+}
+
+LinkCost HardwareProfile::link(const rt::Mesh &mesh, std::span<const int> axes_used) const {
+  if (axes_used.empty() || !per_axis()) return intra_node();
+  LinkCost out{0, 0};
+  bool first = true;
+  for (int a : axes_used) {
+    const LinkCost l = axis_link(mesh, a);
+    out.latency_s = first ? l.latency_s : std::max(out.latency_s, l.latency_s);
+    // 0 is "not priced" (infinitely fast): the slowest priced link bounds it.
+    if (l.bw_bytes_per_s > 0)
+      out.bw_bytes_per_s = out.bw_bytes_per_s > 0 ? std::min(out.bw_bytes_per_s, l.bw_bytes_per_s)
+                                                  : l.bw_bytes_per_s;
+    first = false;
+  }
+  return out;
 }
 
 std::optional<HardwareProfile> find_profile(const std::string &name) {
@@ -200,9 +254,23 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
   return 0;
 }
 
+namespace {
+
+double link_seconds(double moved_bytes, const LinkCost &link) {
+  return link.latency_s + (link.bw_bytes_per_s > 0 ? moved_bytes / link.bw_bytes_per_s : 0);
+}
+
+}  // namespace
+
 double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile) {
   if (!op_communicates(op)) return 0;
-  return profile.latency_s + (profile.bw_bytes_per_s > 0 ? moved_bytes / profile.bw_bytes_per_s : 0);
+  return link_seconds(moved_bytes, profile.intra_node());
+}
+
+double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile,
+                          const rt::Mesh &mesh, std::span<const int> axes) {
+  if (!op_communicates(op)) return 0;
+  return link_seconds(moved_bytes, profile.link(mesh, axes));
 }
 
 std::optional<double> CostReport::intensity() const {
@@ -222,8 +290,18 @@ CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
     if (moves_data(op)) r.comm_ops += s.count;
   r.profile = profile;
   r.compute_s = profile.flops_per_s > 0 ? r.flops() / profile.flops_per_s : 0;
-  r.comm_s = static_cast<double>(r.comm_ops) * profile.latency_s +
-             (profile.bw_bytes_per_s > 0 ? r.comm_bytes() / profile.bw_bytes_per_s : 0);
+  if (!profile.per_axis()) {
+    r.comm_s = static_cast<double>(r.comm_ops) * profile.latency_s +
+               (profile.bw_bytes_per_s > 0 ? r.comm_bytes() / profile.bw_bytes_per_s : 0);
+    return r;
+  }
+  // Each collective on the link its axes cross.
+  const rt::Mesh &mesh = module.mesh_of(function);
+  for (const CollectiveEvent &e : collective_events(module, function)) {
+    if (!moves_data(e.op)) continue;
+    const double times = static_cast<double>(e.times);
+    r.comm_s += times * link_seconds(e.moved_bytes, profile.link(mesh, e.axis_ids));
+  }
   return r;
 }
 
@@ -265,9 +343,19 @@ std::string format_cost(const CostReport &r, const std::string &title) {
       << " (hardware intensity "
       << (p.bw_bytes_per_s > 0 ? fmt_num(p.flops_per_s / p.bw_bytes_per_s) : std::string("inf"))
       << " flop/B)\n";
+  if (p.devices_per_node > 0 && p.inter_node)
+    out << "    across nodes of " << p.devices_per_node
+        << " devices: " << fmt_num(p.inter_node->bw_bytes_per_s) << " B/s, alpha "
+        << format_seconds(p.inter_node->latency_s) << "\n";
+  for (const auto &[axis, l] : p.axes)
+    out << "    axis " << axis << ": " << fmt_num(l.bw_bytes_per_s) << " B/s, alpha "
+        << format_seconds(l.latency_s) << "\n";
   std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time", format_seconds(r.compute_s).c_str());
   out << line;
-  std::snprintf(line, sizeof line, "  %-28s %16s   (%lld collectives x alpha + bytes / bw)\n",
+  std::snprintf(line, sizeof line,
+                p.per_axis() ? "  %-28s %16s   (%lld collectives, each alpha + bytes / bw of "
+                               "the link its axes cross)\n"
+                             : "  %-28s %16s   (%lld collectives x alpha + bytes / bw)\n",
                 "communication time", format_seconds(r.comm_s).c_str(),
                 static_cast<long long>(r.comm_ops));
   out << line;

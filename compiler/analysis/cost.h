@@ -44,15 +44,43 @@
 namespace spmd {
 
 /// Hardware numbers for the alpha-beta model.
+/// What a collective over some devices costs: alpha + moved bytes / beta.
+struct LinkCost {
+  double latency_s = 0;       // alpha: fixed cost of each collective that moves data
+  double bw_bytes_per_s = 0;  // achievable bus bandwidth per device (0: not priced)
+  bool operator==(const LinkCost &) const = default;
+};
+
+/// A machine as the cost model sees it (docs/sharding.md, "Hardware profiles").
+/// The mesh is laid over nodes row-major: device d (analysis/..., rt::Mesh's
+/// numbering, the last axis fastest) sits in node d / devices_per_node. A
+/// collective over a set of axes runs on the slowest link its groups cross:
+/// the largest alpha and the smallest beta among those axes' links.
 struct HardwareProfile {
   std::string name;
   double flops_per_s = 0;     // peak compute per device
-  double bw_bytes_per_s = 0;  // achievable bus bandwidth per device (moved bytes / s)
-  double latency_s = 0;       // alpha: fixed cost of each collective that moves data
+  double bw_bytes_per_s = 0;  // within a node: bus bandwidth per device (moved bytes / s)
+  double latency_s = 0;       // within a node: alpha of each collective that moves data
   std::string description;
+  /// Devices per node; 0: the whole mesh is one node.
+  int64_t devices_per_node = 0;
+  /// The link of collectives whose groups span nodes (required when
+  /// devices_per_node > 0).
+  std::optional<LinkCost> inter_node = std::nullopt;
+  /// Per mesh axis name: that axis's link, overriding the node rule.
+  std::map<std::string, LinkCost> axes = {};
+
+  LinkCost intra_node() const { return {latency_s, bw_bytes_per_s}; }
+  /// The link of mesh axis `axis` of `mesh`.
+  LinkCost axis_link(const rt::Mesh &mesh, int axis) const;
+  /// The link a collective over `axes` of `mesh` runs on (intra_node() for none).
+  LinkCost link(const rt::Mesh &mesh, std::span<const int> axes) const;
+  /// True when some axis may differ from another (nodes or per-axis links).
+  bool per_axis() const { return devices_per_node > 0 || !axes.empty(); }
 };
 
-/// The built-in profiles: "h100" and "h200" (one 8-GPU NVLink node each).
+/// The built-in profiles: "h100" and "h200" (one 8-GPU NVLink node each) and
+/// "h100-ib" (8-GPU H100 nodes joined by InfiniBand).
 const std::vector<HardwareProfile> &builtin_profiles();
 /// The built-in profile named `name` (case-insensitive), if any.
 std::optional<HardwareProfile> find_profile(const std::string &name);
@@ -88,6 +116,9 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
 /// `profile`: alpha + moved_bytes / bandwidth for a collective that moves
 /// data (op_communicates), 0 for pbroadcast, pscatter and axis_index.
 double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile);
+/// The same for a collective over `axes` of `mesh`, on the link they cross.
+double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile,
+                          const rt::Mesh &mesh, std::span<const int> axes);
 
 /// Counts flops and communication of `function` (a shmap of `module`) per
 /// device and prices them with `profile`.

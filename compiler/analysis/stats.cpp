@@ -44,6 +44,7 @@ void collect(const ir::Module &m, const ir::Function &f, const std::vector<ir::I
     CollectiveEvent e;
     e.op = std::string(op_spelling(in.op));
     e.axes = axis_list_str(in.attrs.axes, mesh);
+    e.axis_ids.assign(in.attrs.axes.begin(), in.attrs.axes.end());
     for (ir::ValueId v : in.operands)
       e.operand_types += (e.operand_types.empty() ? "" : ", ") + type_str(f.type(v), mesh);
     e.size_bytes = t.size_bytes;

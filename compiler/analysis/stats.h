@@ -39,6 +39,7 @@ struct FunctionStats {
 struct CollectiveEvent {
   std::string op;             // spelling: "psum", "all_gather", ...
   std::string axes;           // `i` / `(i, j)`
+  std::vector<int> axis_ids;  // the same axes, as indices into the mesh
   std::string operand_types;  // `f32[8, 4]{i}`, comma-separated
   double size_bytes = 0, moved_bytes = 0;
   int64_t values = 1;  // tensors it carries

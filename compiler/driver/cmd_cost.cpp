@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "analysis/cost.h"
+#include "analysis/profile_file.h"
 #include "analysis/roofline.h"
 #include "driver/commands.h"
 #include "pipeline/derive.h"
@@ -28,13 +29,9 @@ struct CostOptions {
 };
 
 int run_cost(const CommonOptions &common, const CostOptions &o) {
-  std::optional<HardwareProfile> profile = find_profile(o.profile);
-  if (!profile) {
-    std::string known;
-    for (const HardwareProfile &p : builtin_profiles()) known += " " + p.name;
-    return report_error(common, "bad-command-line",
-                        "unknown profile `" + o.profile + "`; known:" + known);
-  }
+  std::string error;
+  std::optional<HardwareProfile> profile = resolve_profile(o.profile, error);
+  if (!profile) return report_error(common, "bad-command-line", error);
   if (o.flops_per_s || o.bw_bytes_per_s || o.latency_s) {
     profile->name += " (modified)";
     if (o.flops_per_s) profile->flops_per_s = *o.flops_per_s;
@@ -106,7 +103,9 @@ void register_cost_command(CLI::App &app, CommonOptions &common, std::vector<Com
                   "With --grad: parameters to differentiate (comma-separated; default: all "
                   "floating-point parameters)")
       ->delimiter(',');
-  cmd->add_option("--profile", o.profile, "Hardware profile: h100 or h200 (default h100)");
+  cmd->add_option("--profile", o.profile,
+                  "Hardware profile: h100, h200, h100-ib, or a profile file (.json; "
+                  "docs/sharding.md, \"Hardware profiles\"); default h100");
   cmd->add_option("--flops-per-s", o.flops_per_s, "Peak flop/s per device (overrides the profile)");
   cmd->add_option("--bw-bytes-per-s", o.bw_bytes_per_s,
                   "Collective bus bandwidth per device in bytes/s (overrides the profile)");

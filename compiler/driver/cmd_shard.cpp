@@ -11,6 +11,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "analysis/profile_file.h"
 #include "driver/commands.h"
 #include "ir/printer.h"
 #include "pipeline/prepare.h"
@@ -71,12 +72,9 @@ std::optional<double> parse_bytes(const std::string &text) {
 }
 
 std::optional<HardwareProfile> profile_or_report(const std::string &name) {
-  std::optional<HardwareProfile> p = find_profile(name);
-  if (!p) {
-    std::cerr << "spmdc: error: unknown profile `" << name << "`; known:";
-    for (const HardwareProfile &q : builtin_profiles()) std::cerr << " " << q.name;
-    std::cerr << "\n";
-  }
+  std::string error;
+  std::optional<HardwareProfile> p = resolve_profile(name, error);
+  if (!p) std::cerr << "spmdc: error: " << error << "\n";
   return p;
 }
 
@@ -321,7 +319,8 @@ void register_shard_commands(CLI::App &app, CommonOptions &common, std::vector<C
       ->check(CLI::IsMember(flatten_for_sharding_steps()))
       ->type_name("STEP");
   cmd->add_option("--profile", o.profile,
-                  "Hardware profile for costs: h100 or h200 (default h100)");
+                  "Hardware profile for costs: h100, h200, h100-ib, or a profile file (.json; "
+                  "docs/sharding.md, \"Hardware profiles\"); default h100");
   out.push_back({cmd, [&common] { return run_shard(common, o); }});
 
   static ReshardCliOptions r;
@@ -335,7 +334,9 @@ void register_shard_commands(CLI::App &app, CommonOptions &common, std::vector<C
                  "The layout it has, e.g. \"P(x, y)\" or \"P(x, partial=y)\" (partial sums)")
       ->required();
   rs->add_option("--to", r.to, "The layout wanted, e.g. \"P(y, x)\"")->required();
-  rs->add_option("--profile", r.profile, "Hardware profile for time: h100 or h200 (default h100)");
+  rs->add_option(
+      "--profile", r.profile,
+      "Hardware profile for time: h100, h200, h100-ib, or a profile file (.json); default h100");
   rs->add_flag("--program", r.program,
                "Print a shmap program that performs the reshard instead (a partial source is "
                "passed as its parts along a leading dimension)");

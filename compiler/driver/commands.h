@@ -83,6 +83,8 @@ void register_shard_commands(CLI::App &app, CommonOptions &common, std::vector<C
 void register_show_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_lsp_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
 void register_exercises_command(CLI::App &app, CommonOptions &common, std::vector<Command> &out);
+/// `spmdc profile`: measures the simulated mesh and writes a hardware profile file.
+void register_profile_command(CLI::App &app, std::vector<Command> &out);
 
 /// `spmdc check`; `strict` makes conflicting specs of sharded functions errors.
 int run_check(const CommonOptions &common, bool strict);

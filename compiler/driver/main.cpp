@@ -97,6 +97,7 @@ int real_main(int argc, char **argv) {
   register_shard_commands(app, common, commands);
   register_lsp_command(app, common, commands);
   register_exercises_command(app, common, commands);
+  register_profile_command(app, commands);
   register_doc_commands(app, commands);
 
   // An unknown command word would otherwise read as "a subcommand is required".

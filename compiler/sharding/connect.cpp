@@ -117,7 +117,7 @@ void Connector::price(ReshardStep &step, const Shape &global, DType dtype,
          a = local_bytes(mesh_, global, dtype, step.after);
   double n = static_cast<double>(product(mesh_, step.axes));
   step.moved_bytes = collective_traffic(step.op, n, b, a).moved_bytes;
-  step.seconds = collective_seconds(step.op, step.moved_bytes, profile_);
+  step.seconds = collective_seconds(step.op, step.moved_bytes, profile_, mesh_, step.axes);
 }
 
 std::unique_ptr<Connector::Tree> Connector::start(const Sharding &src,

@@ -104,8 +104,8 @@ std::optional<Strategy> make_strategy(const OpSignature &sig, const rt::Mesh &me
                        : static_cast<double>(local_results[0].numel()) *
                              static_cast<double>(rt::dtype_size(local_results[0].dtype));
     double n = static_cast<double>(axes_size(mesh, fs.axes));
-    s.finish_s +=
-        collective_seconds(fs.op, collective_traffic(fs.op, n, bytes, bytes).moved_bytes, profile);
+    s.finish_s += collective_seconds(fs.op, collective_traffic(fs.op, n, bytes, bytes).moved_bytes,
+                                     profile, mesh, fs.axes);
   }
   return s;
 }

@@ -93,7 +93,7 @@ def complete(words, cwd=src):
 
 if complete(["spmdc", ""]) < set(cmds) | {"--version", "--help"}:
     failures.append(f"`spmdc <TAB>` offers {sorted(complete(['spmdc', '']))}")
-if complete(["spmdc", "pr"]) != {"print"}:
+if complete(["spmdc", "pr"]) != {"print", "profile"}:
     failures.append(f"`spmdc pr<TAB>` offers {complete(['spmdc', 'pr'])}")
 for cmd in cmds:
     got = complete(["spmdc", cmd, "--"])

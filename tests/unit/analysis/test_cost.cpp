@@ -4,6 +4,7 @@
 // (shared/seeds/maxtext-sharding.md), in bf16 (2 bytes per element).
 #include "../transforms/transform_test_util.h"
 #include "analysis/cost.h"
+#include "analysis/profile_file.h"
 
 namespace spmd::test {
 namespace {
@@ -228,4 +229,70 @@ TEST_CASE("cost: table and JSON", "[cost]") {
 }
 
 }  // namespace
+TEST_CASE("cost: a collective runs on the link its axes cross", "[cost][profile]") {
+  const rt::Mesh mesh({{"node", 2}, {"gpu", 4}});
+  HardwareProfile p{"two", 1e12, 100e9, 1e-6, "", 4, LinkCost{10e-6, 10e9}, {}};
+  const std::vector<int> gpu{1}, node{0}, both{0, 1};
+  // gpu: devices 4k..4k+3, inside one node of 4; node: devices 4 apart, across.
+  CHECK(p.link(mesh, gpu) == LinkCost{1e-6, 100e9});
+  CHECK(p.link(mesh, node) == LinkCost{10e-6, 10e9});
+  CHECK(p.link(mesh, both) == LinkCost{10e-6, 10e9});  // the slowest link bounds it
+  CHECK(collective_seconds(OpCode::Psum, 1e9, p, mesh, node) == Approx(10e-6 + 0.1));
+  CHECK(collective_seconds(OpCode::Pbroadcast, 1e9, p, mesh, node) == 0);
+  // Nodes of 2: even `gpu`'s groups (4 consecutive devices) cross nodes.
+  p.devices_per_node = 2;
+  CHECK(p.link(mesh, gpu) == LinkCost{10e-6, 10e9});
+  // Nodes of 8 hold the whole mesh.
+  p.devices_per_node = 8;
+  CHECK(p.link(mesh, both) == LinkCost{1e-6, 100e9});
+  // A link named for an axis overrides the node rule.
+  p.devices_per_node = 4;
+  p.axes["node"] = LinkCost{2e-6, 50e9};
+  CHECK(p.link(mesh, node) == LinkCost{2e-6, 50e9});
+  CHECK(p.link(mesh, both) == LinkCost{2e-6, 50e9});
+}
+
+TEST_CASE("cost: profile files parse, print and parse back", "[cost][profile]") {
+  std::string error;
+  auto ib = find_profile("h100-ib");
+  REQUIRE(ib);
+  auto back = parse_profile(profile_json(*ib), "h100-ib.json", error);
+  INFO(error);
+  REQUIRE(back);
+  CHECK(back->name == ib->name);
+  CHECK(back->flops_per_s == ib->flops_per_s);
+  CHECK(back->intra_node() == ib->intra_node());
+  CHECK(back->devices_per_node == 8);
+  CHECK(back->inter_node == ib->inter_node);
+  auto axes = parse_profile(
+      R"({"name": "a", "flops_per_s": 1e12, "intra_node": {"latency_s": 0, "bw_bytes_per_s": 1e9},
+          "axes": {"model": {"latency_s": 1e-6, "bw_bytes_per_s": 2e9}}})",
+      "a.json", error);
+  REQUIRE(axes);
+  CHECK(axes->axes.at("model") == LinkCost{1e-6, 2e9});
+  CHECK(parse_profile(profile_json(*axes), "a.json", error)->axes == axes->axes);
+
+  auto fails = [&](const std::string &text, const std::string &message) {
+    CHECK_FALSE(parse_profile(text, "p.json", error));
+    CHECK(error == "p.json: " + message);
+  };
+  const std::string intra = R"("intra_node": {"latency_s": 1e-6, "bw_bytes_per_s": 1e9})";
+  fails("{", "not valid JSON");
+  fails("[]", "a profile is a JSON object");
+  fails(R"({"flops_per_s": 1, )" + intra + "}", "`name` needs a non-empty string");
+  fails(R"({"name": "x", "flops_per_s": -1, )" + intra + "}",
+        "`flops_per_s` must be a finite number, 0 or more");
+  fails(R"({"name": "x", "flops_per_s": 0, )" + intra + "}", "`flops_per_s` must be positive");
+  fails(R"({"name": "x", "flops_per_s": 1})", "`intra_node` is required");
+  fails(R"({"name": "x", "flops_per_s": 1, "devices_per_node": 4, )" + intra + "}",
+        "`inter_node` is required when devices_per_node is given");
+  fails(R"({"name": "x", "flops_per_s": 1, "devices_per_node": 2.5, )" + intra + "}",
+        "`devices_per_node` must be a whole number, 0 or more");
+  fails(R"({"name": "x", "flops_per_s": 1, "intra_node": {"latency_s": 1e-6}})",
+        "`intra_node.bw_bytes_per_s` is required");
+  fails(R"({"name": "x", "flop_per_s": 1, )" + intra + "}",
+        "`flop_per_s` is not a profile key (known: axes, description, devices_per_node, "
+        "flops_per_s, inter_node, intra_node, name)");
+}
+
 }  // namespace spmd::test

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""validate_cost.py — the cost model against measured runs (issue 28 item 4).
+
+One training step of an MLP (forward, gradient, SGD update) is written once in
+global view and split by seven plans on the mesh (data: 2, model: 4): DP, FSDP,
+TP, SP, DP x TP, FSDP x TP (specs written, `spmdc shard` propagates them) and
+the plan `spmdc shard --auto` picks. For each plan the script
+
+  * estimates the step: `spmdc cost --json` of the emitted shmap under a
+    profile (`spmdc profile` measured on this machine, unless --profile);
+  * measures it: the CPU executable (`spmdc build`), median of --iters timed
+    steps (`--iters/--warmup`: first device's start to last device's finish),
+    the median over --rounds rounds; and checks its outputs equal the
+    unsharded `spmdc run` of the global-view step;
+
+then prints estimated vs measured, their ratio, and the Spearman rank
+correlation of the two rankings.
+
+Usage: bench/validate_cost.py --spmdc BUILD/compiler/spmdc [--profile FILE]
+         [--b 512] [--h 256] [--f 1024] [--iters 10] [--rounds 3]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+STEP = """mesh M = (data: 2, model: 4)
+import std.nn
+
+def loss(w1: f32[{h}, {f}], w2: f32[{f}, {h}], x: f32[{b}, {h}], y: f32[{b}, {h}]) -> f32[] {{
+  return mse(gelu(x @ w1) @ w2, y)
+}}
+
+sharded step(x: f32[{b}, {h}] @ {xs}, y: f32[{b}, {h}] @ {xs},
+             w1: f32[{h}, {f}] @ {w1}, w2: f32[{f}, {h}] @ {w2})
+    -> (l: f32[] @ P(), w1: f32[{h}, {f}] @ like(w1), w2: f32[{f}, {h}] @ like(w2)) on M {{
+  l, g1, g2 = grad(loss, wrt=(w1, w2))(w1, w2, x, y)
+  return l, w1 - 0.01 * g1, w2 - 0.01 * g2
+}}
+"""
+
+ALL = "(data, model)"
+# name: (batch spec of x and y, w1's spec, w2's spec, automatic search)
+PLANS = {
+    "DP": (f"P({ALL})", "P()", "P()", False),
+    "FSDP": (f"P({ALL})", f"P({ALL})", f"P({ALL})", False),
+    "TP": ("P()", f"P(None, {ALL})", f"P({ALL})", False),
+    "SP": (f"P({ALL})", f"P(None, {ALL})", f"P({ALL})", False),
+    "DP x TP": ("P(data)", "P(None, model)", "P(model)", False),
+    "FSDP x TP": ("P(data)", "P(data, model)", "P(model, data)", False),
+    "auto": (f"P({ALL})", "auto", "auto", True),
+}
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def must(r, what):
+    if r.returncode != 0:
+        sys.exit(f"{what} failed ({r.returncode}):\n{r.stderr}")
+    return r
+
+
+def ranks(values):
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    r = [0.0] * len(values)
+    for pos, i in enumerate(order):
+        r[i] = pos + 1.0
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    n = len(a)
+    d2 = sum((x - y) ** 2 for x, y in zip(ra, rb))
+    return 1 - 6 * d2 / (n * (n * n - 1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--spmdc", required=True)
+    ap.add_argument("--profile", help="a profile file (default: measure one with spmdc profile)")
+    ap.add_argument("--b", type=int, default=512)
+    ap.add_argument("--h", type=int, default=256)
+    ap.add_argument("--f", type=int, default=1024)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    with tempfile.TemporaryDirectory(prefix="validate_cost_") as d:
+        profile = a.profile
+        if not profile:
+            profile = os.path.join(d, "here.json")
+            must(run([a.spmdc, "profile", "-q", "-o", profile], env=env), "spmdc profile")
+        with open(profile) as fh:
+            p = json.load(fh)
+        print(f"profile {p['name']}: {p['flops_per_s'] / 1e9:.1f} GFLOP/s per device, alpha "
+              f"{p['intra_node']['latency_s'] * 1e6:.1f} us, beta "
+              f"{p['intra_node']['bw_bytes_per_s'] / 1e9:.2f} GB/s")
+        print(f"MLP training step b={a.b} h={a.h} f={a.f} on (data: 2, model: 4); load "
+              f"{os.getloadavg()[0]:.1f}")
+        rng = np.random.default_rng(0)
+        inputs = {"x": rng.uniform(-1, 1, (a.b, a.h)).astype(np.float32),
+                  "y": rng.uniform(-1, 1, (a.b, a.h)).astype(np.float32),
+                  "w1": (rng.uniform(-1, 1, (a.h, a.f)) / np.sqrt(a.h)).astype(np.float32),
+                  "w2": (rng.uniform(-1, 1, (a.f, a.h)) / np.sqrt(a.f)).astype(np.float32)}
+        flags = []
+        for k, v in inputs.items():
+            path = os.path.join(d, f"{k}.npy")
+            np.save(path, v)
+            flags += ["--in", f"{k}={path}"]
+        reference = None
+        rows = []
+        for name, (xs, w1, w2, auto) in PLANS.items():
+            tag = name.replace(" ", "")
+            src = os.path.join(d, f"{tag}.spmd")
+            with open(src, "w") as fh:
+                fh.write(STEP.format(b=a.b, h=a.h, f=a.f, xs=xs, w1=w1, w2=w2))
+            if reference is None:  # the unsharded step (the same for every plan)
+                out = os.path.join(d, "ref")
+                must(run([a.spmdc, "run", src, *flags, "-q", "--out-dir", out], env=env),
+                     "spmdc run (unsharded)")
+                reference = {k: np.load(os.path.join(out, f"{k}.npy")) for k in ("l", "w1", "w2")}
+            shmap = os.path.join(d, f"{tag}_shmap.spmd")
+            must(run([a.spmdc, "shard", src, *(["--auto", "--profile", profile] if auto else []),
+                      "-o", shmap], env=env), f"spmdc shard ({name})")
+            with open(shmap) as fh:
+                header = fh.read()
+            chosen = " ".join(m.group(1) + "=" + m.group(2) for m in
+                              re.finditer(r"^#   (w[12]): (.*) \(chosen\)$", header, re.M)) if auto else ""
+            cost = json.loads(must(run([a.spmdc, "cost", shmap, "--profile", profile, "--json"],
+                                       env=env), f"spmdc cost ({name})").stdout)["programs"][0]
+            est_ms = (cost["compute_s"] + cost["comm_s"]) * 1e3
+            exe = os.path.join(d, tag)
+            must(run([a.spmdc, "build", shmap, "--target", "cpu", "-o", exe], env=env),
+                 f"spmdc build ({name})")
+            out = os.path.join(d, f"out_{tag}")
+            must(run([exe, *flags, "-q", "--out-dir", out], env=env), f"executable ({name})")
+            err = 0.0
+            for k, ref in reference.items():
+                got = np.load(os.path.join(out, f"{k}.npy"))
+                scale = max(1.0, float(np.max(np.abs(ref))))
+                err = max(err, float(np.max(np.abs(got - ref))) / scale)
+            times = []
+            for _ in range(a.rounds):
+                t = must(run([exe, *flags, "-q", "--iters", str(a.iters), "--warmup", "2"],
+                             env=env), f"timed executable ({name})")
+                times.append(float(re.search(r"median ([0-9.]+) ms", t.stderr).group(1)))
+            rows.append((name + (f" ({chosen})" if chosen else ""), est_ms,
+                         cost["compute_s"] * 1e3, cost["comm_s"] * 1e3,
+                         statistics.median(times), err))
+        print(f"{'plan':<42} {'estimate':>10} {'compute':>9} {'comm':>9} {'measured':>10} "
+              f"{'est/meas':>9} {'vs unsharded':>13}")
+        for name, est, comp, comm, meas, err in rows:
+            print(f"{name:<42} {est:>8.2f}ms {comp:>7.2f}ms {comm:>7.2f}ms {meas:>8.2f}ms "
+                  f"{est / meas:>9.2f} {err:>13.1e}")
+        rho = spearman([r[1] for r in rows], [r[4] for r in rows])
+        within = sum(1 for r in rows if 0.7 <= r[1] / r[4] <= 1.3)
+        print(f"rank correlation (Spearman) {rho:.2f}; {within} of {len(rows)} estimates "
+              f"within +-30%")
+        bad = [r[0] for r in rows if r[5] > 1e-4]
+        if bad:
+            print("FAIL: outputs differ from the unsharded step: " + ", ".join(bad))
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

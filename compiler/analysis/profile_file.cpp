@@ -1,0 +1,185 @@
+#include "analysis/profile_file.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace spmd {
+
+namespace {
+
+using Json = nlohmann::json;
+
+/// Reads profiles; the first problem found is kept in `error`.
+class ProfileReader {
+ public:
+  ProfileReader(std::string where, std::string &error) : where_(std::move(where)), error_(error) {}
+
+  std::optional<HardwareProfile> read(const Json &j) {
+    if (!j.is_object()) return fail("", "a profile is a JSON object");
+    if (!only_keys(j, "", {"name", "description", "flops_per_s", "intra_node",
+                           "devices_per_node", "inter_node", "axes"}))
+      return std::nullopt;
+    HardwareProfile p;
+    if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
+      return fail("name", "needs a non-empty string");
+    p.name = j["name"].get<std::string>();
+    if (j.contains("description")) {
+      if (!j["description"].is_string()) return fail("description", "must be a string");
+      p.description = j["description"].get<std::string>();
+    }
+    auto flops = number(j, "flops_per_s", true);
+    if (!flops) return std::nullopt;
+    if (*flops <= 0) return fail("flops_per_s", "must be positive");
+    p.flops_per_s = *flops;
+    if (!j.contains("intra_node")) return fail("intra_node", "is required");
+    auto intra = link(j["intra_node"], "intra_node");
+    if (!intra) return std::nullopt;
+    p.latency_s = intra->latency_s;
+    p.bw_bytes_per_s = intra->bw_bytes_per_s;
+    if (j.contains("devices_per_node")) {
+      const Json &d = j["devices_per_node"];
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        return fail("devices_per_node", "must be a whole number, 0 or more");
+      p.devices_per_node = d.get<int64_t>();
+    }
+    if (j.contains("inter_node")) {
+      auto inter = link(j["inter_node"], "inter_node");
+      if (!inter) return std::nullopt;
+      p.inter_node = *inter;
+    }
+    if (p.devices_per_node > 0 && !p.inter_node)
+      return fail("inter_node", "is required when devices_per_node is given");
+    if (j.contains("axes")) {
+      const Json &axes = j["axes"];
+      if (!axes.is_object()) return fail("axes", "must map mesh axis names to links");
+      for (auto it = axes.begin(); it != axes.end(); ++it) {
+        auto l = link(it.value(), "axes." + it.key());
+        if (!l) return std::nullopt;
+        p.axes[it.key()] = *l;
+      }
+    }
+    return p;
+  }
+
+ private:
+  std::nullopt_t fail(const std::string &key, const std::string &what) {
+    if (error_.empty())
+      error_ = where_ + ": " + (key.empty() ? what : "`" + key + "` " + what);
+    return std::nullopt;
+  }
+
+  bool only_keys(const Json &j, const std::string &at, std::set<std::string> known) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!known.count(it.key())) {
+        std::string list;
+        for (const std::string &k : known) list += (list.empty() ? "" : ", ") + k;
+        fail(at.empty() ? it.key() : at + "." + it.key(), "is not a profile key (known: " + list + ")");
+        return false;
+      }
+    return true;
+  }
+
+  std::optional<double> number(const Json &j, const std::string &key, bool required,
+                               const std::string &at = "") {
+    const std::string path = at.empty() ? key : at + "." + key;
+    if (!j.contains(key)) {
+      if (required) fail(path, "is required");
+      return required ? std::nullopt : std::optional<double>(0.0);
+    }
+    if (!j[key].is_number()) return fail(path, "must be a number");
+    const double v = j[key].get<double>();
+    if (!std::isfinite(v) || v < 0) return fail(path, "must be a finite number, 0 or more");
+    return v;
+  }
+
+  std::optional<LinkCost> link(const Json &j, const std::string &at) {
+    if (!j.is_object())
+      return fail(at, "must be an object {\"latency_s\": ..., \"bw_bytes_per_s\": ...}");
+    if (!only_keys(j, at, {"latency_s", "bw_bytes_per_s"})) return std::nullopt;
+    auto latency = number(j, "latency_s", true, at);
+    auto bw = number(j, "bw_bytes_per_s", true, at);
+    if (!latency || !bw) return std::nullopt;
+    if (*bw <= 0) return fail(at + ".bw_bytes_per_s", "must be positive");
+    return LinkCost{*latency, *bw};
+  }
+
+  std::string where_;
+  std::string &error_;
+};
+
+std::string num(double v) {
+  std::ostringstream o;
+  o.precision(17);
+  o << v;
+  return o.str();
+}
+
+std::string link_json(const LinkCost &l) {
+  return "{\"latency_s\": " + num(l.latency_s) + ", \"bw_bytes_per_s\": " + num(l.bw_bytes_per_s) +
+         "}";
+}
+
+}  // namespace
+
+std::optional<HardwareProfile> parse_profile(const std::string &json, const std::string &where,
+                                             std::string &error) {
+  error.clear();
+  Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  if (j.is_discarded()) {
+    error = where + ": not valid JSON";
+    return std::nullopt;
+  }
+  return ProfileReader(where, error).read(j);
+}
+
+std::optional<HardwareProfile> resolve_profile(const std::string &name_or_path,
+                                               std::string &error) {
+  error.clear();
+  if (auto p = find_profile(name_or_path)) return p;
+  std::error_code ec;
+  const bool is_file = std::filesystem::is_regular_file(name_or_path, ec);
+  if (!is_file && !name_or_path.ends_with(".json")) {
+    error = "unknown profile `" + name_or_path + "`; known:";
+    for (const HardwareProfile &q : builtin_profiles()) error += " " + q.name;
+    error += ", or a profile file (.json)";
+    return std::nullopt;
+  }
+  std::ifstream in(name_or_path, std::ios::binary);
+  if (!is_file || !in) {
+    error = "cannot read profile file `" + name_or_path + "`";
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().size() > (1 << 20)) {
+    error = name_or_path + ": a profile file is at most 1 MiB";
+    return std::nullopt;
+  }
+  return parse_profile(text.str(), name_or_path, error);
+}
+
+std::string profile_json(const HardwareProfile &p) {
+  std::string o = "{\n";
+  o += "  \"name\": " + Json(p.name).dump() + ",\n";
+  if (!p.description.empty()) o += "  \"description\": " + Json(p.description).dump() + ",\n";
+  o += "  \"flops_per_s\": " + num(p.flops_per_s) + ",\n";
+  o += "  \"intra_node\": " + link_json(p.intra_node());
+  if (p.devices_per_node > 0) o += ",\n  \"devices_per_node\": " + std::to_string(p.devices_per_node);
+  if (p.inter_node) o += ",\n  \"inter_node\": " + link_json(*p.inter_node);
+  if (!p.axes.empty()) {
+    o += ",\n  \"axes\": {";
+    bool first = true;
+    for (const auto &[name, l] : p.axes) {
+      o += std::string(first ? "\n" : ",\n") + "    " + Json(name).dump() + ": " + link_json(l);
+      first = false;
+    }
+    o += "\n  }";
+  }
+  return o + "\n}\n";
+}
+
+}  // namespace spmd
