@@ -26,7 +26,11 @@
 // 1%) / stopped (by the time limit, default 10 s of CPU time as in `spmdc
 // shard`), the proven gap of the plan, and its estimate next to pure DP.
 //
-// Usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc]
+// --train makes each program a training step (training_program below: the
+// gradient of the stack's loss and the SGD update, weights `like` their
+// parameters), about 4x the forward's ops.
+//
+// Usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc] [--train]
 //                    [--memory BYTES | --memory-share F,...]
 #include <chrono>
 #include <cstdio>
@@ -61,6 +65,39 @@ std::string program(int blocks, int width) {
   return s.str();
 }
 
+/// The same stack as a training step: a def computes the loss (mean squared
+/// error against y), the sharded step takes its gradient with respect to every
+/// weight and returns the SGD update, each weight `like` its parameter. The
+/// `ops` figure counts the forward blocks (4 ops each); the problem holds the
+/// backward pass and the update too (about 4x as many ops).
+std::string training_program(int blocks, int width) {
+  std::ostringstream s, weights, types, names, grads, updates, results;
+  for (int b = 0; b < blocks; ++b) {
+    const std::string w1 = "w1_" + std::to_string(b), w2 = "w2_" + std::to_string(b);
+    const std::string t1 = "f32[" + std::to_string(width) + ", " + std::to_string(4 * width) + "]";
+    const std::string t2 = "f32[" + std::to_string(4 * width) + ", " + std::to_string(width) + "]";
+    types << ", " << w1 << ": " << t1 << ", " << w2 << ": " << t2;
+    weights << ", " << w1 << ": " << t1 << " @ auto, " << w2 << ": " << t2 << " @ auto";
+    names << (b ? ", " : "") << w1 << ", " << w2;
+    grads << ", g" << w1 << ", g" << w2;
+    updates << ", " << w1 << " - 0.01 * g" << w1 << ", " << w2 << " - 0.01 * g" << w2;
+    results << ", " << w1 << ": " << t1 << " @ like(" << w1 << "), " << w2 << ": " << t2
+            << " @ like(" << w2 << ")";
+  }
+  const std::string act = "f32[64, " + std::to_string(width) + "]";
+  s << "mesh M = (data: 2, model: 4)\n\ndef loss(x: " << act << ", y: " << act << types.str()
+    << ") -> f32[] {\n";
+  for (int b = 0; b < blocks; ++b)
+    s << "  h = tanh(x @ w1_" << b << ")\n  x = x + h @ w2_" << b << "\n";
+  s << "  d = x - y\n  return mean(d * d)\n}\n\n";
+  s << "sharded mlp_stack(x: " << act << " @ P(data), y: " << act << " @ P(data)" << weights.str()
+    << ") -> (l: f32[] @ P()" << results.str() << ") on M {\n";
+  s << "  l" << grads.str() << " = grad(loss, wrt=(" << names.str() << "))(x, y, " << names.str()
+    << ")\n";
+  s << "  return l" << updates.str() << "\n}\n";
+  return s.str();
+}
+
 /// A short name for the report's solver.
 const char *solver_label(const std::string &solver) {
   if (solver == "dynamic program") return "DP";
@@ -76,6 +113,7 @@ int main(int argc, char **argv) {
   double time_limit = 10;
   int width = 256;
   bool cbc = false;
+  bool train = false;
   double memory = 0;
   std::vector<double> shares = {0, 0.6};
   for (int i = 1; i < argc; ++i) {
@@ -90,6 +128,8 @@ int main(int argc, char **argv) {
       width = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--cbc")) {
       cbc = true;
+    } else if (!std::strcmp(argv[i], "--train")) {
+      train = true;
     } else if (!std::strcmp(argv[i], "--memory") && i + 1 < argc) {
       memory = std::atof(argv[++i]);
     } else if (!std::strcmp(argv[i], "--memory-share") && i + 1 < argc) {
@@ -98,9 +138,10 @@ int main(int argc, char **argv) {
       std::string item;
       while (std::getline(list, item, ',')) shares.push_back(std::atof(item.c_str()));
     } else {
-      std::fprintf(stderr,
-                   "usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc] "
-                   "[--memory BYTES | --memory-share F,...]\n");
+      std::fprintf(
+          stderr,
+          "usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc] [--train] "
+          "[--memory BYTES | --memory-share F,...]\n");
       return 2;
     }
   }
@@ -113,7 +154,7 @@ int main(int argc, char **argv) {
   if (memory > 0) shares = {-1};  // the absolute limit
   for (int n : sizes) {
     int blocks = std::max(1, n / 4);
-    std::string text = program(blocks, width);
+    std::string text = train ? training_program(blocks, width) : program(blocks, width);
     auto t0 = Clock::now();
     spmd::Compilation c;
     spmd::compile_source(c, "stack.spmd", text, spmd::CompileOptions{});

@@ -57,7 +57,15 @@ void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Ins
         results.clear();
         for (ir::ValueId v : in.operands) operands.push_back(f.type(v));
         for (ir::ValueId v : in.results) results.push_back(f.type(v));
-        double flops = times * op_flops(in.op, operands, results, in.attrs);
+        const double one = op_flops(in.op, operands, results, in.attrs);
+        double bytes = 0;
+        for (const Type &t : operands)
+          bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
+        for (const Type &t : results)
+          bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
+        r.op_bytes += times * bytes;
+        r.op_seconds_sum += times * op_seconds(one, bytes, r.profile);
+        double flops = times * one;
         OpKind kind = op_kind(in.op);
         (kind == OpKind::Reduce        ? r.reduction_flops
          : kind == OpKind::Contraction ? r.einsum_flops
@@ -158,36 +166,29 @@ const std::vector<HardwareProfile> &builtin_profiles() {
   // compute and NVLink; only its HBM is larger and faster, which this model
   // does not see); a few microseconds of latency per collective.
   static const std::vector<HardwareProfile> profiles = {
-      {"h100",
-       989e12,
-       370e9,
-       5e-6,
-       "NVIDIA H100 SXM, 8-GPU NVLink node: 989 TFLOP/s dense bf16, 370 GB/s bus bandwidth, "
-       "5 us per collective",
-       0,
-       std::nullopt,
-       {}},
-      {"h200",
-       989e12,
-       370e9,
-       5e-6,
-       "NVIDIA H200 SXM, 8-GPU NVLink node: 989 TFLOP/s dense bf16, 370 GB/s bus bandwidth, "
-       "5 us per collective",
-       0,
-       std::nullopt,
-       {}},
+      {.name = "h100",
+       .flops_per_s = 989e12,
+       .bw_bytes_per_s = 370e9,
+       .latency_s = 5e-6,
+       .description = "NVIDIA H100 SXM, 8-GPU NVLink node: 989 TFLOP/s dense bf16, 370 GB/s bus "
+                      "bandwidth, 5 us per collective"},
+      {.name = "h200",
+       .flops_per_s = 989e12,
+       .bw_bytes_per_s = 370e9,
+       .latency_s = 5e-6,
+       .description = "NVIDIA H200 SXM, 8-GPU NVLink node: 989 TFLOP/s dense bf16, 370 GB/s bus "
+                      "bandwidth, 5 us per collective"},
       // H100 nodes of 8 joined by one 400 Gb/s InfiniBand NDR port per GPU
       // (50 GB/s, of which NCCL's collectives across nodes reach about 40 GB/s
       // bus bandwidth), with about 15 us of latency per collective.
-      {"h100-ib",
-       989e12,
-       370e9,
-       5e-6,
-       "NVIDIA H100 SXM, 8-GPU NVLink nodes joined by InfiniBand NDR: 370 GB/s and 5 us "
-       "within a node, 40 GB/s and 15 us across nodes",
-       8,
-       LinkCost{15e-6, 40e9},
-       {}},
+      {.name = "h100-ib",
+       .flops_per_s = 989e12,
+       .bw_bytes_per_s = 370e9,
+       .latency_s = 5e-6,
+       .description = "NVIDIA H100 SXM, 8-GPU NVLink nodes joined by InfiniBand NDR: 370 GB/s and "
+                      "5 us within a node, 40 GB/s and 15 us across nodes",
+       .devices_per_node = 8,
+       .inter_node = LinkCost{15e-6, 40e9}},
   };
   return profiles;
 }
@@ -262,6 +263,12 @@ double link_seconds(double moved_bytes, const LinkCost &link) {
 
 }  // namespace
 
+double op_seconds(double flops, double bytes, const HardwareProfile &profile) {
+  const double compute = profile.flops_per_s > 0 ? flops / profile.flops_per_s : 0;
+  if (profile.mem_bw_bytes_per_s <= 0) return compute;
+  return std::max(compute, bytes / profile.mem_bw_bytes_per_s);
+}
+
 double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile) {
   if (!op_communicates(op)) return 0;
   return link_seconds(moved_bytes, profile.intra_node());
@@ -284,12 +291,15 @@ CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
   CostReport r;
   r.function = function.name;
   r.devices = static_cast<int>(module.mesh_of(function).num_devices());
+  r.profile = profile;
   count(module, function, function.body, 1.0, r, 0);
   r.comm = collective_stats(module, function);
   for (const auto &[op, s] : r.comm.by_op)
     if (moves_data(op)) r.comm_ops += s.count;
   r.profile = profile;
-  r.compute_s = profile.flops_per_s > 0 ? r.flops() / profile.flops_per_s : 0;
+  r.compute_s = profile.mem_bw_bytes_per_s > 0 ? r.op_seconds_sum
+                : profile.flops_per_s > 0      ? r.flops() / profile.flops_per_s
+                                               : 0;
   if (!profile.per_axis()) {
     r.comm_s = static_cast<double>(r.comm_ops) * profile.latency_s +
                (profile.bw_bytes_per_s > 0 ? r.comm_bytes() / profile.bw_bytes_per_s : 0);
@@ -343,6 +353,9 @@ std::string format_cost(const CostReport &r, const std::string &title) {
       << " (hardware intensity "
       << (p.bw_bytes_per_s > 0 ? fmt_num(p.flops_per_s / p.bw_bytes_per_s) : std::string("inf"))
       << " flop/B)\n";
+  if (p.mem_bw_bytes_per_s > 0)
+    out << "    memory: " << fmt_num(p.mem_bw_bytes_per_s) << " B/s (each op the slower of its "
+        << "flops and its bytes, " << fmt_num(r.op_bytes) << " bytes in all)\n";
   if (p.devices_per_node > 0 && p.inter_node)
     out << "    across nodes of " << p.devices_per_node
         << " devices: " << fmt_num(p.inter_node->bw_bytes_per_s) << " B/s, alpha "

@@ -62,6 +62,10 @@ struct HardwareProfile {
   double bw_bytes_per_s = 0;  // within a node: bus bandwidth per device (moved bytes / s)
   double latency_s = 0;       // within a node: alpha of each collective that moves data
   std::string description;
+  /// Memory bandwidth per device (bytes / s); 0: not modelled (an op costs its
+  /// flops only). When set, an op that computes costs max(flops / peak, bytes
+  /// it reads and writes / this): elementwise ops are bandwidth-bound.
+  double mem_bw_bytes_per_s = 0;
   /// Devices per node; 0: the whole mesh is one node.
   int64_t devices_per_node = 0;
   /// The link of collectives whose groups span nodes (required when
@@ -93,6 +97,11 @@ struct CostReport {
   double elementwise_flops = 0;
   double reduction_flops = 0;
   double flops() const { return einsum_flops + elementwise_flops + reduction_flops; }
+  /// Bytes the computing ops read and write (their local operands and results).
+  double op_bytes = 0;
+  /// Sum over computing ops of op_seconds() (the compute time when the
+  /// profile models memory bandwidth).
+  double op_seconds_sum = 0;
   /// Collectives per device (counts, nccl-tests size and moved bytes).
   FunctionStats comm;
   double comm_bytes() const { return comm.total_moved_bytes(); }
@@ -112,6 +121,10 @@ struct CostReport {
 /// types, by the conventions above; 0 for calls and loops (count their bodies).
 double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type> results,
                 const Attrs &attrs);
+/// Seconds of one computing op: flops at the peak, or with memory bandwidth
+/// in the profile the larger of that and its bytes at that bandwidth.
+double op_seconds(double flops, double bytes, const HardwareProfile &profile);
+
 /// Seconds of one collective that sends `moved_bytes` per device under
 /// `profile`: alpha + moved_bytes / bandwidth for a collective that moves
 /// data (op_communicates), 0 for pbroadcast, pscatter and axis_index.

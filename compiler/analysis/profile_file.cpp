@@ -20,8 +20,9 @@ class ProfileReader {
 
   std::optional<HardwareProfile> read(const Json &j) {
     if (!j.is_object()) return fail("", "a profile is a JSON object");
-    if (!only_keys(j, "", {"name", "description", "flops_per_s", "intra_node",
-                           "devices_per_node", "inter_node", "axes"}))
+    if (!only_keys(j, "",
+                   {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "intra_node",
+                    "devices_per_node", "inter_node", "axes"}))
       return std::nullopt;
     HardwareProfile p;
     if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
@@ -35,6 +36,9 @@ class ProfileReader {
     if (!flops) return std::nullopt;
     if (*flops <= 0) return fail("flops_per_s", "must be positive");
     p.flops_per_s = *flops;
+    auto mem = number(j, "memory_bw_bytes_per_s", false);
+    if (!mem) return std::nullopt;
+    p.mem_bw_bytes_per_s = *mem;
     if (!j.contains("intra_node")) return fail("intra_node", "is required");
     auto intra = link(j["intra_node"], "intra_node");
     if (!intra) return std::nullopt;
@@ -167,6 +171,8 @@ std::string profile_json(const HardwareProfile &p) {
   o += "  \"name\": " + Json(p.name).dump() + ",\n";
   if (!p.description.empty()) o += "  \"description\": " + Json(p.description).dump() + ",\n";
   o += "  \"flops_per_s\": " + num(p.flops_per_s) + ",\n";
+  if (p.mem_bw_bytes_per_s > 0)
+    o += "  \"memory_bw_bytes_per_s\": " + num(p.mem_bw_bytes_per_s) + ",\n";
   o += "  \"intra_node\": " + link_json(p.intra_node());
   if (p.devices_per_node > 0) o += ",\n  \"devices_per_node\": " + std::to_string(p.devices_per_node);
   if (p.inter_node) o += ",\n  \"inter_node\": " + link_json(*p.inter_node);

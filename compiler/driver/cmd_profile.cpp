@@ -2,7 +2,8 @@
 //
 // Runs each collective of the CPU runtime's simulated mesh (one thread per
 // device, spmdrt/collectives.h) at sizes from 8 B up, like nccl-tests, times a
-// matrix product on every device at once, fits the collectives' times to
+// matrix product and an elementwise add on every device at once, fits the
+// collectives' times to
 // alpha + moved bytes / beta (analysis/stats.h's byte convention, the one the
 // cost model prices) and writes a hardware profile file (analysis/
 // profile_file.h) that `spmdc shard --profile` and `spmdc cost --profile` read.
@@ -103,6 +104,29 @@ double measure_flops(const rt::Mesh &mesh, int repeats) {
   return 2.0 * static_cast<double>(m * m * m) / best;
 }
 
+/// Memory bandwidth per device while every device adds two 16 MiB f32 arrays
+/// at once (reads 32 MiB, writes 16 MiB).
+double measure_memory_bw(const rt::Mesh &mesh, int repeats) {
+  const int64_t len = int64_t{4} << 20;
+  double best = HUGE_VAL;
+  const int calls = 3;
+  for (int r = 0; r < repeats; ++r) {
+    double seconds = 0;
+    rt::run_on_mesh(mesh, [&](rt::DeviceContext &ctx) {
+      rt::Tensor a = rt::Tensor::full(rt::DType::F32, {len}, 0.5);
+      rt::Tensor b = rt::Tensor::full(rt::DType::F32, {len}, 0.25);
+      ctx.barrier();
+      const auto t0 = Clock::now();
+      for (int k = 0; k < calls; ++k) a = rt::binary(rt::BinaryOp::Add, a, b);
+      ctx.barrier();
+      if (ctx.device() == 0)
+        seconds = std::chrono::duration<double>(Clock::now() - t0).count() / calls;
+    });
+    best = std::min(best, seconds);
+  }
+  return 3.0 * 4.0 * static_cast<double>(len) / best;
+}
+
 /// Least squares seconds = alpha + moved / beta over `points`, each weighted
 /// by 1 / seconds^2 (relative errors count, so 32 B and 16 MiB weigh alike).
 LinkCost fit(const std::vector<Point> &points) {
@@ -154,6 +178,7 @@ int run_profile(const ProfileOptions &o) {
   HardwareProfile profile;
   profile.name = o.name;
   profile.flops_per_s = measure_flops(mesh, o.repeats);
+  profile.mem_bw_bytes_per_s = measure_memory_bw(mesh, o.repeats);
   profile.latency_s = link.latency_s;
   profile.bw_bytes_per_s = link.bw_bytes_per_s;
   profile.description = "measured by `spmdc profile` on the CPU runtime's simulated mesh of " +
@@ -167,9 +192,10 @@ int run_profile(const ProfileOptions &o) {
                    format_bytes(p.bytes).c_str(), format_bytes(p.moved).c_str(),
                    format_seconds(p.seconds).c_str(),
                    format_seconds(link.latency_s + p.moved / link.bw_bytes_per_s).c_str());
-    std::fprintf(stderr, "fit: alpha %s, beta %.3g B/s; matmul %.3g flop/s per device\n",
-                 format_seconds(link.latency_s).c_str(), link.bw_bytes_per_s,
-                 profile.flops_per_s);
+    std::fprintf(stderr,
+                 "fit: alpha %s, beta %.3g B/s; matmul %.3g flop/s, memory %.3g B/s per device\n",
+                 format_seconds(link.latency_s).c_str(), link.bw_bytes_per_s, profile.flops_per_s,
+                 profile.mem_bw_bytes_per_s);
   }
   const std::string text = profile_json(profile);
   if (o.output.empty()) {

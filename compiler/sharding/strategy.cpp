@@ -97,7 +97,12 @@ std::optional<Strategy> make_strategy(const OpSignature &sig, const rt::Mesh &me
     local_results.push_back(
         {sig.results[r].dtype, local_shape(mesh, sig.results[r].shape, s.results[r]), {}});
   s.flops = op_flops(sig.op, local_operands, local_results, sig.attrs);
-  s.compute_s = profile.flops_per_s > 0 ? s.flops / profile.flops_per_s : 0;
+  double bytes = 0;
+  for (const Type &t : local_operands)
+    bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
+  for (const Type &t : local_results)
+    bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
+  s.compute_s = op_seconds(s.flops, bytes, profile);
   for (const FinishStep &fs : s.finish) {
     double bytes = local_results.empty()
                        ? 0

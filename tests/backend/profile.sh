@@ -31,15 +31,19 @@ SPMD
 import json, sys
 p = json.load(open(sys.argv[1]))
 assert p["name"] == "here", p
-assert set(p) <= {"name", "description", "flops_per_s", "intra_node"}, p
+assert set(p) <= {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "intra_node"}, p
 alpha, beta = p["intra_node"]["latency_s"], p["intra_node"]["bw_bytes_per_s"]
-assert p["flops_per_s"] > 0 and alpha >= 0 and beta > 0, p
+assert p["flops_per_s"] > 0 and p["memory_bw_bytes_per_s"] > 0 and alpha >= 0 and beta > 0, p
 prog = json.load(open(sys.argv[2]))["programs"][0]
 # psum of an f32[] over 4: 2 * 3/4 * 4 B; the gather of f32[1024]: 3/4 * 4 KiB.
 moved = 2 * 0.75 * 4 + 0.75 * 4096
 want = 2 * alpha + moved / beta
 got = prog["comm_s"]
 assert abs(got - want) <= 1e-9 * max(want, 1e-12) + 1e-15, (got, want)
+# The two ops that compute (sum of f32[256] -> f32[]: 256 flops, 1028 bytes) cost
+# the slower of flops and bytes.
+want_c = max(256 / p["flops_per_s"], 1028 / p["memory_bw_bytes_per_s"])
+assert abs(prog["compute_s"] - want_c) <= 1e-9 * want_c, (prog["compute_s"], want_c)
 print(f"ok   alpha {alpha * 1e6:.1f} us, beta {beta / 1e9:.2f} GB/s, "
       f"flops {p['flops_per_s'] / 1e9:.1f} GFLOP/s; cost of 2 collectives {got * 1e6:.1f} us")
 PYEOF

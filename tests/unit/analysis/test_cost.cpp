@@ -231,7 +231,12 @@ TEST_CASE("cost: table and JSON", "[cost]") {
 }  // namespace
 TEST_CASE("cost: a collective runs on the link its axes cross", "[cost][profile]") {
   const rt::Mesh mesh({{"node", 2}, {"gpu", 4}});
-  HardwareProfile p{"two", 1e12, 100e9, 1e-6, "", 4, LinkCost{10e-6, 10e9}, {}};
+  HardwareProfile p{.name = "two",
+                    .flops_per_s = 1e12,
+                    .bw_bytes_per_s = 100e9,
+                    .latency_s = 1e-6,
+                    .devices_per_node = 4,
+                    .inter_node = LinkCost{10e-6, 10e9}};
   const std::vector<int> gpu{1}, node{0}, both{0, 1};
   // gpu: devices 4k..4k+3, inside one node of 4; node: devices 4 apart, across.
   CHECK(p.link(mesh, gpu) == LinkCost{1e-6, 100e9});
@@ -292,7 +297,30 @@ TEST_CASE("cost: profile files parse, print and parse back", "[cost][profile]") 
         "`intra_node.bw_bytes_per_s` is required");
   fails(R"({"name": "x", "flop_per_s": 1, )" + intra + "}",
         "`flop_per_s` is not a profile key (known: axes, description, devices_per_node, "
-        "flops_per_s, inter_node, intra_node, name)");
+        "flops_per_s, inter_node, intra_node, memory_bw_bytes_per_s, name)");
+}
+
+TEST_CASE("cost: with memory bandwidth an op costs the slower of its flops and bytes",
+          "[cost][profile]") {
+  HardwareProfile p{.name = "m", .flops_per_s = 1e12, .bw_bytes_per_s = 1e9, .latency_s = 1e-6};
+  CHECK(op_seconds(2e9, 4e9, p) == Approx(2e-3));  // no memory term: flops only
+  p.mem_bw_bytes_per_s = 1e11;
+  CHECK(op_seconds(2e9, 4e9, p) == Approx(0.04));  // 4e9 bytes at 1e11 B/s
+  CHECK(op_seconds(2e11, 4e9, p) == Approx(0.2));  // 2e11 flops at 1e12 flop/s
+  // x + y on f32[1000] per device (mesh i: 4 of f32[4000]): 1000 flops and
+  // 12000 bytes (two operands and the result): 1e-9 s vs 1.2e-7 s.
+  auto c = compile_ok(
+      "mesh M = (i: 4)\n"
+      "shmap f(x: f32[4000] @ P(i), y: f32[4000] @ P(i)) -> f32[4000] @ P(i) on M {\n"
+      "  return x + y\n"
+      "}\n");
+  CostReport r = cost_of(*c, p);
+  CHECK(r.op_bytes == Approx(12000));
+  CHECK(r.compute_s == Approx(1.2e-7));
+  std::string error;
+  auto back = parse_profile(profile_json(p), "m.json", error);
+  REQUIRE(back);
+  CHECK(back->mem_bw_bytes_per_s == 1e11);
 }
 
 }  // namespace spmd::test
