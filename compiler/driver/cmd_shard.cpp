@@ -298,7 +298,8 @@ void register_shard_commands(CLI::App &app, CommonOptions &common, std::vector<C
                 "time per device (compute + communication), solved as an ILP with CBC");
   cmd->add_option("--memory-per-device", o.memory,
                   "With --auto: a per-device memory limit for the parameters and the values "
-                  "live at once, in bytes (units B, KB, MB, GB, KiB, MiB, GiB)");
+                  "live at once (resharded copies not counted), in bytes (units B, KB, MB, GB, "
+                  "KiB, MiB, GiB)");
   cmd->add_option("--time-limit", o.time_limit_s,
                   "With --auto: stop the search after this many seconds of CPU time and use the "
                   "best plan found (default 10)");
@@ -306,9 +307,10 @@ void register_shard_commands(CLI::App &app, CommonOptions &common, std::vector<C
                   "With --memory-per-device: accept a plan proven within this many percent of "
                   "the optimum without starting CBC (default 1; 0 asks for a proof of optimality)");
   cmd->add_flag("--explain", o.explain,
-                "Print each op's strategy, its cost, the best rejected alternative and why, and "
-                "the total next to pure data parallelism and pure replication (the program goes "
-                "only to -o)");
+                "Print each op's strategy, its cost, the best rejected alternative and why, the "
+                "total next to pure data parallelism and pure replication, and the plan's peak "
+                "memory per device by kind: parameters, optimizer state, gradients, saved "
+                "activations, inputs, temporaries (the program goes only to -o)");
   cmd->add_flag("--strict", o.strict,
                 "Treat written specs that conflict (needing data moved between devices) as "
                 "errors instead of inserting reshards");

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/types.h"
 #include "ops/op_info.h"
+#include "ops/types.h"
 #include "spmdrt/mesh.h"
 #include "support/small_vector.h"
 #include "support/source.h"
@@ -28,7 +28,10 @@ inline constexpr ValueId kNoValue = -1;
 using ValueList = SmallVector<ValueId, 4>;
 
 /// Why an instruction exists: written by the user, or inserted by a pass.
-enum class Origin : uint8_t { User, AutoPbroadcast, Lowering, Transform };
+/// Who made an instruction. Backward: transposition's backward sweep (the
+/// backward pass of a vjp or grad, or a transposed program) — the memory
+/// model tells gradients and saved activations apart by it (sharding/memory_kinds.h).
+enum class Origin : uint8_t { User, AutoPbroadcast, Lowering, Transform, Backward };
 
 struct Value {
   Type type;

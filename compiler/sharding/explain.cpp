@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "sharding/memory_kinds.h"
 #include "sharding/propagate.h"
 #include "sharding/source_quote.h"
 
@@ -127,9 +128,9 @@ class Explainer {
     Plan other = plan_;
     other.choice[i] = best;
     PlanCost oc = evaluate(p_, other);
-    if (memory_limit_ && oc.peak_bytes > *memory_limit_) {
+    if (memory_limit_ && oc.live_bytes > *memory_limit_) {
       out << "                " << seconds(here - best_cost)
-          << " faster here, but the plan would need " << bytes(oc.peak_bytes)
+          << " faster here, but the plan would need " << bytes(oc.live_bytes)
           << " per device, over the " << bytes(*memory_limit_) << " limit\n";
     } else {
       out << "                " << seconds(here - best_cost)
@@ -205,6 +206,17 @@ class Explainer {
     row("pure DP", b.pure_dp);
     row("replicated", b.replicated);
     if (memory_limit_) out << "  memory limit     " << bytes(*memory_limit_) << " per device\n";
+    out << "\nmemory per device at this plan's peak (docs/sharding.md, \"Memory\")\n";
+    for (size_t k = 0; k < kNumMemoryKinds; ++k) {
+      char line[128];
+      std::snprintf(line, sizeof line, "  %-18s %10s\n",
+                    std::string(memory_kind_name(static_cast<MemoryKind>(k))).c_str(),
+                    bytes(c.peak_by_kind[k]).c_str());
+      out << line;
+    }
+    char total[128];
+    std::snprintf(total, sizeof total, "  %-18s %10s\n", "total", bytes(c.peak_bytes).c_str());
+    out << total;
     return out.str();
   }
 

@@ -6,8 +6,10 @@
 #include <map>
 #include <set>
 
+#include "analysis/fusion.h"
 #include "ir/loops.h"
 #include "pipeline/prepare.h"
+#include "sharding/memory_kinds.h"
 #include "spmdrt/checked.h"
 #include "support/limits.h"
 #include "transforms/unroll_loops.h"
@@ -267,9 +269,67 @@ ir::ValueId used_value(const Problem &p, Use use) {
       .operands.at(static_cast<size_t>(use.operand));
 }
 
+namespace {
+
+/// The fused groups of `p.flat` as analysis/fusion.h forms them: elementwise
+/// ops of one shape (in one loop) join the open group, which closes at the
+/// first other instruction that reads one of its values, or at an
+/// elementwise op of another shape. Per instruction: the index of its
+/// group's last member (where the group runs), or -1.
+std::vector<int> fused_group_ends(const Problem &p) {
+  const ir::Function &f = p.flat;
+  const int n = static_cast<int>(f.body.size());
+  std::vector<int> group(static_cast<size_t>(n), -1);  // the group's first member
+  std::vector<int> end(static_cast<size_t>(n), -1);
+  int open = -1;
+  std::set<ir::ValueId> members;
+  for (int i = 0; i < n; ++i) {
+    const ir::Instr &in = f.body[static_cast<size_t>(i)];
+    const bool fusable = fusion::is_fusable(in.op) && in.results.size() == 1;
+    if (open >= 0) {
+      const ir::Instr &first = f.body[static_cast<size_t>(open)];
+      bool reads = false;
+      for (ir::ValueId o : in.operands) reads = reads || members.count(o);
+      const bool joins =
+          fusable && p.loop_of[static_cast<size_t>(i)] == p.loop_of[static_cast<size_t>(open)] &&
+          f.type(in.results[0]).shape == f.type(first.results[0]).shape;
+      if (joins) {
+        group[static_cast<size_t>(i)] = open;
+        end[static_cast<size_t>(open)] = i;
+        members.insert(in.results[0]);
+        continue;
+      }
+      if (reads || fusable) {
+        open = -1;
+        members.clear();
+      }
+    }
+    if (fusable) {
+      open = i;
+      group[static_cast<size_t>(i)] = end[static_cast<size_t>(i)] = i;
+      members.insert(in.results[0]);
+    }
+  }
+  std::vector<int> at(static_cast<size_t>(n), -1);
+  for (int i = 0; i < n; ++i)
+    if (group[static_cast<size_t>(i)] >= 0)
+      at[static_cast<size_t>(i)] = end[static_cast<size_t>(group[static_cast<size_t>(i)])];
+  return at;
+}
+
+}  // namespace
+
 std::vector<std::vector<ir::ValueId>> live_values(const Problem &p) {
   const ir::Function &f = p.flat;
   const int n = static_cast<int>(f.body.size());
+  // A fused group runs at its last member: its inputs live until then, its
+  // outputs from then on, and a value only its own members read stays in
+  // registers (never in memory).
+  const std::vector<int> group_end = fused_group_ends(p);
+  auto runs_at = [&](int i) {
+    const int e = group_end[static_cast<size_t>(i)];
+    return e >= 0 ? e : i;
+  };
   std::vector<int> last(f.values.size(), -1);
   for (int i = 0; i < n; ++i) {
     // A value from before a loop that the loop reads lives through all of it.
@@ -278,7 +338,7 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p) {
       const int prod = p.producer[static_cast<size_t>(v)];
       const bool outer = l >= 0 && (prod < 0 || p.loop_of[static_cast<size_t>(prod)] != l);
       int &at = last[static_cast<size_t>(v)];
-      at = std::max(at, outer ? p.loops[static_cast<size_t>(l)].body_end - 1 : i);
+      at = std::max(at, outer ? p.loops[static_cast<size_t>(l)].body_end - 1 : runs_at(i));
     }
   }
   // A loop's carried values: the next value lives to the end of the body,
@@ -292,13 +352,27 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p) {
       born[static_cast<size_t>(loop.body_end)].push_back(carry.results[1]);
     }
   for (ir::ValueId v : f.returns) last[static_cast<size_t>(v)] = n;
+  for (int i = 0; i < n; ++i) {
+    if (p.is_creation(i)) continue;
+    const bool carry = p.carry_loop(i) != nullptr;
+    const int e = group_end[static_cast<size_t>(i)];
+    for (size_t k = 0; k < f.body[i].results.size(); ++k) {
+      const ir::ValueId r = f.body[i].results[k];
+      if (carry && k == 1) continue;
+      if (e >= 0) {
+        bool in_registers = !p.uses[static_cast<size_t>(r)].empty();
+        for (const Use &u : p.uses[static_cast<size_t>(r)])
+          in_registers = in_registers && u.instr != Use::kReturn &&
+                         group_end[static_cast<size_t>(u.instr)] == e;
+        if (in_registers) continue;
+      }
+      born[static_cast<size_t>(runs_at(i))].push_back(r);
+    }
+  }
   std::vector<std::vector<ir::ValueId>> live(static_cast<size_t>(n));
   std::vector<ir::ValueId> current;
   for (int i = 0; i < n; ++i) {
     for (ir::ValueId r : born[static_cast<size_t>(i)]) current.push_back(r);
-    const bool carry = p.carry_loop(i) != nullptr;
-    for (size_t k = 0; k < f.body[i].results.size(); ++k)
-      if (!p.is_creation(i) && !(carry && k == 1)) current.push_back(f.body[i].results[k]);
     live[static_cast<size_t>(i)] = current;
     std::vector<ir::ValueId> next;
     for (ir::ValueId v : current)
@@ -339,17 +413,68 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
       c.collectives += static_cast<int64_t>(w) * r.collectives();
     }
   }
+  if (p.memory_kinds.empty())
+    for (MemoryKind k : classify_values(p)) p.memory_kinds.push_back(static_cast<uint8_t>(k));
   for (size_t k = 0; k < f.params.size(); ++k) {
     const Type &t = f.type(f.params[k].value);
-    c.param_bytes += local_bytes(p.mesh, t.shape, t.dtype, plan.params[k]);
+    const double b = local_bytes(p.mesh, t.shape, t.dtype, plan.params[k]);
+    c.param_bytes += b;
+    c.peak_by_kind[p.memory_kinds[static_cast<size_t>(f.params[k].value)]] += b;
   }
-  double peak = 0;
-  for (const auto &live : live_values(p)) {
+  // A resharded copy of a value (one per distinct layout needed) lives
+  // from its first use in that layout to its last, beside the value; a
+  // value from before a loop is resharded before it, and the copy lives
+  // through the loop. Copies count as temporaries.
+  const auto points = live_values(p);
+  const int n = static_cast<int>(f.body.size());
+  std::vector<double> copies(static_cast<size_t>(n), 0.0);
+  for (size_t v = 0; v < p.uses.size(); ++v) {
+    auto have = value_sharding(p, plan, static_cast<ir::ValueId>(v));
+    if (!have) continue;
+    std::map<Sharding, std::pair<int, int>> spans;  // needed layout -> first, last point
+    for (const Use &u : p.uses[v]) {
+      Sharding need = requirement(p, plan, u);
+      if (need == *have) continue;
+      int from = n - 1, to = n - 1;  // a result: resharded at the end
+      if (u.instr != Use::kReturn) {
+        from = to = u.instr;
+        const int l = p.loop_of[static_cast<size_t>(u.instr)];
+        const int prod = p.producer[v];
+        if (l >= 0 && (prod < 0 || p.loop_of[static_cast<size_t>(prod)] != l)) {
+          from = p.loops[static_cast<size_t>(l)].index;
+          to = p.loops[static_cast<size_t>(l)].body_end - 1;
+        }
+      }
+      auto [it, fresh] = spans.emplace(need, std::pair{from, to});
+      if (!fresh) it->second = {std::min(it->second.first, from), std::max(it->second.second, to)};
+    }
+    const Type &t = p.type(static_cast<ir::ValueId>(v));
+    for (const auto &[need, span] : spans) {
+      const double b = local_bytes(p.mesh, t.shape, t.dtype, need);
+      for (int i = std::max(span.first, 0); i <= span.second && i < n; ++i)
+        copies[static_cast<size_t>(i)] += b;
+    }
+  }
+  double peak = 0, live_peak = 0;
+  int at_peak = -1;
+  for (size_t i = 0; i < points.size(); ++i) {
     double bytes = 0;
-    for (ir::ValueId v : live)
+    for (ir::ValueId v : points[i])
       if (auto s = value_sharding(p, plan, v))
         bytes += local_bytes(p.mesh, p.type(v).shape, p.type(v).dtype, *s);
+    live_peak = std::max(live_peak, bytes);
+    bytes += copies[i];
+    if (at_peak < 0 || bytes > peak) at_peak = static_cast<int>(i);
     peak = std::max(peak, bytes);
+  }
+  c.live_bytes = c.param_bytes + live_peak;
+  if (at_peak >= 0) {
+    c.peak_by_kind[static_cast<size_t>(MemoryKind::Temporaries)] +=
+        copies[static_cast<size_t>(at_peak)];
+    for (ir::ValueId v : points[static_cast<size_t>(at_peak)])
+      if (auto s = value_sharding(p, plan, v))
+        c.peak_by_kind[p.memory_kinds[static_cast<size_t>(v)]] +=
+            local_bytes(p.mesh, p.type(v).shape, p.type(v).dtype, *s);
   }
   c.peak_bytes = c.param_bytes + peak;
   return c;

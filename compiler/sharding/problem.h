@@ -21,6 +21,7 @@
 // resharded once, before it (lower_plan hoists it).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -68,6 +69,10 @@ struct Problem {
   /// Some op's strategies or some `auto` value's layouts reached
   /// StrategyOptions::max_candidates (sharding/budget.h): not all were listed.
   size_t candidates_capped_at = 0;
+
+  /// Per value of `flat`: its MemoryKind (sharding/memory_kinds.h), set by
+  /// the first evaluate().
+  std::vector<uint8_t> memory_kinds;
 
   std::vector<ProblemLoop> loops;
   std::vector<int> loop_of;  // per instruction: its loop (index into loops), or -1
@@ -121,13 +126,24 @@ struct PlanCost {
   double reshard_bytes = 0;
   int64_t collectives = 0;  // collectives run (inside a loop: once per iteration)
   double param_bytes = 0;   // the parameters' blocks
-  double peak_bytes = 0;    // parameters + the largest set of live intermediate values
+  /// Parameters + the largest set of live values and resharded copies
+  /// (docs/sharding.md, "Memory"): the estimate.
+  double peak_bytes = 0;
+  /// The same without the resharded copies: what the search's memory rows,
+  /// and so --memory-per-device, bound.
+  double live_bytes = 0;
+  /// peak_bytes by kind of value, indexed by MemoryKind (sharding/memory_kinds.h):
+  /// parameters, optimizer state, gradients, saved activations, inputs, temporaries.
+  std::array<double, 6> peak_by_kind{};
   double total_s() const { return compute_s + finish_s + reshard_s; }
 };
 PlanCost evaluate(Problem &p, const Plan &plan);
 
 /// Per program point (after each instruction), the values live there that
 /// an instruction defines (parameters are live everywhere and not listed).
+/// A value the backends keep in registers is not listed: the result of an
+/// elementwise op whose every reader is an elementwise op of the same shape
+/// in the same loop (fused into one loop with it, analysis/fusion.h).
 std::vector<std::vector<ir::ValueId>> live_values(const Problem &p);
 
 }  // namespace spmd::sharding

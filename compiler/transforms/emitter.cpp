@@ -5,8 +5,7 @@ namespace spmd {
 
 ir::ValueId Emitter::op(OpCode op, ir::ValueList operands, Attrs attrs, SourceSpan span) {
   ir::BuildError error;
-  auto results =
-      builder_.add(op, std::move(operands), std::move(attrs), span, error, ir::Origin::Transform);
+  auto results = builder_.add(op, std::move(operands), std::move(attrs), span, error, origin_);
   if (results.size() != 1)
     throw std::logic_error("transform built an ill-typed `" + std::string(op_spelling(op)) +
                            "`: " + error.message);

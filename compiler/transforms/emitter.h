@@ -9,6 +9,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "ir/builder.h"
 
@@ -30,6 +31,9 @@ class Emitter {
       : builder_(module, function), f_(function) {}
 
   ir::Function &function() { return f_; }
+  /// The origin of the instructions op() emits from now on (Transform until
+  /// set); returns the previous one.
+  ir::Origin set_origin(ir::Origin origin) { return std::exchange(origin_, origin); }
   /// Appends to `body` from now on (a loop body being built); returns the previous target.
   std::vector<ir::Instr> *set_body(std::vector<ir::Instr> *body) { return builder_.set_body(body); }
   /// Appends an instruction built elsewhere (a copy, a loop).
@@ -76,6 +80,7 @@ class Emitter {
  private:
   ir::Builder builder_;
   ir::Function &f_;
+  ir::Origin origin_ = ir::Origin::Transform;
 };
 
 }  // namespace spmd

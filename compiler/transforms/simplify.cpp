@@ -139,23 +139,26 @@ class Simplifier {
       ds.dim = d->attrs.dim;
       ds.shape = out.type(u).shape;
       const ir::ValueId block = append(out, body, OpCode::DynamicSlice, {x, i}, ds,
-                                       Type{rt.dtype, ds.shape, rt.variance}, in.span);
-      const ir::ValueId sum = append(out, body, OpCode::Add, {block, u}, {}, out.type(u), in.span);
-      return append(out, body, OpCode::DynamicUpdateSlice, {x, sum, i}, std::move(update), rt,
-                    in.span, out.values[in.results[0]].name);
+                                       Type{rt.dtype, ds.shape, rt.variance}, in);
+      const ir::ValueId sum = append(out, body, OpCode::Add, {block, u}, {}, out.type(u), in);
+      return append(out, body, OpCode::DynamicUpdateSlice, {x, sum, i}, std::move(update), rt, in,
+                    out.values[in.results[0]].name);
     }
     return std::nullopt;
   }
 
+  /// An instruction replacing part of `was` (its span; its origin, when
+  /// transposition made it, else Transform).
   ir::ValueId append(ir::Function &out, std::vector<ir::Instr> &body, OpCode op,
-                     std::vector<ir::ValueId> operands, Attrs attrs, Type type, SourceSpan span,
-                     const std::string &name = "") {
+                     std::vector<ir::ValueId> operands, Attrs attrs, Type type,
+                     const ir::Instr &was, const std::string &name = "") {
+    const SourceSpan span = was.span;
     ir::Instr in;
     in.op = op;
     in.operands = std::move(operands);
     in.attrs = std::move(attrs);
     in.span = span;
-    in.origin = ir::Origin::Transform;
+    in.origin = was.origin == ir::Origin::Backward ? ir::Origin::Backward : ir::Origin::Transform;
     in.results.push_back(out.add_value(std::move(type), name, span));
     record(body, std::move(in));
     return body.back().results[0];

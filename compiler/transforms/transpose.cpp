@@ -503,7 +503,7 @@ class Transposer {
     bwd.op = OpCode::For;
     bwd.attrs = b.attrs;
     bwd.span = loop.span;
-    bwd.origin = ir::Origin::Transform;
+    bwd.origin = ir::Origin::Backward;
     for (size_t k : b.linear_carries) {
       auto c = ct.find(loop.results[k]);
       bwd.operands.push_back(c != ct.end() ? c->second : e_.zeros(f_.type(loop.results[k])));
@@ -616,6 +616,8 @@ ir::Function transpose_function(const ir::Module &module, const ir::Function &f,
   }
   // 2. Forward: the constant instructions (loops split, their stacks filled).
   t.forward(f.body);
+  // What follows is the backward pass (the seeds included).
+  e.set_origin(ir::Origin::Backward);
   Cotangents ct;
   for (auto [k, seed] : seeds) {
     ir::ValueId r = f.returns[k];

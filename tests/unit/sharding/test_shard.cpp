@@ -421,7 +421,7 @@ sharded mlp(x: f32[8, 64] @ P(), w1: f32[64, 128] @ auto, w2: f32[128, 64] @ aut
   REQUIRE(r->search.has_value());
   CHECK_FALSE(r->search->optimal);
   CHECK(r->search->status.find("time limit") != std::string::npos);
-  CHECK(r->cost.peak_bytes <= 40.0 * 1024);
+  CHECK(r->cost.live_bytes <= 40.0 * 1024);
   std::string printed = ir::print_module(r->module);
   INFO(printed);
   auto s = test::compile_text(printed, /*auto_pb=*/false);
@@ -450,10 +450,10 @@ TEST_CASE("samples/global: the search is no worse than the hand-written sample",
       {"global/dp_mlp.spmd", "dp_mlp.spmd", std::nullopt, {"P()"}, 1},  // DP: the loss's mean
       {"global/tp_mlp.spmd", "tp_mlp.spmd", 6.0 * 1024, {"P(None, model)"}, 1},  // Megatron
       // FSDP for w1 only: 2 KiB gathered, the small weights kept whole.
-      {"global/fsdp_mlp.spmd", "fsdp_mlp.spmd", 9.0 * 1024, {"P(data)", "P(None, data)"}, 2},
+      {"global/fsdp_mlp.spmd", "fsdp_mlp.spmd", 7.0 * 1024, {"P(data)", "P(None, data)"}, 2},
       // 6 KiB leaves room for neither 4 KiB weight whole.
       {"global/dp_tp.spmd", "dp_tp.spmd", 6.0 * 1024, {"P(None, model)"}, 2},
-      {"global/moe.spmd", "moe.spmd", 4.0 * 1024, {"P(expert)"}, 2},  // two all_to_alls
+      {"global/moe.spmd", "moe.spmd", 3.5 * 1024, {"P(expert)"}, 2},  // two all_to_alls
   };
   for (const Case &k : cases) {
     INFO(k.global);
