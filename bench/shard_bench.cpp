@@ -102,6 +102,8 @@ std::string training_program(int blocks, int width) {
 const char *solver_label(const std::string &solver) {
   if (solver == "dynamic program") return "DP";
   if (solver == "CBC") return "CBC";
+  if (solver == "local search") return "LS";
+  if (solver == "local search + CBC") return "LS+CBC";
   if (solver.find("CBC") != std::string::npos) return "LR+CBC";
   return "LR";  // the Lagrangian relaxation alone
 }

@@ -2,7 +2,10 @@
 //
 // 1. Per block (a function body, a loop body), find each value's last use
 //    (the returns or next values live to the end; a value a loop body reads
-//    lives until the loop ends).
+//    lives until the loop ends). An op that shares its operand's buffer
+//    (pbroadcast, reshape, a sharding hint, stop_gradient) adds no bytes: its
+//    uses count as uses of the operand. The top function's parameters (the
+//    input blocks the caller holds) live to the end.
 // 2. Walk the block: add each result's bytes, take the peak (a call adds what
 //    its callee needs beyond its arguments, computed once per callee; a loop
 //    adds the peak of its body), then subtract the values whose last use this
@@ -30,11 +33,14 @@ class Estimator {
   Estimator(const ir::Module &module, const SourceManager *sources)
       : module_(module), sources_(sources), above_args_(module.functions.size()) {}
 
-  /// Peak bytes while `f` runs, its parameters included.
-  int64_t peak(const ir::Function &f) {
+  /// Peak bytes while `f` runs, its parameters included (`held`: alive to
+  /// the end, as the top function's inputs are).
+  int64_t peak(const ir::Function &f, bool held = false) {
     std::vector<ir::ValueId> params;
     for (const ir::Param &p : f.params) params.push_back(p.value);
-    return block_peak(f, params, f.body, f.returns);
+    std::vector<ir::ValueId> kept = f.returns;
+    if (held) kept.insert(kept.end(), params.begin(), params.end());
+    return block_peak(f, params, f.body, kept);
   }
 
   /// Peak bytes while a block of `f` runs: its parameters, then each
@@ -44,13 +50,24 @@ class Estimator {
   int64_t block_peak(const ir::Function &f, const std::vector<ir::ValueId> &params,
                      const std::vector<ir::Instr> &body, const std::vector<ir::ValueId> &kept) {
     const size_t n = body.size();
+    // A value whose op shares its operand's buffer is that operand.
+    std::unordered_map<ir::ValueId, ir::ValueId> shares;
+    for (const ir::Instr &in : body)
+      if (shares_buffer(in.op) && in.results.size() == 1 && in.operands.size() == 1) {
+        auto it = shares.find(in.operands[0]);
+        shares[in.results[0]] = it != shares.end() ? it->second : in.operands[0];
+      }
+    auto buffer = [&](ir::ValueId v) {
+      auto it = shares.find(v);
+      return it != shares.end() ? it->second : v;
+    };
     std::unordered_map<ir::ValueId, size_t> last;  // absent: never read in this block
     for (size_t i = 0; i < n; ++i) {
-      for (ir::ValueId v : body[i].operands) last[v] = i;
+      for (ir::ValueId v : body[i].operands) last[buffer(v)] = i;
       for (const ir::Region &r : body[i].regions)
-        for (ir::ValueId v : ir::captured_values(r)) last[v] = i;
+        for (ir::ValueId v : ir::captured_values(r)) last[buffer(v)] = i;
     }
-    for (ir::ValueId v : kept) last[v] = n;  // kept to the end
+    for (ir::ValueId v : kept) last[buffer(v)] = n;  // kept to the end
     std::vector<std::vector<ir::ValueId>> dies(n + 1);
     for (const auto &[v, at] : last) dies[at].push_back(v);
     int64_t live = 0;
@@ -70,13 +87,20 @@ class Estimator {
       if (in.op == OpCode::Call) inner = above_args(static_cast<size_t>(in.attrs.call().callee));
       for (const ir::Region &r : in.regions)
         inner = std::max(inner, block_peak(f, r.params, r.body, r.yields));
-      for (ir::ValueId r : in.results) add_value(r);
+      for (ir::ValueId r : in.results)
+        if (!shares.count(r)) add_value(r);
       top = std::max(top, rt::saturating_add(live, inner));
       for (ir::ValueId v : dies[i]) free_value(v);
       for (ir::ValueId r : in.results)  // results nothing reads
         if (!last.count(r)) free_value(r);
     }
     return top;
+  }
+
+  /// Ops whose result is their operand's buffer when they run (interp/eval_op.cpp).
+  static bool shares_buffer(OpCode op) {
+    return op == OpCode::Pbroadcast || op == OpCode::Reshape || op == OpCode::Constrain ||
+           op == OpCode::StopGradient;
   }
 
   rt::MemoryEstimate result(int64_t device_bytes) const {
@@ -131,7 +155,7 @@ class Estimator {
 rt::MemoryEstimate estimate_memory(const ir::Module &module, const ir::Function &function,
                                    const SourceManager *sources) {
   Estimator e(module, sources);
-  const int64_t peak = e.peak(function);
+  const int64_t peak = e.peak(function, /*held=*/true);
   return e.result(peak);
 }
 

@@ -13,8 +13,10 @@
 namespace spmd {
 
 /// The peak bytes of live values on one device while shmap `function` (of
-/// `module`, or a flattened copy of one) runs — each value counted from the instruction that makes it to its last
-/// use (as the interpreter frees them), a call counted at its callee's peak —
+/// `module`, or a flattened copy of one) runs — its parameters (the input
+/// blocks) throughout, each other value from the instruction that makes it
+/// to its last use (as the interpreter frees them; a value an op shares
+/// without copying, e.g. a pbroadcast's, once), a call counted at its callee's peak —
 /// and the largest single value, named with its location when `sources` is
 /// given. Sizes add with saturation (spmdrt/checked.h).
 rt::MemoryEstimate estimate_memory(const ir::Module &module, const ir::Function &function,

@@ -516,6 +516,18 @@ class AutoBuilder {
         return accept(*relaxed, "within the requested gap");
       }
     }
+    if (!memory && states > 0) {
+      // The elimination gave up (too many choices live at once): before CBC,
+      // a plan in hand from a local search, so that a search stopped by the
+      // time limit still answers (with the gap to a simple proven bound).
+      Elimination local = local_search(*problem);
+      if (std::isfinite(local.objective)) {
+        relaxed.emplace();
+        relaxed->best = std::move(local);
+        relaxed->bound = std::min(lower_bound(*problem), relaxed->best->objective);
+        report_.solver = "local search";
+      }
+    }
     if (!ilp_solver_available()) {
       if (relaxed && relaxed->best) {
         report_.solve_seconds = since(t);

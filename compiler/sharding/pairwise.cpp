@@ -45,6 +45,59 @@ double objective(const PairwiseProblem &p, const std::vector<int> &choice) {
   return total;
 }
 
+Elimination local_search(const PairwiseProblem &p, int max_rounds) {
+  const size_t n = p.unary.size();
+  std::vector<std::vector<size_t>> pairs_of(n);
+  for (size_t k = 0; k < p.pairs.size(); ++k) {
+    pairs_of[static_cast<size_t>(p.pairs[k].u)].push_back(k);
+    pairs_of[static_cast<size_t>(p.pairs[k].v)].push_back(k);
+  }
+  Elimination e;
+  e.choice.assign(n, 0);
+  for (size_t v = 0; v < n; ++v)
+    e.choice[v] = static_cast<int>(std::min_element(p.unary[v].begin(), p.unary[v].end()) -
+                                   p.unary[v].begin());
+  for (int round = 0; round < max_rounds; ++round) {
+    bool moved = false;
+    for (size_t v = 0; v < n; ++v) {
+      if (p.unary[v].size() < 2) continue;
+      int best = e.choice[v];
+      double best_cost = HUGE_VAL;
+      for (size_t a = 0; a < p.unary[v].size(); ++a) {
+        double c = p.unary[v][a];
+        for (size_t k : pairs_of[v]) {
+          const PairwiseProblem::Pair &pair = p.pairs[k];
+          const size_t width = p.unary[static_cast<size_t>(pair.v)].size();
+          c += static_cast<size_t>(pair.u) == v
+                   ? pair.cost[a * width +
+                               static_cast<size_t>(e.choice[static_cast<size_t>(pair.v)])]
+                   : pair.cost[static_cast<size_t>(e.choice[static_cast<size_t>(pair.u)]) * width +
+                               a];
+        }
+        if (c < best_cost * (1 - 1e-12)) {
+          best_cost = c;
+          best = static_cast<int>(a);
+        }
+      }
+      if (best != e.choice[v]) {
+        e.choice[v] = best;
+        moved = true;
+      }
+    }
+    if (!moved) break;
+  }
+  e.objective = objective(p, e.choice);
+  return e;
+}
+
+double lower_bound(const PairwiseProblem &p) {
+  double total = 0;
+  for (const auto &costs : p.unary) total += *std::min_element(costs.begin(), costs.end());
+  for (const PairwiseProblem::Pair &pair : p.pairs)
+    total += *std::min_element(pair.cost.begin(), pair.cost.end());
+  return total;
+}
+
 size_t ilp_variables_bound(const PairwiseProblem &p) {
   size_t n = 0;
   for (const auto &costs : p.unary) n += costs.size() > 1 ? costs.size() : 0;
