@@ -270,7 +270,10 @@ class Peephole {
     ++uses_[x];
     ++uses_[y];
     def_[sum] = later;
-    place_[sum] = place_.at(old);
+    // Copied first: place_[sum] may grow the map, which would leave a
+    // reference from place_.at(old) dangling (found by AddressSanitizer).
+    const auto where = place_.at(old);
+    place_[sum] = where;
     const std::vector<ir::Instr> *block = block_;
     block_ = p0.first;
     while (rewrite(*later)) {
