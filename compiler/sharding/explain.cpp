@@ -174,15 +174,8 @@ class Explainer {
     for (size_t k = 0; k < f.results.size(); ++k) {
       ir::ValueId v = f.returns[k];
       auto have = value_sharding(p_, plan_, v);
-      out << "  " << ir::result_name(f, k) << ": " << to_string(plan_.results[k], mesh)
-          << (f.results[k].like_param >= 0
-                  ? "  (like " +
-                        f.values[static_cast<size_t>(
-                                     f.params[static_cast<size_t>(f.results[k].like_param)].value)]
-                            .name +
-                        ")"
-              : f.results[k].auto_spec ? "  (chosen)"
-                                       : "  (written)");
+      out << "  " << ir::result_name(f, k) << ": " << to_string(plan_.results[k], mesh) << "  ("
+          << result_origin(f, k) << ")";
       double r = reshard(v, have, plan_.results[k]);
       if (r > 0) out << ", resharded from " << to_string(*have, mesh) << ": " << seconds(r);
       out << "\n";
@@ -228,6 +221,14 @@ class Explainer {
 };
 
 }  // namespace
+
+std::string result_origin(const ir::Function &f, size_t k) {
+  const ir::Result &r = f.results[k];
+  if (r.like_param >= 0)
+    return "like " +
+           f.values[static_cast<size_t>(f.params[static_cast<size_t>(r.like_param)].value)].name;
+  return r.auto_spec ? "chosen" : "written";
+}
 
 Baselines baselines(Problem &p) {
   Baselines b;

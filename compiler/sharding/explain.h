@@ -31,6 +31,10 @@ struct Baselines {
 /// The two baseline plans of explain(), priced by evaluate().
 Baselines baselines(Problem &p);
 
+/// How result k of `f` got its layout, for reports: `like w` for a result
+/// declared `@ like(w)`, else `chosen` (auto) or `written`.
+std::string result_origin(const ir::Function &f, size_t k);
+
 std::string explain(Problem &p, const Plan &plan, const std::optional<AutoReport> &search,
                     const std::optional<double> &memory_limit, const SourceManager *sources);
 

@@ -1,6 +1,7 @@
 // sharding/shard.cpp — see shard.h.
 #include "sharding/shard.h"
 
+#include "sharding/explain.h"
 #include "support/cpu_time.h"
 
 namespace spmd::sharding {
@@ -17,14 +18,8 @@ std::string header_comment(const ShardResult &r, const ShardOptions &o, const st
          to_string(r.plan.params[k], mesh) + (g.params[k].auto_spec ? " (chosen)" : "") + "\n";
   for (size_t k = 0; k < g.results.size(); ++k)
     c += "  " + ir::result_name(g, k) + " (result): " + to_string(r.plan.results[k], mesh) +
-         (g.results[k].like_param >= 0
-              ? " (like " +
-                    g.values[static_cast<size_t>(
-                                 g.params[static_cast<size_t>(g.results[k].like_param)].value)]
-                        .name +
-                    ")"
-          : g.results[k].auto_spec ? " (chosen)"
-                                   : "") +
+         (g.results[k].auto_spec || g.results[k].like_param >= 0 ? " (" + result_origin(g, k) + ")"
+                                                                 : "") +
          "\n";
   c += "Estimated per device on " + r.problem.profile.name + ": " +
        format_seconds(r.cost.total_s()) + " (compute " + format_seconds(r.cost.compute_s) +
