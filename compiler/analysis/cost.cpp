@@ -245,8 +245,9 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
       return numel(operands[0]);
     case OpKind::Contraction:
       return einsum_flops(operands, attrs.einsum().spec);
+    case OpKind::Layout:  // data movement, but scatter_add adds every update
+      return op == OpCode::ScatterAdd ? numel(operands[1]) : 0;
     case OpKind::Creation:
-    case OpKind::Layout:
     case OpKind::Collective:
     case OpKind::Call:
     case OpKind::Control:

@@ -302,6 +302,8 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
       case OpCode::Concat:
       case OpCode::DynamicSlice:
       case OpCode::DynamicUpdateSlice:
+      case OpCode::Take:
+      case OpCode::ScatterAdd:
       case OpCode::Psum:
       case OpCode::Pmax:
       case OpCode::Pmin:

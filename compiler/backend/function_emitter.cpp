@@ -283,6 +283,15 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
       expr = dynamic_update_slice(in, in_place ? "std::move(" + x(0) + ")" : x(0), pre);
       break;
     }
+    case OpCode::Take:
+    case OpCode::ScatterAdd: {
+      expr = call(in.op == OpCode::Take ? "take" : "scatter_add");
+      for (size_t k = 0; k < in.operands.size(); ++k) expr += x(k) + ", ";
+      expr += std::to_string(a.gather().axis) +
+              ", rt::IndexMode::" + (a.gather().mode == rt::IndexMode::Fill ? "Fill" : "Check") +
+              ")";
+      break;
+    }
     case OpCode::Psum:
     case OpCode::Pmax:
     case OpCode::Pmin:

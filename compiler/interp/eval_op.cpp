@@ -132,6 +132,10 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
       start[a.layout().dim] = block_index(x[2]) * x[1].shape()[a.layout().dim];
       return rt::dynamic_update_slice(std::move(x[0]), x[1], start);  // in place if unshared
     }
+    case OpCode::Take:
+      return rt::take(x[0], x[1], a.gather().axis, a.gather().mode);
+    case OpCode::ScatterAdd:
+      return rt::scatter_add(x[0], x[1], x[2], a.gather().axis, a.gather().mode);
     // Collectives.
     case OpCode::Psum:
     case OpCode::Pmax:
@@ -201,6 +205,8 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
     case OpCode::Concat:
     case OpCode::DynamicSlice:
     case OpCode::DynamicUpdateSlice:
+    case OpCode::Take:
+    case OpCode::ScatterAdd:
     case OpCode::Constrain:
     case OpCode::Psum:
     case OpCode::Pmax:

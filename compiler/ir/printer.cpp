@@ -455,6 +455,14 @@ class FunctionPrinter {
       case OpCode::DynamicUpdateSlice:
         return "dynamic_update_slice(" + op(in.operands[0]) + ", " + op(in.operands[1]) + ", " +
                op(in.operands[2]) + ", axis=" + std::to_string(a.layout().dim) + ")";
+      case OpCode::Take:
+      case OpCode::ScatterAdd: {
+        std::string s = std::string(op_spelling(in.op)) + "(";
+        for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
+        if (a.gather().axis != 0) s += ", axis=" + std::to_string(a.gather().axis);
+        if (a.gather().mode == rt::IndexMode::Fill) s += ", mode=\"fill\"";
+        return s + ")";
+      }
       case OpCode::Psum:
       case OpCode::Pmax:
       case OpCode::Pmin:
@@ -696,6 +704,9 @@ std::string dump_ir(const Module &module) {
                 if (in.op == OpCode::Concat || in.op == OpCode::DynamicSlice ||
                     in.op == OpCode::DynamicUpdateSlice)
                   out << " dim=" << a.layout().dim;
+                if (in.op == OpCode::Take || in.op == OpCode::ScatterAdd)
+                  out << " axis=" << a.gather().axis
+                      << (a.gather().mode == rt::IndexMode::Fill ? " mode=fill" : "");
                 break;
               case OpKind::Call:
                 out << " callee=@" << a.call().callee;

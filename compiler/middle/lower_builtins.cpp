@@ -457,6 +457,27 @@ std::optional<std::vector<int64_t>> dims_argument(BodyLowerer &b, Args &a, const
   return normalize_dims(b, *s, rank, a.get(name)->span);
 }
 
+/// take's and scatter_add's `axis` (negative from the end) and `mode`
+/// ("check" or "fill") for an array of rank `rank`.
+std::optional<Attrs> gather_attrs(BodyLowerer &b, Args &a, int64_t rank) {
+  auto axis = a.integer("axis", 0);
+  if (!axis) return std::nullopt;
+  Attrs attrs;
+  attrs.gather().axis = *axis < 0 ? *axis + rank : *axis;
+  if (a.has("mode")) {
+    const ast::Expr *m = a.get("mode");
+    auto *lit = std::get_if<ast::StringLit>(&m->node);
+    if (!lit || (lit->value != "check" && lit->value != "fill")) {
+      b.diags().error("bad-argument", m->span,
+                      "`mode` is \"check\" (an index out of range is an error) or \"fill\" "
+                      "(it reads zeros and drops updates)");
+      return std::nullopt;
+    }
+    attrs.gather().mode = lit->value == "fill" ? rt::IndexMode::Fill : rt::IndexMode::Check;
+  }
+  return attrs;
+}
+
 /// A literal fill value (`full`, `full_like`): an optionally negated number or bool.
 std::optional<double> literal_value(BodyLowerer &b, const ast::Expr *v) {
   double sign = 1;
@@ -958,6 +979,28 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       attrs.layout().dim = *axis < 0 ? *axis + rank : *axis;
       return value_or_invalid(b.emit(OpCode::DynamicUpdateSlice, {x, update, index}, attrs, span),
                               span);
+    };
+    // Gathers: take(x, ids, axis=0, mode="check"), scatter_add(x, updates, ids, ...).
+    t["take"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"x"}, {"ids"}, {"axis", false}, {"mode", false}});
+      if (!a.ok()) return {};
+      ir::ValueId x = a.value("x", DType::F32);
+      ir::ValueId ids = a.value("ids", DType::I32);
+      if (x == ir::kNoValue || ids == ir::kNoValue) return {};
+      auto attrs = gather_attrs(b, a, b.function().type(x).rank());
+      if (!attrs) return {};
+      return value_or_invalid(b.emit(OpCode::Take, {x, ids}, *attrs, span), span);
+    };
+    t["scatter_add"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"x"}, {"updates"}, {"ids"}, {"axis", false}, {"mode", false}});
+      if (!a.ok()) return {};
+      ir::ValueId x = a.value("x", DType::F32);
+      ir::ValueId updates = a.value("updates", DType::F32);
+      ir::ValueId ids = a.value("ids", DType::I32);
+      if (x == ir::kNoValue || updates == ir::kNoValue || ids == ir::kNoValue) return {};
+      auto attrs = gather_attrs(b, a, b.function().type(x).rank());
+      if (!attrs) return {};
+      return value_or_invalid(b.emit(OpCode::ScatterAdd, {x, updates, ids}, *attrs, span), span);
     };
     // Creation.
     t["zeros"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {

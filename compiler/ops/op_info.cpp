@@ -34,6 +34,8 @@ const char *family_name(AttrFamily f) {
       return "einsum";
     case AttrFamily::Layout:
       return "layout";
+    case AttrFamily::Gather:
+      return "gather";
     case AttrFamily::Constrain:
       return "constrain";
     case AttrFamily::Collective:

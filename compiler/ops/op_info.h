@@ -50,6 +50,7 @@ enum class AttrFamily : uint8_t {
   Reduce,      // ReduceAttrs: sum ... argmin
   Einsum,      // EinsumAttrs
   Layout,      // LayoutAttrs: reshape ... dynamic_update_slice
+  Gather,      // GatherAttrs: take, scatter_add
   Constrain,   // ConstrainAttrs
   Collective,  // CollectiveAttrs
   Call,        // CallAttrs
@@ -162,6 +163,14 @@ struct LayoutAttrs {
   bool operator==(const LayoutAttrs &) const = default;
 };
 
+/// take, scatter_add: the indexed axis of x and what an out-of-range id does.
+struct GatherAttrs {
+  int64_t axis = 0;
+  rt::IndexMode mode = rt::IndexMode::Check;  // what an id out of range does
+  static constexpr AttrFamily kFamily = AttrFamily::Gather;
+  bool operator==(const GatherAttrs &) const = default;
+};
+
 /// einsum: the normalised spec, e.g. "ij,jk->ik".
 struct EinsumAttrs {
   std::string spec;
@@ -222,6 +231,8 @@ struct Attrs {
   ReduceAttrs &reduce() { return set<ReduceAttrs>(); }
   const LayoutAttrs &layout() const { return get<LayoutAttrs>(); }
   LayoutAttrs &layout() { return set<LayoutAttrs>(); }
+  const GatherAttrs &gather() const { return get<GatherAttrs>(); }
+  GatherAttrs &gather() { return set<GatherAttrs>(); }
   const EinsumAttrs &einsum() const { return get<EinsumAttrs>(); }
   EinsumAttrs &einsum() { return set<EinsumAttrs>(); }
   const ConstrainAttrs &constrain() const { return get<ConstrainAttrs>(); }
@@ -236,8 +247,9 @@ struct Attrs {
   bool operator==(const Attrs &other) const;
 
  private:
-  using Typed = std::variant<std::monostate, CreationAttrs, CastAttrs, ReduceAttrs, LayoutAttrs,
-                             EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs>;
+  using Typed =
+      std::variant<std::monostate, CreationAttrs, CastAttrs, ReduceAttrs, LayoutAttrs, GatherAttrs,
+                   EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs>;
 
   [[noreturn]] void wrong_family(AttrFamily wanted) const;
   template <class T>

@@ -187,6 +187,47 @@ ShardingRule reshape_rule(const Type &x, const Type &y) {
   return r;
 }
 
+/// take(x, ids, axis) and scatter_add(x, updates, ids, axis): one factor per
+/// dimension of x, shared with the gathered values' copies of those
+/// dimensions; take's ids dimensions are factors of their own, shared with
+/// its result. The indexed axis may be split (Megatron's vocabulary-parallel
+/// embedding): each device looks up only the ids in its block, shifted by the
+/// block's offset, and reads zeros for the others (mode "fill"; the sharded
+/// program's lowering adds the shift), so take's result is a partial sum over
+/// the axis and scatter_add adds into its own block only, a plain split.
+/// scatter_add's ids dimensions are not split: a device adding its share of
+/// the updates into all of x would count x once per device.
+ShardingRule gather_rule(OpCode op, std::span<const Type> operands, const Attrs &attrs) {
+  ShardingRule r;
+  r.family = RuleFamily::Gather;
+  const Type &x = operands[0];
+  const Type &ids = op == OpCode::Take ? operands[1] : operands[2];
+  const int64_t axis = attrs.gather().axis;
+  auto new_factor = [&](int64_t size) {
+    r.factor_sizes.push_back(size);
+    r.factor_kinds.push_back(FactorKind::Parallel);
+    return r.num_factors() - 1;
+  };
+  std::vector<int> array(static_cast<size_t>(x.rank()), kNoFactor);
+  for (int64_t d = 0; d < x.rank(); ++d) array[static_cast<size_t>(d)] = new_factor(x.shape[d]);
+  if (op == OpCode::Take) r.factor_kinds[static_cast<size_t>(axis)] = FactorKind::Sum;
+  std::vector<int> index(static_cast<size_t>(ids.rank()), kNoFactor);
+  if (op == OpCode::Take)
+    for (int64_t d = 0; d < ids.rank(); ++d)
+      index[static_cast<size_t>(d)] = new_factor(ids.shape[d]);
+  std::vector<int> gathered(array.begin(), array.begin() + axis);
+  gathered.insert(gathered.end(), index.begin(), index.end());
+  gathered.insert(gathered.end(), array.begin() + axis + 1, array.end());
+  if (op == OpCode::Take) {
+    r.operand_factors = {array, index};
+    r.result_factors = {gathered};
+  } else {
+    r.operand_factors = {array, gathered, index};
+    r.result_factors = {array};
+  }
+  return r;
+}
+
 /// The factors of `op`'s rule (sharding_rule adds which operands are linear).
 ShardingRule factors_rule(OpCode op, std::span<const Type> operands, std::span<const Type> results,
                           const Attrs &attrs) {
@@ -286,6 +327,9 @@ ShardingRule factors_rule(OpCode op, std::span<const Type> operands, std::span<c
       r.operand_factors.push_back({});                    // the index
       return r;
     }
+    case OpCode::Take:
+    case OpCode::ScatterAdd:
+      return gather_rule(op, operands, attrs);
     case OpCode::Constrain: {
       ShardingRule r =
           same_rank_layout(RuleFamily::Identity, operands[0], [](int64_t) { return true; });
@@ -348,6 +392,8 @@ const char *rule_family_name(RuleFamily family) {
       return "concat";
     case RuleFamily::DynamicSlice:
       return "dynamic slice";
+    case RuleFamily::Gather:
+      return "gather";
     case RuleFamily::Identity:
       return "constrain";
     case RuleFamily::Unsupported:
@@ -382,6 +428,10 @@ const char *rule_family_requirement(RuleFamily family) {
       return "concat needs its operands split alike and the concatenation dimension not split";
     case RuleFamily::DynamicSlice:
       return "a dynamic slice cannot split the dimension it indexes";
+    case RuleFamily::Gather:
+      return "take and scatter_add keep the split of the array's other dimensions and of "
+             "take's ids; a split indexed axis leaves take partial sums; scatter_add cannot "
+             "split its updates along the ids";
     case RuleFamily::Identity:
       return "constrain requires exactly the written split";
     case RuleFamily::Unsupported:

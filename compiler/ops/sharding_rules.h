@@ -68,6 +68,7 @@ enum class RuleFamily : uint8_t {
   Slice,         // dims a slice or pad cuts into are not split
   Concat,        // the concatenation dimension is not split
   DynamicSlice,  // the dimension indexed at run time is not split
+  Gather,        // take, scatter_add: a split indexed axis looks up shifted ids
   Identity,      // constrain
   Unsupported,   // collectives, calls, loops: not in sharded functions
 };

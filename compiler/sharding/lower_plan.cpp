@@ -295,6 +295,28 @@ class PlanLowerer {
     builder_->append(std::move(instr));
   }
 
+  /// take/scatter_add with the indexed axis of x split over axes A (the
+  /// vocabulary-parallel embedding): this device holds rows [o, o + n) of the
+  /// axis, o = axis_index(A) * n, so it looks up ids - o, reading zeros for the
+  /// ids of other blocks (take's partial sum) or dropping their updates.
+  void shift_ids_to_block(const ir::Instr &in, const Strategy &s, const Type &local_x,
+                          std::vector<ir::ValueId> &locals, Attrs &attrs) {
+    const int64_t axis = attrs.gather().axis;
+    const std::vector<int> &axes = s.operands[0].dims.at(static_cast<size_t>(axis));
+    if (axes.empty()) return;
+    Attrs ia;
+    ia.collective().axes = axes;
+    ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
+    ir::ValueId offset =
+        emit(OpCode::Mul, {index, constant_i32(local_x.shape[static_cast<size_t>(axis)], in.span)},
+             {}, in.span);
+    ir::ValueId &ids = locals.back();
+    ids = emit(
+        OpCode::Sub, {ids, offset}, {}, in.span,
+        "this device's rows of the table start at its index along " + axis_list_str(axes, mesh_));
+    attrs.gather().mode = rt::IndexMode::Fill;
+  }
+
   void lower_instr(size_t i) {
     const ir::Instr &in = p_.flat.body[i];
     if (p_.is_creation(static_cast<int>(i))) return;  // made where it is used
@@ -312,7 +334,10 @@ class PlanLowerer {
     }
     const Type &gt = p_.flat.type(in.results[0]);
     Shape local = local_shape(mesh_, gt.shape, s.results[0]);
-    ir::ValueId x = emit(in.op, locals, local_attrs(in, local_types, local), in.span);
+    Attrs attrs = local_attrs(in, local_types, local);
+    if (in.op == OpCode::Take || in.op == OpCode::ScatterAdd)
+      shift_ids_to_block(in, s, local_types[0], locals, attrs);
+    ir::ValueId x = emit(in.op, locals, attrs, in.span);
     builder_->body().back().origin = in.origin;
     for (const FinishStep &fs : s.finish) {
       Attrs a;

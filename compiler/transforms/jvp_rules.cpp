@@ -198,6 +198,10 @@ std::optional<ir::ValueId> Rules::run() {
       return e_.op(instr.op, {t(0), x_[1]}, a, span());
     case OpCode::DynamicUpdateSlice:
       return e_.op(instr.op, {t_or_zero(0), t_or_zero(1), x_[2]}, a, span());
+    case OpCode::Take:  // d take(x, ids) = take(dx, ids); the ids are data
+      return e_.op(instr.op, {t(0), x_[1]}, a, span());
+    case OpCode::ScatterAdd:  // d scatter_add(x, u, ids) = scatter_add(dx, du, ids)
+      return e_.op(instr.op, {t_or_zero(0), t_or_zero(1), x_[2]}, a, span());
     case OpCode::Pmax:
     case OpCode::Pmin:
       throw TransformError(

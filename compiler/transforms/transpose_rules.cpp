@@ -69,9 +69,9 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
       return "`where` selects between a value that depends on the transposed inputs and one "
              "that does not: the function is not linear";
     case OpLinearity::InArrayAndUpdate:
-      if (others) return "the index of `dynamic_update_slice` depends on the transposed inputs";
+      if (others) return "the index of " + quoted(in.op) + " depends on the transposed inputs";
       if (linear_or_zero()) return std::nullopt;
-      return "`dynamic_update_slice` mixes values that do and do not depend on the inputs";
+      return quoted(in.op) + " mixes values that do and do not depend on the inputs";
   }
   return quoted(in.op) + " is not linear, but its operand depends on the inputs being transposed";
 }
@@ -243,6 +243,16 @@ std::vector<std::pair<size_t, ir::ValueId>> apply_transpose_rule(Emitter &e,
         ta.layout().shape = shape(1);
         give(1, e.op(OpCode::DynamicSlice, {ct, c(2)}, ta, s));
       }
+      break;
+    }
+    case OpCode::Take: {  // take(x, ids)^T ct = scatter_add(zeros like x, ct, ids)
+      ir::ValueId zeros = e.zeros(in.operand_types[0], s);
+      give(0, e.op(OpCode::ScatterAdd, {zeros, ct, c(1)}, a, s));
+      break;
+    }
+    case OpCode::ScatterAdd: {  // scatter_add(x, u, ids)^T ct = (ct, take(ct, ids))
+      if (in.linear[0]) give(0, ct);
+      if (in.linear[1]) give(1, e.op(OpCode::Take, {ct, c(2)}, a, s));
       break;
     }
     // Collectives: the design note's table.

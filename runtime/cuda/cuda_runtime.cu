@@ -406,6 +406,169 @@ Tensor dynamic_update_slice(Tensor &&x, const Tensor &update, const Tensor &inde
   return out;
 }
 
+// ---- take and scatter_add ------------------------------------------------------------
+// x is viewed as [outer, size, inner] around the indexed axis, the gathered
+// array as [outer, count, inner]. The ids are read on the host once (they are
+// small: a batch of token ids): to check them (mode check) and, for
+// scatter_add, to list each row's ids in order, so every output element sums
+// its updates in the order of the ids, as the CPU kernel does (the same bits,
+// no atomics).
+
+namespace {
+
+struct GatherGeometry {
+  int64_t outer = 1, size = 0, inner = 1, count = 0;
+};
+
+GatherGeometry gather_geometry(const char *op, const Tensor &x, const Tensor &ids, int64_t axis) {
+  if (ids.dtype() != DType::I32) fail(std::string(op) + ": the ids must be i32");
+  GatherGeometry g;
+  for (int64_t d = 0; d < axis; ++d) g.outer *= x.shape()[d];
+  g.size = x.shape()[axis];
+  for (int64_t d = axis + 1; d < static_cast<int64_t>(x.shape().size()); ++d)
+    g.inner *= x.shape()[d];
+  g.count = ids.numel();
+  return g;
+}
+
+/// The ids on the host, with those out of range replaced by -1 (mode fill) or
+/// reported (mode check).
+std::vector<int32_t> host_rows(const char *op, const Tensor &ids, const GatherGeometry &g,
+                               int64_t axis, rt::IndexMode mode) {
+  rt::Tensor h = ids.to_host();
+  std::vector<int32_t> rows(h.data<int32_t>(), h.data<int32_t>() + g.count);
+  for (int32_t &r : rows)
+    if (r < 0 || r >= g.size) {
+      if (mode == rt::IndexMode::Check)
+        fail(std::string(op) + ": index " + std::to_string(r) + " is out of range for axis " +
+             std::to_string(axis) + " of size " + std::to_string(g.size) +
+             " (mode=\"fill\" reads zeros instead)");
+      r = -1;
+    }
+  return rows;
+}
+
+Tensor device_i32(const std::vector<int32_t> &v) {
+  rt::Tensor h = rt::Tensor::empty(DType::I32, {static_cast<int64_t>(v.size())});
+  if (!v.empty()) std::memcpy(h.raw(), v.data(), v.size() * sizeof(int32_t));
+  return Tensor::from_host(h);
+}
+
+template <typename T>
+__global__ void take_kernel(const T *__restrict x, const int32_t *__restrict rows,
+                            T *__restrict out, GatherGeometry g, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = i % g.inner, j = (i / g.inner) % g.count, o = i / (g.inner * g.count);
+    const int32_t r = rows[j];
+    out[i] = r < 0 ? T{} : x[(o * g.size + r) * g.inner + k];
+  }
+}
+
+/// One thread per element of a row some id names: adds that row's updates,
+/// listed in order in order[begin[t] .. begin[t + 1]) for target row target[t].
+template <typename T>
+__global__ void scatter_add_kernel(T *__restrict out, const T *__restrict updates,
+                                   const int32_t *__restrict target,
+                                   const int32_t *__restrict begin, const int32_t *__restrict order,
+                                   int64_t targets, GatherGeometry g) {
+  const int64_t n = g.outer * targets * g.inner;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = i % g.inner, t = (i / g.inner) % targets, o = i / (g.inner * targets);
+    T *y = out + (o * g.size + target[t]) * g.inner + k;
+    if constexpr (std::is_same_v<T, uint16_t>) {
+      float acc = rt::sc::bf16_load(*y);
+      for (int32_t p = begin[t]; p < begin[t + 1]; ++p)
+        acc = rt::sc::bf16_round(
+            acc + rt::sc::bf16_load(updates[(o * g.count + order[p]) * g.inner + k]));
+      *y = rt::sc::bf16_store(acc);
+    } else {
+      T acc = *y;
+      for (int32_t p = begin[t]; p < begin[t + 1]; ++p)
+        acc += updates[(o * g.count + order[p]) * g.inner + k];
+      *y = acc;
+    }
+  }
+}
+
+template <typename Fn>
+void dispatch_numeric(const char *op, DType d, Fn &&fn) {
+  switch (d) {
+    case DType::F32:
+      return fn(float{});
+    case DType::F64:
+      return fn(double{});
+    case DType::BF16:
+      return fn(uint16_t{});
+    case DType::I32:
+      return fn(int32_t{});
+    case DType::Bool:
+      return fn(uint8_t{});
+  }
+  fail(std::string(op) + ": unknown dtype");
+}
+
+}  // namespace
+
+Tensor take(const Tensor &x, const Tensor &ids, int64_t axis, rt::IndexMode mode) {
+  const GatherGeometry g = gather_geometry("take", x, ids, axis);
+  Shape shape(x.shape().begin(), x.shape().begin() + axis);
+  shape.insert(shape.end(), ids.shape().begin(), ids.shape().end());
+  shape.insert(shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+  Tensor out = Tensor::empty(x.dtype(), shape);
+  const int64_t n = out.numel();
+  if (n == 0) return out;
+  const Tensor rows = device_i32(host_rows("take", ids, g, axis, mode));
+  dispatch_numeric("take", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    take_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(x.data<T>(), rows.data<int32_t>(),
+                                                       out.data<T>(), g, n);
+  });
+  check_cuda(cudaGetLastError(), "take kernel launch");
+  return out;
+}
+
+Tensor scatter_add(const Tensor &x, const Tensor &updates, const Tensor &ids, int64_t axis,
+                   rt::IndexMode mode) {
+  if (x.dtype() == DType::Bool) fail("scatter_add: cannot add bool values");
+  const GatherGeometry g = gather_geometry("scatter_add", x, ids, axis);
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  check_cuda(cudaMemcpyAsync(out.data<void>(), x.data<void>(), x.nbytes(), cudaMemcpyDeviceToDevice,
+                             tl_stream),
+             "copy");
+  const std::vector<int32_t> rows = host_rows("scatter_add", ids, g, axis, mode);
+  // Each named row once (in first-use order), with its ids' positions in order.
+  std::vector<int32_t> slot(static_cast<size_t>(g.size), -1), target, begin{0}, order;
+  std::vector<std::vector<int32_t>> lists;
+  for (int32_t j = 0; j < static_cast<int32_t>(rows.size()); ++j) {
+    if (rows[j] < 0) continue;
+    if (slot[rows[j]] < 0) {
+      slot[rows[j]] = static_cast<int32_t>(target.size());
+      target.push_back(rows[j]);
+      lists.emplace_back();
+    }
+    lists[slot[rows[j]]].push_back(j);
+  }
+  for (const auto &l : lists) {
+    order.insert(order.end(), l.begin(), l.end());
+    begin.push_back(static_cast<int32_t>(order.size()));
+  }
+  const int64_t targets = static_cast<int64_t>(target.size());
+  const int64_t n = g.outer * targets * g.inner;
+  if (n == 0) return out;
+  const Tensor d_target = device_i32(target), d_begin = device_i32(begin),
+               d_order = device_i32(order);
+  dispatch_numeric("scatter_add", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    scatter_add_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(
+        out.data<T>(), updates.data<T>(), d_target.data<int32_t>(), d_begin.data<int32_t>(),
+        d_order.data<int32_t>(), targets, g);
+  });
+  check_cuda(cudaGetLastError(), "scatter_add kernel launch");
+  return out;
+}
+
 Tensor pack_blocks(const Tensor &x, int64_t dim, int64_t n) {
   // [a.., n*b, c..] -> [n, a.., b, c..]
   Shape split = x.shape();

@@ -111,6 +111,11 @@ Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, const Tensor 
                             int64_t dim);
 /// The same, writing into `x`'s own buffer when no other tensor shares it.
 Tensor dynamic_update_slice(Tensor &&x, const Tensor &update, const Tensor &index, int64_t dim);
+/// As rt::take and rt::scatter_add (the same bits: each element sums its
+/// updates in the order of the ids).
+Tensor take(const Tensor &x, const Tensor &ids, int64_t axis, rt::IndexMode mode);
+Tensor scatter_add(const Tensor &x, const Tensor &updates, const Tensor &ids, int64_t axis,
+                   rt::IndexMode mode);
 /// Layout kernels around collectives: pack_blocks splits `dim` into n blocks and
 /// makes the block index the leading dimension ([.., n*b, ..] -> [n, .., b, ..]);
 /// unpack_blocks is its inverse.

@@ -140,6 +140,13 @@ Tensor dynamic_update_slice(const Tensor &x, const Tensor &update, std::span<con
 /// loop's stacked values grow in place instead of being copied every step).
 Tensor dynamic_update_slice(Tensor &&x, const Tensor &update, std::span<const int64_t> start);
 Tensor concat(std::span<const Tensor> parts, int64_t axis);
+/// The entries of x at `ids` (i32, any shape) along `axis`: the result is
+/// x.shape[:axis] + ids.shape + x.shape[axis+1:] (NumPy's take).
+Tensor take(const Tensor &x, const Tensor &ids, int64_t axis, IndexMode mode);
+/// x with `updates` (shaped as take(x, ids, axis)) added at `ids` along `axis`;
+/// repeated ids accumulate, in the order of the ids (take's transpose).
+Tensor scatter_add(const Tensor &x, const Tensor &updates, const Tensor &ids, int64_t axis,
+                   IndexMode mode);
 /// Values 0, 1, 2, ... along dimension `dim` of `shape`, broadcast over the others.
 Tensor iota(DType dtype, const Shape &shape, int64_t dim);
 

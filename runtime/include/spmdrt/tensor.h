@@ -20,6 +20,14 @@ namespace spmd::rt {
 
 enum class DType : uint8_t { F32, F64, BF16, I32, Bool };
 
+/// What take and scatter_add do with an index outside [0, size of the axis).
+enum class IndexMode : uint8_t {
+  Check,  // an error naming the index (the default)
+  Fill,   // take reads zeros, scatter_add drops the update (JAX's mode="fill"
+          // with fill value 0): what a device holding one block of a table
+          // does with the ids of the other blocks
+};
+
 using Shape = std::vector<int64_t>;
 
 /// Name as written in the language: "f32", "f64", "bf16", "i32", "bool".

@@ -262,6 +262,10 @@ OpProgram op_program(OpCode op) {
       return returning("dynamic_slice(concat((x, y)), axis_index(i), 2)");
     case OpCode::DynamicUpdateSlice:
       return returning("dynamic_update_slice(x, y[0:1], axis_index(i))");
+    case OpCode::Take:
+      return returning("take(x, 1 - iota((2,), dtype=i32))");
+    case OpCode::ScatterAdd:  // both updates into entry 0
+      return returning("scatter_add(x, y, 0 * iota((2,), dtype=i32))");
     case OpCode::Constrain:
       return {entry("  return constrain(x + y, P(i))", "", "sharded"), false};
     case OpCode::Psum:

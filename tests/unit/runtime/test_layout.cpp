@@ -110,3 +110,55 @@ TEST_CASE("iota", "[runtime][layout]") {
   check_equal(iota(DType::F32, {2, 3}, 1), DType::F32, {2, 3}, {0, 1, 2, 0, 1, 2});
   CHECK_THROWS_AS(iota(DType::I32, {2}, 1), RuntimeError);
 }
+
+TEST_CASE("take and scatter_add against naive loops", "[runtime][layout][gather]") {
+  // x: [2, 5, 3] with x[a, r, c] = 100a + 10r + c; ids [2, 2] along axis 1.
+  Tensor x = Tensor::zeros(DType::F32, {2, 5, 3});
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t r = 0; r < 5; ++r)
+      for (int64_t c = 0; c < 3; ++c) x.set((a * 5 + r) * 3 + c, 100.0 * a + 10.0 * r + c);
+  Tensor ids = make(DType::I32, {2, 2}, {4, 0, 4, 2});
+  Tensor t = take(x, ids, 1, IndexMode::Check);
+  REQUIRE(t.shape() == Shape{2, 2, 2, 3});
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t c = 0; c < 3; ++c)
+        CHECK(t.get((a * 4 + j) * 3 + c) == 100.0 * a + 10.0 * ids.get(j) + c);
+  // Rows of a table (axis 0), any dtype: bytes are copied.
+  check_equal(take(make(DType::I32, {3, 2}, {1, 2, 3, 4, 5, 6}),
+                   make(DType::I32, {4}, {2, 2, 0, 1}), 0, IndexMode::Check),
+              DType::I32, {4, 2}, {5, 6, 5, 6, 1, 2, 3, 4});
+  // Out of range: an error naming the id, or zeros in fill mode.
+  Tensor bad = make(DType::I32, {3}, {1, 5, -1});
+  CHECK_THROWS_WITH(take(x, bad, 1, IndexMode::Check),
+                    Catch::Contains("index 5 is out of range for axis 1 of size 5"));
+  Tensor filled = take(x, bad, 1, IndexMode::Fill);
+  for (int64_t c = 0; c < 3; ++c) {
+    CHECK(filled.get(c) == 10.0 + c);     // [0, 0, c]: row 1
+    CHECK(filled.get(3 + c) == 0.0);      // [0, 1, c]: id 5
+    CHECK(filled.get(6 + c) == 0.0);      // [0, 2, c]: id -1
+    CHECK(filled.get(9 + 3 + c) == 0.0);  // [1, 1, c]
+  }
+  // scatter_add: repeated ids accumulate; updates shaped as take's result.
+  Tensor u = Tensor::zeros(DType::F32, {2, 2, 2, 3});
+  for (int64_t e = 0; e < u.numel(); ++e) u.set(e, 1.0 + e);
+  Tensor s = scatter_add(x, u, ids, 1, IndexMode::Check);
+  Tensor expect = x.clone();
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t c = 0; c < 3; ++c) {
+        const int64_t at = (a * 5 + static_cast<int64_t>(ids.get(j))) * 3 + c;
+        expect.set(at, expect.get(at) + u.get((a * 4 + j) * 3 + c));
+      }
+  for (int64_t e = 0; e < x.numel(); ++e) CHECK(s.get(e) == expect.get(e));
+  CHECK_THROWS_WITH(scatter_add(x, Tensor::zeros(DType::F32, {2, 3, 3}), bad, 1, IndexMode::Check),
+                    Catch::Contains("out of range"));
+  Tensor dropped =
+      scatter_add(x, Tensor::full(DType::F32, {2, 3, 3}, 1.0), bad, 1, IndexMode::Fill);
+  for (int64_t e = 0; e < x.numel(); ++e)
+    CHECK(dropped.get(e) == x.get(e) + ((e / 3) % 5 == 1 ? 1.0 : 0.0));
+  // bf16 accumulates in f32 and rounds after each add, in the order of the ids.
+  Tensor b = scatter_add(Tensor::zeros(DType::BF16, {1}), make(DType::BF16, {3}, {256, 1, 1}),
+                         make(DType::I32, {3}, {0, 0, 0}), 0, IndexMode::Check);
+  CHECK(b.get(0) == 256.0);  // 256 + 1 rounds back to 256 in bf16, twice
+}

@@ -144,6 +144,20 @@ TEST_CASE("derivatives of reductions, contractions and layout ops", "[grad]") {
                     "  return psum(sum(b * b * b), i)\n}\n");
 }
 
+TEST_CASE("derivatives of take and scatter_add: an embedding lookup", "[grad]") {
+  const std::string m = "mesh M = (i: 4)\n";
+  // Each device looks up its own ids (repeats included) in a replicated table:
+  // the table's gradient sums the rows' cotangents over the ids and devices.
+  check_derivatives(
+      m +
+      "shmap f(t: f64[8, 3] @ P(), x: f64[8, 5] @ P(i)) -> f64[] @ P() on M {\n"
+      "  ids = (iota((10,), dtype=i32) * 3 + axis_index(i)) % 8\n"
+      "  e = tanh(take(t, ids))\n"
+      "  s = scatter_add(t * t, e, ids)\n"
+      "  cols = reshape((iota((4,), dtype=i32) * 3) % 5, (2, 2))\n"
+      "  return psum(sum(e * e) + sum(s * s) + sum(take(x, cols, axis=1) ** 3.0), i)\n}\n");
+}
+
 TEST_CASE("derivatives of the NumPy-style ops", "[grad]") {
   const std::string m = "mesh M = (i: 4)\n";
   check_derivatives(

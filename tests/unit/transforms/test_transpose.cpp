@@ -117,6 +117,27 @@ TEST_CASE("transpose: dot-product identity for each linear op", "[transpose]") {
   }
 }
 
+TEST_CASE("transpose: dot-product identity for take and scatter_add", "[transpose]") {
+  // Repeated ids (0 and 3 twice on device 0), a replicated table looked up by
+  // each device's own ids (its transpose sums over the devices), axis 1.
+  check_dot_product(
+      "mesh M = (i: 4)\n"
+      "shmap f(t: f64[8, 3] @ P(), u: f64[40, 3] @ P(i), x: f64[8, 5] @ P(i)) -> (f64[40, 3] @ "
+      "P(i), f64[32, 3] @ P(i), f64[8, 2, 2] @ P(i)) on M {\n"
+      "  ids = (iota((10,), dtype=i32) * 3 + axis_index(i)) % 8\n"
+      "  cols = reshape((iota((4,), dtype=i32) * 3) % 5, (2, 2))\n"
+      "  return take(t, ids), scatter_add(t, u, ids), take(x, cols, axis=1)\n}\n");
+  // Only the updates linear, into zeros, and mode="fill" dropping ids 8 and 9.
+  check_dot_product(
+      "mesh M = (i: 2)\n"
+      "shmap f(t: f64[8, 3] @ P(), u: f64[20, 3] @ P(i)) -> (f64[16, 3] @ P(i), f64[20, 3] @ "
+      "P(i)) on M {\n"
+      "  ids = iota((10,), dtype=i32)\n"
+      "  s = scatter_add(zeros((8, 3), f64), u, ids, mode=\"fill\")\n"
+      "  return s, take(s * t, ids, mode=\"fill\")\n}\n",
+      {"u"});
+}
+
 TEST_CASE("transpose: dot-product identity for the NumPy-style ops", "[transpose]") {
   const std::string m = "mesh M = (i: 4)\n";
   SECTION("flip, negative steps, None subscripts, .T, stack, squeeze, expand_dims") {
