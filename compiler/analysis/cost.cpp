@@ -250,6 +250,7 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
     case OpKind::Collective:
     case OpKind::Call:
     case OpKind::Control:
+    case OpKind::Effect:
       return 0;
   }
   return 0;

@@ -315,6 +315,7 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
       case OpCode::AxisIndex:
       case OpCode::For:
       case OpCode::Call:
+      case OpCode::DebugPrint:
         throw std::logic_error("backend: `" + std::string(op_spelling(in.op)) +
                                "` is not an elementwise op");
     }

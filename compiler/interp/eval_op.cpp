@@ -154,8 +154,9 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
       return ctx.ppermute(x[0], a.collective().axes, a.collective().perm);
     case OpCode::AxisIndex:
       return Tensor::scalar(DType::I32, static_cast<double>(ctx.axis_index(a.collective().axes)));
-    case OpCode::For:   // a region: run by the interpreter (interpreter.cpp, run_loop)
-    case OpCode::Call:  // several results: handled by eval_op
+    case OpCode::For:         // a region: run by the interpreter (interpreter.cpp, run_loop)
+    case OpCode::Call:        // several results: handled by eval_op
+    case OpCode::DebugPrint:  // no results: run by the interpreter (it needs the variances)
       break;
   }
   throw std::logic_error("interpreter: `" + std::string(op_spelling(in.op)) +
@@ -215,6 +216,7 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
     case OpCode::AxisIndex:
     case OpCode::For:
     case OpCode::Call:
+    case OpCode::DebugPrint:
       return {};
   }
   return {};

@@ -26,6 +26,16 @@ std::string shape_tuple(const Shape &s) {
 
 std::string int_tuple(const std::vector<int64_t> &v) { return shape_tuple(v); }
 
+/// A .spmd string literal holding `text` (`\"` and `\\` are its escapes).
+std::string quote_string(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 bool is_keyword(const std::string &n) {
   static const std::set<std::string> kw = {"import", "mesh", "def", "shmap", "sharded", "on",
                                            "return", "for",  "in",  "range", "if",      "else",
@@ -162,6 +172,10 @@ class FunctionPrinter {
         continue;
       }
       out << indent;
+      if (in.results.empty()) {  // print: a statement of its own
+        out << expr(in) << "\n";
+        continue;
+      }
       const bool annotate = o_.types || varying_constant(in);
       for (size_t k = 0; k < in.results.size(); ++k) {
         out << (k ? ", " : "") << namer_.name(in.results[k]);
@@ -498,6 +512,11 @@ class FunctionPrinter {
         for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
         return s + ")";
       }
+      case OpCode::DebugPrint: {
+        std::string s = "print(" + quote_string(a.print().format);
+        for (ValueId o : in.operands) s += ", " + op(o);
+        return s + ")";
+      }
     }
     return "?";
   }
@@ -705,6 +724,9 @@ std::string dump_ir(const Module &module) {
                 if (a.loop().step != 1) out << " step=" << a.loop().step;
                 if (a.loop().unroll) out << " unroll";
                 if (a.loop().remat) out << " remat";
+                break;
+              case OpKind::Effect:
+                out << " format=" << quote_string(a.print().format);
                 break;
               default:
                 if (in.op == OpCode::Cast) out << " dtype=" << dtype_name(a.cast().dtype);

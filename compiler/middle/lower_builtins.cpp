@@ -801,6 +801,13 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       return b.binary(OpCode::Einsum, b.lower_expr(*a.get("a")), b.lower_expr(*a.get("b")), span,
                       "matmul");
     };
+    // `print(...)` is a statement (lower_body.cpp, lower_call_stmt); as a value it is an error.
+    t["print"] = [](BodyLowerer &b, const ast::CallExpr &, SourceSpan span) -> LExpr {
+      b.diags()
+          .error("bad-argument", span, "`print` has no value: it is a statement of its own")
+          .fix = "write `print(\"...{}...\", x)` on its own line";
+      return {};
+    };
     t["einsum"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"spec"}, {"operands"}}, /*variadic_tail=*/true);
       if (!a.ok()) return {};

@@ -42,6 +42,8 @@ const char *family_name(AttrFamily f) {
       return "call";
     case AttrFamily::Loop:
       return "loop";
+    case AttrFamily::Print:
+      return "print";
   }
   return "?";
 }

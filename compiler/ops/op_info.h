@@ -30,6 +30,7 @@ enum class OpKind {
   Collective,   // works across devices; variance rule from the design note
   Call,         // call of an instantiated def
   Control,      // structured control flow with regions (for)
+  Effect,       // no results, kept for its effect (print)
 };
 
 enum class OpCode : uint8_t {
@@ -54,6 +55,7 @@ enum class AttrFamily : uint8_t {
   Collective,  // CollectiveAttrs
   Call,        // CallAttrs
   Loop,        // LoopAttrs
+  Print,       // PrintAttrs: print
 };
 
 /// Which operands an op is linear in (the Linearity column of ops.def).
@@ -81,6 +83,9 @@ inline std::string_view op_spelling(OpCode op) { return op_info(op).spelling; }
 inline OpKind op_kind(OpCode op) { return op_info(op).kind; }
 inline AttrFamily op_attr_family(OpCode op) { return op_info(op).attrs; }
 inline OpLinearity op_linearity(OpCode op) { return op_info(op).linearity; }
+/// True for ops kept for their effect, whether or not anything reads them
+/// (OpKind::Effect: print). Dead-code elimination keeps them, CSE never merges them.
+inline bool op_has_effect(OpCode op) { return op_info(op).kind == OpKind::Effect; }
 /// Whether an op of this linearity is linear in its operand `k`.
 bool linear_in_operand(OpLinearity linearity, size_t k);
 /// True when the operands it is linear in vary together (a sum: InAll,
@@ -207,6 +212,14 @@ struct LoopAttrs {
   bool operator==(const LoopAttrs &) const = default;
 };
 
+/// print: the format string, `{}` marking where each operand goes (`{{` and
+/// `}}` are literal braces).
+struct PrintAttrs {
+  std::string format;
+  static constexpr AttrFamily kFamily = AttrFamily::Print;
+  bool operator==(const PrintAttrs &) const = default;
+};
+
 struct Attrs;
 /// The mesh axes of a collective's attrs; empty for every other op.
 const std::vector<int> &collective_axes(OpCode op, const Attrs &attrs);
@@ -232,12 +245,14 @@ struct Attrs {
   CallAttrs &call() { return set<CallAttrs>(); }
   const LoopAttrs &loop() const { return get<LoopAttrs>(); }
   LoopAttrs &loop() { return set<LoopAttrs>(); }
+  const PrintAttrs &print() const { return get<PrintAttrs>(); }
+  PrintAttrs &print() { return set<PrintAttrs>(); }
 
   bool operator==(const Attrs &other) const;
 
  private:
   using Typed = std::variant<std::monostate, CreationAttrs, CastAttrs, ReduceAttrs, LayoutAttrs,
-                             EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs>;
+                             EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs, PrintAttrs>;
 
   [[noreturn]] void wrong_family(AttrFamily wanted) const;
   template <class T>

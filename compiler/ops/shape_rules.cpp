@@ -322,6 +322,8 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
       return fail("internal: call types come from the callee");
     case OpKind::Control:
       return fail("internal: loop types come from their carried values");
+    case OpKind::Effect:
+      return {};  // print: no results; any operands (the format's holes are checked by lowering)
   }
   // Layout ops.
   const Type &x = ops[0];

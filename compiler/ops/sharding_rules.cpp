@@ -308,6 +308,13 @@ ShardingRule factors_rule(OpCode op, std::span<const Type> operands, std::span<c
       return unsupported("calls are inlined before sharding");
     case OpCode::For:
       return unsupported("loops are unrolled before sharding");
+    case OpCode::DebugPrint: {  // shows whole arrays: each operand gathered (and summed) first
+      ShardingRule r;
+      r.family = RuleFamily::Print;
+      for (const Type &t : operands)
+        r.operand_factors.push_back(std::vector<int>(static_cast<size_t>(t.rank()), kNoFactor));
+      return r;
+    }
   }
   return unsupported("unknown op");
 }
@@ -350,6 +357,8 @@ const char *rule_family_name(RuleFamily family) {
       return "dynamic slice";
     case RuleFamily::Identity:
       return "constrain";
+    case RuleFamily::Print:
+      return "print";
     case RuleFamily::Unsupported:
       return "unsupported";
   }
@@ -384,6 +393,8 @@ const char *rule_family_requirement(RuleFamily family) {
       return "a dynamic slice cannot split the dimension it indexes";
     case RuleFamily::Identity:
       return "constrain requires exactly the written split";
+    case RuleFamily::Print:
+      return "print shows whole arrays: its operands are gathered first";
     case RuleFamily::Unsupported:
       return "this op cannot be split";
   }

@@ -305,6 +305,11 @@ class PlanLowerer {
       locals.push_back(get_operand(i, k));
       local_types.push_back(f_.type(locals.back()));
     }
+    if (in.results.empty()) {  // print: its operands arrive whole (RuleFamily::Print)
+      builder_->add_typed(in.op, ir::ValueList(locals.begin(), locals.end()), in.attrs, {},
+                          in.span, in.origin);
+      return;
+    }
     const ir::Value &gv = p_.flat.values[static_cast<size_t>(in.results[0])];
     if (in.op == OpCode::Constrain) {  // the identity: its operand now has the required layout
       produced_[in.results[0]] = {locals[0], s.results[0]};

@@ -93,6 +93,7 @@ class Explicitator {
           break;
         case OpKind::Collective:
         case OpKind::Call:
+        case OpKind::Effect:  // a print's variance says how often it prints
           for (auto &o : in.operands) o = explicit_if_varying_constant(body, o);
           break;
         case OpKind::Unary:

@@ -208,6 +208,8 @@ std::optional<ir::ValueId> Rules::run() {
               "differentiated inputs");
     case OpCode::AxisIndex:
       return std::nullopt;
+    case OpCode::DebugPrint:  // no results: it prints the primal values (JAX's jvp of debug.print)
+      return std::nullopt;
     case OpCode::Call:
     case OpCode::For:
       throw std::logic_error("jvp: calls are inlined first; loops are handled by jvp.cpp");

@@ -22,6 +22,7 @@
 
 #include "spmdrt/checked.h"
 #include "spmdrt/cuda.h"
+#include "spmdrt/debug_print.h"
 #include "spmdrt/kernels.h"  // kSumLanes: the definition of a floating-point sum
 #include "spmdrt/mpi.h"
 #include "spmdrt/scalar_ops.h"
@@ -890,6 +891,28 @@ Tensor DeviceContext::ppermute(const Tensor &x, const std::vector<int> &axes,
   check_nccl(ncclGroupEnd(), "ncclGroupEnd");
   wait_collective(c, "ppermute (ncclSend/ncclRecv)", where_);
   return out;
+}
+
+// ---- print ---------------------------------------------------------------------------
+
+void debug_print(DeviceContext &ctx, std::string_view format, const std::vector<Tensor> &values,
+                 const std::vector<int> &label_axes) {
+  std::vector<rt::Tensor> host;
+  host.reserve(values.size());
+  if (label_axes.empty()) {  // invariant: device 0's copy
+    if (ctx.device() != 0) return;
+    for (const Tensor &v : values) host.push_back(v.to_host());
+    rt::debug_print(format, host);
+    return;
+  }
+  for (const Tensor &v : values) host.push_back(ctx.all_gather(v, label_axes, 0, false).to_host());
+  if (ctx.device() == 0) rt::print_gathered(ctx.mesh(), format, host, label_axes);
+}
+
+void check_finite(const DeviceContext &ctx, const Tensor &value, std::string_view op,
+                  std::string_view where, bool invariant) {
+  if (invariant && ctx.device() != 0) return;
+  rt::check_finite(value.to_host(), op, where, ctx.mesh(), invariant ? -1 : ctx.device());
 }
 
 // ---- executor -----------------------------------------------------------------------

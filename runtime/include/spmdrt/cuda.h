@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -156,6 +157,17 @@ class DeviceContext {
   int64_t device_;
   const char *where_ = "";
 };
+
+/// The in-language print on GPU `ctx` (spmdrt/debug_print.h): the values
+/// are gathered over `label_axes` on the GPUs, copied to the host, and device
+/// 0 writes the lines.
+void debug_print(DeviceContext &ctx, std::string_view format, const std::vector<Tensor> &values,
+                 const std::vector<int> &label_axes);
+
+/// `spmdc build --check-nan` (spmdrt/debug_print.h): copies `value` to the
+/// host and throws rt::NonFiniteError at a NaN or an infinity.
+void check_finite(const DeviceContext &ctx, const Tensor &value, std::string_view op,
+                  std::string_view where, bool invariant);
 
 using CudaBody = std::function<std::vector<Tensor>(DeviceContext &, const std::vector<Tensor> &)>;
 

@@ -288,6 +288,8 @@ OpProgram op_program(OpCode op) {
       return {entry("  return g(x)", "def g(a: f32[n]) -> f32[n] {\n  return 2.0 * a\n}\n")};
     case OpCode::For:
       return {entry("  s = x\n  for k in range(2) {\n    s = s + y\n  }\n  return s")};
+    case OpCode::DebugPrint:
+      return {entry("  print(\"x {} y {}\", x, y)\n  return x + y")};
   }
   return {};
 }
