@@ -101,7 +101,10 @@ void FunctionEmitter::emit_block(const std::vector<ir::Instr> &block,
 }
 
 void FunctionEmitter::emit_check(const ir::Instr &in, ir::ValueId v, std::ostringstream &out) {
-  if (!rt::is_float(f_.type(v).dtype)) return;
+  // Constants and pbroadcast make no new numbers: nothing to check there.
+  if (!rt::is_float(f_.type(v).dtype) || op_kind(in.op) == OpKind::Creation ||
+      in.op == OpCode::Pbroadcast)
+    return;
   std::string where;
   if (sources_ && in.span.valid()) {
     const SourceLocation loc = sources_->location(in.span);

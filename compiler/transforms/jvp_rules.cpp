@@ -220,6 +220,7 @@ std::optional<ir::ValueId> Rules::run() {
 }  // namespace
 
 std::optional<ir::ValueId> apply_jvp_rule(Emitter &e, const JvpRuleInput &in) {
+  if (in.instr.results.empty()) return std::nullopt;  // print: nothing to differentiate
   return Rules(e, in).run();
 }
 

@@ -141,7 +141,7 @@ void check_finite(const DeviceContext &ctx, const Tensor &value, std::string_vie
 }
 
 Progress::Progress(int64_t device, int64_t total, const char *where)
-    : active_(device == 0 && total > 1 && isatty(STDOUT_FILENO) == 1),
+    : active_(device == 0 && total > 1 && isatty(STDOUT_FILENO) == 1 && !launched_by_mpi()),
       total_(total),
       where_(where) {
   if (!active_) return;
