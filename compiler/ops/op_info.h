@@ -30,6 +30,7 @@ enum class OpKind {
   Collective,   // works across devices; variance rule from the design note
   Call,         // call of an instantiated def
   Control,      // structured control flow with regions (for)
+  Random,       // random keys and draws (spmdrt/random.h); results vary as operands do
 };
 
 enum class OpCode : uint8_t {
@@ -54,6 +55,7 @@ enum class AttrFamily : uint8_t {
   Collective,  // CollectiveAttrs
   Call,        // CallAttrs
   Loop,        // LoopAttrs
+  Random,      // RandomAttrs: split ... randint
 };
 
 /// Which operands an op is linear in (the Linearity column of ops.def).
@@ -207,6 +209,20 @@ struct LoopAttrs {
   bool operator==(const LoopAttrs &) const = default;
 };
 
+/// split ... randint: the result's shape and dtype; global, when not empty, the
+/// shape of the whole draw the result is a block of (its offsets are the op's
+/// last global.size() operands, i32 scalars).
+struct RandomAttrs {
+  Shape shape;
+  DType dtype = DType::F32;
+  Shape global;
+  static constexpr AttrFamily kFamily = AttrFamily::Random;
+  bool operator==(const RandomAttrs &) const = default;
+};
+/// The operands of a draw before its offsets: the key, plus lo and hi for
+/// uniform and randint.
+size_t random_param_count(OpCode op);
+
 struct Attrs;
 /// The mesh axes of a collective's attrs; empty for every other op.
 const std::vector<int> &collective_axes(OpCode op, const Attrs &attrs);
@@ -232,12 +248,15 @@ struct Attrs {
   CallAttrs &call() { return set<CallAttrs>(); }
   const LoopAttrs &loop() const { return get<LoopAttrs>(); }
   LoopAttrs &loop() { return set<LoopAttrs>(); }
+  const RandomAttrs &random() const { return get<RandomAttrs>(); }
+  RandomAttrs &random() { return set<RandomAttrs>(); }
 
   bool operator==(const Attrs &other) const;
 
  private:
-  using Typed = std::variant<std::monostate, CreationAttrs, CastAttrs, ReduceAttrs, LayoutAttrs,
-                             EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs>;
+  using Typed =
+      std::variant<std::monostate, CreationAttrs, CastAttrs, ReduceAttrs, LayoutAttrs, EinsumAttrs,
+                   ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs, RandomAttrs>;
 
   [[noreturn]] void wrong_family(AttrFamily wanted) const;
   template <class T>
