@@ -12,14 +12,16 @@
 3. Layouts: a `sharded` function drawing uniform(key, (16, 8)), normal and
    split keys, sharded by `spmdc shard` with several written specs and with
    --auto, must print the same arrays as the unsharded run; so must the CPU
-   executable of a sharded program.
+   executable of a sharded program, alone and under `mpirun -np 4`.
 4. Statistics: the mean and variance of 2^16 uniforms and normals within 5
-   standard errors of the exact ones.
+   standard errors of the exact ones; std.nn's dropout keeps the elements
+   whose uniform is below 1 - rate, and its gradient is mask / (1 - rate).
 
 Usage: random_keys.py --spmdc BUILD/compiler/spmdc
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -259,6 +261,25 @@ shmap s(seed: i32[] @ P()) -> (u: f32[65536] @ P(), n: f32[65536] @ P()) on M {
         check(abs(z.var() - 1) < 5 * np.sqrt(2 / n), f"normal variance {z.var()}")
         check(u.min() >= 0 and u.max() < 1, "uniform outside [0, 1)")
 
+        # std.nn's dropout: the mask is uniform(key, shape) < 1 - rate, and its
+        # gradient is mask / (1 - rate).
+        drop = run(args.spmdc, """
+import std.nn
+mesh M = (i: 1)
+def loss(x: f32[64, 32], k: key[]) -> f32[] {
+  return sum(dropout(k, x, 0.25) * 2.0)
+}
+shmap f(x: f32[64, 32] @ P(), seed: i32[] @ P()) -> (d: f32[64, 32] @ P(), g: f32[64, 32] @ P()) on M {
+  k = key(seed)
+  l, g = grad(loss, wrt=x)(x, k)
+  return dropout(k, x, 0.25), g
+}
+""", tmp, "dropout", ["--in", "seed=" + os.path.join(tmp, "seed.npy"), "--random", "3"])
+        keep = uniform(key, 64 * 32).reshape(64, 32) < np.float32(0.75)
+        check(np.array_equal(drop["d"] != 0, keep), "dropout's mask is not uniform(key, shape) < 1 - rate")
+        check(np.allclose(drop["g"], 2.0 * keep / 0.75, rtol=1e-6), "dropout's gradient is not mask / (1 - rate)")
+        check(abs(keep.mean() - 0.75) < 5 * np.sqrt(0.75 * 0.25 / keep.size), f"dropout keeps {keep.mean()}")
+
         # Layouts: the sharded program equals the unsharded draw.
         seed_arg = ["--in", "seed=" + os.path.join(tmp, "seed.npy")]
         ref = run(args.spmdc, SHARDED.format(spec="P()"), tmp, "ref", seed_arg)
@@ -290,6 +311,25 @@ shmap s(seed: i32[] @ P()) -> (u: f32[65536] @ P(), n: f32[65536] @ P()) on M {
                     for name in ["u", "n", "b"]:
                         check(np.array_equal(np.load(os.path.join(outdir, name + ".npy")), ref[name]),
                               f"the CPU executable's `{name}` differs from spmdc run")
+                    mpirun = shutil.which("mpirun")
+                    if mpirun:  # one process per device of the (data: 2, model: 2) mesh
+                        outdir = os.path.join(tmp, "mpi_out")
+                        env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                               "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                               "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+                        m = subprocess.run([mpirun, "--oversubscribe", "-np", "4", exe, "--in",
+                                            "seed=" + os.path.join(tmp, "seed.npy"), "-q",
+                                            "--out-dir", outdir], env=env, capture_output=True,
+                                           text=True)
+                        check(m.returncode == 0, "the executable under mpirun failed: " + m.stderr[-800:])
+                        print("mpirun -np 4: ran the sharded executable")
+                        if m.returncode == 0:
+                            for name in ["u", "n", "b"]:
+                                check(np.array_equal(np.load(os.path.join(outdir, name + ".npy")),
+                                                     ref[name]),
+                                      f"`{name}` under mpirun -np 4 differs from spmdc run")
+                    else:
+                        print("no mpirun: skipping the MPI run")
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

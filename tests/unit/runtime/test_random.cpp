@@ -1,7 +1,7 @@
 // Threefry-2x32 (spmdrt/random.h) against the known-answer vectors of the
 // Random123 distribution (tests/kat_vectors: "threefry2x32 20 ctr0 ctr1 key0
 // key1 out0 out1"), and the draws' layout independence.
-#include <catch2/catch_test_macros.hpp>
+#include "rt_test_util.h"
 
 #include "spmdrt/kernels.h"
 #include "spmdrt/random.h"
