@@ -243,6 +243,8 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
       return numel(results[0]);
     case OpKind::Reduce:
       return numel(operands[0]);
+    case OpKind::Random:  // a Threefry per element, counted as one op as elementwise ones are
+      return numel(results[0]);
     case OpKind::Contraction:
       return einsum_flops(operands, attrs.einsum().spec);
     case OpKind::Creation:

@@ -30,6 +30,7 @@ bool is_fusable(OpCode op) {
     case OpKind::Collective:
     case OpKind::Call:
     case OpKind::Control:
+    case OpKind::Random:
     case OpKind::Effect:
       return false;
   }

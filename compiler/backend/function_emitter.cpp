@@ -362,6 +362,32 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
     case OpCode::AxisIndex:
       expr = "Tensor::scalar(rt::DType::I32, static_cast<double>(ctx.axis_index(" + axes + ")))";
       break;
+    case OpCode::RandomKey:
+      expr = call("random_key") + x(0) + ")";
+      break;
+    case OpCode::RandomFoldIn:
+      expr = call("random_fold_in") + x(0) + ", " + x(1) + ")";
+      break;
+    case OpCode::KeyData:
+      expr = call("key_data") + x(0) + ")";
+      break;
+    case OpCode::RandomSplit:
+    case OpCode::RandomBits:
+    case OpCode::RandomUniform:
+    case OpCode::RandomNormal:
+    case OpCode::RandomInt: {
+      // Every element through spmdrt/random.h: the same bits as `spmdc run`.
+      const char *kind = in.op == OpCode::RandomSplit     ? "Split"
+                         : in.op == OpCode::RandomBits    ? "Bits"
+                         : in.op == OpCode::RandomUniform ? "Uniform"
+                         : in.op == OpCode::RandomNormal  ? "Normal"
+                                                          : "Int";
+      expr = call("random_draw") + "rt::RandomOp::" + kind + ", std::vector<Tensor>{";
+      for (size_t k = 0; k < in.operands.size(); ++k) expr += (k ? ", " : "") + x(k);
+      expr += "}, " + dtype_enum(a.random().dtype) + ", " + shape_init(a.random().shape) + ", " +
+              shape_init(a.random().global) + ")";
+      break;
+    }
     case OpCode::For:
       throw std::logic_error("backend: `for` is emitted by emit_loop");
     case OpCode::Call:

@@ -505,6 +505,31 @@ class FunctionPrinter {
       }
       case OpCode::AxisIndex:
         return "axis_index(" + axes(in) + ")";
+      case OpCode::RandomKey:
+      case OpCode::KeyData:
+        return call1(op_spelling(in.op));
+      case OpCode::RandomFoldIn:
+        return "fold_in(" + op(in.operands[0]) + ", " + op(in.operands[1]) + ")";
+      case OpCode::RandomSplit:
+      case OpCode::RandomBits:
+      case OpCode::RandomUniform:
+      case OpCode::RandomNormal:
+      case OpCode::RandomInt: {
+        const RandomAttrs &r = a.random();
+        const size_t params = random_param_count(in.op);
+        std::string s = std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " +
+                        shape_tuple(r.shape);
+        for (size_t k = 1; k < params; ++k) s += ", " + op(in.operands[k]);
+        if (in.op == OpCode::RandomUniform && r.dtype != DType::F32)
+          s += std::string(", dtype=") + dtype_name(r.dtype);
+        if (!r.global.empty()) {
+          s += ", global_shape=" + shape_tuple(r.global) + ", offset=[";
+          for (size_t k = params; k < in.operands.size(); ++k)
+            s += (k > params ? ", " : "") + op(in.operands[k]);
+          s += "]";
+        }
+        return s + ")";
+      }
       case OpCode::For:
         return "?";  // printed as a statement by print_for
       case OpCode::Call: {

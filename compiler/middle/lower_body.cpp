@@ -703,6 +703,18 @@ LExpr BodyLowerer::binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan 
       return e;
     }
   }
+  for (const LExpr *e : {&a, &b})  // a key is no number, not even next to a literal
+    if (e->kind == K::Value && function_.type(e->value).dtype == DType::Key) {
+      diags()
+          .error("key-as-number", span,
+                 "a random key is not a number: `" + std::string(op_display_name(op)) +
+                     "` cannot take it")
+          .note(e->span, "this is a random key")
+          .help(
+              "draw numbers from the key: uniform(key, shape), normal(key, shape) or "
+              "random_bits(key, shape)");
+      return {};
+    }
   std::optional<DType> hint;
   if (a.kind == K::Value) hint = function_.type(a.value).dtype;
   if (b.kind == K::Value) hint = function_.type(b.value).dtype;

@@ -30,6 +30,7 @@ enum class OpKind {
   Collective,   // works across devices; variance rule from the design note
   Call,         // call of an instantiated def
   Control,      // structured control flow with regions (for)
+  Random,       // random keys and draws (spmdrt/random.h); results vary as operands do
   Effect,       // no results, kept for its effect (print)
 };
 
@@ -55,6 +56,7 @@ enum class AttrFamily : uint8_t {
   Collective,  // CollectiveAttrs
   Call,        // CallAttrs
   Loop,        // LoopAttrs
+  Random,      // RandomAttrs: split ... randint
   Print,       // PrintAttrs: print
 };
 
@@ -212,6 +214,19 @@ struct LoopAttrs {
   bool operator==(const LoopAttrs &) const = default;
 };
 
+/// split ... randint: the result's shape and dtype; global, when not empty, the
+/// shape of the whole draw the result is a block of (its offsets are the op's
+/// last global.size() operands, i32 scalars).
+struct RandomAttrs {
+  Shape shape;
+  DType dtype = DType::F32;
+  Shape global;
+  static constexpr AttrFamily kFamily = AttrFamily::Random;
+  bool operator==(const RandomAttrs &) const = default;
+};
+/// The operands of a draw before its offsets: the key, plus lo and hi for
+/// uniform and randint.
+size_t random_param_count(OpCode op);
 /// print: the format string, `{}` marking where each operand goes (`{{` and
 /// `}}` are literal braces).
 struct PrintAttrs {
@@ -245,6 +260,8 @@ struct Attrs {
   CallAttrs &call() { return set<CallAttrs>(); }
   const LoopAttrs &loop() const { return get<LoopAttrs>(); }
   LoopAttrs &loop() { return set<LoopAttrs>(); }
+  const RandomAttrs &random() const { return get<RandomAttrs>(); }
+  RandomAttrs &random() { return set<RandomAttrs>(); }
   const PrintAttrs &print() const { return get<PrintAttrs>(); }
   PrintAttrs &print() { return set<PrintAttrs>(); }
 
@@ -252,7 +269,8 @@ struct Attrs {
 
  private:
   using Typed = std::variant<std::monostate, CreationAttrs, CastAttrs, ReduceAttrs, LayoutAttrs,
-                             EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs, PrintAttrs>;
+                             EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs,
+                             RandomAttrs, PrintAttrs>;
 
   [[noreturn]] void wrong_family(AttrFamily wanted) const;
   template <class T>

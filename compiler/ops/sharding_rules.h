@@ -69,6 +69,7 @@ enum class RuleFamily : uint8_t {
   Concat,        // the concatenation dimension is not split
   DynamicSlice,  // the dimension indexed at run time is not split
   Identity,      // constrain
+  Random,        // random draws: any split, each device draws its block at its offset
   Print,         // print: whole arrays, every operand replicated
   Unsupported,   // collectives, calls, loops: not in sharded functions
 };

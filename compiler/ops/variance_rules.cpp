@@ -98,6 +98,7 @@ bool constant_operand_adapts(OpCode op) {
     case OpKind::Reduce:
     case OpKind::Contraction:
     case OpKind::Layout:
+    case OpKind::Random:
       return true;
   }
   return false;

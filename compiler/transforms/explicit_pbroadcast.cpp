@@ -103,7 +103,8 @@ class Explicitator {
         case OpKind::Select:
         case OpKind::Reduce:
         case OpKind::Contraction:
-        case OpKind::Layout: {
+        case OpKind::Layout:
+        case OpKind::Random: {
           // A constant adapts to another operand's variance; with only
           // constants there is none to adapt to.
           bool all_constant = !in.operands.empty();

@@ -91,6 +91,13 @@ inline constexpr int kBlock = 256;
 cudaStream_t current_stream();
 
 Tensor iota(DType dtype, const Shape &shape, int64_t dim);
+/// The random ops, as rt::random_draw, rt::random_key, rt::random_fold_in and
+/// rt::key_data (every element through spmdrt/random.h: the same bits).
+Tensor random_draw(rt::RandomOp op, const std::vector<Tensor> &operands, DType dtype,
+                   const Shape &shape, const Shape &global);
+Tensor random_key(const Tensor &seed);
+Tensor random_fold_in(const Tensor &key, const Tensor &data);
+Tensor key_data(const Tensor &keys);
 Tensor reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims);
 /// argmax (Max) / argmin (Min) over `dims`: i32 indices, as rt::arg_reduce.
 Tensor arg_reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims);
