@@ -83,6 +83,7 @@ stmt
   | returnStmt
   | forStmt
   | ifStmt
+  | callStmt
   ;
 
 assignStmt : target (COMMA target)* ASSIGN expr SEMI? ;
@@ -95,6 +96,10 @@ returnStmt : RETURN (expr (COMMA expr)*)? SEMI? ;
 forStmt : attributes* FOR IDENT IN RANGE LPAREN expr (COMMA expr (COMMA expr)?)? RPAREN block SEMI? ;
 
 ifStmt : IF expr block (ELSE (block | ifStmt))? SEMI? ;
+
+// A call kept for its effect: `print("step {} loss {}", k, loss)` (lowering
+// accepts only `print` here).
+callStmt : dottedName LPAREN (argument (COMMA argument)* COMMA?)? RPAREN SEMI? ;
 
 // ------------------------------------------------------------------- expressions
 // Alternatives are listed from the highest precedence to the lowest; ANTLR turns

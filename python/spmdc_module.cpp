@@ -336,6 +336,9 @@ class Program {
       case rt::DType::Bool:
         dt = py::dtype::of<bool>();
         break;
+      case rt::DType::Key:  // the two words as one uint64 (as .npy files hold keys)
+        dt = py::dtype::of<uint64_t>();
+        break;
       case rt::DType::BF16: {
         py::array_t<float> out(shape);
         float *dst = out.mutable_data();

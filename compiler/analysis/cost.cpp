@@ -243,6 +243,8 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
       return numel(results[0]);
     case OpKind::Reduce:
       return numel(operands[0]);
+    case OpKind::Random:  // a Threefry per element, counted as one op as elementwise ones are
+      return numel(results[0]);
     case OpKind::Contraction:
       return einsum_flops(operands, attrs.einsum().spec);
     case OpKind::Layout:  // data movement, but scatter_add adds every update
@@ -251,6 +253,7 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
     case OpKind::Collective:
     case OpKind::Call:
     case OpKind::Control:
+    case OpKind::Effect:
       return 0;
   }
   return 0;

@@ -30,6 +30,8 @@ bool is_fusable(OpCode op) {
     case OpKind::Collective:
     case OpKind::Call:
     case OpKind::Control:
+    case OpKind::Random:
+    case OpKind::Effect:
       return false;
   }
   return false;
@@ -51,7 +53,7 @@ std::vector<int> step_positions(const FusionPlan &plan) {
 }
 
 FusionPlan plan_fusion(const ir::Function &f, const std::vector<ir::Instr> &body,
-                       const std::vector<ir::ValueId> &live_out) {
+                       const std::vector<ir::ValueId> &live_out, bool fuse) {
   const size_t n = body.size();
   FusionPlan plan;
   plan.body = &body;
@@ -91,7 +93,7 @@ FusionPlan plan_fusion(const ir::Function &f, const std::vector<ir::Instr> &body
     const ir::Instr &in = body[i];
     if (is_fusable(in.op) && in.results.size() == 1) {
       const Shape &shape = f.type(in.results[0]).shape;
-      if (open < 0 || plan.groups[open].shape != shape) {
+      if (open < 0 || plan.groups[open].shape != shape || !fuse) {
         close();
         plan.groups.push_back({});
         plan.groups.back().shape = shape;

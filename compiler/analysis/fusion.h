@@ -59,8 +59,9 @@ std::vector<int> step_positions(const FusionPlan &plan);
 FusionPlan plan_fusion(const ir::Function &function);
 /// The plan of one block of `function` (its body or a loop body) whose
 /// results (returns or next values) are `live_out`. A loop inside the block
-/// is one non-fusable step that reads everything its body reads.
+/// is one non-fusable step that reads everything its body reads. Without
+/// `fuse` every elementwise op is a group of its own (`spmdc build --check-nan`).
 FusionPlan plan_fusion(const ir::Function &function, const std::vector<ir::Instr> &body,
-                       const std::vector<ir::ValueId> &live_out);
+                       const std::vector<ir::ValueId> &live_out, bool fuse = true);
 
 }  // namespace spmd::fusion

@@ -37,6 +37,7 @@ struct EmitOptions {
   std::string entry;        // the default --fn of the executable ("": none, --fn required)
   std::string source_path;  // shown in comments and messages
   std::string built_by;     // the compiler's version line, for the executable's --version
+  bool check_nan = false;   // --check-nan: unfused, each floating result checked for NaN/Inf
 };
 
 /// The complete source file. `sources` (may be null) supplies the quoted lines.

@@ -84,6 +84,8 @@ const char *storage_type(DType dtype) {
       return "int32_t";
     case DType::Bool:
       return "bool";
+    case DType::Key:  // never in a fused kernel: keys are moved, not computed with
+      return "uint64_t";
   }
   return "void";
 }
@@ -104,6 +106,8 @@ std::string dtype_enum(DType dtype) {
       return "rt::DType::I32";
     case DType::Bool:
       return "rt::DType::Bool";
+    case DType::Key:
+      return "rt::DType::Key";
   }
   return "?";
 }
@@ -120,6 +124,8 @@ std::string compute_literal(DType dtype, double value) {
       if (i == INT32_MIN) return "int32_t(-2147483647 - 1)";
       return "int32_t(" + std::to_string(i) + ")";
     }
+    case DType::Key:  // keys have no literals (key(seed) makes them)
+      break;
     case DType::F32:
     case DType::BF16:
     case DType::F64: {
@@ -315,8 +321,17 @@ std::vector<std::string> element_statements(const ir::Function &f, const FusionP
       case OpCode::AllToAll:
       case OpCode::Ppermute:
       case OpCode::AxisIndex:
+      case OpCode::RandomKey:
+      case OpCode::RandomFoldIn:
+      case OpCode::KeyData:
+      case OpCode::RandomSplit:
+      case OpCode::RandomBits:
+      case OpCode::RandomUniform:
+      case OpCode::RandomNormal:
+      case OpCode::RandomInt:
       case OpCode::For:
       case OpCode::Call:
+      case OpCode::DebugPrint:
         throw std::logic_error("backend: `" + std::string(op_spelling(in.op)) +
                                "` is not an elementwise op");
     }

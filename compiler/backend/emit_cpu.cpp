@@ -93,6 +93,7 @@ std::string emit_cpu(const Prepared &p, const SourceManager *sources, const Emit
   std::vector<std::string> fn_names;
   for (const ir::Function &f : p.functions) {
     CpuFunctionEmitter e(*p.module, f, sources);
+    e.set_check_nan(options.check_nan);
     e.emit(kernels, bodies);
     fn_names.push_back(e.fn_name());
   }
@@ -106,7 +107,8 @@ std::string emit_cpu(const Prepared &p, const SourceManager *sources, const Emit
          "// each); every other op calls the same host kernel `spmdc run` uses, so results\n"
          "// are bit-identical to it.\n"
          "#include <bit>\n#include <cstdint>\n#include <limits>\n#include <vector>\n\n"
-         "#include \"spmdrt/collectives.h\"\n#include \"spmdrt/kernels.h\"\n"
+         "#include \"spmdrt/collectives.h\"\n#include \"spmdrt/debug_print.h\"\n"
+         "#include \"spmdrt/kernels.h\"\n"
          "#include \"spmdrt/mpi.h\"\n#include \"spmdrt/program.h\"\n"
          "#include \"spmdrt/scalar_ops.h\"\n\n"
          "namespace {\n\n"

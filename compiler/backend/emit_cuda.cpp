@@ -86,6 +86,7 @@ std::string emit_cuda(const Prepared &p, const SourceManager *sources, const Emi
   std::vector<std::string> fn_names;
   for (const ir::Function &f : p.functions) {
     CudaFunctionEmitter e(*p.module, f, sources);
+    e.set_check_nan(options.check_nan);
     e.emit(kernels, bodies);
     fn_names.push_back(e.fn_name());
   }

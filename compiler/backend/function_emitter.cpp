@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "backend/backend.h"
+#include "ir/loops.h"
 #include "ops/shape_rules.h"
 
 // A missing case is an error for this file whatever the build flags.
@@ -62,7 +63,7 @@ void FunctionEmitter::emit_block(const std::vector<ir::Instr> &block,
                                  const std::vector<ir::ValueId> &params,
                                  const std::vector<ir::ValueId> &live_out,
                                  std::ostringstream &kernels, std::ostringstream &body) {
-  const FusionPlan plan = plan_fusion(f_, block, live_out);
+  const FusionPlan plan = plan_fusion(f_, block, live_out, /*fuse=*/!check_nan_);
   const ir::BlockUses uses = ir::block_uses(block, params, live_out);
   // With release_dead_values: per step, the values whose last read it is
   // (results nothing reads: their own step).
@@ -80,17 +81,41 @@ void FunctionEmitter::emit_block(const std::vector<ir::Instr> &block,
   }
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const Step &s = plan.steps[k];
-    if (s.is_group)
+    if (s.is_group) {
       emit_group(plan, s.index, kernels, body);
-    else if (block[s.index].op == OpCode::For)
+      if (check_nan_)  // one op per group
+        for (ir::ValueId v : plan.groups[s.index].outputs)
+          emit_check(block[plan.groups[s.index].members.at(0)], v, body);
+    } else if (block[s.index].op == OpCode::For) {
       emit_loop(block[s.index], kernels, body);
-    else
+    } else {
       emit_instr(plan, uses, s.index, body);
+      if (check_nan_ && !(block[s.index].op == OpCode::Constant && plan.folded_constant[s.index]))
+        for (ir::ValueId v : block[s.index].results) emit_check(block[s.index], v, body);
+    }
     // Only variables declared non-const (not parameters, the loop index,
     // constants folded into kernels or values kept in registers).
     for (ir::ValueId v : dies[k])
       if (releasable_.count(v)) body << "  " << names_[v] << " = Tensor();  // last use\n";
   }
+}
+
+void FunctionEmitter::emit_check(const ir::Instr &in, ir::ValueId v, std::ostringstream &out) {
+  // Constants and pbroadcast make no new numbers: nothing to check there.
+  if (!rt::is_float(f_.type(v).dtype) || op_kind(in.op) == OpKind::Creation ||
+      in.op == OpCode::Pbroadcast)
+    return;
+  std::string where;
+  if (sources_ && in.span.valid()) {
+    const SourceLocation loc = sources_->location(in.span);
+    std::string file(loc.path);
+    if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
+    where = file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column);
+  }
+  out << "  " << call("check_finite") << "ctx, " << names_[v] << ", "
+      << cpp_string_literal(std::string(op_display_name(in.op))) << ", "
+      << cpp_string_literal(where) << ", "
+      << (f_.type(v).variance.empty() ? "true" : "false") << ");  // --check-nan\n";
 }
 
 void FunctionEmitter::emit_loop(const ir::Instr &loop, std::ostringstream &kernels,
@@ -105,11 +130,25 @@ void FunctionEmitter::emit_loop(const ir::Instr &loop, std::ostringstream &kerne
     for (ir::ValueId v : loop.results) releasable_.insert(v);
     for (size_t k = 1; k < r.params.size(); ++k) releasable_.insert(r.params[k]);
   }
+  // A top-level loop shows a progress line on a terminal (spmdrt/program.h).
+  const bool progress = loop_depth_ == 0 && ir::trip_count(loop.attrs) > 1;
+  const std::string counter = progress ? names_.fresh("progress") : "";
+  if (progress) {
+    std::string where = source_line(sources_, loop.span);
+    where = where.substr(0, where.find(": "));
+    body << "  rt::Progress " << counter << "(ctx.device(), " << ir::trip_count(loop.attrs)
+         << ", " << cpp_string_literal(where) << ");\n";
+  }
   body << code.before << code.index;
   std::ostringstream inner;
   last_comment_.clear();
+  ++loop_depth_;
   emit_block(r.body, r.params, r.yields, kernels, inner);
-  body << indent_lines(inner.str(), "  ") << code.next << code.after;
+  --loop_depth_;
+  body << indent_lines(inner.str(), "  ") << code.next;
+  if (progress) body << "    " << counter << ".step();\n";
+  body << code.after;
+  if (progress) body << "  " << counter << ".finish();\n";
   last_comment_.clear();
 }
 
@@ -332,10 +371,47 @@ void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &us
     case OpCode::AxisIndex:
       expr = "Tensor::scalar(rt::DType::I32, static_cast<double>(ctx.axis_index(" + axes + ")))";
       break;
+    case OpCode::RandomKey:
+      expr = call("random_key") + x(0) + ")";
+      break;
+    case OpCode::RandomFoldIn:
+      expr = call("random_fold_in") + x(0) + ", " + x(1) + ")";
+      break;
+    case OpCode::KeyData:
+      expr = call("key_data") + x(0) + ")";
+      break;
+    case OpCode::RandomSplit:
+    case OpCode::RandomBits:
+    case OpCode::RandomUniform:
+    case OpCode::RandomNormal:
+    case OpCode::RandomInt: {
+      // Every element through spmdrt/random.h: the same bits as `spmdc run`.
+      const char *kind = in.op == OpCode::RandomSplit     ? "Split"
+                         : in.op == OpCode::RandomBits    ? "Bits"
+                         : in.op == OpCode::RandomUniform ? "Uniform"
+                         : in.op == OpCode::RandomNormal  ? "Normal"
+                                                          : "Int";
+      expr = call("random_draw") + "rt::RandomOp::" + kind + ", std::vector<Tensor>{";
+      for (size_t k = 0; k < in.operands.size(); ++k) expr += (k ? ", " : "") + x(k);
+      expr += "}, " + dtype_enum(a.random().dtype) + ", " + shape_init(a.random().shape) + ", " +
+              shape_init(a.random().global) + ")";
+      break;
+    }
     case OpCode::For:
       throw std::logic_error("backend: `for` is emitted by emit_loop");
     case OpCode::Call:
       throw std::logic_error("backend: call left after inlining");
+    case OpCode::DebugPrint: {
+      // Every device calls it; device 0 prints (spmdrt/debug_print.h), once
+      // per position along the axes its values vary on.
+      AxisSet vary;
+      for (ir::ValueId o : in.operands) vary = vary | f_.type(o).variance;
+      out << "  " << call("debug_print") << "ctx, " << cpp_string_literal(a.print().format)
+          << ", std::vector<Tensor>{";
+      for (size_t k = 0; k < in.operands.size(); ++k) out << (k ? ", " : "") << x(k);
+      out << "}, Axes" << int_list(vary.axes()) << ");\n";
+      return;
+    }
   }
   out << pre;
   if (release_dead_values())

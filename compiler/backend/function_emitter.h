@@ -37,6 +37,9 @@ class FunctionEmitter {
   void emit(std::ostringstream &kernels, std::ostringstream &body);
 
   std::string fn_name() const { return sanitize(f_.name); }
+  /// `spmdc build --check-nan`: no fusion, and every floating result is
+  /// checked for NaN and Inf right after the op that makes it.
+  void set_check_nan(bool on) { check_nan_ = on; }
 
  protected:
   // ---- what a target decides
@@ -94,6 +97,8 @@ class FunctionEmitter {
                   std::ostringstream &body);
   void emit_instr(const FusionPlan &plan, const ir::BlockUses &uses, size_t i,
                   std::ostringstream &out);
+  /// With check_nan_: the check of value `v`, the result of `in`.
+  void emit_check(const ir::Instr &in, ir::ValueId v, std::ostringstream &out);
 
   const ir::Module &module_;
   const ir::Function &f_;
@@ -103,6 +108,8 @@ class FunctionEmitter {
   int next_kernel_ = 0;
   std::set<ir::ValueId> mutable_;     // carried variables (non-const Tensors)
   std::set<ir::ValueId> releasable_;  // with release_dead_values: variables one may empty
+  bool check_nan_ = false;
+  int loop_depth_ = 0;  // loops around the block being emitted
 };
 
 }  // namespace spmd::backend::detail

@@ -52,6 +52,7 @@ struct BuildOptions {
   std::string emit;  // a step of prepare-for-codegen: stop there, print its raw IR
   std::vector<std::string> cxxflags;
   bool keep_source = false;
+  bool check_nan = false;
   bool show_command = false;
   bool quiet = false;
 };
@@ -218,6 +219,7 @@ int run_build(const CommonOptions &common, const BuildOptions &o) {
     return kExitOk;
   }
   backend::EmitOptions eo;
+  eo.check_nan = o.check_nan;
   size_t shmaps = 0;
   for (const ir::Function &f : module.functions) shmaps += f.kind == ir::FunctionKind::Shmap;
   try {
@@ -347,6 +349,10 @@ void register_build_command(CLI::App &app, CommonOptions &common, std::vector<Co
                   "those in $SPMDC_CXXFLAGS (repeatable)")
       ->type_name("FLAGS");
   cmd->add_flag("--keep-source", options.keep_source, "Keep the temporary source file");
+  cmd->add_flag("--check-nan", options.check_nan,
+                "Build an executable that stops at the first op whose floating result holds a "
+                "NaN or an infinity, naming the op, its source location and the device (ops "
+                "run unfused; without the flag nothing is checked and nothing costs)");
   cmd->add_flag("--show-command", options.show_command,
                 "Print the compiler command line (quoted for a POSIX shell); the emitted "
                 "source it names is kept");

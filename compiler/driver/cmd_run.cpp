@@ -29,6 +29,7 @@ struct RunOptions {
   std::optional<std::string> random_seed;  // parsed by rt::parse_seed
   std::string max_memory;                  // parsed by rt::parse_byte_size
   bool check_replication = false;
+  bool check_nan = false;
   int64_t print_limit = 1000;
   bool quiet = false;
   int iters = 0, warmup = 0;
@@ -113,6 +114,7 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
 
     interp::InterpOptions io;
     io.check_replication = options.check_replication;
+    io.check_nan = options.check_nan;
     io.timing.iters = options.iters;
     io.timing.warmup = options.warmup;
     // A sharded function runs unsharded, on one device.
@@ -210,6 +212,9 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
   run->add_flag("--check-replication", options.check_replication,
                 "Check that every value the type system calls invariant is bit-identical "
                 "on the devices it is invariant across (a failure is a compiler bug)");
+  run->add_flag("--check-nan", options.check_nan,
+                "Stop at the first op whose floating result holds a NaN or an infinity, "
+                "naming the op, its source location and the device (ops run unfused)");
   run->add_option("--print-limit", options.print_limit,
                   "Print arrays with more elements than this abbreviated (default 1000)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

@@ -207,8 +207,14 @@ struct IfStmt {
   bool has_else = false;
 };
 
+/// A call whose value is not used, kept for its effect: `print("{}", x)`.
+/// `call` is an Expr holding a CallExpr of a named function.
+struct CallStmt {
+  ExprPtr call;
+};
+
 struct Stmt {
-  std::variant<AssignStmt, ReturnStmt, ForStmt, IfStmt> node;
+  std::variant<AssignStmt, ReturnStmt, ForStmt, IfStmt, CallStmt> node;
   SourceSpan span;
   std::vector<std::string> leading_comments;  // full-line comments above, without '#'
   std::string trailing_comment;               // comment after the statement on its line

@@ -316,6 +316,7 @@ class TreeBuilder {
     if (auto *c = ctx->returnStmt()) return make_stmt(return_stmt(c), span(ctx));
     if (auto *c = ctx->forStmt()) return make_stmt(for_stmt(c), span(ctx));
     if (auto *c = ctx->ifStmt()) return if_stmt(c);
+    if (auto *c = ctx->callStmt()) return call_stmt(c);
     return nullptr;
   }
 
@@ -344,6 +345,25 @@ class TreeBuilder {
     }
     a.value = expr(ctx->expr());
     return make_stmt(std::move(a), span(ctx));
+  }
+
+  ast::StmtPtr call_stmt(P::CallStmtContext *ctx) {
+    ast::Ident name{"<error>", span(ctx)};
+    if (P::DottedNameContext *d = ctx->dottedName(); d != nullptr) {
+      std::string joined;
+      for (antlr4::tree::TerminalNode *part : d->IDENT()) {
+        if (!joined.empty()) joined += '.';
+        joined += text(part);
+      }
+      if (!joined.empty()) name = {joined, span(d)};
+    }
+    ast::CallExpr call;
+    call.callee = name;
+    call.args = arguments(ctx->argument(), "`" + name.name + "`");
+    SourceSpan at = span(ctx);
+    if (ctx->RPAREN() != nullptr && ctx->dottedName() != nullptr)
+      at = SourceSpan::cover(span(ctx->dottedName()), span(ctx->RPAREN()));
+    return make_stmt(ast::CallStmt{make_expr(std::move(call), at)}, span(ctx));
   }
 
   ast::ReturnStmt return_stmt(P::ReturnStmtContext *ctx) {

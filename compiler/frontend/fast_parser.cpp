@@ -502,7 +502,7 @@ class Parser {
   ast::StmtPtr statement() {
     switch (kind()) {
       case K::Ident:
-        return assign();
+        return assignment_follows() ? assign() : call_stmt();
       case K::Return:
         return return_stmt();
       case K::LBrack:
@@ -538,6 +538,15 @@ class Parser {
     a.value = expr();
     accept(K::Semi);
     return make_stmt(std::move(a), span_from(first));
+  }
+
+  // callStmt : dottedName LPAREN (argument (COMMA argument)* COMMA?)? RPAREN SEMI? ;
+  ast::StmtPtr call_stmt() {
+    const size_t first = pos_;
+    ast::ExprPtr call = name_or_call();
+    if (!std::holds_alternative<ast::CallExpr>(call->node)) throw Fallback{};
+    accept(K::Semi);
+    return make_stmt(ast::CallStmt{std::move(call)}, span_from(first));
   }
 
   /// True when the tokens from pos_ on are the targets of an assignment and

@@ -486,6 +486,8 @@ class ModulePrinter {
       print_block(indent, head, f->body);
     } else if (auto *i = std::get_if<IfStmt>(&s.node)) {
       print_if(indent, "", *i, !s.trailing_comment.empty());
+    } else if (auto *c = std::get_if<CallStmt>(&s.node)) {
+      line(indent, format_expr_or_missing(c->call));
     }
     trailing(s.trailing_comment);
   }
@@ -583,6 +585,9 @@ class AstDumper {
         node(depth + 1, "Else", {});
         block(depth + 2, i->else_body);
       }
+    } else if (auto *c = std::get_if<CallStmt>(&s.node)) {
+      node(depth, "CallStmt", s.span);
+      expr(depth + 1, c->call.get());
     }
   }
 

@@ -55,6 +55,12 @@ Tensor local_scatter(const Tensor &x, const Attrs &attrs, rt::DeviceContext &ctx
   return rt::reshape(s, shape);
 }
 
+/// A draw: (key, [lo, hi,] offsets...) and RandomAttrs.
+Tensor draw(rt::RandomOp op, const ir::Instr &in, const std::vector<Tensor> &x) {
+  const RandomAttrs &r = in.attrs.random();
+  return rt::random_draw(op, x, r.dtype, r.shape, r.global);
+}
+
 Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) {
   const Attrs &a = in.attrs;
   switch (in.op) {
@@ -158,8 +164,26 @@ Tensor one(const ir::Instr &in, std::vector<Tensor> &x, rt::DeviceContext &ctx) 
       return ctx.ppermute(x[0], a.collective().axes, a.collective().perm);
     case OpCode::AxisIndex:
       return Tensor::scalar(DType::I32, static_cast<double>(ctx.axis_index(a.collective().axes)));
-    case OpCode::For:   // a region: run by the interpreter (interpreter.cpp, run_loop)
-    case OpCode::Call:  // several results: handled by eval_op
+    // Random numbers (spmdrt/random.h).
+    case OpCode::RandomKey:
+      return rt::random_key(x[0]);
+    case OpCode::RandomFoldIn:
+      return rt::random_fold_in(x[0], x[1]);
+    case OpCode::KeyData:
+      return rt::key_data(x[0]);
+    case OpCode::RandomSplit:
+      return draw(rt::RandomOp::Split, in, x);
+    case OpCode::RandomBits:
+      return draw(rt::RandomOp::Bits, in, x);
+    case OpCode::RandomUniform:
+      return draw(rt::RandomOp::Uniform, in, x);
+    case OpCode::RandomNormal:
+      return draw(rt::RandomOp::Normal, in, x);
+    case OpCode::RandomInt:
+      return draw(rt::RandomOp::Int, in, x);
+    case OpCode::For:         // a region: run by the interpreter (interpreter.cpp, run_loop)
+    case OpCode::Call:        // several results: handled by eval_op
+    case OpCode::DebugPrint:  // no results: run by the interpreter (it needs the variances)
       break;
   }
   throw std::logic_error("interpreter: `" + std::string(op_spelling(in.op)) +
@@ -219,8 +243,17 @@ ElementwiseKernel elementwise_kernel(OpCode op) {
     case OpCode::AllToAll:
     case OpCode::Ppermute:
     case OpCode::AxisIndex:
+    case OpCode::RandomKey:
+    case OpCode::RandomFoldIn:
+    case OpCode::KeyData:
+    case OpCode::RandomSplit:
+    case OpCode::RandomBits:
+    case OpCode::RandomUniform:
+    case OpCode::RandomNormal:
+    case OpCode::RandomInt:
     case OpCode::For:
     case OpCode::Call:
+    case OpCode::DebugPrint:
       return {};
   }
   return {};

@@ -17,6 +17,7 @@
 
 #include "analysis/fusion.h"
 #include "interp/eval_op.h"
+#include "spmdrt/debug_print.h"
 #include "interp/fused_group.h"
 #include "interp/replication.h"
 #include "ir/loops.h"
@@ -101,8 +102,8 @@ std::vector<BlockPlan> plan_module(const ir::Module &module, bool fuse) {
 class DeviceEvaluator {
  public:
   DeviceEvaluator(const ir::Module &module, const std::vector<BlockPlan> &plans,
-                  rt::DeviceContext &ctx, std::vector<detail::Record> *records)
-      : module_(module), plans_(plans), ctx_(ctx), records_(records) {}
+                  rt::DeviceContext &ctx, std::vector<detail::Record> *records, bool check_nan)
+      : module_(module), plans_(plans), ctx_(ctx), records_(records), check_nan_(check_nan) {}
 
   std::vector<Tensor> call(int index, std::vector<Tensor> args) {
     const ir::Function &f = module_.functions.at(static_cast<size_t>(index));
@@ -159,7 +160,10 @@ class DeviceEvaluator {
         }
         std::vector<Tensor> out;
         try {
-          out = detail::eval_op(instr, operands, ctx_, call_fn);
+          if (instr.op == OpCode::DebugPrint)
+            rt::debug_print(ctx_, instr.attrs.print().format, operands, print_axes(f, instr));
+          else
+            out = detail::eval_op(instr, operands, ctx_, call_fn);
         } catch (const RunError &) {
           throw;  // located in the callee already
         } catch (const rt::RuntimeError &e) {
@@ -169,6 +173,7 @@ class DeviceEvaluator {
         if (out.size() != instr.results.size())
           throw std::logic_error("interpreter: `" + std::string(op_spelling(instr.op)) +
                                  "` produced the wrong number of results");
+        if (check_nan_) check_finite(f, instr, out);
         for (size_t k = 0; k < out.size(); ++k) {
           if (records_)
             records_->push_back({&f, instr.results[k], &instr, detail::hash_tensor(out[k])});
@@ -177,6 +182,28 @@ class DeviceEvaluator {
       }
       for (ir::ValueId v : plan.free_after[s]) env[v] = Tensor();
     }
+  }
+
+  /// --check-nan: a RunError at `instr` when a floating result holds a NaN or
+  /// an infinity (an invariant one is checked on device 0 only: every device
+  /// holds the same bits).
+  void check_finite(const ir::Function &f, const ir::Instr &instr, const std::vector<Tensor> &out) {
+    if (op_kind(instr.op) == OpKind::Creation || instr.op == OpCode::Pbroadcast) return;
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (f.type(instr.results[k]).variance.empty() && ctx_.device() != 0) continue;
+      const std::string what = rt::first_non_finite(out[k]);
+      if (!what.empty())
+        throw RunError(instr.span, ctx_.device(),
+                       "`" + std::string(op_display_name(instr.op)) + "` made " + what +
+                           " (--check-nan)");
+    }
+  }
+
+  /// The mesh axes a print's values vary along (it prints once per position along them).
+  static std::vector<int> print_axes(const ir::Function &f, const ir::Instr &print) {
+    AxisSet axes;
+    for (ir::ValueId o : print.operands) axes = axes | f.type(o).variance;
+    return axes.axes();
   }
 
   /// `for k in range(...)`: the body once per iteration; the carried values
@@ -223,6 +250,7 @@ class DeviceEvaluator {
   const std::vector<BlockPlan> &plans_;
   rt::DeviceContext &ctx_;
   std::vector<detail::Record> *records_;
+  bool check_nan_;
 };
 
 std::string function_desc(const ir::Function &f) { return "`" + f.name + "`"; }
@@ -272,7 +300,8 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
     return global_view ? rt::PartitionSpec(rank) : spec;
   };
   const auto devices = static_cast<size_t>(mesh.num_devices());
-  const std::vector<BlockPlan> plans = plan_module(module, !options.check_replication);
+  const std::vector<BlockPlan> plans =
+      plan_module(module, !options.check_replication && !options.check_nan);
   std::vector<std::vector<Tensor>> locals(f.results.size(), std::vector<Tensor>(devices));
   std::vector<std::vector<detail::Record>> records(options.check_replication ? devices : 0);
 
@@ -292,7 +321,7 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
       if (rec) rec->push_back({&f, f.params[k].value, nullptr, detail::hash_tensor(args.back())});
     }
     rt::run_steps(ctx, options.timing, clock, times, [&](int it) {
-      DeviceEvaluator eval(module, plans, ctx, it == 0 ? rec : nullptr);
+      DeviceEvaluator eval(module, plans, ctx, it == 0 ? rec : nullptr, options.check_nan);
       std::vector<Tensor> out = eval.call(function_index, args);
       if (it == 0)
         for (size_t k = 0; k < out.size(); ++k) locals[k][d] = std::move(out[k]);

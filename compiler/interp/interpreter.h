@@ -29,6 +29,10 @@ struct InterpOptions {
   /// Check after every instruction that invariant values agree bit for bit
   /// (runs every op on its own: fused groups are not formed).
   bool check_replication = false;
+  /// --check-nan: after every instruction (unfused, as above), a floating
+  /// result holding a NaN or an infinity stops the run with a RunError at
+  /// that instruction (an invariant value is checked on device 0 only).
+  bool check_nan = false;
   /// Run the body again `timing.warmup` + `timing.iters` times after the
   /// result-producing run; the last `iters` are timed across the whole mesh
   /// (rt::run_steps) and their seconds appended to `seconds` (when not null).

@@ -183,4 +183,12 @@ bool has_loop(const std::vector<Instr> &body) {
   return false;
 }
 
+bool has_effect(const Instr &in) {
+  if (op_has_effect(in.op)) return true;
+  for (const Region &r : in.regions)
+    for (const Instr &inner : r.body)
+      if (has_effect(inner)) return true;
+  return false;
+}
+
 }  // namespace spmd::ir

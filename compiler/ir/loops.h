@@ -91,6 +91,11 @@ int64_t unrolled_size(const std::vector<Instr> &body,
 /// True when any instruction of `body` (nested regions included) is a loop.
 bool has_loop(const std::vector<Instr> &body);
 
+/// True when `in` is an effect (print) or a loop whose body holds one: passes
+/// keep it whether or not its results are used, never merge, hoist or reorder
+/// it across another, and run it as often as the program says.
+bool has_effect(const Instr &in);
+
 /// Calls `fn(instr)` for every instruction of `body`, nested regions included,
 /// outer instructions before the ones in their regions.
 template <typename Body, typename Fn>

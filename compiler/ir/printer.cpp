@@ -26,6 +26,16 @@ std::string shape_tuple(const Shape &s) {
 
 std::string int_tuple(const std::vector<int64_t> &v) { return shape_tuple(v); }
 
+/// A .spmd string literal holding `text` (`\"` and `\\` are its escapes).
+std::string quote_string(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 bool is_keyword(const std::string &n) {
   static const std::set<std::string> kw = {"import", "mesh", "def", "shmap", "sharded", "on",
                                            "return", "for",  "in",  "range", "if",      "else",
@@ -162,6 +172,10 @@ class FunctionPrinter {
         continue;
       }
       out << indent;
+      if (in.results.empty()) {  // print: a statement of its own
+        out << expr(in) << "\n";
+        continue;
+      }
       const bool annotate = o_.types || varying_constant(in);
       for (size_t k = 0; k < in.results.size(); ++k) {
         out << (k ? ", " : "") << namer_.name(in.results[k]);
@@ -499,11 +513,41 @@ class FunctionPrinter {
       }
       case OpCode::AxisIndex:
         return "axis_index(" + axes(in) + ")";
+      case OpCode::RandomKey:
+      case OpCode::KeyData:
+        return call1(op_spelling(in.op));
+      case OpCode::RandomFoldIn:
+        return "fold_in(" + op(in.operands[0]) + ", " + op(in.operands[1]) + ")";
+      case OpCode::RandomSplit:
+      case OpCode::RandomBits:
+      case OpCode::RandomUniform:
+      case OpCode::RandomNormal:
+      case OpCode::RandomInt: {
+        const RandomAttrs &r = a.random();
+        const size_t params = random_param_count(in.op);
+        std::string s = std::string(op_spelling(in.op)) + "(" + op(in.operands[0]) + ", " +
+                        shape_tuple(r.shape);
+        for (size_t k = 1; k < params; ++k) s += ", " + op(in.operands[k]);
+        if (in.op == OpCode::RandomUniform && r.dtype != DType::F32)
+          s += std::string(", dtype=") + dtype_name(r.dtype);
+        if (!r.global.empty()) {
+          s += ", global_shape=" + shape_tuple(r.global) + ", offset=[";
+          for (size_t k = params; k < in.operands.size(); ++k)
+            s += (k > params ? ", " : "") + op(in.operands[k]);
+          s += "]";
+        }
+        return s + ")";
+      }
       case OpCode::For:
         return "?";  // printed as a statement by print_for
       case OpCode::Call: {
         std::string s = fn_names_[static_cast<size_t>(a.call().callee)] + "(";
         for (size_t k = 0; k < in.operands.size(); ++k) s += (k ? ", " : "") + op(in.operands[k]);
+        return s + ")";
+      }
+      case OpCode::DebugPrint: {
+        std::string s = "print(" + quote_string(a.print().format);
+        for (ValueId o : in.operands) s += ", " + op(o);
         return s + ")";
       }
     }
@@ -716,6 +760,9 @@ std::string dump_ir(const Module &module) {
                 if (a.loop().step != 1) out << " step=" << a.loop().step;
                 if (a.loop().unroll) out << " unroll";
                 if (a.loop().remat) out << " remat";
+                break;
+              case OpKind::Effect:
+                out << " format=" << quote_string(a.print().format);
                 break;
               default:
                 if (in.op == OpCode::Cast) out << " dtype=" << dtype_name(a.cast().dtype);

@@ -161,7 +161,7 @@ class FunctionVerifier {
     AxisSet uni;
     for (const Type &t : ops) uni = uni | t.variance;
     OpKind kind = op_kind(in.op);
-    if (kind != OpKind::Collective && kind != OpKind::Creation)
+    if (kind != OpKind::Collective && kind != OpKind::Creation && kind != OpKind::Effect)
       for (const Type &t : ops)
         if (t.variance != uni) error(name + ": operands differ in variance");
     AxisSet axes = AxisSet::of_all(collective_axes(in.op, in.attrs));

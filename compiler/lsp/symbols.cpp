@@ -166,6 +166,8 @@ class Indexer {
       block(branch->then_body, then_scope);
       block(branch->else_body, else_scope);
       join(scope, {&then_scope, &else_scope});
+    } else if (const auto *call = std::get_if<ast::CallStmt>(&stmt.node)) {
+      if (call->call) expr(*call->call, scope);
     }
   }
 

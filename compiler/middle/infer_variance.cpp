@@ -320,6 +320,8 @@ class VarianceInference {
       case OpKind::Control:
         process_for(st, std::move(in), body);
         return;
+      case OpKind::Effect:
+        break;  // print: each operand keeps its own variance (it prints once per device it varies on)
       case OpKind::Call: {
         if (in.attrs.call().derived >= 0 && !resolve_derived_call(st, in)) {
           for (auto r : in.results) f.type(r).variance = AxisSet();  // errors reported

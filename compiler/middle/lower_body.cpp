@@ -136,11 +136,97 @@ void BodyLowerer::lower_stmt(const ast::Stmt &stmt) {
           lower_return(node, stmt.span);
         } else if constexpr (std::is_same_v<T, ast::ForStmt>) {
           lower_for(node, stmt.span);
-        } else {
+        } else if constexpr (std::is_same_v<T, ast::IfStmt>) {
           lower_if(node, stmt.span);
+        } else {
+          lower_call_stmt(node, stmt.span);
         }
       },
       stmt.node);
+}
+
+namespace {
+
+/// The number of `{}` holes of a print format (`{{` and `}}` are literal
+/// braces), or an error message.
+std::optional<size_t> count_holes(std::string_view format, std::string &error) {
+  size_t holes = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] == '{') {
+      if (i + 1 < format.size() && format[i + 1] == '{') {
+        ++i;
+      } else if (i + 1 < format.size() && format[i + 1] == '}') {
+        ++holes;
+        ++i;
+      } else {
+        error = "a print format marks each value with `{}` (no field names or format specs); "
+                "write `{{` for a literal `{`";
+        return std::nullopt;
+      }
+    } else if (format[i] == '}') {
+      if (i + 1 < format.size() && format[i + 1] == '}') {
+        ++i;
+      } else {
+        error = "a lone `}` in a print format; write `}}` for a literal `}`";
+        return std::nullopt;
+      }
+    }
+  }
+  return holes;
+}
+
+}  // namespace
+
+void BodyLowerer::lower_call_stmt(const ast::CallStmt &stmt, SourceSpan span) {
+  const auto &call = std::get<ast::CallExpr>(stmt.call->node);
+  if (call.callee.name != "print") {
+    diags()
+        .error("bad-argument", stmt.call->span,
+               "the value of `" + call.callee.name +
+                   "(...)` is not used: only `print(...)` can be a statement on its own")
+        .fix = "assign the result to a name: `y = " + call.callee.name + "(...)`";
+    return;
+  }
+  if (call.args.empty() || !std::holds_alternative<ast::StringLit>(call.args[0].value->node) ||
+      !call.args[0].keyword.empty()) {
+    diags()
+        .error("bad-argument", call.args.empty() ? span : call.args[0].value->span,
+               "the first argument of `print` must be a format string literal, e.g. "
+               "`print(\"step {} loss {}\", k, loss)`")
+        .fix = "write the format as a string with one `{}` per value";
+    return;
+  }
+  const std::string &format = std::get<ast::StringLit>(call.args[0].value->node).value;
+  std::string error;
+  std::optional<size_t> holes = count_holes(format, error);
+  if (!holes) {
+    diags().error("bad-argument", call.args[0].value->span, error);
+    return;
+  }
+  std::vector<ir::ValueId> operands;
+  for (size_t k = 1; k < call.args.size(); ++k) {
+    if (!call.args[k].keyword.empty()) {
+      diags().error("bad-argument", call.args[k].span,
+                    "`print` takes no keyword arguments: its values follow the format");
+      return;
+    }
+    ir::ValueId v = lower_value(*call.args[k].value);
+    if (v == ir::kNoValue) return;  // reported
+    operands.push_back(v);
+  }
+  if (*holes != operands.size()) {
+    diags()
+        .error("bad-argument", call.args[0].value->span,
+               "the print format has " + std::to_string(*holes) + " `{}` hole" +
+                   (*holes == 1 ? "" : "s") + " but " + std::to_string(operands.size()) +
+                   " value" + (operands.size() == 1 ? " follows" : "s follow") + " it")
+        .fix = "write one `{}` per value";
+    return;
+  }
+  Attrs attrs;
+  attrs.print().format = format;
+  builder_.add_typed(OpCode::DebugPrint, ir::ValueList(operands.begin(), operands.end()),
+                     std::move(attrs), {}, span);
 }
 
 void BodyLowerer::bind(const std::string &name, ir::ValueId v) {
@@ -617,6 +703,18 @@ LExpr BodyLowerer::binary(OpCode op, const LExpr &a, const LExpr &b, SourceSpan 
       return e;
     }
   }
+  for (const LExpr *e : {&a, &b})  // a key is no number, not even next to a literal
+    if (e->kind == K::Value && function_.type(e->value).dtype == DType::Key) {
+      diags()
+          .error("key-as-number", span,
+                 "a random key is not a number: `" + std::string(op_display_name(op)) +
+                     "` cannot take it")
+          .note(e->span, "this is a random key")
+          .help(
+              "draw numbers from the key: uniform(key, shape), normal(key, shape) or "
+              "random_bits(key, shape)");
+      return {};
+    }
   std::optional<DType> hint;
   if (a.kind == K::Value) hint = function_.type(a.value).dtype;
   if (b.kind == K::Value) hint = function_.type(b.value).dtype;

@@ -626,7 +626,7 @@ LExpr lower_expand_dims(BodyLowerer &b, const ast::CallExpr &call, SourceSpan sp
 /// `elements` (if given) receives the element expressions, for locating later errors.
 std::optional<std::vector<ir::ValueId>> lower_value_list(
     BodyLowerer &b, const ast::Expr &values, const char *builtin,
-    const std::vector<ast::ExprPtr> **elements = nullptr) {
+    const std::vector<ast::ExprPtr> **elements = nullptr, DType hint = DType::F32) {
   auto *list = std::get_if<ast::ListExpr>(&values.node);
   auto *tuple = std::get_if<ast::TupleExpr>(&values.node);
   const std::vector<ast::ExprPtr> *elems = list    ? &list->elements
@@ -640,7 +640,7 @@ std::optional<std::vector<ir::ValueId>> lower_value_list(
   if (elements) *elements = elems;
   std::vector<ir::ValueId> ops;
   for (const auto &e : *elems) {
-    ops.push_back(b.lower_value(*e, DType::F32));
+    ops.push_back(b.lower_value(*e, hint));
     if (ops.back() == ir::kNoValue) return std::nullopt;
   }
   return ops;
@@ -771,6 +771,114 @@ LExpr lower_constrain(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span
   return value_or_invalid(b.emit(OpCode::Constrain, {x}, attrs, span), span);
 }
 
+// ---- random numbers (docs/language.md, "Random numbers") ----
+
+/// A draw: `op(key, shape, [lo, hi,] global_shape=..., offset=(...))`; the
+/// last two only in what `spmdc shard` prints (a block of a global draw).
+LExpr lower_draw(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span, OpCode op) {
+  const bool bounds = random_param_count(op) == 3;
+  const bool has_dtype = op == OpCode::RandomUniform;
+  std::initializer_list<ParamSpec> with_bounds = {
+      {"key"},          {"shape", false},        {"lo", false},    {"hi", false},
+      {"dtype", false}, {"global_shape", false}, {"offset", false}};
+  std::initializer_list<ParamSpec> without = {
+      {"key"}, {"shape", false}, {"global_shape", false}, {"offset", false}};
+  Args a = bounds ? Args(b, call, span, with_bounds) : Args(b, call, span, without);
+  if (!a.ok()) return {};
+  if (!has_dtype && a.has("dtype")) {
+    a.fail(a.get("dtype")->span,
+           std::string("`") + std::string(op_spelling(op)) + "` has no `dtype` parameter");
+    return {};
+  }
+  ir::ValueId key = a.value("key", DType::Key);
+  std::optional<Shape> shape = a.has("shape") ? a.shape("shape") : std::optional<Shape>(Shape{});
+  if (key == ir::kNoValue || !shape) return {};
+  Attrs attrs;
+  attrs.random().shape = *shape;
+  switch (op) {
+    case OpCode::RandomSplit:
+      attrs.random().dtype = DType::Key;
+      break;
+    case OpCode::RandomBits:
+    case OpCode::RandomInt:
+      attrs.random().dtype = DType::I32;
+      break;
+    default: {
+      auto d = a.dtype("dtype", DType::F32);
+      if (!d) return {};
+      attrs.random().dtype = *d;
+    }
+  }
+  std::vector<ir::ValueId> operands{key};
+  if (bounds) {
+    const DType t = attrs.random().dtype;
+    const bool ints = op == OpCode::RandomInt;
+    if (ints && (!a.has("lo") || !a.has("hi"))) {
+      a.fail(span, "`randint` needs `lo` and `hi` (values in [lo, hi))");
+      return {};
+    }
+    for (const char *name : {"lo", "hi"}) {
+      ir::ValueId v;
+      if (a.has(name)) {
+        v = a.value(name, t);
+      } else {
+        Attrs c;
+        c.creation().dtype = t;
+        c.creation().value = std::string(name) == "lo" ? 0.0 : 1.0;
+        v = b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering);
+      }
+      if (v == ir::kNoValue) return {};
+      operands.push_back(v);
+    }
+  }
+  if (a.has("global_shape") != a.has("offset")) {
+    a.fail(span, "`global_shape` and `offset` go together (a block of a global draw)");
+    return {};
+  }
+  if (a.has("global_shape")) {
+    auto global = a.shape("global_shape");
+    if (!global) return {};
+    attrs.random().global = *global;
+    auto offsets = lower_value_list(b, *a.get("offset"), "`offset`", nullptr, DType::I32);
+    if (!offsets) return {};
+    operands.insert(operands.end(), offsets->begin(), offsets->end());
+  }
+  return value_or_invalid(b.emit(op, operands, attrs, span), span);
+}
+
+/// bernoulli(key, p=0.5, shape=p's shape): uniform(key, shape) < p, as JAX.
+LExpr lower_bernoulli(BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) {
+  Args a(b, call, span, {{"key"}, {"p", false}, {"shape", false}});
+  if (!a.ok()) return {};
+  ir::ValueId key = a.value("key", DType::Key);
+  ir::ValueId p;
+  if (a.has("p")) {
+    p = a.value("p", DType::F32);
+  } else {
+    Attrs c;
+    c.creation().dtype = DType::F32;
+    c.creation().value = 0.5;
+    p = b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering);
+  }
+  if (key == ir::kNoValue || p == ir::kNoValue) return {};
+  const Type pt = b.function().type(p);
+  std::optional<Shape> shape = a.has("shape") ? a.shape("shape") : std::optional<Shape>(pt.shape);
+  if (!shape) return {};
+  Attrs attrs;
+  attrs.random().shape = *shape;
+  attrs.random().dtype = rt::is_float(pt.dtype) && pt.dtype != DType::BF16 ? pt.dtype : DType::F32;
+  std::vector<ir::ValueId> operands{key};
+  for (double bound : {0.0, 1.0}) {
+    Attrs c;
+    c.creation().dtype = attrs.random().dtype;
+    c.creation().value = bound;
+    operands.push_back(b.emit(OpCode::Constant, {}, c, span, ir::Origin::Lowering));
+  }
+  ir::ValueId u = b.emit(OpCode::RandomUniform, operands, attrs, span);
+  if (u == ir::kNoValue) return {};
+  return b.binary(OpCode::Lt, LExpr::of(u, span), LExpr::of(p, span), span);
+}
+
 const std::map<std::string, BuiltinHandler> &builtins() {
   static const std::map<std::string, BuiltinHandler> table = [] {
     std::map<std::string, BuiltinHandler> t;
@@ -821,6 +929,13 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       if (!a.ok()) return {};
       return b.binary(OpCode::Einsum, b.lower_expr(*a.get("a")), b.lower_expr(*a.get("b")), span,
                       "matmul");
+    };
+    // `print(...)` is a statement (lower_body.cpp, lower_call_stmt); as a value it is an error.
+    t["print"] = [](BodyLowerer &b, const ast::CallExpr &, SourceSpan span) -> LExpr {
+      b.diags()
+          .error("bad-argument", span, "`print` has no value: it is a statement of its own")
+          .fix = "write `print(\"...{}...\", x)` on its own line";
+      return {};
     };
     t["einsum"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
       Args a(b, call, span, {{"spec"}, {"operands"}}, /*variadic_tail=*/true);
@@ -1034,6 +1149,64 @@ const std::map<std::string, BuiltinHandler> &builtins() {
       attrs.creation().dtype = *dtype;
       return value_or_invalid(b.emit(OpCode::Iota, {}, attrs, span), span);
     };
+    // Random numbers.
+    t["key"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"seed"}});
+      if (!a.ok()) return {};
+      ir::ValueId seed = a.value("seed", DType::I32);
+      if (seed == ir::kNoValue) return {};
+      return value_or_invalid(b.emit(OpCode::RandomKey, {seed}, {}, span), span);
+    };
+    t["fold_in"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"key"}, {"data"}});
+      if (!a.ok()) return {};
+      ir::ValueId key = a.value("key", DType::Key), data = a.value("data", DType::I32);
+      if (key == ir::kNoValue || data == ir::kNoValue) return {};
+      return value_or_invalid(b.emit(OpCode::RandomFoldIn, {key, data}, {}, span), span);
+    };
+    t["key_data"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"keys"}});
+      if (!a.ok()) return {};
+      ir::ValueId keys = a.value("keys", DType::Key);
+      if (keys == ir::kNoValue) return {};
+      return value_or_invalid(b.emit(OpCode::KeyData, {keys}, {}, span), span);
+    };
+    t["split"] = [](BodyLowerer &b, const ast::CallExpr &call, SourceSpan span) -> LExpr {
+      Args a(b, call, span, {{"key"}, {"num", false}, {"global_shape", false}, {"offset", false}});
+      if (!a.ok()) return {};
+      ir::ValueId key = a.value("key", DType::Key);
+      std::optional<Shape> shape = a.has("num") ? a.shape("num") : std::optional<Shape>(Shape{2});
+      if (key == ir::kNoValue || !shape) return {};
+      Attrs attrs;
+      attrs.random().shape = *shape;
+      attrs.random().dtype = DType::Key;
+      std::vector<ir::ValueId> operands{key};
+      if (a.has("global_shape") != a.has("offset")) {
+        a.fail(span, "`global_shape` and `offset` go together (a block of a global draw)");
+        return {};
+      }
+      if (a.has("global_shape")) {
+        auto global = a.shape("global_shape");
+        auto offsets = lower_value_list(b, *a.get("offset"), "`offset`", nullptr, DType::I32);
+        if (!global || !offsets) return {};
+        attrs.random().global = *global;
+        operands.insert(operands.end(), offsets->begin(), offsets->end());
+      }
+      return value_or_invalid(b.emit(OpCode::RandomSplit, operands, attrs, span), span);
+    };
+    t["random_bits"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
+      return lower_draw(b, c, s, OpCode::RandomBits);
+    };
+    t["uniform"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
+      return lower_draw(b, c, s, OpCode::RandomUniform);
+    };
+    t["normal"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
+      return lower_draw(b, c, s, OpCode::RandomNormal);
+    };
+    t["randint"] = [](BodyLowerer &b, const ast::CallExpr &c, SourceSpan s) {
+      return lower_draw(b, c, s, OpCode::RandomInt);
+    };
+    t["bernoulli"] = lower_bernoulli;
     // Collectives.
     t["psum"] = collective(OpCode::Psum);
     t["pmean"] = collective(OpCode::Psum, /*mean=*/true);

@@ -137,6 +137,9 @@ class BodyLowerer {
   void lower_return(const ast::ReturnStmt &ret, SourceSpan span);
   void lower_for(const ast::ForStmt &loop, SourceSpan span);
   void lower_if(const ast::IfStmt &branch, SourceSpan span);
+  /// `print("step {} loss {}", k, loss)`: a DebugPrint of the values (the
+  /// only call allowed as a statement).
+  void lower_call_stmt(const ast::CallStmt &stmt, SourceSpan span);
   LExpr lower_call(const ast::CallExpr &call, SourceSpan span);
   /// The dtype a number written as argument `k` of a call of `decl` takes:
   /// its parameter's dtype, or the dtype bound to its type parameter by the

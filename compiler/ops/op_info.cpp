@@ -44,6 +44,10 @@ const char *family_name(AttrFamily f) {
       return "call";
     case AttrFamily::Loop:
       return "loop";
+    case AttrFamily::Random:
+      return "random";
+    case AttrFamily::Print:
+      return "print";
   }
   return "?";
 }
@@ -122,6 +126,10 @@ bool Attrs::operator==(const Attrs &o) const {
           return t == T{};
       },
       set);
+}
+
+size_t random_param_count(OpCode op) {
+  return op == OpCode::RandomUniform || op == OpCode::RandomInt ? 3 : 1;
 }
 
 std::string_view op_symbol(OpCode op) {

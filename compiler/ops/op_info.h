@@ -30,6 +30,8 @@ enum class OpKind {
   Collective,   // works across devices; variance rule from the design note
   Call,         // call of an instantiated def
   Control,      // structured control flow with regions (for)
+  Random,       // random keys and draws (spmdrt/random.h); results vary as operands do
+  Effect,       // no results, kept for its effect (print)
 };
 
 enum class OpCode : uint8_t {
@@ -55,6 +57,8 @@ enum class AttrFamily : uint8_t {
   Collective,  // CollectiveAttrs
   Call,        // CallAttrs
   Loop,        // LoopAttrs
+  Random,      // RandomAttrs: split ... randint
+  Print,       // PrintAttrs: print
 };
 
 /// Which operands an op is linear in (the Linearity column of ops.def).
@@ -82,6 +86,9 @@ inline std::string_view op_spelling(OpCode op) { return op_info(op).spelling; }
 inline OpKind op_kind(OpCode op) { return op_info(op).kind; }
 inline AttrFamily op_attr_family(OpCode op) { return op_info(op).attrs; }
 inline OpLinearity op_linearity(OpCode op) { return op_info(op).linearity; }
+/// True for ops kept for their effect, whether or not anything reads them
+/// (OpKind::Effect: print). Dead-code elimination keeps them, CSE never merges them.
+inline bool op_has_effect(OpCode op) { return op_info(op).kind == OpKind::Effect; }
 /// Whether an op of this linearity is linear in its operand `k`.
 bool linear_in_operand(OpLinearity linearity, size_t k);
 /// True when the operands it is linear in vary together (a sum: InAll,
@@ -216,6 +223,27 @@ struct LoopAttrs {
   bool operator==(const LoopAttrs &) const = default;
 };
 
+/// split ... randint: the result's shape and dtype; global, when not empty, the
+/// shape of the whole draw the result is a block of (its offsets are the op's
+/// last global.size() operands, i32 scalars).
+struct RandomAttrs {
+  Shape shape;
+  DType dtype = DType::F32;
+  Shape global;
+  static constexpr AttrFamily kFamily = AttrFamily::Random;
+  bool operator==(const RandomAttrs &) const = default;
+};
+/// The operands of a draw before its offsets: the key, plus lo and hi for
+/// uniform and randint.
+size_t random_param_count(OpCode op);
+/// print: the format string, `{}` marking where each operand goes (`{{` and
+/// `}}` are literal braces).
+struct PrintAttrs {
+  std::string format;
+  static constexpr AttrFamily kFamily = AttrFamily::Print;
+  bool operator==(const PrintAttrs &) const = default;
+};
+
 struct Attrs;
 /// The mesh axes of a collective's attrs; empty for every other op.
 const std::vector<int> &collective_axes(OpCode op, const Attrs &attrs);
@@ -243,13 +271,17 @@ struct Attrs {
   CallAttrs &call() { return set<CallAttrs>(); }
   const LoopAttrs &loop() const { return get<LoopAttrs>(); }
   LoopAttrs &loop() { return set<LoopAttrs>(); }
+  const RandomAttrs &random() const { return get<RandomAttrs>(); }
+  RandomAttrs &random() { return set<RandomAttrs>(); }
+  const PrintAttrs &print() const { return get<PrintAttrs>(); }
+  PrintAttrs &print() { return set<PrintAttrs>(); }
 
   bool operator==(const Attrs &other) const;
 
  private:
-  using Typed =
-      std::variant<std::monostate, CreationAttrs, CastAttrs, ReduceAttrs, LayoutAttrs, GatherAttrs,
-                   EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs, LoopAttrs>;
+  using Typed = std::variant<std::monostate, CreationAttrs, CastAttrs, ReduceAttrs, LayoutAttrs,
+                             GatherAttrs, EinsumAttrs, ConstrainAttrs, CollectiveAttrs, CallAttrs,
+                             LoopAttrs, RandomAttrs, PrintAttrs>;
 
   [[noreturn]] void wrong_family(AttrFamily wanted) const;
   template <class T>

@@ -142,6 +142,112 @@ ShapeRuleResult collective_shapes(OpCode op, const Type &x, const Attrs &attrs,
   }
 }
 
+/// A key where a number is needed: a random key is no number (spmdrt/random.h).
+ShapeRuleResult key_as_number(OpCode op) {
+  return {{},
+          "a random key is not a number: `" + std::string(op_display_name(op)) +
+              "` cannot take it; draw numbers from it with uniform(key, shape), "
+              "normal(key, shape) or random_bits(key, shape)",
+          "key-as-number"};
+}
+
+/// True when `op` computes with its operands' values (so a key cannot be one):
+/// arithmetic, comparisons, where, reductions, contractions, casts, creation
+/// of key values, and the collectives that combine values.
+bool computes_with_values(OpCode op) {
+  switch (op_kind(op)) {
+    case OpKind::Unary:
+      return op != OpCode::StopGradient;
+    case OpKind::Binary:
+    case OpKind::Compare:
+    case OpKind::Logical:
+    case OpKind::Select:
+    case OpKind::Reduce:
+    case OpKind::Contraction:
+      return true;
+    case OpKind::Collective:
+      return op == OpCode::Psum || op == OpCode::Pmax || op == OpCode::Pmin ||
+             op == OpCode::PsumScatter;
+    default:
+      return false;
+  }
+}
+
+ShapeRuleResult random_shapes(OpCode op, std::span<const Type> ops, const Attrs &attrs) {
+  const std::string name(op_spelling(op));
+  switch (op) {
+    case OpCode::RandomKey:
+      if (ops[0].dtype != DType::I32)
+        return fail(std::string("key(seed) needs an i32 seed, got ") + dtype_name(ops[0].dtype));
+      return one(DType::Key, ops[0].shape);
+    case OpCode::RandomFoldIn:
+      if (ops[0].dtype != DType::Key || ops[0].rank() != 0)
+        return fail("fold_in needs one key (a key[] scalar) as its first operand, got " +
+                    shape_type_str(ops[0].dtype, ops[0].shape));
+      if (ops[1].dtype != DType::I32 || ops[1].rank() != 0)
+        return fail("fold_in folds in an i32 scalar, got " +
+                    shape_type_str(ops[1].dtype, ops[1].shape));
+      return one(DType::Key, {});
+    case OpCode::KeyData: {
+      if (ops[0].dtype != DType::Key)
+        return fail(std::string("key_data needs keys, got ") + dtype_name(ops[0].dtype));
+      Shape s = ops[0].shape;
+      s.push_back(2);
+      return one(DType::I32, std::move(s));
+    }
+    default:
+      break;
+  }
+  // The draws: (key, params..., offsets...).
+  const RandomAttrs &r = attrs.random();
+  if (ops[0].dtype != DType::Key || ops[0].rank() != 0)
+    return fail(name + " draws from one key (a key[] scalar), got " +
+                shape_type_str(ops[0].dtype, ops[0].shape) +
+                (ops[0].dtype == DType::Key ? "; index the keys of a split: keys[0]" : ""));
+  for (int64_t d : r.shape)
+    if (d < 0) return fail("negative dimension in shape " + shp(r.shape));
+  const size_t params = random_param_count(op);
+  if (ops.size() < params) return fail(name + " needs " + std::to_string(params) + " operands");
+  DType want = DType::F32;
+  switch (op) {
+    case OpCode::RandomSplit:
+      want = DType::Key;
+      break;
+    case OpCode::RandomBits:
+    case OpCode::RandomInt:
+      want = DType::I32;
+      break;
+    case OpCode::RandomUniform:
+      want = r.dtype == DType::F64 ? DType::F64 : DType::F32;
+      break;
+    default:
+      break;
+  }
+  if (r.dtype != want)
+    return fail(name + " draws " + dtype_name(want) + " values" +
+                (op == OpCode::RandomUniform ? " (or f64)" : "") + ", not " + dtype_name(r.dtype));
+  for (size_t k = 1; k < params; ++k)
+    if (ops[k].dtype != want || ops[k].rank() != 0)
+      return fail(std::string("the ") + (k == 1 ? "lower" : "upper") + " bound of " + name +
+                  " must be a " + dtype_name(want) + " scalar, got " +
+                  shape_type_str(ops[k].dtype, ops[k].shape));
+  const size_t offsets = ops.size() - params;
+  if (r.global.empty()) {
+    if (offsets != 0) return fail(name + " has block offsets but no global shape");
+  } else {
+    if (r.global.size() != r.shape.size() || offsets != r.shape.size())
+      return fail(name + " needs one offset per dimension of its global shape " + shp(r.global));
+    for (size_t d = 0; d < r.shape.size(); ++d) {
+      if (r.shape[d] > r.global[d])
+        return fail("the block " + shp(r.shape) + " of " + name + " exceeds its global shape " +
+                    shp(r.global));
+      if (ops[params + d].dtype != DType::I32 || ops[params + d].rank() != 0)
+        return fail("the block offsets of " + name + " must be i32 scalars");
+    }
+  }
+  return one(r.dtype, r.shape);
+}
+
 }  // namespace
 
 int64_t axes_size(const rt::Mesh &mesh, const std::vector<int> &axes) {
@@ -211,7 +317,15 @@ namespace {
 ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attrs &attrs,
                                 const rt::Mesh &mesh) {
   const OpInfo &info = op_info(op);
+  if (computes_with_values(op))
+    for (const Type &t : ops)
+      if (t.dtype == DType::Key) return key_as_number(op);
+  if ((op == OpCode::Cast && attrs.cast().dtype == DType::Key) ||
+      (info.kind == OpKind::Creation && attrs.creation().dtype == DType::Key))
+    return fail("keys are not made from numbers: use key(seed) with an i32 seed");
   switch (info.kind) {
+    case OpKind::Random:
+      return random_shapes(op, ops, attrs);
     case OpKind::Creation:
       if (op == OpCode::Constant) return one(attrs.creation().dtype, {});
       for (int64_t d : attrs.creation().shape)
@@ -322,6 +436,8 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
       return fail("internal: call types come from the callee");
     case OpKind::Control:
       return fail("internal: loop types come from their carried values");
+    case OpKind::Effect:
+      return {};  // print: no results; any operands (the format's holes are checked by lowering)
   }
   // Layout ops.
   const Type &x = ops[0];

@@ -348,10 +348,39 @@ ShardingRule factors_rule(OpCode op, std::span<const Type> operands, std::span<c
     case OpCode::Ppermute:
     case OpCode::AxisIndex:
       return unsupported(collective);
+    // Random numbers: a draw may be split any way — each device draws its
+    // block at its offset, and element i depends on the key and i alone
+    // (spmdrt/random.h); key(seed) is elementwise; key_data adds a dimension
+    // of 2 words, not split.
+    case OpCode::RandomSplit:
+    case OpCode::RandomBits:
+    case OpCode::RandomUniform:
+    case OpCode::RandomNormal:
+    case OpCode::RandomInt: {
+      ShardingRule r = elementwise(results[0], operands);
+      r.family = RuleFamily::Random;
+      return r;
+    }
+    case OpCode::RandomKey:
+    case OpCode::RandomFoldIn:
+      return elementwise(results[0], operands);
+    case OpCode::KeyData: {
+      ShardingRule r =
+          same_rank_layout(RuleFamily::Elementwise, operands[0], [](int64_t) { return true; });
+      r.result_factors[0].push_back(kNoFactor);
+      return r;
+    }
     case OpCode::Call:
       return unsupported("calls are inlined before sharding");
     case OpCode::For:
       return unsupported("loops are unrolled before sharding");
+    case OpCode::DebugPrint: {  // shows whole arrays: each operand gathered (and summed) first
+      ShardingRule r;
+      r.family = RuleFamily::Print;
+      for (const Type &t : operands)
+        r.operand_factors.push_back(std::vector<int>(static_cast<size_t>(t.rank()), kNoFactor));
+      return r;
+    }
   }
   return unsupported("unknown op");
 }
@@ -396,6 +425,10 @@ const char *rule_family_name(RuleFamily family) {
       return "gather";
     case RuleFamily::Identity:
       return "constrain";
+    case RuleFamily::Random:
+      return "random";
+    case RuleFamily::Print:
+      return "print";
     case RuleFamily::Unsupported:
       return "unsupported";
   }
@@ -434,6 +467,11 @@ const char *rule_family_requirement(RuleFamily family) {
              "split its updates along the ids";
     case RuleFamily::Identity:
       return "constrain requires exactly the written split";
+    case RuleFamily::Random:
+      return "a random draw can be made in any split (each device draws its block at its "
+             "offset)";
+    case RuleFamily::Print:
+      return "print shows whole arrays: its operands are gathered first";
     case RuleFamily::Unsupported:
       return "this op cannot be split";
   }

@@ -70,6 +70,8 @@ enum class RuleFamily : uint8_t {
   DynamicSlice,  // the dimension indexed at run time is not split
   Gather,        // take, scatter_add: a split indexed axis looks up shifted ids
   Identity,      // constrain
+  Random,        // random draws: any split, each device draws its block at its offset
+  Print,         // print: whole arrays, every operand replicated
   Unsupported,   // collectives, calls, loops: not in sharded functions
 };
 

@@ -9,6 +9,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "bf16") return DType::BF16;
   if (name == "i32") return DType::I32;
   if (name == "bool") return DType::Bool;
+  if (name == "key") return DType::Key;
   return std::nullopt;
 }
 

@@ -88,6 +88,7 @@ bool constant_operand_adapts(OpCode op) {
     case OpKind::Call:
     case OpKind::Control:
     case OpKind::Creation:
+    case OpKind::Effect:
       return false;
     case OpKind::Unary:
     case OpKind::Binary:
@@ -97,6 +98,7 @@ bool constant_operand_adapts(OpCode op) {
     case OpKind::Reduce:
     case OpKind::Contraction:
     case OpKind::Layout:
+    case OpKind::Random:
       return true;
   }
   return false;

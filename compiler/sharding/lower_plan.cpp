@@ -206,6 +206,28 @@ class PlanLowerer {
     return a;
   }
 
+  /// A split random draw draws only this device's block of the global draw:
+  /// its attrs get the global shape, its operands the block's offsets
+  /// (axis_index along the dimension's axes times the block size; 0 where
+  /// the dimension is not split), so every element keeps its global index.
+  void add_block_offsets(const ir::Instr &in, const Sharding &layout, const Shape &local,
+                         Attrs &attrs, std::vector<ir::ValueId> &operands) {
+    attrs.random().shape = local;
+    attrs.random().global = p_.flat.type(in.results[0]).shape;
+    for (size_t d = 0; d < local.size(); ++d) {
+      if (layout.dims[d].empty()) {
+        operands.push_back(constant_i32(0, in.span));
+        continue;
+      }
+      Attrs ia;
+      ia.collective().axes = layout.dims[d];
+      ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
+      operands.push_back(emit(
+          OpCode::Mul, {index, constant_i32(local[d], in.span)}, {}, in.span,
+          "the random block starts at its index along " + axis_list_str(layout.dims[d], mesh_)));
+    }
+  }
+
   const Strategy &chosen(size_t i) const {
     int choice = plan_.choice.at(i);
     if (choice < 0) throw std::logic_error("shard: an op without a strategy");
@@ -327,6 +349,11 @@ class PlanLowerer {
       locals.push_back(get_operand(i, k));
       local_types.push_back(f_.type(locals.back()));
     }
+    if (in.results.empty()) {  // print: its operands arrive whole (RuleFamily::Print)
+      builder_->add_typed(in.op, ir::ValueList(locals.begin(), locals.end()), in.attrs, {},
+                          in.span, in.origin);
+      return;
+    }
     const ir::Value &gv = p_.flat.values[static_cast<size_t>(in.results[0])];
     if (in.op == OpCode::Constrain) {  // the identity: its operand now has the required layout
       produced_[in.results[0]] = {locals[0], s.results[0]};
@@ -337,7 +364,9 @@ class PlanLowerer {
     Attrs attrs = local_attrs(in, local_types, local);
     if (in.op == OpCode::Take || in.op == OpCode::ScatterAdd)
       shift_ids_to_block(in, s, local_types[0], locals, attrs);
-    ir::ValueId x = emit(in.op, locals, attrs, in.span);
+    if (op_attr_family(in.op) == AttrFamily::Random && local != gt.shape)
+      add_block_offsets(in, s.results[0], local, attrs, locals);
+    ir::ValueId x = emit(in.op, locals, std::move(attrs), in.span);
     builder_->body().back().origin = in.origin;
     for (const FinishStep &fs : s.finish) {
       Attrs a;

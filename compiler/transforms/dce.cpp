@@ -1,11 +1,14 @@
-// transforms/dce.cpp — see dce.h. Everything in the IR is pure, so an
-// instruction is live exactly when one of its results is (and a combined
+// transforms/dce.cpp — see dce.h. Everything in the IR is pure but print, so an
+// instruction is live exactly when one of its results is, or it is a print or
+// a loop holding one (ir::has_effect; calls count as pure: DCE runs after
+// inlining, and before it only on constants' copies) (and a combined
 // collective, psum((a, b), axes) or all_gather((a, b), axes), keeps only its
 // live components); a loop's carried value is live when its result is, or
 // when the live part of the body reads its parameter (found by a fixpoint,
 // since the body feeds itself).
 #include "transforms/dce.h"
 
+#include "ir/loops.h"
 #include "ops/variance_rules.h"
 
 namespace spmd {
@@ -22,7 +25,7 @@ class DeadCode {
   void mark(const std::vector<ir::Instr> &body) {
     for (size_t i = body.size(); i-- > 0;) {
       const ir::Instr &in = body[i];
-      bool used = false;
+      bool used = ir::has_effect(in);
       for (auto r : in.results) used = used || live_[r];
       if (!used) continue;
       if (in.op == OpCode::For) {
@@ -44,7 +47,7 @@ class DeadCode {
   void sweep(std::vector<ir::Instr> &body) {
     size_t kept = 0;
     for (ir::Instr &in : body) {
-      bool used = false;
+      bool used = ir::has_effect(in);
       for (auto r : in.results) used = used || live_[r];
       if (!used) continue;
       if (in.op == OpCode::For) drop_dead_carries(in);

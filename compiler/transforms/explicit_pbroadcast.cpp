@@ -93,6 +93,7 @@ class Explicitator {
           break;
         case OpKind::Collective:
         case OpKind::Call:
+        case OpKind::Effect:  // a print's variance says how often it prints
           for (auto &o : in.operands) o = explicit_if_varying_constant(body, o);
           break;
         case OpKind::Unary:
@@ -102,7 +103,8 @@ class Explicitator {
         case OpKind::Select:
         case OpKind::Reduce:
         case OpKind::Contraction:
-        case OpKind::Layout: {
+        case OpKind::Layout:
+        case OpKind::Random: {
           // A constant adapts to another operand's variance; with only
           // constants there is none to adapt to.
           bool all_constant = !in.operands.empty();

@@ -79,6 +79,15 @@ std::optional<ir::ValueId> Rules::run() {
       return e_.div(t(0), e_.mul(c(3), e_.mul(r_, r_, span()), span()), span());
     case OpCode::StopGradient:  // no derivative flows through it
       return std::nullopt;
+    case OpCode::RandomKey:  // random numbers have no derivative (as stop_gradient): d = 0
+    case OpCode::RandomFoldIn:
+    case OpCode::KeyData:
+    case OpCode::RandomSplit:
+    case OpCode::RandomBits:
+    case OpCode::RandomUniform:
+    case OpCode::RandomNormal:
+    case OpCode::RandomInt:
+      return std::nullopt;
     case OpCode::Cast:  // casts between float types are linear
       if (!rt::is_float(e_.type(x_[0]).dtype)) return std::nullopt;
       return e_.cast(t(0), a.cast().dtype, span());
@@ -212,6 +221,8 @@ std::optional<ir::ValueId> Rules::run() {
               "differentiated inputs");
     case OpCode::AxisIndex:
       return std::nullopt;
+    case OpCode::DebugPrint:  // no results: it prints the primal values (JAX's jvp of debug.print)
+      return std::nullopt;
     case OpCode::Call:
     case OpCode::For:
       throw std::logic_error("jvp: calls are inlined first; loops are handled by jvp.cpp");
@@ -222,6 +233,7 @@ std::optional<ir::ValueId> Rules::run() {
 }  // namespace
 
 std::optional<ir::ValueId> apply_jvp_rule(Emitter &e, const JvpRuleInput &in) {
+  if (in.instr.results.empty()) return std::nullopt;  // print: nothing to differentiate
   return Rules(e, in).run();
 }
 

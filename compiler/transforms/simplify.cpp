@@ -102,7 +102,7 @@ class Simplifier {
     std::unordered_set<ir::ValueId> inside(r.params.begin(), r.params.end());
     std::vector<ir::Instr> kept;
     for (ir::Instr &in : r.body) {
-      bool invariant = in.regions.empty();
+      bool invariant = in.regions.empty() && !op_has_effect(in.op);  // a print runs every trip
       for (ir::ValueId o : in.operands) invariant = invariant && !inside.count(o);
       if (invariant) {  // before the loop, where what follows the loop may reuse it
         remember(in);

@@ -129,6 +129,13 @@ class Transposer {
         continue;
       }
       if (!in.results.empty() && linear_[in.results[0]]) continue;
+      // A print stays in the forward pass when it prints only values that do
+      // not depend on the transposed inputs (a grad prints its primal values
+      // once, as JAX does); a print of a linear value has no place in the
+      // transposed program and is dropped.
+      if (op_has_effect(in.op) &&
+          std::any_of(in.operands.begin(), in.operands.end(), [&](ir::ValueId o) { return linear_[o]; }))
+        continue;
       ir::Instr copy = in;
       for (auto &o : copy.operands) o = map_.at(o);
       copy.results.clear();

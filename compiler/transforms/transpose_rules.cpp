@@ -33,6 +33,7 @@ std::optional<std::string> linearity_problem(const ir::Instr &in, const std::vec
   }
   if (in.op == OpCode::Call || in.op == OpCode::For)
     return "internal: calls are inlined first; loops are handled by transpose.cpp";
+  if (op_has_effect(in.op)) return std::nullopt;  // a print of a linear value is dropped (transpose.cpp)
   // The operands that may depend on the transposed inputs (here at least one
   // does): those the op is linear in, one of them for a product, any of them
   // (the others zero) for a sum.

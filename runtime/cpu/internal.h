@@ -90,8 +90,10 @@ decltype(auto) dispatch_dtype(DType dtype, Fn &&fn) {
       return fn(int32_t{});
     case DType::Bool:
       return fn(bool{});
+    case DType::Key:
+      break;
   }
-  fail("unknown dtype");
+  fail(dtype == DType::Key ? "a random key has no numeric elements" : "unknown dtype");
 }
 
 /// Copies an N-d box of `extent` elements (per dimension) of size `elem_size` bytes

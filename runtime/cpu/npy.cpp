@@ -154,10 +154,11 @@ DType parse_descr(const std::string &path, const std::string &descr) {
   if (descr == "<f8" || descr == "=f8") return DType::F64;
   if (descr == "<i4" || descr == "=i4") return DType::I32;
   if (descr == "|b1" || descr == "<b1" || descr == "=b1") return DType::Bool;
+  if (descr == "<u8" || descr == "=u8") return DType::Key;  // a random key's two words
   if (!descr.empty() && descr[0] == '>') {
     npy_fail(path, "big-endian dtype '" + descr + "' is not supported (use little-endian)");
   }
-  npy_fail(path, "unsupported dtype '" + descr + "' (supported: <f4, <f8, <i4, |b1)");
+  npy_fail(path, "unsupported dtype '" + descr + "' (supported: <f4, <f8, <i4, |b1; <u8 for keys)");
 }
 
 std::string descr_of(DType dtype) {
@@ -171,6 +172,8 @@ std::string descr_of(DType dtype) {
       return "<i4";
     case DType::Bool:
       return "|b1";
+    case DType::Key:
+      return "<u8";
   }
   return "";
 }

@@ -29,9 +29,24 @@ struct SplitMix64 {
 
 constexpr int64_t kEdgeItems = 3;
 
+std::string format_scalar(DType dtype, double value);
+
+/// Element `offset` of `t` as text; a key as `key(word0,word1)` in hex.
+std::string element_text(const Tensor &t, int64_t offset) {
+  if (t.dtype() == DType::Key) {
+    const uint32_t *words = t.data<uint32_t>() + 2 * offset;
+    char buffer[40];
+    std::snprintf(buffer, sizeof buffer, "key(%08x,%08x)", static_cast<unsigned>(words[0]),
+                  static_cast<unsigned>(words[1]));
+    return buffer;
+  }
+  return format_scalar(t.dtype(), t.get(offset));
+}
+
 std::string format_scalar(DType dtype, double value) {
   if (dtype == DType::Bool) return value != 0.0 ? "True" : "False";
   if (dtype == DType::I32) return std::to_string(static_cast<int64_t>(value));
+
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   char buffer[64];
@@ -82,7 +97,7 @@ class Formatter {
   }
 
   void measure(int64_t offset) {
-    const std::string text = format_scalar(shown_.dtype(), shown_.get(offset));
+    const std::string text = element_text(shown_, offset);
     width_ = std::max(width_, text.size());
     const size_t point = text.find('.');
     if (text.find('e') != std::string::npos) align_points_ = false;
@@ -97,7 +112,7 @@ class Formatter {
   void render(size_t dim, int64_t offset, std::string &out) {
     const size_t rank = shape_.size();
     if (dim == rank) {
-      std::string text = format_scalar(shown_.dtype(), shown_.get(offset));
+      std::string text = element_text(shown_, offset);
       if (rank == 0) {
         out += text;
       } else if (is_float(shown_.dtype()) && align_points_) {
@@ -184,6 +199,11 @@ void fill_random(DType dtype, uint64_t seed, int64_t first, int64_t count, std::
     case DType::Bool: {
       auto *p = reinterpret_cast<uint8_t *>(out);
       for (int64_t i = 0; i < count; ++i) p[i] = static_cast<uint8_t>(rng.next() >> 63);
+      break;
+    }
+    case DType::Key: {  // any two words make a key
+      auto *p = reinterpret_cast<uint64_t *>(out);
+      for (int64_t i = 0; i < count; ++i) p[i] = rng.next();
       break;
     }
   }

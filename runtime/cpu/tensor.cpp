@@ -212,6 +212,8 @@ const char *dtype_name(DType dtype) {
       return "i32";
     case DType::Bool:
       return "bool";
+    case DType::Key:
+      return "key";
   }
   return "?";
 }
@@ -227,6 +229,8 @@ size_t dtype_size(DType dtype) {
       return 2;
     case DType::Bool:
       return 1;
+    case DType::Key:
+      return 8;
   }
   return 0;
 }
@@ -304,6 +308,8 @@ double Tensor::get(int64_t i) const {
       return data<int32_t>()[i];
     case DType::Bool:
       return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::Key:  // the 64-bit pattern (word 1 high), for printing
+      return static_cast<double>(data<uint64_t>()[i]);
   }
   return 0;
 }
@@ -330,6 +336,8 @@ void Tensor::set(int64_t i, double value) {
     case DType::Bool:
       data<uint8_t>()[i] = value != 0.0 ? 1 : 0;
       break;
+    case DType::Key:
+      detail::fail("Tensor::set: a random key is not set from a number");
   }
 }
 

@@ -22,8 +22,10 @@
 
 #include "spmdrt/checked.h"
 #include "spmdrt/cuda.h"
+#include "spmdrt/debug_print.h"
 #include "spmdrt/kernels.h"  // kSumLanes: the definition of a floating-point sum
 #include "spmdrt/mpi.h"
+#include "spmdrt/random.h"
 #include "spmdrt/scalar_ops.h"
 
 namespace spmd::cu {
@@ -207,6 +209,8 @@ ncclDataType_t nccl_type(DType d) {
       return ncclInt32;
     case DType::Bool:
       return ncclUint8;
+    case DType::Key:
+      return ncclUint64;
   }
   return ncclFloat32;
 }
@@ -617,6 +621,8 @@ Tensor iota(DType dtype, const Shape &shape, int64_t dim) {
     case DType::Bool:
       iota_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(out.data<uint8_t>(), n, inner, shape[dim]);
       break;
+    case DType::Key:
+      fail("iota cannot make keys");
   }
   check_cuda(cudaGetLastError(), "iota kernel launch");
   return out;
@@ -1055,6 +1061,28 @@ Tensor DeviceContext::ppermute(const Tensor &x, const std::vector<int> &axes,
   return out;
 }
 
+// ---- print ---------------------------------------------------------------------------
+
+void debug_print(DeviceContext &ctx, std::string_view format, const std::vector<Tensor> &values,
+                 const std::vector<int> &label_axes) {
+  std::vector<rt::Tensor> host;
+  host.reserve(values.size());
+  if (label_axes.empty()) {  // invariant: device 0's copy
+    if (ctx.device() != 0) return;
+    for (const Tensor &v : values) host.push_back(v.to_host());
+    rt::debug_print(format, host);
+    return;
+  }
+  for (const Tensor &v : values) host.push_back(ctx.all_gather(v, label_axes, 0, false).to_host());
+  if (ctx.device() == 0) rt::print_gathered(ctx.mesh(), format, host, label_axes);
+}
+
+void check_finite(const DeviceContext &ctx, const Tensor &value, std::string_view op,
+                  std::string_view where, bool invariant) {
+  if (invariant && ctx.device() != 0) return;
+  rt::check_finite(value.to_host(), op, where, ctx.mesh(), invariant ? -1 : ctx.device());
+}
+
 // ---- executor -----------------------------------------------------------------------
 
 namespace {
@@ -1224,6 +1252,129 @@ rt::ExecutorFactory cuda_mpi_executor(const std::vector<rt::ProgramFunction> &fu
                                       const std::vector<CudaBody> &bodies) {
   if (!rt::mpi_available()) return nullptr;
   return [&functions, &bodies] { return std::make_unique<CudaMpiExecutor>(functions, bodies); };
+}
+
+// ---- random numbers (spmdrt/random.h) ------------------------------------------------
+
+namespace {
+
+/// The parameters of a draw, read from the device once per call.
+struct DrawParams {
+  rt::rnd::Key key;
+  double lo = 0, hi = 1;
+  int64_t offset[8] = {};
+  int64_t local_strides[8] = {};
+  int64_t global_strides[8] = {};
+  int rank = 0;
+};
+
+__global__ void random_draw_kernel(rt::RandomOp op, DrawParams p, void *out, int64_t n, bool f64) {
+  const rt::rnd::Key high_key = rt::rnd::split_element(p.key, 0);
+  const rt::rnd::Key low_key = rt::rnd::split_element(p.key, 1);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    uint64_t flat = 0;
+    int64_t rest = i;
+    for (int d = 0; d < p.rank; ++d) {
+      const int64_t idx = rest / p.local_strides[d];
+      rest -= idx * p.local_strides[d];
+      flat += static_cast<uint64_t>(idx + p.offset[d]) * static_cast<uint64_t>(p.global_strides[d]);
+    }
+    switch (op) {
+      case rt::RandomOp::Split:
+        static_cast<rt::rnd::Key *>(out)[i] = rt::rnd::split_element(p.key, flat);
+        break;
+      case rt::RandomOp::Bits:
+        static_cast<int32_t *>(out)[i] = static_cast<int32_t>(rt::rnd::bits_element(p.key, flat));
+        break;
+      case rt::RandomOp::Uniform:
+        if (f64)
+          static_cast<double *>(out)[i] =
+              rt::rnd::uniform_f64(rt::rnd::element_pair(p.key, flat), p.lo, p.hi);
+        else
+          static_cast<float *>(out)[i] = rt::rnd::uniform_f32(
+              rt::rnd::bits_element(p.key, flat), static_cast<float>(p.lo), static_cast<float>(p.hi));
+        break;
+      case rt::RandomOp::Normal:
+        static_cast<float *>(out)[i] = rt::rnd::normal_f32(rt::rnd::bits_element(p.key, flat));
+        break;
+      case rt::RandomOp::Int:
+        static_cast<int32_t *>(out)[i] = rt::rnd::randint_i32(
+            rt::rnd::bits_element(high_key, flat), rt::rnd::bits_element(low_key, flat),
+            static_cast<int32_t>(p.lo), static_cast<int32_t>(p.hi));
+        break;
+    }
+  }
+}
+
+__global__ void random_key_kernel(const int32_t *seed, rt::rnd::Key *out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = rt::rnd::key_from_seed(seed[i]);
+}
+
+__global__ void fold_in_kernel(const rt::rnd::Key *key, const int32_t *data, rt::rnd::Key *out) {
+  out[0] = rt::rnd::fold_in(key[0], data[0]);
+}
+
+}  // namespace
+
+Tensor random_draw(rt::RandomOp op, const std::vector<Tensor> &operands, DType dtype,
+                   const Shape &shape, const Shape &global) {
+  const size_t params = rt::random_params(op);
+  if (operands.size() < params || shape.size() > 8) fail("random draw: bad operands");
+  DrawParams p;
+  p.key = *reinterpret_cast<const rt::rnd::Key *>(operands[0].to_host().raw());
+  if (params == 3) {
+    p.lo = operands[1].to_host().get(0);
+    p.hi = operands[2].to_host().get(0);
+  }
+  const Shape &g = global.empty() ? shape : global;
+  p.rank = static_cast<int>(shape.size());
+  int64_t ls = 1, gs = 1;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    p.local_strides[d] = std::max<int64_t>(ls, 1);
+    p.global_strides[d] = gs;
+    ls *= shape[static_cast<size_t>(d)];
+    gs *= g[static_cast<size_t>(d)];
+    if (!global.empty())
+      p.offset[d] = static_cast<int64_t>(operands[params + static_cast<size_t>(d)].to_host().get(0));
+  }
+  Tensor out = Tensor::empty(dtype, shape);
+  const int64_t n = out.numel();
+  if (n == 0) return out;
+  random_draw_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(op, p, out.data<void>(), n,
+                                                            dtype == DType::F64);
+  check_cuda(cudaGetLastError(), "random draw kernel launch");
+  return out;
+}
+
+Tensor random_key(const Tensor &seed) {
+  Tensor out = Tensor::empty(DType::Key, seed.shape());
+  const int64_t n = out.numel();
+  if (n == 0) return out;
+  random_key_kernel<<<grid_for(n), kBlock, 0, tl_stream>>>(seed.data<int32_t>(),
+                                                           out.data<rt::rnd::Key>(), n);
+  check_cuda(cudaGetLastError(), "key kernel launch");
+  return out;
+}
+
+Tensor random_fold_in(const Tensor &key, const Tensor &data) {
+  Tensor out = Tensor::empty(DType::Key, {});
+  fold_in_kernel<<<1, 1, 0, tl_stream>>>(key.data<rt::rnd::Key>(), data.data<int32_t>(),
+                                          out.data<rt::rnd::Key>());
+  check_cuda(cudaGetLastError(), "fold_in kernel launch");
+  return out;
+}
+
+Tensor key_data(const Tensor &keys) {
+  Shape shape = keys.shape();
+  shape.push_back(2);
+  Tensor out = Tensor::empty(DType::I32, shape);
+  check_cuda(cudaMemcpyAsync(out.data<void>(), keys.data<void>(), keys.nbytes(),
+                             cudaMemcpyDeviceToDevice, tl_stream),
+             "key_data copy");
+  return out;
 }
 
 }  // namespace spmd::cu

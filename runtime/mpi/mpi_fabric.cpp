@@ -51,6 +51,8 @@ MPI_Datatype mpi_type(DType dtype) {
       return MPI_INT32_T;
     case DType::Bool:
       return MPI_UINT8_T;
+    case DType::Key:
+      return MPI_UINT64_T;
   }
   fail("unknown dtype");
 }

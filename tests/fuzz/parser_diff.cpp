@@ -175,6 +175,9 @@ class Dumper {
       expr(depth + 2, i->cond.get());
       block(depth + 2, i->then_body);
       block(depth + 2, i->else_body);
+    } else if (const auto *c = std::get_if<ast::CallStmt>(&s->node)) {
+      line(depth + 1, "CallStmt");
+      expr(depth + 2, c->call.get());
     }
   }
 

@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -90,6 +91,13 @@ inline constexpr int kBlock = 256;
 cudaStream_t current_stream();
 
 Tensor iota(DType dtype, const Shape &shape, int64_t dim);
+/// The random ops, as rt::random_draw, rt::random_key, rt::random_fold_in and
+/// rt::key_data (every element through spmdrt/random.h: the same bits).
+Tensor random_draw(rt::RandomOp op, const std::vector<Tensor> &operands, DType dtype,
+                   const Shape &shape, const Shape &global);
+Tensor random_key(const Tensor &seed);
+Tensor random_fold_in(const Tensor &key, const Tensor &data);
+Tensor key_data(const Tensor &keys);
 Tensor reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims);
 /// argmax (Max) / argmin (Min) over `dims`: i32 indices, as rt::arg_reduce.
 Tensor arg_reduce(ReduceOp op, const Tensor &x, const std::vector<int64_t> &dims);
@@ -161,6 +169,17 @@ class DeviceContext {
   int64_t device_;
   const char *where_ = "";
 };
+
+/// The in-language print on GPU `ctx` (spmdrt/debug_print.h): the values
+/// are gathered over `label_axes` on the GPUs, copied to the host, and device
+/// 0 writes the lines.
+void debug_print(DeviceContext &ctx, std::string_view format, const std::vector<Tensor> &values,
+                 const std::vector<int> &label_axes);
+
+/// `spmdc build --check-nan` (spmdrt/debug_print.h): copies `value` to the
+/// host and throws rt::NonFiniteError at a NaN or an infinity.
+void check_finite(const DeviceContext &ctx, const Tensor &value, std::string_view op,
+                  std::string_view where, bool invariant);
 
 using CudaBody = std::function<std::vector<Tensor>(DeviceContext &, const std::vector<Tensor> &)>;
 

@@ -150,4 +150,27 @@ Tensor scatter_add(const Tensor &x, const Tensor &updates, const Tensor &ids, in
 /// Values 0, 1, 2, ... along dimension `dim` of `shape`, broadcast over the others.
 Tensor iota(DType dtype, const Shape &shape, int64_t dim);
 
+// ---- random numbers (spmdrt/random.h says what each element is) ----
+
+/// What a draw computes per element.
+enum class RandomOp : uint8_t { Split, Bits, Uniform, Normal, Int };
+/// The block of extent `shape` of the draw of shape `global` (empty: `shape`)
+/// from `operands` = (key: a scalar key, [lo, hi: scalars for Uniform and Int,]
+/// offsets: one i32 scalar per dimension when `global` is given): element i is
+/// a function of the key and i's flat index in `global` alone. `dtype` is the
+/// result's (key for Split; i32 for Bits and Int; f32 or f64 for Uniform, f32
+/// for Normal).
+Tensor random_draw(RandomOp op, std::span<const Tensor> operands, DType dtype, const Shape &shape,
+                   const Shape &global);
+/// How many of a draw's operands come before its offsets (the key, lo and hi).
+inline size_t random_params(RandomOp op) {
+  return op == RandomOp::Uniform || op == RandomOp::Int ? 3 : 1;
+}
+/// key(seed) of every element of an i32 tensor.
+Tensor random_key(const Tensor &seed);
+/// fold_in(key, data) of a scalar key and a scalar i32.
+Tensor random_fold_in(const Tensor &key, const Tensor &data);
+/// The words of every key: i32[..., 2] (the bits of JAX's uint32 key_data).
+Tensor key_data(const Tensor &keys);
+
 }  // namespace spmd::rt

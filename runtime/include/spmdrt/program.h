@@ -226,4 +226,34 @@ std::string format_mesh(const Mesh &mesh);
 /// `(i: 1, j: 0)`: the coordinates of `device` on `mesh`, for messages.
 std::string format_position(const Mesh &mesh, int64_t device);
 
+/// The progress line of an executable's top-level loops: on device 0, when
+/// stdout is a terminal (never in a pipe or a file, so tests and logs see
+/// clean output), `step 37/100  elapsed 1.2s  eta 2.1s` is redrawn in place
+/// at most ten times a second and erased when the loop ends. A print
+/// (spmdrt/debug_print.h) erases it before writing its line; the next step
+/// draws it again below. One branch per iteration when it is off.
+class Progress {
+ public:
+  Progress(int64_t device, int64_t total, const char *where);
+  Progress(const Progress &) = delete;
+  Progress &operator=(const Progress &) = delete;
+  ~Progress() { finish(); }
+  /// One iteration done.
+  void step() {
+    if (active_) draw(++done_);
+  }
+  /// Erases the line (the loop ended).
+  void finish();
+
+ private:
+  void draw(int64_t done);
+  bool active_ = false;
+  int64_t total_ = 0, done_ = 0;
+  const char *where_ = "";
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+/// Erases a progress line on the terminal, if one is shown (before a print).
+void clear_progress_line();
+
 }  // namespace spmd::rt

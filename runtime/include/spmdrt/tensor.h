@@ -18,7 +18,9 @@
 
 namespace spmd::rt {
 
-enum class DType : uint8_t { F32, F64, BF16, I32, Bool };
+/// Key: a random key (spmdrt/random.h), two 32-bit words stored as one 8-byte
+/// element (word 0 first); only the random ops and data movement take keys.
+enum class DType : uint8_t { F32, F64, BF16, I32, Bool, Key };
 
 /// What take and scatter_add do with an index outside [0, size of the axis).
 enum class IndexMode : uint8_t {
@@ -30,7 +32,7 @@ enum class IndexMode : uint8_t {
 
 using Shape = std::vector<int64_t>;
 
-/// Name as written in the language: "f32", "f64", "bf16", "i32", "bool".
+/// Name as written in the language: "f32", "f64", "bf16", "i32", "bool", "key".
 const char *dtype_name(DType dtype);
 /// Bytes per element (bool is one byte holding 0 or 1).
 size_t dtype_size(DType dtype);

@@ -288,10 +288,27 @@ OpProgram op_program(OpCode op) {
       return returning("ppermute(x, i, shift=1)");
     case OpCode::AxisIndex:
       return returning("x + cast(axis_index(i), f32)");
+    case OpCode::RandomKey:
+    case OpCode::RandomUniform:
+      return returning("x + uniform(key(3), (2,))");
+    case OpCode::RandomFoldIn:
+      return returning("x + uniform(fold_in(key(3), 1), (2,))");
+    case OpCode::KeyData:
+      return returning("x + cast(key_data(key(3)), f32)");
+    case OpCode::RandomSplit:
+      return returning("x + uniform(split(key(3), (1,))[0], (2,))");
+    case OpCode::RandomBits:
+      return returning("x + cast(random_bits(key(3), (2,)), f32)");
+    case OpCode::RandomNormal:
+      return returning("x + normal(key(3), (2,))");
+    case OpCode::RandomInt:
+      return returning("x + cast(randint(key(3), (2,), 0, 5), f32)");
     case OpCode::Call:
       return {entry("  return g(x)", "def g(a: f32[n]) -> f32[n] {\n  return 2.0 * a\n}\n")};
     case OpCode::For:
       return {entry("  s = x\n  for k in range(2) {\n    s = s + y\n  }\n  return s")};
+    case OpCode::DebugPrint:
+      return {entry("  print(\"x {} y {}\", x, y)\n  return x + y")};
   }
   return {};
 }
