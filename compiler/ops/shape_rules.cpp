@@ -545,24 +545,24 @@ ShapeRuleResult infer_shapes_of(OpCode op, std::span<const Type> ops, const Attr
     case OpCode::ScatterAdd: {
       // take(x, ids): x.shape[:axis] + ids.shape + x.shape[axis+1:];
       // scatter_add(x, updates, ids): x's shape, updates shaped as take's result.
-      const std::string name(op_spelling(op));
       const Type &ids = op == OpCode::Take ? ops[1] : ops[2];
       const int64_t axis = attrs.gather().axis;
       if (ids.dtype != DType::I32)
-        return fail(name + " needs i32 indices, not " + std::string(dtype_name(ids.dtype)));
+        return fail("the ids must be i32, not " + std::string(dtype_name(ids.dtype)));
       if (!valid_dim(axis, x.rank()))
-        return fail(name + " axis " + std::to_string(axis) + " is out of range for " +
-                    shp(x.shape));
+        return fail("axis " + std::to_string(axis) + " is out of range for " + shp(x.shape));
       Shape gathered(x.shape.begin(), x.shape.begin() + axis);
       gathered.insert(gathered.end(), ids.shape.begin(), ids.shape.end());
       gathered.insert(gathered.end(), x.shape.begin() + axis + 1, x.shape.end());
       if (op == OpCode::Take) return one(x.dtype, std::move(gathered));
+      if (x.dtype == DType::Bool || x.dtype == DType::Key)
+        return fail("cannot add " + std::string(dtype_name(x.dtype)) + " values");
       if (ops[1].dtype != x.dtype)
-        return fail("scatter_add updates are " + std::string(dtype_name(ops[1].dtype)) +
-                    ", the array " + std::string(dtype_name(x.dtype)));
+        return fail("the updates are " + std::string(dtype_name(ops[1].dtype)) + ", the array " +
+                    std::string(dtype_name(x.dtype)));
       if (ops[1].shape != gathered)
-        return fail("scatter_add updates must have the shape take would give, " + shp(gathered) +
-                    ", not " + shp(ops[1].shape));
+        return fail("the updates must have the shape take would give, " + shp(gathered) + ", not " +
+                    shp(ops[1].shape));
       return one(x.dtype, x.shape);
     }
     case OpCode::DynamicUpdateSlice: {

@@ -76,7 +76,8 @@ Tensor scatter_add(const Tensor &x, const Tensor &updates, const Tensor &ids, in
   if (updates.dtype() != x.dtype() || updates.shape() != gathered_shape(x, ids, axis))
     fail("scatter_add: updates " + std::string(dtype_name(updates.dtype())) +
          shape_str(updates.shape()) + " do not match the array and ids");
-  if (x.dtype() == DType::Bool) fail("scatter_add: cannot add bool values");
+  if (x.dtype() == DType::Bool || x.dtype() == DType::Key)
+    fail(std::string("scatter_add: cannot add ") + dtype_name(x.dtype()) + " values");
   Tensor out = x.clone();
   const int32_t *id = ids.data<int32_t>();
   std::vector<int64_t> rows(static_cast<size_t>(v.count));

