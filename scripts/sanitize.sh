@@ -147,8 +147,13 @@ python3 "$ROOT/tests/fuzz/fuzz_lsp.py" "$SPMDC" "$ROOT" --count "$((SURFACE_COUN
 python3 "$ROOT/tests/fuzz/fuzz_sharding.py" "$SPMDC" --count "$SURFACE_COUNT" \
   --max-seconds 120 --max-rss 4096 || bad "fuzz_sharding"
 if command -v mpirun >/dev/null; then
-  python3 "$ROOT/tests/fuzz/fuzz_mpi.py" "$SPMDC" mpirun "$ROOT" --count 6 --max-seconds 120 \
-    --max-rss 4096 || bad "fuzz_mpi"
+  # Address and undefined-behaviour errors are still fatal under mpirun, but not
+  # leaks: Open MPI's plugins (dlopen'd, unloaded by MPI_Finalize, so LeakSanitizer
+  # sees "<unknown module>" and no suppression can name them) leave ~120 KB of
+  # strdup'd strings per process at exit (the 718a9aa run's only report).
+  ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0} \
+    python3 "$ROOT/tests/fuzz/fuzz_mpi.py" "$SPMDC" mpirun "$ROOT" --count 6 --max-seconds 120 \
+      --max-rss 4096 || bad "fuzz_mpi"
 fi
 fi
 
