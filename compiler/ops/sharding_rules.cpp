@@ -195,8 +195,11 @@ ShardingRule reshape_rule(const Type &x, const Type &y) {
 /// block's offset, and reads zeros for the others (mode "fill"; the sharded
 /// program's lowering adds the shift), so take's result is a partial sum over
 /// the axis and scatter_add adds into its own block only, a plain split.
-/// scatter_add's ids dimensions are not split: a device adding its share of
-/// the updates into all of x would count x once per device.
+/// scatter_add's ids dimensions (shared with the updates' copies of them) are
+/// Sum factors: split, each device adds only its share of the updates, so the
+/// result is a partial sum over their axes (a data-parallel embedding
+/// gradient: one psum, no gathered updates); the lowering keeps x on the
+/// devices with index 0 along those axes and zeros elsewhere, so x counts once.
 ShardingRule gather_rule(OpCode op, std::span<const Type> operands, const Attrs &attrs) {
   ShardingRule r;
   r.family = RuleFamily::Gather;
@@ -212,9 +215,10 @@ ShardingRule gather_rule(OpCode op, std::span<const Type> operands, const Attrs 
   for (int64_t d = 0; d < x.rank(); ++d) array[static_cast<size_t>(d)] = new_factor(x.shape[d]);
   if (op == OpCode::Take) r.factor_kinds[static_cast<size_t>(axis)] = FactorKind::Sum;
   std::vector<int> index(static_cast<size_t>(ids.rank()), kNoFactor);
-  if (op == OpCode::Take)
-    for (int64_t d = 0; d < ids.rank(); ++d)
-      index[static_cast<size_t>(d)] = new_factor(ids.shape[d]);
+  for (int64_t d = 0; d < ids.rank(); ++d) {
+    index[static_cast<size_t>(d)] = new_factor(ids.shape[d]);
+    if (op == OpCode::ScatterAdd) r.factor_kinds.back() = FactorKind::Sum;
+  }
   std::vector<int> gathered(array.begin(), array.begin() + axis);
   gathered.insert(gathered.end(), index.begin(), index.end());
   gathered.insert(gathered.end(), array.begin() + axis + 1, array.end());
@@ -463,8 +467,8 @@ const char *rule_family_requirement(RuleFamily family) {
       return "a dynamic slice cannot split the dimension it indexes";
     case RuleFamily::Gather:
       return "take and scatter_add keep the split of the array's other dimensions and of "
-             "take's ids; a split indexed axis leaves take partial sums; scatter_add cannot "
-             "split its updates along the ids";
+             "take's ids; a split indexed axis leaves take partial sums; split ids leave "
+             "scatter_add partial sums";
     case RuleFamily::Identity:
       return "constrain requires exactly the written split";
     case RuleFamily::Random:

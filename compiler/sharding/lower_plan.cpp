@@ -1,6 +1,7 @@
 // sharding/lower_plan.cpp — see lower_plan.h.
 #include "sharding/lower_plan.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -339,6 +340,37 @@ class PlanLowerer {
     attrs.gather().mode = rt::IndexMode::Fill;
   }
 
+  /// scatter_add with its ids split over axes A (a Sum factor): each device
+  /// adds its share of the updates, so the result is a partial sum over A,
+  /// and x must count once in it: x on the devices with index 0 along A,
+  /// zeros on the others.
+  void count_array_once(size_t i, const Strategy &s, const Type &local_x,
+                        std::vector<ir::ValueId> &locals) {
+    const ir::Instr &in = p_.flat.body[i];
+    const ShardingRule &rule = p_.ops[i].rule;
+    const std::vector<int> &ids_factors = rule.operand_factors.at(2);
+    std::vector<int> axes;
+    for (int f : ids_factors) {
+      if (f == kNoFactor) continue;
+      const std::vector<int> &fa = s.factor_axes[static_cast<size_t>(f)];
+      axes.insert(axes.end(), fa.begin(), fa.end());
+    }
+    if (axes.empty()) return;
+    std::sort(axes.begin(), axes.end());
+    Attrs ia;
+    ia.collective().axes = axes;
+    ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
+    ir::ValueId first = emit(OpCode::Eq, {index, constant_i32(0, in.span)}, {}, in.span);
+    Attrs za;
+    za.creation().dtype = local_x.dtype;
+    za.creation().shape = local_x.shape;
+    ir::ValueId zeros =
+        emit(local_x.shape.empty() ? OpCode::Constant : OpCode::Full, {}, za, in.span);
+    locals[0] = emit(OpCode::Select, {first, locals[0], zeros}, {}, in.span,
+                     "the updates are split over " + axis_list_str(axes, mesh_) +
+                         ": the array counts once in their partial sums");
+  }
+
   void lower_instr(size_t i) {
     const ir::Instr &in = p_.flat.body[i];
     if (p_.is_creation(static_cast<int>(i))) return;  // made where it is used
@@ -364,6 +396,7 @@ class PlanLowerer {
     Attrs attrs = local_attrs(in, local_types, local);
     if (in.op == OpCode::Take || in.op == OpCode::ScatterAdd)
       shift_ids_to_block(in, s, local_types[0], locals, attrs);
+    if (in.op == OpCode::ScatterAdd) count_array_once(i, s, local_types[0], locals);
     if (op_attr_family(in.op) == AttrFamily::Random && local != gt.shape)
       add_block_offsets(in, s.results[0], local, attrs, locals);
     ir::ValueId x = emit(in.op, locals, std::move(attrs), in.span);

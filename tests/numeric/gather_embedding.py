@@ -13,8 +13,11 @@ gradient) against NumPy, per device, in global view and sharded.
    (Megatron's vocabulary-parallel embedding) and the ids by batch over data.
    `spmdc shard` must look up shifted ids with mode="fill" and complete the
    partial sums with one psum over model; the sharded program's lookup and
-   gradient equal NumPy's. (The gradient's scatter_add is not split along the
-   ids, so the planner gathers the updates: the rule's stated limit.)
+   gradient equal NumPy's.
+   Data-parallel beside it: the table replicated, the ids split over data.
+   The gradient's scatter_add is split along the ids (each device adds its
+   own updates into a table kept on data index 0 only) and completed by one
+   psum over data: no updates gathered, no all_gather at all.
 3. An id out of range stops `spmdc run` with the id, the size and the line.
 
 Usage: gather_embedding.py --spmdc BUILD/compiler/spmdc
@@ -74,6 +77,20 @@ def loss(t: f64[{V}, {D}], ids: i32[{B}, {T}], w: f64[{D}]) -> f64[] {{
 
 sharded f(t: f64[{V}, {D}] @ P(model), ids: i32[{B}, {T}] @ P(data), w: f64[{D}] @ P())
     -> (e: f64[{B}, {T}, {D}] @ P(data), g: f64[{V}, {D}] @ P(model)) on M {{
+  l, g = grad(loss, wrt=t)(t, ids, w)
+  return take(t, ids), g
+}}
+"""
+
+DATA_PARALLEL = f"""
+mesh M = (data: 2, model: 2)
+
+def loss(t: f64[{V}, {D}], ids: i32[{B}, {T}], w: f64[{D}]) -> f64[] {{
+  return sum(tanh(take(t, ids)) @ w)
+}}
+
+sharded f(t: f64[{V}, {D}] @ P(), ids: i32[{B}, {T}] @ P(data), w: f64[{D}] @ P())
+    -> (e: f64[{B}, {T}, {D}] @ P(data), g: f64[{V}, {D}] @ P()) on M {{
   l, g = grad(loss, wrt=t)(t, ids, w)
   return take(t, ids), g
 }}
@@ -166,6 +183,26 @@ def main():
         for k in want:
             failures += compare(got[k], want[k], f"sharded {k}")
         print(f"vocabulary-parallel: {fills} shifted gathers, {psums} psum(s) over model")
+
+        # 2b. data-parallel: the gradient's scatter_add split along the ids.
+        src = os.path.join(d, "dp.spmd")
+        open(src, "w").write(DATA_PARALLEL)
+        r = subprocess.run([a.spmdc, "shard", src, "-o", split], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"FAIL: spmdc shard (data-parallel):\n{r.stderr}")
+            return 1
+        text = open(split).read()
+        gathers = len(re.findall(r"all_gather", text))
+        psums = len(re.findall(r"psum\([^\n]*\bdata\b", text))
+        masked = len(re.findall(r"where\(", text))
+        if gathers or psums != 1 or masked != 1:
+            print(f"FAIL: expected the table gradient's updates kept split (no all_gather), "
+                  f"the table on data index 0 only (one where) and one psum over data:\n{text}")
+            failures += 1
+        got = sn.run(a.spmdc, split, {"t": t, "ids": ids, "w": w})
+        for k in want:
+            failures += compare(got[k], want[k], f"data-parallel sharded {k}")
+        print(f"data-parallel: {gathers} all_gathers, {psums} psum(s) over data")
 
         # 3. out of range.
         src = os.path.join(d, "bad.spmd")
