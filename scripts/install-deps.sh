@@ -24,6 +24,7 @@ PKGS=(
   man-db zsh                     # packaging tests: the man page renders, zsh completion parses
   vim                            # editors/vim is tested in a headless Vim
   neovim                         # docs/lsp.md's Neovim (0.7) setup is tested headless
+  fortunes-min fortunes          # English text for samples/gpt (/usr/share/games/fortunes)
 )
 missing=()
 for p in "${PKGS[@]}"; do
