@@ -85,11 +85,13 @@ struct Elimination {
   size_t largest_table = 0;
 };
 
-/// A good choice found quickly, not proven optimal: each node starts at its
-/// cheapest candidate, then nodes move, one at a time in index order, to the
-/// candidate that is cheapest given their neighbours' choices (iterated
-/// conditional modes) until no move helps or `max_rounds` sweeps have run.
-/// `objective` is that choice's objective (infinite when none is finite).
+/// A good choice found quickly, not proven optimal: from a start, nodes
+/// move, one at a time in index order, to the candidate that is cheapest
+/// given their neighbours' choices (iterated conditional modes) until no
+/// move helps or `max_rounds` sweeps have run. Two starts — each node at its
+/// cheapest candidate, and each at its first (the unsplit strategy) — and
+/// the better result is kept. `objective` is that choice's objective
+/// (infinite when none is finite).
 Elimination local_search(const PairwiseProblem &p, int max_rounds = 20);
 /// A proven lower bound of the objective: each node's cheapest candidate and
 /// each pair's cheapest entry, taken independently.
