@@ -30,8 +30,8 @@ def main(log_path, svg_path):
     for v in range(bottom, top + 1):
         out.append(f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{W - RIGHT}" y2="{y(v):.1f}" stroke="#ddd"/>')
         out.append(f'<text x="{LEFT - 8}" y="{y(v) + 4:.1f}" text-anchor="end">{v}</text>')
-    for i in range(6):
-        s = round(last * i / 5)
+    tick = next(t * 10**k for k in range(10) for t in (1, 2, 5) if last / (t * 10**k) <= 6)
+    for s in range(0, last + 1, tick):
         out.append(f'<text x="{x(s):.1f}" y="{H - BOTTOM + 18}" text-anchor="middle">{s}</text>')
     out.append(f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - 10}" text-anchor="middle">step</text>')
     out.append(f'<text x="16" y="{(TOP + H - BOTTOM) / 2}" text-anchor="middle" '
