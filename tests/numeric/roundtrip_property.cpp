@@ -249,6 +249,17 @@ class ValueNumbering {
       case AttrFamily::Einsum:
         key << a.einsum().spec;
         break;
+      case AttrFamily::Gather:
+        key << a.gather().axis << "," << static_cast<int>(a.gather().mode);
+        break;
+      case AttrFamily::Random:
+        key << dtype_name(a.random().dtype) << "|";
+        list(a.random().shape);
+        list(a.random().global);
+        break;
+      case AttrFamily::Print:
+        key << a.print().format;
+        break;
     }
     if (op_kind(in.op) == OpKind::Creation)  // (a literal prints the same at any variance)
       key << "|" << shape_type_str(a.creation().dtype, f_.type(in.results[0]).shape);
