@@ -190,7 +190,10 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
   add_common_options(*run, common);
   run->add_option("--fn", options.fn,
                   "The shmap to run (default: the file's only shmap that no body calls)");
-  run->add_option("--in", options.inputs, "Input NAME=PATH.npy, NAME a parameter (repeatable)")
+  run->add_option("--in", options.inputs,
+                  "Input NAME=PATH.npy, NAME a parameter (repeatable); NAME=PATH:u16 or "
+                  "NAME=PATH:u32 reads a raw token file (little-endian ids) into an i32[n] "
+                  "parameter")
       ->type_name("NAME=PATH");
   run->add_option("--out", options.outputs, "Write output NAME to PATH.npy (repeatable)")
       ->type_name("NAME=PATH");

@@ -66,7 +66,9 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
          "A program built by `spmdc build` (target "
       << target
       << "). Same inputs and outputs as `spmdc run`.\n"
-         "  --in NAME=PATH    read parameter NAME (global array) from a .npy file\n"
+         "  --in NAME=PATH    read parameter NAME (global array) from a .npy file;\n"
+         "                    PATH:u16 or PATH:u32 reads a raw token file (little-endian\n"
+         "                    ids, as nanoGPT writes them) into an i32[n] parameter\n"
          "  --cast            convert an input file of another dtype (f64 for an f32\n"
          "                    parameter, ...) to the parameter's, with a note\n"
          "  --random SEED     make every input not given with --in from this seed\n"
