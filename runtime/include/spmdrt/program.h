@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "spmdrt/checkpoint.h"
 #include "spmdrt/cli_io.h"
 #include "spmdrt/collectives.h"
 #include "spmdrt/mesh.h"
@@ -64,6 +65,8 @@ struct ProgramFunction {
   std::vector<ProgramValue> params;
   std::vector<ProgramValue> results;
   MemoryEstimate memory;  // per device, checked before running (--max-memory)
+  /// The top-level loops --checkpoint-dir can save (CPU target; empty on CUDA).
+  std::vector<CheckpointLoop> loops = {};
 };
 
 struct RunRequest {
