@@ -547,9 +547,12 @@ std::string program_function_init(const ir::Module &module, const ir::Function &
     const ir::Param &p = f.params[k];
     std::string name =
         f.values[p.value].name.empty() ? "arg" + std::to_string(k) : f.values[p.value].name;
+    std::string size_names;
+    for (size_t d = 0; d < p.size_names.size(); ++d)
+      size_names += (d ? ", " : "") + cpp_string_literal(p.size_names[d]);
     s += std::string(k ? ",\n       " : "") + "{" + cpp_string_literal(name) + ", " +
          dtype_enum(f.type(p.value).dtype) + ", " + shape_init(p.global_shape) + ", " +
-         spec_init(p.spec) + "}";
+         spec_init(p.spec) + ", {" + size_names + "}}";
   }
   s += "},\n      {";
   for (size_t k = 0; k < f.results.size(); ++k) {

@@ -80,12 +80,15 @@ std::vector<rt::Tensor> gather_inputs(const ir::Module &module, const ir::Functi
   }
   std::optional<uint64_t> seed;
   if (options.random_seed) seed = rt::parse_seed(*options.random_seed);
+  std::vector<std::string> size_names;  // of one-dimensional parameters (token files)
+  for (const ir::Param &p : f.params)
+    size_names.push_back(p.size_names.size() == 1 ? p.size_names[0] : std::string());
   return rt::gather_inputs(
       f.name, names, dtypes, shapes, options.inputs, seed,
       [&](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
         return interp::check_input(module, f, k, dtype, shape, found_in);
       },
-      rt::InputCasts{options.cast, &notes});
+      rt::InputCasts{options.cast, &notes}, size_names);
 }
 
 /// Final path of every output to write, by result index.

@@ -232,7 +232,8 @@ bool check_input_file(size_t k, const std::string &name, DType param_dtype, DTyp
 }
 
 void check_token_input(const std::string &name, DType param_dtype, const Shape &param_shape,
-                       const std::string &spec, const NpyHeader &header) {
+                       const std::string &spec, const NpyHeader &header,
+                       const std::string &size_name) {
   if (header.token_width == 0) return;
   const std::string kind = header.token_width == 2 ? "u16" : "u32";
   const std::string path = parse_input_file(spec).path;
@@ -241,11 +242,15 @@ void check_token_input(const std::string &name, DType param_dtype, const Shape &
     throw CliError{"input `" + name + "`: `" + spec + "` is a token file, which fills an i32[n] " +
                    "parameter, but `" + name + "` is " + format_type(param_dtype, param_shape)};
   if (param_shape[0] != n)
-    throw CliError{"input `" + name + "`: `" + path + "` holds " + std::to_string(n) + " " + kind +
-                   " token" + (n == 1 ? "" : "s") + ", but `" + name + "` is " +
-                   format_type(param_dtype, param_shape) + ": give its dimension the size " +
-                   std::to_string(n) + " (`--set SIZE=" + std::to_string(n) +
-                   "`, SIZE the name its signature gives it; an executable is rebuilt with it)"};
+    throw CliError{
+        "input `" + name + "`: `" + path + "` holds " + std::to_string(n) + " " + kind + " token" +
+        (n == 1 ? "" : "s") + ", but `" + name + "` is " + format_type(param_dtype, param_shape) +
+        ": give its dimension the size " + std::to_string(n) +
+        (size_name.empty() ? " (write it in the signature, or name the dimension there and pass "
+                             "`--set NAME=" +
+                                 std::to_string(n) + "`)"
+                           : " with `--set " + size_name + "=" + std::to_string(n) +
+                                 "` (an executable is rebuilt with it)")};
 }
 
 CliError input_read_error(const std::string &name, const RuntimeError &error) {
@@ -257,7 +262,8 @@ std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::
                                   const std::vector<Shape> &global_shapes,
                                   const std::vector<std::string> &inputs,
                                   const std::optional<uint64_t> &random_seed,
-                                  const InputCheck &check, const InputCasts &casts) {
+                                  const InputCheck &check, const InputCasts &casts,
+                                  const std::vector<std::string> &size_names) {
   const auto paths = input_paths(fn, names, inputs, random_seed);
   std::vector<Tensor> result(names.size());
   for (size_t k = 0; k < names.size(); ++k) {
@@ -276,7 +282,8 @@ std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::
     try {
       if (file.token_width != 0) {
         const NpyHeader header = read_input_header(file);
-        check_token_input(names[k], dtypes[k], global_shapes[k], *paths[k], header);
+        check_token_input(names[k], dtypes[k], global_shapes[k], *paths[k], header,
+                          k < size_names.size() ? size_names[k] : std::string());
       }
       t = read_input(file, check_header);
     } catch (const RuntimeError &e) {

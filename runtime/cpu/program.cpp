@@ -449,8 +449,10 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
   } catch (const std::bad_alloc &) {
     run_error = "out of memory";
   }
-  // Every process is past its loop: older checkpoints can go.
-  if (run_error.empty() && checkpoint && !agreed(procs, prog, [&] { checkpoint->finish(); }))
+  // Once every process is past its loop (the first agreement), older
+  // checkpoints can go.
+  if (run_error.empty() && checkpoint &&
+      !(agreed(procs, prog, [] {}) && agreed(procs, prog, [&] { checkpoint->finish(); })))
     return 1;
   if (!run_error.empty()) {
     std::cout.flush();

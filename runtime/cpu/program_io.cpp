@@ -41,8 +41,9 @@ std::vector<NpyHeader> check_input_files(const ProgramFunction &f,
     } catch (const RuntimeError &e) {
       throw input_read_error(f.params[k].name, e);
     }
+    const auto &size_names = f.params[k].size_names;
     check_token_input(f.params[k].name, f.params[k].dtype, f.params[k].global_shape, *files[k],
-                      headers[k]);
+                      headers[k], size_names.size() == 1 ? size_names[0] : std::string());
     check_input_file(k, f.params[k].name, f.params[k].dtype, headers[k].dtype, headers[k].shape,
                      *files[k], check, casts);
   }

@@ -134,6 +134,12 @@ def main():
     open(os.path.join(corrupt, 'ckpt-0000000005.p0-of-1'), 'w').write('not a checkpoint\n')
     os.makedirs(os.path.join(w, 'empty'))
     mpi_ckpt = os.path.join(w, 'mpirun_-np_4_ckpt')
+    truncated = os.path.join(w, 'truncated')
+    os.makedirs(truncated)
+    whole = open(os.path.join(run_ckpt, f'ckpt-{N:010d}.p0-of-1'), 'rb').read()
+    open(os.path.join(truncated, f'ckpt-{N:010d}.p0-of-1'), 'wb').write(whole[:len(whole) - 7])
+    a_file = os.path.join(w, 'a_file')
+    open(a_file, 'w').write('')
 
     def srun(source, steps, *more, fn='train'):
         return [spmdc, 'run', source, '--fn', fn, '--set', f'steps={steps}', '--random', '3', '-q'] + list(more)
@@ -153,6 +159,11 @@ def main():
          '--checkpoint-dir needs --checkpoint-every K'),
         ('every without dir', srun(PROGRAM, N, '--checkpoint-every', '3'),
          '--checkpoint-every needs --checkpoint-dir DIR or --resume DIR'),
+        ('loop without dir', srun(PROGRAM, N, '--checkpoint-loop', 'step'),
+         '--checkpoint-loop needs --checkpoint-dir DIR or --resume DIR'),
+        ('truncated', srun(PROGRAM, 2 * N, '--resume', truncated), 'is truncated'),
+        ('dir is a file', srun(PROGRAM, N, '--checkpoint-dir', a_file, '--checkpoint-every', '2'),
+         'it exists and is not a directory'),
         ('with --iters', srun(PROGRAM, N, '--resume', run_ckpt, '--iters', '2'),
          'do not go with --iters and --warmup'),
         ('no loop', [spmdc, 'run', os.path.join(HERE, '..', '..', 'samples', 'dp_loss.spmd'),

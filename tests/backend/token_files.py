@@ -92,7 +92,7 @@ def main():
     # Errors: each a clear message, exit 1, from both `spmdc run` and the executable.
     errors = [
         ('length', 'train16.bin:u16', f'holds {n} u16 tokens',
-         f'give its dimension the size {n} (`--set SIZE={n}`'),
+         f'give its dimension the size {n} with `--set n={n}`'),
         ('does not fit', 'big32.bin:u32', 'token 1234 is 2147483648, which does not fit i32', ''),
         ('odd size', 'odd.bin:u16', '3 bytes is not a whole number of u16 tokens', ''),
         ('missing', 'nope.bin:u32', 'nope.bin: cannot open file for reading', ''),

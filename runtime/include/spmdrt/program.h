@@ -56,6 +56,9 @@ struct ProgramValue {
   DType dtype = DType::F32;
   Shape global_shape;
   PartitionSpec spec;
+  /// Per dimension, the --set name the signature wrote ("" for a number);
+  /// may be empty (for messages about input files).
+  std::vector<std::string> size_names = {};
 };
 
 struct ProgramFunction {
