@@ -14,6 +14,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "analysis/checkpoint_loops.h"
 #include "analysis/memory_estimate.h"
 #include "ir/loops.h"
 #include "ir/parallel_copy.h"
@@ -436,7 +437,8 @@ std::string group_title(const FusionPlan &plan, const FusedGroup &group) {
 }
 
 LoopCode loop_code(const ir::Function &f, const ir::Instr &loop, Names &names,
-                   const std::string &index_tensor, const std::string &indent) {
+                   const std::string &index_tensor, const std::string &indent,
+                   const std::string &checkpoint_site) {
   const ir::Region &r = loop.regions.at(0);
   LoopCode code;
   // The carried variables, named after the results; the parameters alias them.
@@ -447,11 +449,21 @@ LoopCode loop_code(const ir::Function &f, const ir::Instr &loop, Names &names,
   }
   const std::string counter = names.fresh(names[r.params[0]] + "_i");
   const Attrs &a = loop.attrs;
-  code.before +=
-      indent + "for (int64_t " + counter + " = " + std::to_string(a.loop().start) + "; " + counter +
-      (a.loop().step > 0 ? " < " : " > ") + std::to_string(a.loop().stop) + "; " + counter +
-      " += " + std::to_string(a.loop().step) + ") {  // " + std::to_string(ir::trip_count(a)) +
-      (ir::trip_count(a) == 1 ? " iteration\n" : " iterations\n");
+  std::string start = std::to_string(a.loop().start);
+  std::string carried_list;  // {&c0, &c1, ...}
+  for (size_t k = 0; k < loop.results.size(); ++k)
+    carried_list += (k ? ", &" : "&") + names[loop.results[k]];
+  if (!checkpoint_site.empty()) {
+    const std::string first = names.fresh(names[r.params[0]] + "_done");
+    code.before += indent + "const int64_t " + first + " = " + checkpoint_site + ".begin({" +
+                   carried_list + "});  // iterations done (--resume)\n";
+    start += " + " + first + " * " + std::to_string(a.loop().step);
+  }
+  code.before += indent + "for (int64_t " + counter + " = " + start + "; " + counter +
+                 (a.loop().step > 0 ? " < " : " > ") + std::to_string(a.loop().stop) + "; " +
+                 counter + " += " + std::to_string(a.loop().step) + ") {  // " +
+                 std::to_string(ir::trip_count(a)) +
+                 (ir::trip_count(a) == 1 ? " iteration\n" : " iterations\n");
   const std::vector<ir::ValueId> reads = ir::captured_values(r.body, {}, r.yields);
   const bool index_used = std::find(reads.begin(), reads.end(), r.params[0]) != reads.end();
   if (index_used) {
@@ -481,6 +493,10 @@ LoopCode loop_code(const ir::Function &f, const ir::Instr &loop, Names &names,
     code.next += indent + "  " + (declare ? "const Tensor " : "") + name(c.destination) + " = " +
                  name(c.source) + ";\n";
   }
+  if (!checkpoint_site.empty())
+    code.next += indent + "  " + checkpoint_site + ".after((" + counter + " - " +
+                 std::to_string(a.loop().start) + ") / " + std::to_string(a.loop().step) +
+                 " + 1, {" + carried_list + "});\n";
   code.after = indent + "}\n";
   return code;
 }
@@ -518,7 +534,8 @@ std::string program_main_call(const EmitOptions &options, const std::string &tar
 }
 
 std::string program_function_init(const ir::Module &module, const ir::Function &f,
-                                  const std::string &source_path, const SourceManager *sources) {
+                                  const std::string &source_path, const SourceManager *sources,
+                                  bool checkpoints) {
   const rt::Mesh &mesh = module.mesh_of(f);
   std::string s = "rt::ProgramFunction{\n      " + cpp_string_literal(f.name) + ", " +
                   cpp_string_literal(source_path) + ",\n      rt::Mesh({";
@@ -530,9 +547,12 @@ std::string program_function_init(const ir::Module &module, const ir::Function &
     const ir::Param &p = f.params[k];
     std::string name =
         f.values[p.value].name.empty() ? "arg" + std::to_string(k) : f.values[p.value].name;
+    std::string size_names;
+    for (size_t d = 0; d < p.size_names.size(); ++d)
+      size_names += (d ? ", " : "") + cpp_string_literal(p.size_names[d]);
     s += std::string(k ? ",\n       " : "") + "{" + cpp_string_literal(name) + ", " +
          dtype_enum(f.type(p.value).dtype) + ", " + shape_init(p.global_shape) + ", " +
-         spec_init(p.spec) + "}";
+         spec_init(p.spec) + ", {" + size_names + "}}";
   }
   s += "},\n      {";
   for (size_t k = 0; k < f.results.size(); ++k) {
@@ -542,8 +562,29 @@ std::string program_function_init(const ir::Module &module, const ir::Function &
          spec_init(r.spec) + "}";
   }
   const rt::MemoryEstimate memory = estimate_memory(module, f, sources);
-  return s + "},\n      rt::MemoryEstimate{" + std::to_string(memory.device_bytes) + ", " +
-         cpp_string_literal(memory.largest) + ", " + std::to_string(memory.largest_bytes) + "}}";
+  s += "},\n      rt::MemoryEstimate{" + std::to_string(memory.device_bytes) + ", " +
+       cpp_string_literal(memory.largest) + ", " + std::to_string(memory.largest_bytes) + "}";
+  // The loops --checkpoint-dir can save, fingerprinted as the prepared
+  // function (a module holding it in the place of the checked one).
+  if (checkpoints) {
+    ir::Module prepared = module;
+    const int index = module.find_function(f.name);
+    if (index >= 0) {
+      prepared.functions[static_cast<size_t>(index)] = f;
+      s += ",\n      {";
+      bool first = true;
+      for (const rt::CheckpointLoop &l :
+           analysis::checkpoint_loops(prepared, prepared.functions[static_cast<size_t>(index)])) {
+        s += std::string(first ? "" : ", ") + "{" + cpp_string_literal(l.variable) + ", " +
+             cpp_string_literal(l.fingerprint) + ", " + std::to_string(l.start) + ", " +
+             std::to_string(l.step) + ", " + std::to_string(l.trips) + ", " +
+             std::to_string(l.carried) + "}";
+        first = false;
+      }
+      s += "}";
+    }
+  }
+  return s + "}";
 }
 
 }  // namespace spmd::backend

@@ -126,8 +126,12 @@ struct LoopCode {
 };
 /// `index_tensor` turns the int64 loop counter into the index tensor, e.g.
 /// "Tensor::scalar(rt::DType::I32, static_cast<double>(%s))" with %s the counter.
+/// `checkpoint_site` (a variable holding an rt::CheckpointSite, or empty):
+/// the loop starts after the iterations its begin() says are done (resuming)
+/// and gives it the carried values after each iteration (spmdrt/checkpoint.h).
 LoopCode loop_code(const ir::Function &f, const ir::Instr &loop, Names &names,
-                   const std::string &index_tensor, const std::string &indent);
+                   const std::string &index_tensor, const std::string &indent,
+                   const std::string &checkpoint_site = "");
 
 /// Prefixes every line of `text` with `indent`.
 std::string indent_lines(const std::string &text, const std::string &indent);
@@ -137,8 +141,10 @@ std::string indent_lines(const std::string &text, const std::string &indent);
 std::string program_main_call(const EmitOptions &options, const std::string &target,
                               const std::string &threads_executor, const std::string &mpi_executor);
 
-/// The rt::ProgramFunction table entry of a shmap (C++ initializer).
+/// The rt::ProgramFunction table entry of a shmap (C++ initializer); with
+/// `checkpoints`, the loops --checkpoint-dir can save (CPU target).
 std::string program_function_init(const ir::Module &module, const ir::Function &f,
-                                  const std::string &source_path, const SourceManager *sources);
+                                  const std::string &source_path, const SourceManager *sources,
+                                  bool checkpoints = false);
 
 }  // namespace spmd::backend

@@ -94,6 +94,7 @@ std::string emit_cpu(const Prepared &p, const SourceManager *sources, const Emit
   for (const ir::Function &f : p.functions) {
     CpuFunctionEmitter e(*p.module, f, sources);
     e.set_check_nan(options.check_nan);
+    e.set_checkpoints(true);
     e.emit(kernels, bodies);
     fn_names.push_back(e.fn_name());
   }
@@ -107,6 +108,7 @@ std::string emit_cpu(const Prepared &p, const SourceManager *sources, const Emit
          "// each); every other op calls the same host kernel `spmdc run` uses, so results\n"
          "// are bit-identical to it.\n"
          "#include <bit>\n#include <cstdint>\n#include <limits>\n#include <vector>\n\n"
+         "#include \"spmdrt/checkpoint.h\"\n"
          "#include \"spmdrt/collectives.h\"\n#include \"spmdrt/debug_print.h\"\n"
          "#include \"spmdrt/kernels.h\"\n"
          "#include \"spmdrt/mpi.h\"\n#include \"spmdrt/program.h\"\n"
@@ -121,7 +123,9 @@ std::string emit_cpu(const Prepared &p, const SourceManager *sources, const Emit
          "const std::vector<rt::ProgramFunction> &functions() {\n"
          "  static const std::vector<rt::ProgramFunction> table = {\n";
   for (size_t k = 0; k < p.functions.size(); ++k)
-    out << "    " << program_function_init(*p.module, p.functions[k], options.source_path, sources)
+    out << "    "
+        << program_function_init(*p.module, p.functions[k], options.source_path, sources,
+                                 /*checkpoints=*/true)
         << ",\n";
   out << "  };\n  return table;\n}\n\n}  // namespace\n\n"
          "int main(int argc, char **argv) {\n"

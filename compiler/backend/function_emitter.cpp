@@ -122,8 +122,15 @@ void FunctionEmitter::emit_loop(const ir::Instr &loop, std::ostringstream &kerne
                                 std::ostringstream &body) {
   comment(loop.span, body);
   const ir::Region &r = loop.regions.at(0);
-  const LoopCode code =
-      loop_code(f_, loop, names_, "Tensor::scalar(rt::DType::I32, static_cast<double>(%s))", "  ");
+  // --checkpoint-dir / --resume (spmdrt/checkpoint.h): a top-level loop of a
+  // shmap, numbered in program order as analysis/checkpoint_loops.h lists them.
+  std::string site;
+  if (checkpoints_ && loop_depth_ == 0 && ir::is_top_level(f_) && is_body_instr(loop)) {
+    site = names_.fresh("checkpoint");
+    body << "  rt::CheckpointSite " << site << "(ctx.device(), " << top_level_loops_++ << ");\n";
+  }
+  const LoopCode code = loop_code(
+      f_, loop, names_, "Tensor::scalar(rt::DType::I32, static_cast<double>(%s))", "  ", site);
   for (ir::ValueId v : loop.results) mutable_.insert(v);
   for (size_t k = 1; k < r.params.size(); ++k) mutable_.insert(r.params[k]);
   if (release_dead_values()) {

@@ -40,6 +40,8 @@ class FunctionEmitter {
   /// `spmdc build --check-nan`: no fusion, and every floating result is
   /// checked for NaN and Inf right after the op that makes it.
   void set_check_nan(bool on) { check_nan_ = on; }
+  /// Top-level loops of a shmap go through an rt::CheckpointSite (CPU target).
+  void set_checkpoints(bool on) { checkpoints_ = on; }
 
  protected:
   // ---- what a target decides
@@ -110,6 +112,12 @@ class FunctionEmitter {
   std::set<ir::ValueId> releasable_;  // with release_dead_values: variables one may empty
   bool check_nan_ = false;
   int loop_depth_ = 0;  // loops around the block being emitted
+  bool checkpoints_ = false;
+  size_t top_level_loops_ = 0;  // checkpoint sites emitted so far
+  /// Whether `in` is an instruction of the function's own body (not a loop's).
+  bool is_body_instr(const ir::Instr &in) const {
+    return &in >= f_.body.data() && &in < f_.body.data() + f_.body.size();
+  }
 };
 
 }  // namespace spmd::backend::detail

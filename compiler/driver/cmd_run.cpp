@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 
+#include "analysis/checkpoint_loops.h"
 #include "analysis/memory_estimate.h"
 #include "driver/commands.h"
 #include "interp/interpreter.h"
@@ -35,6 +36,7 @@ struct RunOptions {
   int iters = 0, warmup = 0;
   bool cast = false;
   bool report_memory = false;
+  rt::CheckpointOptions checkpoint;
 };
 
 /// A user error: printed as `spmdc: error: ...`, exit 1.
@@ -78,12 +80,15 @@ std::vector<rt::Tensor> gather_inputs(const ir::Module &module, const ir::Functi
   }
   std::optional<uint64_t> seed;
   if (options.random_seed) seed = rt::parse_seed(*options.random_seed);
+  std::vector<std::string> size_names;  // of one-dimensional parameters (token files)
+  for (const ir::Param &p : f.params)
+    size_names.push_back(p.size_names.size() == 1 ? p.size_names[0] : std::string());
   return rt::gather_inputs(
       f.name, names, dtypes, shapes, options.inputs, seed,
       [&](size_t k, DType dtype, const Shape &shape, const std::string &found_in) {
         return interp::check_input(module, f, k, dtype, shape, found_in);
       },
-      rt::InputCasts{options.cast, &notes});
+      rt::InputCasts{options.cast, &notes}, size_names);
 }
 
 /// Final path of every output to write, by result index.
@@ -112,7 +117,28 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
     std::vector<rt::Tensor> inputs = gather_inputs(module, f, options, notes);
     for (const std::string &note : notes) report_note(common, "input-cast", note);
 
+    // --checkpoint-dir / --resume: checked (and a checkpoint read) before running.
+    std::unique_ptr<rt::Checkpointer> checkpoint;
+    if (options.checkpoint.active()) {
+      if (options.iters > 0 || options.warmup > 0)
+        throw UsageError{"--checkpoint-dir and --resume do not go with --iters and --warmup"};
+      const auto loops = analysis::checkpoint_loops(module, f);
+      const size_t loop = rt::choose_checkpoint_loop(loops, options.checkpoint.loop, f.name);
+      std::vector<int64_t> devices;  // a sharded function runs on one device
+      const int64_t count =
+          f.kind == ir::FunctionKind::Sharded ? 1 : module.mesh_of(f).num_devices();
+      for (int64_t d = 0; d < count; ++d) devices.push_back(d);
+      checkpoint = std::make_unique<rt::Checkpointer>(options.checkpoint, f.name,
+                                                      analysis::checkpoint_mesh(module.mesh_of(f)),
+                                                      loops[loop], loop, devices, 0, 1);
+    } else if (!options.checkpoint.loop.empty() || options.checkpoint.every > 0) {
+      throw UsageError{std::string(options.checkpoint.loop.empty() ? "--checkpoint-every"
+                                                                   : "--checkpoint-loop") +
+                       " needs --checkpoint-dir DIR or --resume DIR"};
+    }
+
     interp::InterpOptions io;
+    io.checkpoint = checkpoint.get();
     io.check_replication = options.check_replication;
     io.check_nan = options.check_nan;
     io.timing.iters = options.iters;
@@ -154,6 +180,7 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
                        "` (it needed more than the estimate checked before running)"};
     }
 
+    if (checkpoint) checkpoint->finish();
     if (!options.quiet) {
       for (size_t k = 0; k < results.size(); ++k)
         std::cout << ir::result_name(f, k) << ": "
@@ -190,7 +217,10 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
   add_common_options(*run, common);
   run->add_option("--fn", options.fn,
                   "The shmap to run (default: the file's only shmap that no body calls)");
-  run->add_option("--in", options.inputs, "Input NAME=PATH.npy, NAME a parameter (repeatable)")
+  run->add_option("--in", options.inputs,
+                  "Input NAME=PATH.npy, NAME a parameter (repeatable); NAME=PATH:u16 or "
+                  "NAME=PATH:u32 reads a raw token file (little-endian ids) into an i32[n] "
+                  "parameter")
       ->type_name("NAME=PATH");
   run->add_option("--out", options.outputs, "Write output NAME to PATH.npy (repeatable)")
       ->type_name("NAME=PATH");
@@ -224,6 +254,22 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
       ->check(CLI::Range(0, 1000000));
   run->add_option("--warmup", options.warmup, "Untimed runs before the --iters timed ones")
       ->check(CLI::Range(0, 1000000));
+  run->add_option("--checkpoint-dir", options.checkpoint.dir,
+                  "Save the state of the training loop (the values its top-level `for` carries) "
+                  "in DIR every --checkpoint-every iterations (DIR is created when missing)")
+      ->type_name("DIR");
+  run->add_option("--checkpoint-every", options.checkpoint.every,
+                  "Save a checkpoint after every K iterations of the loop")
+      ->type_name("K")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 62));
+  run->add_option("--resume", options.checkpoint.resume,
+                  "Continue from the newest checkpoint in DIR (same program, mesh and sizes; "
+                  "the loop may run longer): the outputs are an uninterrupted run's")
+      ->type_name("DIR");
+  run->add_option("--checkpoint-loop", options.checkpoint.loop,
+                  "The top-level loop to checkpoint, by its variable (needed when the "
+                  "function has several)")
+      ->type_name("VAR");
   run->add_flag("-q,--quiet", options.quiet, "Do not print the outputs");
   out.push_back({run, [&common] { return run_run(common, options); }});
 }

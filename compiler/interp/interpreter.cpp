@@ -102,8 +102,15 @@ std::vector<BlockPlan> plan_module(const ir::Module &module, bool fuse) {
 class DeviceEvaluator {
  public:
   DeviceEvaluator(const ir::Module &module, const std::vector<BlockPlan> &plans,
-                  rt::DeviceContext &ctx, std::vector<detail::Record> *records, bool check_nan)
-      : module_(module), plans_(plans), ctx_(ctx), records_(records), check_nan_(check_nan) {}
+                  rt::DeviceContext &ctx, std::vector<detail::Record> *records, bool check_nan,
+                  const ir::Function *entry = nullptr, rt::Checkpointer *checkpoint = nullptr)
+      : module_(module),
+        plans_(plans),
+        ctx_(ctx),
+        records_(records),
+        check_nan_(check_nan),
+        entry_(entry),
+        checkpoint_(checkpoint) {}
 
   std::vector<Tensor> call(int index, std::vector<Tensor> args) {
     const ir::Function &f = module_.functions.at(static_cast<size_t>(index));
@@ -227,7 +234,21 @@ class DeviceEvaluator {
         for (ir::ValueId v : in.results) inner[k] = inner[k] || v == r.yields[k];
     }
     const int64_t trips = ir::trip_count(loop.attrs);
-    for (int64_t n = 0; n < trips; ++n) {
+    // --checkpoint-dir / --resume: the entry function's watched top-level loop.
+    rt::Checkpointer *checkpoint = nullptr;
+    if (checkpoint_ && &f == entry_ && &loop >= f.body.data() &&
+        &loop < f.body.data() + f.body.size()) {
+      size_t index = 0;
+      for (const ir::Instr *in = f.body.data(); in != &loop; ++in) index += in->op == OpCode::For;
+      if (checkpoint_->watches(index)) checkpoint = checkpoint_;
+    }
+    int64_t first = 0;
+    if (checkpoint) {
+      std::vector<Tensor *> slots;
+      for (Tensor &c : carried) slots.push_back(&c);
+      first = checkpoint->begin(ctx_.device(), slots);
+    }
+    for (int64_t n = first; n < trips; ++n) {
       env[r.params[0]] =
           Tensor::scalar(DType::I32, static_cast<double>(ir::loop_index_at(loop.attrs, n)));
       for (size_t k = 0; k < carried.size(); ++k) env[r.params[k + 1]] = std::move(carried[k]);
@@ -238,6 +259,11 @@ class DeviceEvaluator {
       for (size_t k = 0; k < r.yields.size(); ++k)
         if (inner[k]) env[r.yields[k]] = Tensor();
       for (ir::ValueId v : r.params) env[v] = Tensor();
+      if (checkpoint) {
+        std::vector<const Tensor *> values;
+        for (const Tensor &c : carried) values.push_back(&c);
+        checkpoint->after(ctx_.device(), n + 1, values);
+      }
     }
     for (size_t k = 0; k < carried.size(); ++k) {
       if (records_)
@@ -251,6 +277,8 @@ class DeviceEvaluator {
   rt::DeviceContext &ctx_;
   std::vector<detail::Record> *records_;
   bool check_nan_;
+  const ir::Function *entry_;
+  rt::Checkpointer *checkpoint_;
 };
 
 std::string function_desc(const ir::Function &f) { return "`" + f.name + "`"; }
@@ -321,7 +349,8 @@ std::vector<Tensor> run_shmap(const ir::Module &module, int function_index,
       if (rec) rec->push_back({&f, f.params[k].value, nullptr, detail::hash_tensor(args.back())});
     }
     rt::run_steps(ctx, options.timing, clock, times, [&](int it) {
-      DeviceEvaluator eval(module, plans, ctx, it == 0 ? rec : nullptr, options.check_nan);
+      DeviceEvaluator eval(module, plans, ctx, it == 0 ? rec : nullptr, options.check_nan, &f,
+                           it == 0 ? options.checkpoint : nullptr);
       std::vector<Tensor> out = eval.call(function_index, args);
       if (it == 0)
         for (size_t k = 0; k < out.size(); ++k) locals[k][d] = std::move(out[k]);

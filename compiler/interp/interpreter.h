@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "spmdrt/checkpoint.h"
 #include "spmdrt/program.h"
 #include "spmdrt/tensor.h"
 #include "support/source.h"
@@ -41,6 +42,10 @@ struct InterpOptions {
   /// device for a sharded function).
   rt::RunRequest timing;
   std::vector<double> *seconds = nullptr;
+  /// --checkpoint-dir / --resume: the checkpointer of the run (its loop is
+  /// the entry function's top-level loop it watches); null for none. Not with
+  /// timing runs.
+  rt::Checkpointer *checkpoint = nullptr;
 };
 
 /// A problem with the inputs given to run_shmap (a user error). The message

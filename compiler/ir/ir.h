@@ -83,6 +83,9 @@ struct Param {
   bool auto_spec = false;  // sharded only: written `@ auto`
   SourceSpan span;
   SourceSpan spec_span;  // the written spec (shmap and sharded)
+  /// shmap and sharded: per dimension, the --set name the signature wrote
+  /// (`f32[n, 8]`: {"n", ""}), for messages about input files; may be empty.
+  std::vector<std::string> size_names;
 };
 
 struct Result {

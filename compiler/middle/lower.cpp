@@ -442,6 +442,10 @@ std::optional<ir::Function> ProgramLowerer::lower_shmap(const ast::FuncDecl &dec
     param.global_shape = type->shape;
     param.spec = *spec;
     param.auto_spec = p.spec->is_auto;
+    for (const ast::DimExpr &d : p.type.dims) {
+      const auto *sym = std::get_if<std::string>(&d.value);
+      param.size_names.push_back(sym ? *sym : std::string());
+    }
     param.span = p.span;
     param.spec_span = p.spec->span;
     Type local{type->dtype, sharded ? type->shape : rt::local_shape(mesh, type->shape, *spec), {}};

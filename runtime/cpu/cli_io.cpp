@@ -23,6 +23,7 @@
 #include "spmdrt/collectives.h"
 #include "spmdrt/kernels.h"
 #include "spmdrt/npy.h"
+#include "spmdrt/program.h"
 
 namespace spmd::rt {
 bool is_directory(const std::string &path) {
@@ -230,6 +231,28 @@ bool check_input_file(size_t k, const std::string &name, DType param_dtype, DTyp
   throw CliError{problem};
 }
 
+void check_token_input(const std::string &name, DType param_dtype, const Shape &param_shape,
+                       const std::string &spec, const NpyHeader &header,
+                       const std::string &size_name) {
+  if (header.token_width == 0) return;
+  const std::string kind = header.token_width == 2 ? "u16" : "u32";
+  const std::string path = parse_input_file(spec).path;
+  const int64_t n = header.shape.at(0);
+  if (param_dtype != DType::I32 || param_shape.size() != 1)
+    throw CliError{"input `" + name + "`: `" + spec + "` is a token file, which fills an i32[n] " +
+                   "parameter, but `" + name + "` is " + format_type(param_dtype, param_shape)};
+  if (param_shape[0] != n)
+    throw CliError{
+        "input `" + name + "`: `" + path + "` holds " + std::to_string(n) + " " + kind + " token" +
+        (n == 1 ? "" : "s") + ", but `" + name + "` is " + format_type(param_dtype, param_shape) +
+        ": give its dimension the size " + std::to_string(n) +
+        (size_name.empty() ? " (write it in the signature, or name the dimension there and pass "
+                             "`--set NAME=" +
+                                 std::to_string(n) + "`)"
+                           : " with `--set " + size_name + "=" + std::to_string(n) +
+                                 "` (an executable is rebuilt with it)")};
+}
+
 CliError input_read_error(const std::string &name, const RuntimeError &error) {
   return CliError{"cannot read input `" + name + "`: " + error.what()};
 }
@@ -239,7 +262,8 @@ std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::
                                   const std::vector<Shape> &global_shapes,
                                   const std::vector<std::string> &inputs,
                                   const std::optional<uint64_t> &random_seed,
-                                  const InputCheck &check, const InputCasts &casts) {
+                                  const InputCheck &check, const InputCasts &casts,
+                                  const std::vector<std::string> &size_names) {
   const auto paths = input_paths(fn, names, inputs, random_seed);
   std::vector<Tensor> result(names.size());
   for (size_t k = 0; k < names.size(); ++k) {
@@ -254,8 +278,14 @@ std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::
       convert = check_input_file(k, names[k], dtypes[k], dtype, shape, *paths[k], check, casts);
     };
     Tensor t;
+    const InputFile file = parse_input_file(*paths[k]);
     try {
-      t = read_npy(*paths[k], check_header);
+      if (file.token_width != 0) {
+        const NpyHeader header = read_input_header(file);
+        check_token_input(names[k], dtypes[k], global_shapes[k], *paths[k], header,
+                          k < size_names.size() ? size_names[k] : std::string());
+      }
+      t = read_input(file, check_header);
     } catch (const RuntimeError &e) {
       throw input_read_error(names[k], e);
     }
@@ -307,7 +337,7 @@ void NpyOutputs::create(const std::vector<DType> &dtypes, const std::vector<Shap
   try {
     files_ = std::make_unique<OutputFiles>();
     for (const std::string &text : inputs_)
-      files_->protect_input(split_assignment(text, "--in").second);
+      files_->protect_input(parse_input_file(split_assignment(text, "--in").second).path);
     temps_.assign(paths_.size(), {});
     for (size_t k = 0; k < paths_.size(); ++k)
       for (const OutputPath &p : paths_[k]) {

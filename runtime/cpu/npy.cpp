@@ -21,9 +21,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -380,8 +383,31 @@ NpyHeader read_npy_header(const std::string &path) {
   return h.header;
 }
 
+namespace {
+
+std::atomic<int64_t> bytes_read{0};
+
+/// pread_all for block reads: counted, and traced with SPMDRT_TRACE_READS=1.
+bool counted_pread(int fd, const std::string &path, std::byte *out, size_t size, size_t offset) {
+  static const bool trace = [] {
+    const char *v = std::getenv("SPMDRT_TRACE_READS");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  if (trace)
+    std::fprintf(stderr, "spmdrt: process %ld read %zu bytes at %zu of %s\n",
+                 static_cast<long>(::getpid()), size, offset, path.c_str());
+  bytes_read += static_cast<int64_t>(size);
+  return pread_all(fd, out, size, offset);
+}
+
+}  // namespace
+
+int64_t input_bytes_read() { return bytes_read.load(); }
+
 Tensor read_npy_block(const std::string &path, const NpyHeader &header, const Shape &start,
                       const Shape &extent) {
+  if (header.token_width != 0)
+    return read_input_block({path, header.token_width}, header, start, extent);
   if (header.data_offset == 0) {  // not a regular file: read_npy_header read it whole
     const Tensor whole = read_npy(path);
     std::vector<int64_t> limit(start.size()), stride(start.size(), 1);
@@ -392,14 +418,79 @@ Tensor read_npy_block(const std::string &path, const NpyHeader &header, const Sh
   if (fd.get() < 0) npy_fail(path, "cannot open file for reading");
   Tensor tensor = Tensor::empty(header.dtype, extent);
   const size_t esize = dtype_size(header.dtype);
-  detail::for_each_block_run(header.shape, Block{start, extent},
-                             [&](int64_t global, int64_t local, int64_t count) {
-                               if (!pread_all(fd.get(), tensor.raw() + local * esize, count * esize,
-                                              header.data_offset + global * esize))
-                                 npy_fail(path, "read error (the file changed while reading?)");
-                             });
+  detail::for_each_block_run(
+      header.shape, Block{start, extent}, [&](int64_t global, int64_t local, int64_t count) {
+        if (!counted_pread(fd.get(), path, tensor.raw() + local * esize, count * esize,
+                           header.data_offset + global * esize))
+          npy_fail(path, "read error (the file changed while reading?)");
+      });
   normalise_bools(tensor);
   return tensor;
+}
+
+InputFile parse_input_file(const std::string &spec) {
+  const auto colon = spec.rfind(':');
+  if (colon != std::string::npos && colon > 0) {
+    const std::string_view format = std::string_view(spec).substr(colon + 1);
+    if (format == "u16") return {spec.substr(0, colon), 2};
+    if (format == "u32") return {spec.substr(0, colon), 4};
+  }
+  return {spec, 0};
+}
+
+NpyHeader read_input_header(const InputFile &file) {
+  if (file.token_width == 0) return read_npy_header(file.path);
+  const std::string kind = file.token_width == 2 ? "u16" : "u32";
+  struct stat st {};
+  Fd fd = open_for_reading(file.path, st);
+  if (!S_ISREG(st.st_mode))
+    npy_fail(file.path, "a :" + kind + " token file must be a regular file (it is read in blocks)");
+  const auto size = static_cast<size_t>(st.st_size);
+  if (size % static_cast<size_t>(file.token_width) != 0)
+    npy_fail(file.path, std::to_string(size) + " bytes is not a whole number of " + kind +
+                            " tokens (" + std::to_string(file.token_width) +
+                            " bytes each): is it the right file, or :" +
+                            (kind == "u16" ? "u32" : "u16") + "?");
+  NpyHeader h;
+  h.dtype = DType::I32;
+  h.shape = {static_cast<int64_t>(size / static_cast<size_t>(file.token_width))};
+  h.data_offset = 0;
+  h.token_width = file.token_width;
+  return h;
+}
+
+Tensor read_input_block(const InputFile &file, const NpyHeader &header, const Shape &start,
+                        const Shape &extent) {
+  if (header.token_width == 0) return read_npy_block(file.path, header, start, extent);
+  const std::string &path = file.path;
+  if (start.size() != 1 || extent.size() != 1)
+    npy_fail(path, "a token file holds a one-dimensional array");
+  Fd fd(path, O_RDONLY);
+  if (fd.get() < 0)
+    npy_fail(path, std::string("cannot open file for reading: ") + std::strerror(errno));
+  const auto width = static_cast<size_t>(header.token_width);
+  const auto count = static_cast<size_t>(extent[0]);
+  std::vector<std::byte> bytes(count * width);
+  if (count > 0 && !counted_pread(fd.get(), path, bytes.data(), bytes.size(),
+                                  static_cast<size_t>(start[0]) * width))
+    npy_fail(path, "read error (the file changed while reading?)");
+  Tensor tensor = Tensor::empty(DType::I32, extent);
+  int32_t *out = tensor.data<int32_t>();
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t v = read_le(reinterpret_cast<const char *>(bytes.data()) + i * width, width);
+    if (v > static_cast<uint32_t>(INT32_MAX))
+      npy_fail(path, "token " + std::to_string(static_cast<size_t>(start[0]) + i) + " is " +
+                         std::to_string(v) + ", which does not fit i32 (at most 2147483647)");
+    out[i] = static_cast<int32_t>(v);
+  }
+  return tensor;
+}
+
+Tensor read_input(const InputFile &file, const NpyHeaderCheck &check_header) {
+  if (file.token_width == 0) return read_npy(file.path, check_header);
+  const NpyHeader h = read_input_header(file);
+  if (check_header) check_header(h.dtype, h.shape);
+  return read_input_block(file, h, Shape{0}, h.shape);
 }
 
 std::string npy_header_bytes(DType dtype, const Shape &shape) {

@@ -42,6 +42,7 @@ struct Options {
   bool version = false;
   bool cast = false;
   bool report_memory = false;
+  CheckpointOptions checkpoint;
 };
 
 int64_t parse_int(const std::string &text, const std::string &flag, int64_t lo, int64_t hi) {
@@ -66,7 +67,9 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
          "A program built by `spmdc build` (target "
       << target
       << "). Same inputs and outputs as `spmdc run`.\n"
-         "  --in NAME=PATH    read parameter NAME (global array) from a .npy file\n"
+         "  --in NAME=PATH    read parameter NAME (global array) from a .npy file;\n"
+         "                    PATH:u16 or PATH:u32 reads a raw token file (little-endian\n"
+         "                    ids, as nanoGPT writes them) into an i32[n] parameter\n"
          "  --cast            convert an input file of another dtype (f64 for an f32\n"
          "                    parameter, ...) to the parameter's, with a note\n"
          "  --random SEED     make every input not given with --in from this seed\n"
@@ -79,6 +82,12 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
          "                    included) on stderr after the run, with the compiler's estimate\n"
          "  --print-limit N   abbreviate printed arrays above N elements (default 1000)\n"
          "  -q, --quiet       print no outputs\n"
+         "  --checkpoint-dir DIR  save the training loop's state (the values its top-level\n"
+         "                    `for` carries) in DIR every --checkpoint-every K iterations\n"
+         "  --checkpoint-every K  save after every K iterations of the loop\n"
+         "  --resume DIR      continue from the newest checkpoint in DIR (same program, mesh,\n"
+         "                    sizes and process count; the loop may run longer)\n"
+         "  --checkpoint-loop VAR  the top-level loop to save, by its variable (when several)\n"
          "  --executor E      threads: every mesh position in this process, one thread each;\n"
          "                    mpi: one mesh position per MPI process (start with\n"
          "                    `mpirun -np <mesh size>` or srun). Default: mpi when started by\n"
@@ -155,6 +164,14 @@ void parse(int argc, char **argv, Options &o, bool &help) {
       o.cast = true;
     } else if (arg == "--report-memory") {
       o.report_memory = true;
+    } else if (arg == "--checkpoint-dir") {
+      o.checkpoint.dir = next();
+    } else if (arg == "--checkpoint-every") {
+      o.checkpoint.every = parse_int(next(), arg, 1, int64_t{1} << 62);
+    } else if (arg == "--resume") {
+      o.checkpoint.resume = next();
+    } else if (arg == "--checkpoint-loop") {
+      o.checkpoint.loop = next();
     } else {
       throw UsageError{"unknown argument `" + arg + "` (see --help)"};
     }
@@ -345,6 +362,30 @@ void check_memory(const ProgramFunction &f, const std::vector<int64_t> &devices,
                   simulated ? f.memory : MemoryEstimate{}, host_bytes, max_memory);
 }
 
+/// --checkpoint-dir / --resume: the run's checkpointer (null without them);
+/// when resuming, this process's file is read and checked now. Throws CliError.
+std::unique_ptr<Checkpointer> make_checkpointer(const ProgramFunction &f, const Options &options,
+                                                const std::vector<int64_t> &devices,
+                                                Processes &procs, const std::string &target) {
+  const CheckpointOptions &c = options.checkpoint;
+  if (!c.active()) {
+    if (!c.loop.empty() || c.every > 0)
+      throw UsageError{std::string(c.loop.empty() ? "--checkpoint-every" : "--checkpoint-loop") +
+                       " needs --checkpoint-dir DIR or --resume DIR"};
+    return nullptr;
+  }
+  if (target != "cpu")
+    throw UsageError{
+        "--checkpoint-dir and --resume are for the CPU target; this program's "
+        "target is " +
+        target};
+  if (options.iters > 0 || options.warmup > 0)
+    throw UsageError{"--checkpoint-dir and --resume do not go with --iters and --warmup"};
+  const size_t loop = choose_checkpoint_loop(f.loops, c.loop, f.name);
+  return std::make_unique<Checkpointer>(c, f.name, format_mesh(f.mesh), f.loops[loop], loop,
+                                        devices, procs.rank(), procs.size());
+}
+
 int run_program(const std::string &prog, const Options &options, Executor &exec,
                 const std::vector<ProgramFunction> &functions, const std::string &default_fn,
                 const std::string &target) {
@@ -361,6 +402,7 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
   std::vector<std::optional<std::string>> files;
   std::vector<NpyHeader> headers;
   std::vector<std::string> notes;
+  std::unique_ptr<Checkpointer> checkpoint;
   if (!agreed(procs, prog, [&] {
         index = choose_function(functions, options.fn.empty() ? default_fn : options.fn);
         const ProgramFunction &f = functions[index];
@@ -379,8 +421,10 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
             },
             InputCasts{options.cast, &notes});
         check_memory(f, exec.local_devices(f.mesh), target, options.max_memory);
+        checkpoint = make_checkpointer(f, options, exec.local_devices(f.mesh), procs, target);
       }))
     return 1;
+  set_checkpointer(checkpoint.get());
   if (root)
     for (const std::string &note : notes) std::cerr << prog << ": note: " << note << "\n";
   const ProgramFunction &f = functions[index];
@@ -405,6 +449,11 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
   } catch (const std::bad_alloc &) {
     run_error = "out of memory";
   }
+  // Once every process is past its loop (the first agreement), older
+  // checkpoints can go.
+  if (run_error.empty() && checkpoint &&
+      !(agreed(procs, prog, [] {}) && agreed(procs, prog, [&] { checkpoint->finish(); })))
+    return 1;
   if (!run_error.empty()) {
     std::cout.flush();
     if (procs.size() == 1) {

@@ -37,10 +37,13 @@ std::vector<NpyHeader> check_input_files(const ProgramFunction &f,
   for (size_t k = 0; k < files.size(); ++k) {
     if (!files[k]) continue;
     try {
-      headers[k] = read_npy_header(*files[k]);
+      headers[k] = read_input_header(parse_input_file(*files[k]));
     } catch (const RuntimeError &e) {
       throw input_read_error(f.params[k].name, e);
     }
+    const auto &size_names = f.params[k].size_names;
+    check_token_input(f.params[k].name, f.params[k].dtype, f.params[k].global_shape, *files[k],
+                      headers[k], size_names.size() == 1 ? size_names[0] : std::string());
     check_input_file(k, f.params[k].name, f.params[k].dtype, headers[k].dtype, headers[k].shape,
                      *files[k], check, casts);
   }
@@ -63,7 +66,7 @@ std::vector<std::vector<Tensor>> read_local_inputs(
           t = random_block(p.dtype, p.global_shape, input_seed(*random_seed, k), b.start, b.extent);
         } else {
           try {
-            t = read_npy_block(*files[k], headers[k], b.start, b.extent);
+            t = read_input_block(parse_input_file(*files[k]), headers[k], b.start, b.extent);
           } catch (const RuntimeError &e) {
             throw input_read_error(p.name, e);
           }

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "spmdrt/npy.h"
 #include "spmdrt/output_file.h"
 #include "spmdrt/tensor.h"
 
@@ -104,6 +105,13 @@ struct InputCasts {
 bool check_input_file(size_t k, const std::string &name, DType param_dtype, DType file_dtype,
                       const Shape &file_shape, const std::string &path, const InputCheck &check,
                       const InputCasts &casts);
+/// For a raw token file (`spec` is PATH:u16 or PATH:u32, `header` from
+/// read_input_header): the parameter must be i32[n] with n the file's token
+/// count; throws CliError saying which size to set otherwise. Nothing for .npy.
+/// `size_name`: the --set name of the parameter's dimension, when known.
+void check_token_input(const std::string &name, DType param_dtype, const Shape &param_shape,
+                       const std::string &spec, const NpyHeader &header,
+                       const std::string &size_name = "");
 /// "cannot read input `NAME`: ..." for a file that cannot be read.
 CliError input_read_error(const std::string &name, const RuntimeError &error);
 
@@ -115,7 +123,8 @@ std::vector<Tensor> gather_inputs(const std::string &fn, const std::vector<std::
                                   const std::vector<Shape> &global_shapes,
                                   const std::vector<std::string> &inputs,
                                   const std::optional<uint64_t> &random_seed,
-                                  const InputCheck &check, const InputCasts &casts);
+                                  const InputCheck &check, const InputCasts &casts,
+                                  const std::vector<std::string> &size_names = {});
 
 /// Where one output goes: --out NAME=PATH (explicit) or --out-dir (derived).
 struct OutputPath {

@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "spmdrt/checkpoint.h"
 #include "spmdrt/cli_io.h"
 #include "spmdrt/collectives.h"
 #include "spmdrt/mesh.h"
@@ -55,6 +56,9 @@ struct ProgramValue {
   DType dtype = DType::F32;
   Shape global_shape;
   PartitionSpec spec;
+  /// Per dimension, the --set name the signature wrote ("" for a number);
+  /// may be empty (for messages about input files).
+  std::vector<std::string> size_names = {};
 };
 
 struct ProgramFunction {
@@ -64,6 +68,8 @@ struct ProgramFunction {
   std::vector<ProgramValue> params;
   std::vector<ProgramValue> results;
   MemoryEstimate memory;  // per device, checked before running (--max-memory)
+  /// The top-level loops --checkpoint-dir can save (CPU target; empty on CUDA).
+  std::vector<CheckpointLoop> loops = {};
 };
 
 struct RunRequest {
