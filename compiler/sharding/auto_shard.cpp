@@ -8,12 +8,23 @@
 // included) as objective coefficients; 4. each use between two roots: a
 // linear term when one side has one layout class, else edge variables with
 // marginal rows; 5. the memory rows; 6. CBC; 7. the plan.
+//
+// One objective: lower_plan makes each distinct reshard of a value (one per
+// ReshardKey, problem.h) once, however many uses need it, and evaluate()
+// prices it so. The uses of a value are grouped by their consumer's root;
+// a reshard only one group can need is priced on the pair (producer root,
+// that root), once per group; one that two groups can need gets a *copy*
+// node — candidate 0: the copy exists, 1: it does not — whose pair with the
+// producer's root prices the copy, and whose pairs with those groups' roots
+// forbid (infinite cost) a candidate needing it while it does not exist.
+// The problem stays pairwise, so reduce.h, elimination and CBC apply.
 #include "sharding/auto_shard.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "analysis/cost.h"
 #include "sharding/ilp.h"
@@ -38,11 +49,11 @@ constexpr double kCbcSecondsPerVariable = 1e-4;
 /// split rather than replicated and sliced locally (both free to reshard).
 constexpr double kParamByteTieBreak = 1e-18;
 
-enum class NodeKind { Param, Op, Result };
+enum class NodeKind { Param, Op, Result, Copy };
 
 struct Node {
   NodeKind kind = NodeKind::Op;
-  int index = 0;             // parameter k, instruction i or result k
+  int index = 0;             // parameter k, instruction i, result k or (copy) value
   int root = -1;             // the node whose variables decide this one
   std::vector<int> cands;    // a root's candidates (parameter/result: layout index; op: strategy)
   std::vector<int> follow;   // a follower: its strategy for each candidate of its root
@@ -65,6 +76,7 @@ class AutoBuilder {
     for (const Node &n : nodes_)
       report_.followers += n.root != self(n) && n.kind == NodeKind::Op ? 1 : 0;
     make_costs();
+    group_uses();
     number_roots();
     make_pairs();
     report_.build_seconds = process_cpu_seconds() - start;
@@ -264,72 +276,181 @@ class AutoBuilder {
     for (Node &q : nodes_) {
       if (q.root == self(q) || q.kind != NodeKind::Op) continue;  // a tied result costs nothing
       Node &r = nodes_[static_cast<size_t>(q.root)];
-      const ir::Instr &in = p_.flat.body[static_cast<size_t>(q.index)];
-      ir::ValueId v = in.operands[static_cast<size_t>(q.follow_operand)];
       const double w = p_.weight(q.index);
-      const double wu = p_.use_weight(v, Use{q.index, q.follow_operand});
-      for (size_t a = 0; a < r.cands.size(); ++a) {
-        const Strategy &st =
-            p_.strategies[static_cast<size_t>(q.index)][static_cast<size_t>(q.follow[a])];
-        r.cost[a] += w * st.cost() +
-                     wu * reshard(v, out(v, a), st.operands[static_cast<size_t>(q.follow_operand)]);
-      }
+      for (size_t a = 0; a < r.cands.size(); ++a)  // (its operand's reshard: make_pairs)
+        r.cost[a] += w * p_.strategies[static_cast<size_t>(q.index)]
+                                      [static_cast<size_t>(q.follow[a])]
+                                          .cost();
     }
   }
 
-  // 4. Uses between roots: a cost on one root's candidates, or a pair term.
-  void make_pairs() {
+  // 4. Uses between roots (see the top of the file: one objective).
+  using Key = ReshardKey;
+
+  /// The uses of a value whose consumers share a root, and the reshard keys
+  /// they need per candidate of that root.
+  struct Group {
+    int root = 0;
+    std::vector<Use> uses;
+    std::vector<std::set<Key>> keys;  // per candidate of root
+  };
+  struct ValueUses {
+    ir::ValueId value = 0;
+    int root = 0;       // the producer's root
+    double weight = 1;  // Problem::use_weight (the same for every use of a value)
+    std::vector<Group> groups;
+    std::map<Key, int> copies;  // keys two groups can need: their copy node
+  };
+
+  /// The key use u needs when its consumer's root takes candidate position b.
+  Key key_at(const Use &u, size_t b) const {
+    const Sharding &need = requirement_at(u, b);
+    if (u.instr == Use::kReturn) return {need, need.split_axes().bits()};
+    const Node &n = nodes_[static_cast<size_t>(op_node_[static_cast<size_t>(u.instr)])];
+    return {need, consumer_varying(p_, u.instr, strategy_at(n, b)).bits()};
+  }
+
+  /// Groups every value's uses by their consumer's root (a follower's
+  /// operand: its producer's root) and makes the copy nodes.
+  void group_uses() {
     const ir::Function &f = p_.flat;
-    std::map<std::pair<int, int>, size_t> pair_index;
+    // The costly keys two groups can need (value_uses_ index, key); more
+    // than options_.max_copy_nodes of them: each is priced once per group
+    // that needs it instead (an upper bound of evaluate()), and the report
+    // says so.
+    std::vector<std::pair<size_t, Key>> shared;
     for (size_t v = 0; v < f.values.size(); ++v) {
       if (p_.uses[v].empty() || is_constant(static_cast<ir::ValueId>(v))) continue;
-      const ir::ValueId value = static_cast<ir::ValueId>(v);
-      const int rp = nodes_[static_cast<size_t>(producer_node(value))].root;
+      ValueUses vu;
+      vu.value = static_cast<ir::ValueId>(v);
+      vu.root = nodes_[static_cast<size_t>(producer_node(vu.value))].root;
+      vu.weight = p_.use_weight(vu.value, p_.uses[v].front());
+      std::map<int, size_t> group_of;
       for (const Use &u : p_.uses[v]) {
         int consumer = u.instr == Use::kReturn ? result_node_[static_cast<size_t>(u.operand)]
                                                : op_node_[static_cast<size_t>(u.instr)];
-        const Node &c = nodes_[static_cast<size_t>(consumer)];
-        if (c.root != consumer && c.follow_operand == u.operand) continue;  // folded in
-        const int rc = c.root;
-        const double w = p_.use_weight(value, u);
-        Node &pn = nodes_[static_cast<size_t>(rp)];
-        Node &cn = nodes_[static_cast<size_t>(rc)];
-        if (rp == rc) {
-          for (size_t a = 0; a < pn.cands.size(); ++a)
-            pn.cost[a] += w * reshard(value, out(value, a), requirement_at(u, a));
-          continue;
+        const int rc = nodes_[static_cast<size_t>(consumer)].root;
+        auto [it, fresh] = group_of.emplace(rc, vu.groups.size());
+        if (fresh) {
+          vu.groups.emplace_back();
+          vu.groups.back().root = rc;
+          vu.groups.back().keys.resize(nodes_[static_cast<size_t>(rc)].cands.size());
         }
-        if (pn.cands.size() == 1 || cn.cands.size() == 1) {
-          for (size_t a = 0; a < pn.cands.size(); ++a)
-            for (size_t b = 0; b < cn.cands.size(); ++b) {
-              deadline_.check();
-              double r = w * reshard(value, out(value, a), requirement_at(u, b));
-              (pn.cands.size() == 1 ? cn.cost[b] : pn.cost[a]) += r;
-            }
-          continue;
+        Group &g = vu.groups[it->second];
+        g.uses.push_back(u);
+        for (size_t b = 0; b < g.keys.size(); ++b) {
+          deadline_.check();
+          g.keys[b].insert(key_at(u, b));
         }
-        // A pair joins the earlier variable to the later one; the next value
-        // of a loop's carry is the one use that runs from a later producer
-        // back to an earlier consumer.
-        const bool backward = var_of_[static_cast<size_t>(rp)] > var_of_[static_cast<size_t>(rc)];
-        const int first = backward ? rc : rp, second = backward ? rp : rc;
-        auto [it, inserted] =
-            pair_index.emplace(std::make_pair(first, second), pairwise_.pairs.size());
-        const size_t n_second = nodes_[static_cast<size_t>(second)].cands.size();
-        if (inserted) {
-          PairwiseProblem::Pair pair;
-          pair.u = var_of_[static_cast<size_t>(first)];
-          pair.v = var_of_[static_cast<size_t>(second)];
-          pair.cost.assign(nodes_[static_cast<size_t>(first)].cands.size() * n_second, 0);
-          pairwise_.pairs.push_back(std::move(pair));
+      }
+      // A key is shared when two groups can need it and it can cost something
+      // (a local slice is free).
+      const size_t producer_cands = nodes_[static_cast<size_t>(vu.root)].cands.size();
+      std::map<Key, int> groups_needing;
+      for (const Group &g : vu.groups) {
+        std::set<Key> any;
+        for (const auto &keys : g.keys) any.insert(keys.begin(), keys.end());
+        for (const Key &k : any) ++groups_needing[k];
+      }
+      for (const auto &[k, count] : groups_needing) {
+        if (count < 2) continue;
+        bool free = true;  // (counted once or per group: the same)
+        for (size_t a = 0; a < producer_cands && free; ++a) {
+          const Sharding &have = out(vu.value, a);
+          free = have == k.first || reshard(vu.value, have, k.first) == 0;
         }
-        std::vector<double> &cost = pairwise_.pairs[it->second].cost;
-        for (size_t a = 0; a < pn.cands.size(); ++a)
-          for (size_t b = 0; b < cn.cands.size(); ++b) {
-            deadline_.check();
-            cost[backward ? b * n_second + a : a * n_second + b] +=
-                w * reshard(value, out(value, a), requirement_at(u, b));
-          }
+        if (!free) shared.push_back({value_uses_.size(), k});
+      }
+      value_uses_.push_back(std::move(vu));
+    }
+    if (shared.size() > options_.max_copy_nodes) {
+      report_.shared_per_group = static_cast<int>(shared.size());
+      return;
+    }
+    for (const auto &[index, k] : shared) {
+      ValueUses &vu = value_uses_[index];
+      Node n;
+      n.kind = NodeKind::Copy;
+      n.index = static_cast<int>(vu.value);
+      n.cands = {0, 1};  // exists, does not
+      n.cost = {0, 0};
+      const int id = add(std::move(n));
+      vu.copies.emplace(k, id);
+      neighbours_.resize(nodes_.size());
+      neighbours_[static_cast<size_t>(id)].push_back(vu.root);
+      for (const Group &g : vu.groups) neighbours_[static_cast<size_t>(id)].push_back(g.root);
+    }
+    neighbours_.resize(nodes_.size());
+  }
+
+  void make_pairs() {
+    std::map<std::pair<int, int>, size_t> pair_index;
+    // Adds cost(i, j) for candidate i of root x and j of root y: on x's own
+    // costs when x == y (i == j), on one side's costs when the other has one
+    // candidate, else on their pair.
+    auto add_term = [&](int x, int y, const auto &cost) {
+      Node &xn = nodes_[static_cast<size_t>(x)];
+      Node &yn = nodes_[static_cast<size_t>(y)];
+      if (x == y) {
+        for (size_t i = 0; i < xn.cands.size(); ++i) xn.cost[i] += cost(i, i);
+        return;
+      }
+      if (xn.cands.size() == 1 || yn.cands.size() == 1) {
+        for (size_t i = 0; i < xn.cands.size(); ++i)
+          for (size_t j = 0; j < yn.cands.size(); ++j)
+            (xn.cands.size() == 1 ? yn.cost[j] : xn.cost[i]) += cost(i, j);
+        return;
+      }
+      // A pair joins the earlier variable to the later one (the next value
+      // of a loop's carry runs from a later producer back to an earlier
+      // consumer; a copy node may come before its producer's root).
+      const bool backward = var_of_[static_cast<size_t>(x)] > var_of_[static_cast<size_t>(y)];
+      const int first = backward ? y : x, second = backward ? x : y;
+      auto [it, inserted] =
+          pair_index.emplace(std::make_pair(first, second), pairwise_.pairs.size());
+      const size_t n_second = nodes_[static_cast<size_t>(second)].cands.size();
+      if (inserted) {
+        PairwiseProblem::Pair pair;
+        pair.u = var_of_[static_cast<size_t>(first)];
+        pair.v = var_of_[static_cast<size_t>(second)];
+        pair.cost.assign(nodes_[static_cast<size_t>(first)].cands.size() * n_second, 0);
+        pairwise_.pairs.push_back(std::move(pair));
+      }
+      std::vector<double> &c = pairwise_.pairs[it->second].cost;
+      for (size_t i = 0; i < xn.cands.size(); ++i)
+        for (size_t j = 0; j < yn.cands.size(); ++j)
+          c[backward ? j * n_second + i : i * n_second + j] += cost(i, j);
+    };
+    for (const ValueUses &vu : value_uses_) {
+      const ir::ValueId v = vu.value;
+      const double w = vu.weight;
+      auto copy_cost = [&](size_t a, const Key &k) {
+        const Sharding &have = out(v, a);
+        return have == k.first ? 0.0 : w * reshard(v, have, k.first);
+      };
+      for (const Group &g : vu.groups) {
+        // The keys only this group needs, once each.
+        add_term(vu.root, g.root, [&](size_t a, size_t b) {
+          deadline_.check();
+          double c = 0;
+          for (const Key &k : g.keys[b])
+            if (!vu.copies.count(k)) c += copy_cost(a, k);
+          return c;
+        });
+        for (const auto &[k, z] : vu.copies) {
+          bool needs = false;
+          for (const auto &keys : g.keys) needs = needs || keys.count(k) > 0;
+          if (!needs) continue;
+          const Key &key = k;
+          add_term(g.root, z, [&](size_t b, size_t copy) {  // copy 0: exists, 1: does not
+            return copy == 1 && g.keys[b].count(key) ? HUGE_VAL : 0.0;
+          });
+        }
+      }
+      for (const auto &[k, z] : vu.copies) {
+        const Key &key = k;
+        add_term(vu.root, z,
+                 [&](size_t a, size_t copy) { return copy == 0 ? copy_cost(a, key) : 0.0; });
       }
     }
     for (const Node &n : nodes_)
@@ -353,6 +474,8 @@ class AutoBuilder {
         case NodeKind::Result:
           key = 2 * n_instr + 2 + n.index;
           break;
+        case NodeKind::Copy:  // placed below, after its neighbours
+          continue;
         case NodeKind::Param: {
           key = 2 * n_instr + 1;
           ir::ValueId v = p_.flat.params[static_cast<size_t>(n.index)].value;
@@ -363,12 +486,26 @@ class AutoBuilder {
       }
       order.push_back({key, self(n)});
     }
+    // A copy node comes right after the last of its neighbours (the roots of
+    // its value's producer and consumers): elimination then adds and removes
+    // it at once, keeping those neighbours live until there (the copy ties
+    // them all), never holding several copies' states at a time.
+    std::vector<int> key_of(nodes_.size(), 0);
+    for (auto [key, node] : order) key_of[static_cast<size_t>(node)] = key;
+    for (const Node &n : nodes_) {
+      if (n.kind != NodeKind::Copy) continue;
+      int key = 0;
+      for (int r : neighbours_[static_cast<size_t>(self(n))])
+        key = std::max(key, key_of[static_cast<size_t>(r)]);
+      order.push_back({key, self(n)});
+    }
     std::stable_sort(order.begin(), order.end());
     var_of_.assign(nodes_.size(), -1);
     for (auto [key, node] : order) {
       var_of_[static_cast<size_t>(node)] = static_cast<int>(pairwise_.unary.size());
       pairwise_.unary.emplace_back();
       if (nodes_[static_cast<size_t>(node)].cands.size() > 1) ++report_.choice_nodes;
+      if (nodes_[static_cast<size_t>(node)].kind == NodeKind::Copy) ++report_.copy_nodes;
     }
   }
 
@@ -651,6 +788,8 @@ class AutoBuilder {
         case NodeKind::Op:
           plan.choice[static_cast<size_t>(n.index)] = strategy_at(n, a);
           break;
+        case NodeKind::Copy:  // implied by the consumers' choices
+          break;
       }
     }
     return plan;
@@ -664,6 +803,8 @@ class AutoBuilder {
   std::vector<int> param_node_, op_node_, result_node_;
   PairwiseProblem pairwise_;
   std::vector<int> var_of_;         // per node: its pairwise variable (roots only)
+  std::vector<ValueUses> value_uses_;
+  std::vector<std::vector<int>> neighbours_;  // per node: a copy node's roots (number_roots)
   std::optional<Reduced> reduced_;  // pairwise_ reduced (with simplify)
   IlpProblem ilp_;
   Deadline deadline_;  // the preparation throws OutOfTime past it

@@ -60,12 +60,21 @@ struct AutoOptions {
   /// Solve by elimination (pairwise.h) when no table exceeds this many
   /// entries (and, with a memory limit, when its plan fits); 0 always uses CBC.
   size_t elimination_states = size_t{1} << 16;
+  /// At most this many copy nodes (auto_shard.cpp): a reshard that several
+  /// consumers can need, priced once (as lower_plan emits it). Beyond, each
+  /// consumer pays for it, and the search's objective only bounds evaluate().
+  size_t max_copy_nodes = 512;
 };
 
 struct AutoReport {
   int ops = 0;            // instructions of the flat function
   int choice_nodes = 0;   // nodes with a variable (after simplification)
   int followers = 0;      // ops folded into their producers
+  int copy_nodes = 0;     // "value v's copy in layout s exists" nodes (auto_shard.cpp)
+  /// More than AutoOptions::max_copy_nodes were needed: this many reshards
+  /// two consumers could share were priced once per consumer instead, and
+  /// objective_s is an upper bound of evaluate() (0: one objective).
+  int shared_per_group = 0;
   int reduced_nodes = 0;  // nodes with a choice after reduce.h's reductions
   int reduced_pairs = 0;  // pairs of nodes left with a cost between them
   int variables = 0, rows = 0;

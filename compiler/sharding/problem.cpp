@@ -269,6 +269,23 @@ ir::ValueId used_value(const Problem &p, Use use) {
       .operands.at(static_cast<size_t>(use.operand));
 }
 
+AxisSet consumer_varying(const Problem &p, int instr, int strategy) {
+  const Strategy &s = p.strategies.at(static_cast<size_t>(instr)).at(static_cast<size_t>(strategy));
+  if (p.carry_loop(instr) != nullptr) return s.results.at(0).split_axes();
+  AxisSet varying;
+  for (const Sharding &o : s.operands) varying = varying | o.used();
+  return varying;
+}
+
+ReshardKey reshard_key(const Problem &p, const Plan &plan, Use use) {
+  Sharding need = requirement(p, plan, use);
+  const AxisSet varying =
+      use.instr == Use::kReturn
+          ? need.split_axes()
+          : consumer_varying(p, use.instr, plan.choice.at(static_cast<size_t>(use.instr)));
+  return {std::move(need), varying.bits()};
+}
+
 namespace {
 
 /// The fused groups of `p.flat` as analysis/fusion.h forms them: elementwise
@@ -394,15 +411,17 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     c.finish_s += w * s.finish_s;
     c.collectives += static_cast<int64_t>(w) * static_cast<int64_t>(s.finish.size());
   }
-  // Each distinct (value, needed sharding) is resharded once (per iteration
-  // of the loop holding both).
-  std::set<std::pair<ir::ValueId, Sharding>> done;
+  // Each distinct (value, ReshardKey) is resharded once (per iteration of
+  // the loop holding both), as lower_plan emits it.
+  std::set<std::pair<ir::ValueId, ReshardKey>> done;
   for (size_t v = 0; v < p.uses.size(); ++v) {
     auto have = value_sharding(p, plan, static_cast<ir::ValueId>(v));
     if (!have) continue;  // constants are made where they are needed
     for (const Use &u : p.uses[v]) {
-      Sharding need = requirement(p, plan, u);
-      if (need == *have || !done.insert({static_cast<ir::ValueId>(v), need}).second) continue;
+      ReshardKey key = reshard_key(p, plan, u);
+      const Sharding need = key.first;
+      if (need == *have || !done.insert({static_cast<ir::ValueId>(v), std::move(key)}).second)
+        continue;
       const Type &t = p.type(static_cast<ir::ValueId>(v));
       ReshardPlan r = p.connector->connect(t.shape, t.dtype, *have, need);
       if (!r.possible)

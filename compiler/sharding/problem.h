@@ -117,12 +117,22 @@ std::optional<Sharding> value_sharding(const Problem &p, const Plan &plan, ir::V
 Sharding requirement(const Problem &p, const Plan &plan, Use use);
 /// The value a use reads.
 ir::ValueId used_value(const Problem &p, Use use);
+/// The axes instruction `instr` varies along under its strategy `strategy`
+/// (a carry: its layout's split axes), as lower_plan passes them to
+/// emit_reshard for its operands.
+AxisSet consumer_varying(const Problem &p, int instr, int strategy);
+/// lower_plan makes one reshard per distinct (value, needed sharding, axes
+/// its consumer varies along) — a result's: its layout's split axes — at the
+/// weight of where it runs (Problem::use_weight): the search and evaluate()
+/// both price each key once.
+using ReshardKey = std::pair<Sharding, uint64_t>;
+ReshardKey reshard_key(const Problem &p, const Plan &plan, Use use);
 
 /// The estimate of a plan, per device, in the cost model of analysis/cost.h.
 struct PlanCost {
   double compute_s = 0;  // the local ops
   double finish_s = 0;   // pmax/pmin right after split max/min
-  double reshard_s = 0;  // the collectives between ops (each distinct reshard once)
+  double reshard_s = 0;  // the collectives between ops (each ReshardKey of a value once)
   double reshard_bytes = 0;
   int64_t collectives = 0;  // collectives run (inside a loop: once per iteration)
   double param_bytes = 0;   // the parameters' blocks
