@@ -338,10 +338,7 @@ class AutoBuilder {
         }
         Group &g = vu.groups[it->second];
         g.uses.push_back(u);
-        for (size_t b = 0; b < g.keys.size(); ++b) {
-          deadline_.check();
-          g.keys[b].insert(key_at(u, b));
-        }
+        for (size_t b = 0; b < g.keys.size(); ++b) g.keys[b].insert(key_at(u, b));
       }
       // A key is shared when two groups can need it and it can cost something
       // (a local slice is free).
@@ -430,8 +427,8 @@ class AutoBuilder {
       };
       for (const Group &g : vu.groups) {
         // The keys only this group needs, once each.
+        deadline_.check();
         add_term(vu.root, g.root, [&](size_t a, size_t b) {
-          deadline_.check();
           double c = 0;
           for (const Key &k : g.keys[b])
             if (!vu.copies.count(k)) c += copy_cost(a, k);

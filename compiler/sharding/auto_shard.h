@@ -63,7 +63,7 @@ struct AutoOptions {
   /// At most this many copy nodes (auto_shard.cpp): a reshard that several
   /// consumers can need, priced once (as lower_plan emits it). Beyond, each
   /// consumer pays for it, and the search's objective only bounds evaluate().
-  size_t max_copy_nodes = 512;
+  size_t max_copy_nodes = 64;
 };
 
 struct AutoReport {

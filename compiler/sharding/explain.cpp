@@ -150,7 +150,15 @@ class Explainer {
     if (search) {
       out << "search: " << search->status << " (" << search->solver << "); " << search->ops
           << " ops, " << search->choice_nodes << " with a choice (" << search->followers
-          << " elementwise ops follow their producers)\n";
+          << " elementwise ops follow their producers)";
+      if (search->copy_nodes > 0)
+        out << "; " << search->copy_nodes
+            << " reshards several consumers can share, each priced once";
+      if (search->shared_per_group > 0)
+        out << "; " << search->shared_per_group
+            << " reshards several consumers can share, priced per consumer (too many to price "
+               "once: docs/sharding.md, \"One objective\")";
+      out << "\n";
     } else {
       out << "plan: propagation of the written specs (no search; `--auto` searches)\n";
     }
