@@ -8,9 +8,8 @@
    separate program from the keys the README documents; the forward pass
    written here in NumPy), and the loss falls by FACTOR;
 3. the program `spmdc shard --auto` emits prints the same losses (1e-4
-   relative); the hand-written DP x TP shmap twin (gpt_shmap.spmd) the same
-   first loss (1e-6), the first 10 to 1e-3 and the same final loss to 2%
-   (see below why not closer); all sample valid tokens.
+   relative); the hand-written DP x TP shmap twin (gpt_shmap.spmd) every
+   loss to 1e-5 relative; all sample valid tokens.
 
 Usage: test_gpt_sample.py SPMDC REPO   (exit 77: skipped, no fortunes installed)
 """
@@ -144,17 +143,16 @@ def main():
         err = np.max(np.abs(results["auto"] - g) / g)
         print(f"auto vs global: max relative difference {err:.2e}")
         assert err < 1e-4, (results["auto"], g)
-        # The twin's first 10 steps agree to 2e-4, then it parts from the global
-        # view by up to 5% (seen at peak lr 0.003) and ends within 2%. The global
-        # view agrees with JAX to 7e-6 over 200 steps, so this is more than
-        # rounding: a difference in the twin not yet found (issue 31). Checked
-        # here: the first 10 steps to 1e-3 and the end to 2%.
+        # The twin sums in another order (psums of partial heads and hidden
+        # units) and nothing else: every step agrees to rounding (1e-7 seen).
+        # (An earlier twin made b_fc invariant over model, so every device's
+        # block got the sum of all blocks' gradients: Adam hid it, and only
+        # the clipping norm showed it, as a 5% drift from step ~33.)
         s = results["shmap"]
         err = np.abs(s - g) / g
         print(f"shmap vs global: relative difference {err[:10].max():.2e} over the first 10"
               f" steps, {err.max():.2e} over all")
-        assert err[0] < 1e-6 and err[:10].max() < 1e-3, (s, g)
-        assert abs(s[-5:].mean() - g[-5:].mean()) < 0.02 * g[-5:].mean(), (s, g)
+        assert err.max() < 1e-5, (s, g)
     print("PASS")
     return 0
 
