@@ -106,6 +106,21 @@ class PlanLowerer {
     return emit(OpCode::Constant, {}, a, span);
   }
 
+  /// `x` (local type `t`) on the devices with index 0 along `axes`, zeros on
+  /// the others: a value counted once in a partial sum over `axes`.
+  ir::ValueId keep_on_first(ir::ValueId x, const Type &t, const std::vector<int> &axes,
+                            SourceSpan span, std::string comment) {
+    Attrs ia;
+    ia.collective().axes = axes;
+    ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, span);
+    ir::ValueId first = emit(OpCode::Eq, {index, constant_i32(0, span)}, {}, span);
+    Attrs za;
+    za.creation().dtype = t.dtype;
+    za.creation().shape = t.shape;
+    ir::ValueId zeros = emit(t.shape.empty() ? OpCode::Constant : OpCode::Full, {}, za, span);
+    return emit(OpCode::Select, {first, x, zeros}, {}, span, std::move(comment));
+  }
+
   /// A constant (creation op `instr`) made locally in sharding `target`.
   ir::ValueId make_constant(size_t instr, const Sharding &target) {
     const ir::Instr &in = p_.flat.body[instr];
@@ -134,18 +149,10 @@ class PlanLowerer {
       x = emit(OpCode::Add, {x, offset}, {}, in.span,
                "iota's block starts at its index along " + axis_list_str(axes, mesh_));
     }
-    if (!target.partial.empty()) {
-      // A partial sum of c over A: c on the devices with index 0 along A, 0 elsewhere.
-      Attrs ia;
-      ia.collective().axes = target.partial.axes();
-      ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
-      ir::ValueId first = emit(OpCode::Eq, {index, constant_i32(0, in.span)}, {}, in.span);
-      Attrs za;
-      za.creation().dtype = t.dtype;
-      za.creation().shape = local;
-      ir::ValueId zeros = emit(local.empty() ? OpCode::Constant : OpCode::Full, {}, za, in.span);
-      x = emit(OpCode::Select, {first, x, zeros}, {}, in.span,
-               "a constant as a partial sum over " + axis_list_str(ia.collective().axes, mesh_));
+    if (!target.partial.empty()) {  // a partial sum of c over A
+      const std::vector<int> axes = target.partial.axes();
+      x = keep_on_first(x, {t.dtype, local, {}}, axes, in.span,
+                        "a constant as a partial sum over " + axis_list_str(axes, mesh_));
     }
     f_.values[static_cast<size_t>(x)].name = name;
     return x;
@@ -357,18 +364,9 @@ class PlanLowerer {
     }
     if (axes.empty()) return;
     std::sort(axes.begin(), axes.end());
-    Attrs ia;
-    ia.collective().axes = axes;
-    ir::ValueId index = emit(OpCode::AxisIndex, {}, ia, in.span);
-    ir::ValueId first = emit(OpCode::Eq, {index, constant_i32(0, in.span)}, {}, in.span);
-    Attrs za;
-    za.creation().dtype = local_x.dtype;
-    za.creation().shape = local_x.shape;
-    ir::ValueId zeros =
-        emit(local_x.shape.empty() ? OpCode::Constant : OpCode::Full, {}, za, in.span);
-    locals[0] = emit(OpCode::Select, {first, locals[0], zeros}, {}, in.span,
-                     "the updates are split over " + axis_list_str(axes, mesh_) +
-                         ": the array counts once in their partial sums");
+    locals[0] = keep_on_first(locals[0], local_x, axes, in.span,
+                              "the updates are split over " + axis_list_str(axes, mesh_) +
+                                  ": the array counts once in their partial sums");
   }
 
   void lower_instr(size_t i) {
