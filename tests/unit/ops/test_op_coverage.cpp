@@ -18,6 +18,7 @@
 #include "backend/backend.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
+#include "ops/op_rules.h"
 #include "ops/sharding_rules.h"
 #include "pipeline/compile.h"
 #include "pipeline/derive.h"
@@ -25,6 +26,32 @@
 
 namespace spmd {
 namespace {
+
+TEST_CASE("every op is registered with its family's rules", "[ops][coverage]") {
+  // ops/families/table.cpp maps every op to the OpRules of its family file;
+  // a value that leaves a rule out (a null function) is named here.
+  const std::set<std::string_view> files{"creation", "elementwise", "reductions",  "contractions",
+                                         "layout",   "gather",      "collectives", "random",
+                                         "control",  "print"};
+  for (int k = 0; k < kNumOps; ++k) {
+    const OpCode op = static_cast<OpCode>(k);
+    const OpRules &rules = op_rules(op);
+    INFO("`" << op_spelling(op) << "` in family `" << rules.family << "`");
+    CHECK(files.count(rules.family) == 1);
+    CHECK(rules.shape != nullptr);
+    CHECK(rules.variance != nullptr);
+    CHECK(rules.sharding != nullptr);
+    // Only the collectives ask anything of their operands' variance.
+    CHECK((rules.requirement != AxisRequirement::None) ==
+          (op_kind(op) == OpKind::Collective && op != OpCode::AxisIndex));
+    // A constant operand adapts to the other operands' variance except in
+    // the ops whose operands keep their own (and creation ops, which have none).
+    const OpKind kind = op_kind(op);
+    CHECK(rules.constant_operand_adapts == !(kind == OpKind::Collective || kind == OpKind::Call ||
+                                             kind == OpKind::Control || kind == OpKind::Creation ||
+                                             kind == OpKind::Effect));
+  }
+}
 
 /// The unary math rows of spmdrt/unary_math.def that take floats (all but logical_not).
 bool is_math_function(OpCode op) { return op_is_unary_math(op) && op != OpCode::Not; }
