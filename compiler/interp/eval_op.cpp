@@ -5,7 +5,7 @@
 // cases only translate attributes into kernel arguments: the arithmetic lives
 // in the runtime (spmdrt/kernels.h, spmdrt/collectives.h), shared with the CPU
 // backend, so there is one implementation per op per target. The meaning of
-// each attribute follows ops/shape_rules.cpp.
+// each attribute follows its shape rule (ops/families/).
 #include "interp/eval_op.h"
 
 // A missing case is an error for this file whatever the build flags.

@@ -1,6 +1,8 @@
 // ops/shape_rules.h — the dtype and local shape of every op's results.
 //
-// infer_shapes is the single shape rule for every op; lowering uses it to type
+// infer_shapes is the single entry to every op's shape rule (each in its
+// family's file, ops/families/<family>.cpp, found through op_rules(),
+// ops/op_rules.h); lowering uses it to type
 // new instructions (turning a failure into a diagnostic at the op) and the
 // verifier uses it to re-check them. Variance is not computed here (see
 // variance_rules.h). Call's result types come from its callee and are not

@@ -25,9 +25,11 @@
 // both partial over the same axes. `Linearity` says which operands may carry
 // a partial sum and whether they must carry it together.
 //
-// sharding_rule is the one place for these facts: its switch over OpCode is
-// exhaustive, so a new op does not compile until it states its rule
-// (docs/adding-an-op.md, docs/sharding.md).
+// sharding_rule is the one entry to these facts: each op's factors sit in its
+// family's file (ops/families/<family>.cpp) beside its shape and variance
+// rules, registered in op_rules()'s exhaustive switch over OpCode, so a new op
+// does not compile until it states its rule (docs/adding-an-op.md,
+// docs/sharding.md).
 #pragma once
 
 #include <span>

@@ -4,7 +4,9 @@
 // (infer_variance lifts disagreeing operands with pbroadcast first).
 // Collectives follow the design note's table: each needs its operand varying
 // or invariant along the axes it names, and produces a result that is varying
-// or invariant along them. docs/device-variance.md explains each rule.
+// or invariant along them. docs/device-variance.md explains each rule; each
+// op's rule sits in its family's file (ops/families/collectives.cpp for the
+// collectives), found through op_rules() (ops/op_rules.h).
 #pragma once
 
 #include <span>

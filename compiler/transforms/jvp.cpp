@@ -1,4 +1,5 @@
-// transforms/jvp.cpp — see jvp.h. The per-op rules are in jvp_rules.cpp.
+// transforms/jvp.cpp — see jvp.h. The per-op rules are in transforms/rules/
+// (apply_jvp_rule, jvp_rules.h).
 //
 // A loop's JVP is a loop: it carries the primal values and, next to them,
 // the tangents of the carried values that have one. Which carried values

@@ -6,8 +6,9 @@
 // of its primal value — dtype, local shape and variance — and its parameter or
 // result uses the primal's partition spec. Tangent instructions are linear in
 // the tangent inputs; the values they read from the primal computation are the
-// residuals that transposition keeps. Rules are in jvp_rules.cpp, one case per
-// op. pmax/pmin are not differentiable (TransformError "not-differentiable").
+// residuals that transposition keeps. Rules are in transforms/rules/, one
+// value per op beside its transpose rule (apply_jvp_rule, jvp_rules.h).
+// pmax/pmin are not differentiable (TransformError "not-differentiable").
 #pragma once
 
 #include <vector>

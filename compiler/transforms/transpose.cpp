@@ -1,5 +1,6 @@
-// transforms/transpose.cpp — see transpose.h. Rules are in transpose_rules.cpp;
-// loops are transposed here (see "Loops" in transpose.h).
+// transforms/transpose.cpp — see transpose.h. Rules are in transforms/rules/
+// (apply_transpose_rule, transpose_rules.h); loops are transposed here (see
+// "Loops" in transpose.h).
 #include "transforms/transpose.h"
 
 #include <algorithm>

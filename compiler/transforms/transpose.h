@@ -11,7 +11,7 @@
 //      TransformError "not-linear" at the first offending op;
 //   2. copy the constant instructions forward (they compute residuals);
 //   3. walk the linear instructions backwards, applying each op's transpose
-//      rule (transpose_rules.cpp) and summing cotangents of values used twice;
+//      rule (transforms/rules/) and summing cotangents of values used twice;
 //   4. return the parameters' cotangents (zeros where none flowed).
 // Variance makes this efficient: psum transposes to pbroadcast (no
 // communication), pbroadcast to psum, all_gather to psum_scatter,

@@ -23,13 +23,15 @@
 #include "pipeline/compile.h"
 #include "pipeline/derive.h"
 #include "spmdrt/tensor.h"
+#include "transforms/rules/rules.h"
 
 namespace spmd {
 namespace {
 
 TEST_CASE("every op is registered with its family's rules", "[ops][coverage]") {
-  // ops/families/table.cpp maps every op to the OpRules of its family file;
-  // a value that leaves a rule out (a null function) is named here.
+  // ops/families/table.cpp maps every op to the OpRules of its family file,
+  // transforms/rules/table.cpp to its DerivativeRules; a value that leaves a
+  // rule out (a null function) is named here.
   const std::set<std::string_view> files{"creation", "elementwise", "reductions",  "contractions",
                                          "layout",   "gather",      "collectives", "random",
                                          "control",  "print"};
@@ -50,6 +52,14 @@ TEST_CASE("every op is registered with its family's rules", "[ops][coverage]") {
     CHECK(rules.constant_operand_adapts == !(kind == OpKind::Collective || kind == OpKind::Call ||
                                              kind == OpKind::Control || kind == OpKind::Creation ||
                                              kind == OpKind::Effect));
+    // transforms/rules/table.cpp: a JVP rule for every op, in the same family
+    // file; a transpose rule exactly for the ops ops.def calls linear, but
+    // stop_gradient (which blocks derivatives).
+    const DerivativeRules &derivatives = derivative_rules(op);
+    CHECK(derivatives.family == rules.family);
+    CHECK(derivatives.jvp != nullptr);
+    CHECK((derivatives.transpose != nullptr) ==
+          (op_linearity(op) != OpLinearity::NotLinear && op != OpCode::StopGradient));
   }
 }
 
