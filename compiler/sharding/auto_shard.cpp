@@ -614,8 +614,9 @@ class AutoBuilder {
                                       std::to_string(report_.shared_per_group) +
                                       " shared reshards once per consumer"
                                 : "not proven optimal: " + report_.status;
-    report_.status = std::string(taken) + ", which evaluate() prices below the search's plan (" +
-                     format_seconds(mine) + "; " + why + ")";
+    report_.status = "answered with " + std::string(taken) +
+                     ", which evaluate() prices below the search's plan (" + format_seconds(mine) +
+                     "; " + why + ")";
     report_.optimal = false;
     report_.objective_s = best;
     return *better;
