@@ -54,6 +54,11 @@ class Relaxer {
       if (std::find(tried.begin(), tried.end(), point) != tried.end()) break;
     }
     if (out_.best && !done() && !out_.heuristic) exact(peak_point(out_.best->choice));
+    // Without exact minima the hull search's plans sit at the limit's edge
+    // for some weights, not at the best plan that fits: improve the best one
+    // by moves that keep it fitting.
+    if (out_.best && out_.heuristic && !out_of_time())
+      offer(local_search_within(p_, m_, out_.best->choice).choice);
     return finish();
   }
 
