@@ -238,13 +238,13 @@ std::string result_origin(const ir::Function &f, size_t k) {
   return r.auto_spec ? "chosen" : "written";
 }
 
-Baselines baselines(Problem &p) {
-  Baselines b;
+BaselinePlans baseline_plans(Problem &p) {
+  BaselinePlans b;
   DiagnosticEngine quiet;
   PropagateOptions po;
   po.replicate_auto = true;
-  if (auto dp = propagate(p, po, quiet)) b.pure_dp = evaluate(p, *dp);
-  Plan rep;
+  b.pure_dp = propagate(p, po, quiet);
+  Plan &rep = b.replicated;
   const ir::Function &f = p.flat;
   for (size_t k = 0; k < f.params.size(); ++k)
     rep.params.push_back(f.params[k].auto_spec ? replicated(f.params[k].global_shape.size())
@@ -255,7 +255,14 @@ Baselines baselines(Problem &p) {
   rep.choice.assign(f.body.size(), -1);
   for (size_t i = 0; i < f.body.size(); ++i)
     if (!p.is_creation(static_cast<int>(i))) rep.choice[i] = 0;  // the unsplit strategy
-  b.replicated = evaluate(p, rep);
+  return b;
+}
+
+Baselines baselines(Problem &p) {
+  BaselinePlans plans = baseline_plans(p);
+  Baselines b;
+  if (plans.pure_dp) b.pure_dp = evaluate(p, *plans.pure_dp);
+  b.replicated = evaluate(p, plans.replicated);
   return b;
 }
 

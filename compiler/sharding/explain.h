@@ -28,6 +28,16 @@ struct Baselines {
   PlanCost replicated;
 };
 
+/// The two baseline plans of explain(): every `auto` parameter replicated
+/// and the rest propagated from the written specs (pure DP; nullopt when
+/// propagation fails), and every `auto` value replicated with every op
+/// unsplit.
+struct BaselinePlans {
+  std::optional<Plan> pure_dp;
+  Plan replicated;
+};
+BaselinePlans baseline_plans(Problem &p);
+
 /// The two baseline plans of explain(), priced by evaluate().
 Baselines baselines(Problem &p);
 

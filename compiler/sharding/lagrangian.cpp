@@ -38,7 +38,7 @@ class Relaxer {
     std::optional<Trial> free = solve_time_only();
     if (!free) return finish();
     if (m_.fits(free->choice)) {  // the unlimited optimum fits: optimal
-      out_.bound = free->time;
+      if (!out_.heuristic) out_.bound = free->time;
       return finish();
     }
     std::vector<int> tried;
@@ -53,7 +53,12 @@ class Relaxer {
       point = peak_point(high->choice);
       if (std::find(tried.begin(), tried.end(), point) != tried.end()) break;
     }
-    if (out_.best && !done()) exact(peak_point(out_.best->choice));
+    if (out_.best && !done() && !out_.heuristic) exact(peak_point(out_.best->choice));
+    // Without exact minima the hull search's plans sit at the limit's edge
+    // for some weights, not at the best plan that fits: improve the best one
+    // by moves that keep it fitting.
+    if (out_.best && out_.heuristic && !out_of_time())
+      offer(local_search_within(p_, m_, out_.best->choice).choice);
     return finish();
   }
 
@@ -72,11 +77,12 @@ class Relaxer {
 
   double elapsed() const { return process_cpu_seconds() - start_; }
   bool out_of_time() const { return elapsed() >= o_.time_limit_s; }
-  bool done() const {
-    return out_.infeasible || out_.too_wide || out_of_time() || out_.gap() <= o_.gap;
-  }
+  bool done() const { return out_.infeasible || out_of_time() || out_.gap() <= o_.gap; }
 
   Relaxation finish() {
+    // The time-only problem's simple bound holds under the limit too; it is
+    // all there is when no elimination ran.
+    if (out_.heuristic) out_.bound = std::max(out_.bound, lower_bound(p_));
     if (out_.best) out_.bound = std::min(out_.bound, out_.best->objective);
     return std::move(out_);
   }
@@ -134,14 +140,22 @@ class Relaxer {
     if (time_weight == 0)
       for (auto &pair : work_.pairs)
         for (double &c : pair.cost) c = scaled(c);
-    std::optional<Elimination> e = eliminate(work_, o_.max_states);
-    if (time_weight == 0) work_.pairs = p_.pairs;
-    ++out_.eliminations;
-    if (!e) {
-      out_.too_wide = true;
-      return std::nullopt;
+    // Once a table has grown too large, the same problem with other weights
+    // would too: every later minimisation is a local search's (a plan, no
+    // bound).
+    std::optional<Elimination> e;
+    if (!out_.too_wide) {
+      e = eliminate(work_, o_.max_states);
+      ++out_.eliminations;
+      if (!e) out_.too_wide = out_.heuristic = true;
     }
-    if (time_weight == 1)
+    if (!e) {
+      e = local_search(work_);
+      ++out_.local_searches;
+    }
+    if (time_weight == 0) work_.pairs = p_.pairs;
+    if (!std::isfinite(e->objective)) return std::nullopt;
+    if (time_weight == 1 && !out_.heuristic)
       out_.bound = std::max(out_.bound, e->objective + lambda * (w.constant - m_.limit));
     Trial t{e->choice, objective(p_, e->choice), weighed(w, e->choice)};
     offer(t.choice);
@@ -159,7 +173,8 @@ class Relaxer {
     std::optional<Trial> high = solve(w, 1, 0);
     if (!high) return std::nullopt;
     if (high->bytes > m_.limit * (1 + kTolerance)) {
-      out_.infeasible = true;
+      // Proven only when `high` is the exact minimum.
+      out_.infeasible = !out_.heuristic;
       return std::nullopt;
     }
     for (int step = 0; step < kSteps && !done(); ++step) {

@@ -21,6 +21,13 @@
 // proven gap. When even the smallest plan (lambda -> infinity) exceeds the
 // limit under some pi, nothing fits: the weighted average is a lower bound
 // on every plan's peak.
+//
+// When the elimination gives up (too many choices live at once: a training
+// step's graph is no chain), the same hull search goes on with
+// local_search() as its minimiser. Its plans are not minima, so they prove
+// no bound and no infeasibility, but the search still walks lambda to the
+// limit and keeps the cheapest plan that fits: a plan in hand where CBC
+// cannot finish in time.
 #pragma once
 
 #include <optional>
@@ -47,7 +54,12 @@ struct Relaxation {
   double bound = 0;                 // proven: no choice that fits costs less
   bool infeasible = false;          // proven: no choice fits
   bool too_wide = false;            // eliminate() gave up (a table over max_states)
+  /// eliminate() gave up, and the hull search went on with local_search()
+  /// (pairwise.h) for each minimisation: `best` fits but `bound` is only
+  /// lower_bound() of the time-only problem.
+  bool heuristic = false;
   int eliminations = 0;
+  int local_searches = 0;        // minimisations by local_search()
   int exact_runs = 0;            // eliminations with labels (limited_elimination.h)
   size_t labels = 0;             // made by them
   bool labels_exceeded = false;  // one gave up at max_labels

@@ -93,6 +93,15 @@ struct Elimination {
 /// the better result is kept. `objective` is that choice's objective
 /// (infinite when none is finite).
 Elimination local_search(const PairwiseProblem &p, int max_rounds = 20);
+/// From a choice that fits `memory`, moves that make it cheaper and keep it
+/// fitting, until none helps or `max_rounds` sweeps have run. A move takes
+/// one node to another candidate and each of its neighbours to the
+/// candidate cheapest for it then (a block move: a parameter stored split
+/// needs its update split too, or the cost between them hides the gain).
+/// The best move for each node in index order; the result fits.
+Elimination local_search_within(const PairwiseProblem &p, const MemoryModel &memory,
+                                std::vector<int> start, int max_rounds = 20);
+
 /// A proven lower bound of the objective: each node's cheapest candidate and
 /// each pair's cheapest entry, taken independently.
 double lower_bound(const PairwiseProblem &p);

@@ -125,8 +125,8 @@ class Reducer {
     constants_[static_cast<size_t>(index)] += sum.constant;
     for (const MemoryModel::Term &t : sum.terms) {
       Node &n = nodes_[static_cast<size_t>(t.node)];
-      auto it =
-          std::find_if(n.mem.begin(), n.mem.end(), [&](const Mem &x) { return x.sum == index; });
+      // The sums come in index order, so this one's entry, if any, is the last.
+      auto it = n.mem.empty() || n.mem.back().sum != index ? n.mem.end() : n.mem.end() - 1;
       if (it == n.mem.end()) {
         n.mem.push_back(Mem{index, std::vector<double>(n.ids.size(), 0)});
         it = n.mem.end() - 1;

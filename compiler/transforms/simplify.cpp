@@ -6,6 +6,7 @@
 
 #include "ir/loops.h"
 #include "ir/value_map.h"
+#include "spmdrt/tensor.h"
 #include "support/flat_hash_map.h"
 #include "transforms/dce.h"
 
@@ -265,6 +266,19 @@ class Simplifier {
     }
   }
 
+  /// A constant's value as its dtype stores it: what the interpreter and the
+  /// executables compute with (0.9 as an f32 is 0.89999997615814208984375).
+  /// Folding works on these, so that a folded f32 `1.0 - b1` is the f32
+  /// difference the unfolded program computes, not the f64 one rounded to
+  /// f32 at the end (for + - * / on two values of a dtype, the f64 result
+  /// rounded once to the dtype is the dtype's own correctly rounded result).
+  static double stored(DType dtype, double value) {
+    return rt::Tensor::scalar(dtype, value).get(0);
+  }
+  static double stored(const ir::Instr &constant) {
+    return stored(constant.attrs.creation().dtype, constant.attrs.creation().value);
+  }
+
   /// Instructions that compute a constant: replaced by that constant.
   std::optional<ir::Instr> fold_constant(const ir::Function &out, const ir::Instr &in) const {
     if (in.results.size() != 1) return std::nullopt;
@@ -294,8 +308,8 @@ class Simplifier {
         c.attrs = Attrs{};
         c.attrs.creation().dtype = rt_.dtype;
         c.attrs.creation().shape = rt_.shape;
-        c.attrs.creation().value =
-            in.op == OpCode::Neg ? -d->attrs.creation().value : d->attrs.creation().value;
+        // A cast converts the stored value (an f32 0.9 cast to f64 is not 0.9).
+        c.attrs.creation().value = in.op == OpCode::Neg ? -stored(*d) : stored(*d);
         c.results = in.results;
         c.span = in.span;
         return c;
@@ -307,7 +321,7 @@ class Simplifier {
       const ir::Instr *a = uniform_const(in.operands[0]);
       const ir::Instr *b = uniform_const(in.operands[1]);
       if (a && b && out.type(in.results[0]).rank() == 0) {
-        double x = a->attrs.creation().value, y = b->attrs.creation().value;
+        double x = stored(*a), y = stored(*b);
         bool r = in.op == OpCode::Lt   ? x < y
                  : in.op == OpCode::Le ? x <= y
                  : in.op == OpCode::Gt ? x > y
@@ -329,7 +343,7 @@ class Simplifier {
       const ir::Instr *a = uniform_const(in.operands[0]);
       const ir::Instr *b = uniform_const(in.operands[1]);
       if (a && b) {
-        double x = a->attrs.creation().value, y = b->attrs.creation().value, r;
+        double x = stored(*a), y = stored(*b), r;
         switch (in.op) {
           case OpCode::Add:
             r = x + y;
@@ -352,7 +366,7 @@ class Simplifier {
         c.attrs = Attrs{};
         c.attrs.creation().dtype = t.dtype;
         c.attrs.creation().shape = t.shape;
-        c.attrs.creation().value = r;
+        c.attrs.creation().value = stored(t.dtype, r);
         c.results = in.results;
         c.span = in.span;
         return c;
