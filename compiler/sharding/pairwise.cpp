@@ -35,13 +35,32 @@ double MemoryModel::peak(const std::vector<int> &choice) const {
   return shared.at(choice) + most;
 }
 
+namespace {
+
+/// The cost of `pair` with both its nodes as in `choice`.
+double pair_cost(const PairwiseProblem &p, const PairwiseProblem::Pair &pair,
+                 const std::vector<int> &choice) {
+  return pair.cost[static_cast<size_t>(choice[static_cast<size_t>(pair.u)]) *
+                       p.unary[static_cast<size_t>(pair.v)].size() +
+                   static_cast<size_t>(choice[static_cast<size_t>(pair.v)])];
+}
+
+/// Per node, the indices of the pairs it is in.
+std::vector<std::vector<size_t>> pairs_by_node(const PairwiseProblem &p) {
+  std::vector<std::vector<size_t>> pairs_of(p.unary.size());
+  for (size_t k = 0; k < p.pairs.size(); ++k) {
+    pairs_of[static_cast<size_t>(p.pairs[k].u)].push_back(k);
+    pairs_of[static_cast<size_t>(p.pairs[k].v)].push_back(k);
+  }
+  return pairs_of;
+}
+
+}  // namespace
+
 double objective(const PairwiseProblem &p, const std::vector<int> &choice) {
   double total = 0;
   for (size_t v = 0; v < p.unary.size(); ++v) total += p.unary[v][static_cast<size_t>(choice[v])];
-  for (const PairwiseProblem::Pair &pair : p.pairs)
-    total += pair.cost[static_cast<size_t>(choice[static_cast<size_t>(pair.u)]) *
-                           p.unary[static_cast<size_t>(pair.v)].size() +
-                       static_cast<size_t>(choice[static_cast<size_t>(pair.v)])];
+  for (const PairwiseProblem::Pair &pair : p.pairs) total += pair_cost(p, pair, choice);
   return total;
 }
 
@@ -92,11 +111,7 @@ Elimination improve(const PairwiseProblem &p, std::vector<int> choice, int max_r
 
 Elimination local_search(const PairwiseProblem &p, int max_rounds) {
   const size_t n = p.unary.size();
-  std::vector<std::vector<size_t>> pairs_of(n);
-  for (size_t k = 0; k < p.pairs.size(); ++k) {
-    pairs_of[static_cast<size_t>(p.pairs[k].u)].push_back(k);
-    pairs_of[static_cast<size_t>(p.pairs[k].v)].push_back(k);
-  }
+  const std::vector<std::vector<size_t>> pairs_of = pairs_by_node(p);
   // Start 1: every node at its cheapest candidate (splitting, where compute
   // dominates). Start 2: every node at its first candidate (the unsplit
   // strategy comes first: the replicated plan, or close to it after
@@ -115,11 +130,7 @@ Elimination local_search(const PairwiseProblem &p, int max_rounds) {
 Elimination local_search_within(const PairwiseProblem &p, const MemoryModel &memory,
                                 std::vector<int> start, int max_rounds) {
   const size_t n = p.unary.size();
-  std::vector<std::vector<size_t>> pairs_of(n);
-  for (size_t k = 0; k < p.pairs.size(); ++k) {
-    pairs_of[static_cast<size_t>(p.pairs[k].u)].push_back(k);
-    pairs_of[static_cast<size_t>(p.pairs[k].v)].push_back(k);
-  }
+  const std::vector<std::vector<size_t>> pairs_of = pairs_by_node(p);
   // Where each node's bytes count: a point's index, or -1 for the shared sum.
   struct Where {
     int sum = -1;
@@ -139,15 +150,10 @@ Elimination local_search_within(const PairwiseProblem &p, const MemoryModel &mem
     for (size_t q = 0; q < point.size(); ++q) point[q] = memory.points[q].at(choice);
   };
   recount();
-  auto pair_cost = [&](const PairwiseProblem::Pair &pair) {
-    return pair.cost[static_cast<size_t>(choice[static_cast<size_t>(pair.u)]) *
-                         p.unary[static_cast<size_t>(pair.v)].size() +
-                     static_cast<size_t>(choice[static_cast<size_t>(pair.v)])];
-  };
   // Node v's cost given its neighbours: its unary and its pairs.
   auto cost_here = [&](size_t v) {
     double c = p.unary[v][static_cast<size_t>(choice[v])];
-    for (size_t k : pairs_of[v]) c += pair_cost(p.pairs[k]);
+    for (size_t k : pairs_of[v]) c += pair_cost(p, p.pairs[k], choice);
     return c;
   };
   using Move = std::vector<std::pair<size_t, int>>;  // (node, candidate)
@@ -162,7 +168,7 @@ Elimination local_search_within(const PairwiseProblem &p, const MemoryModel &mem
     auto local = [&] {
       double c = 0;
       for (const auto &[v, a] : move) c += p.unary[v][static_cast<size_t>(choice[v])];
-      for (size_t k : pairs) c += pair_cost(p.pairs[k]);
+      for (size_t k : pairs) c += pair_cost(p, p.pairs[k], choice);
       return c;
     };
     const double before = local();

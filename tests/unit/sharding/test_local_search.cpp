@@ -22,6 +22,29 @@ double brute_force_optimum(const PairwiseProblem &p) {
   return best;
 }
 
+/// n nodes of 1 to 3 candidates, each pair of nodes joined with probability
+/// 1/2, costs uniform in [0, 4).
+PairwiseProblem random_problem(std::mt19937 &rng, int n) {
+  std::uniform_real_distribution<double> cost(0.0, 4.0);
+  std::uniform_int_distribution<int> width(1, 3);
+  PairwiseProblem p;
+  for (int v = 0; v < n; ++v) {
+    std::vector<double> u(static_cast<size_t>(width(rng)));
+    for (double &c : u) c = cost(rng);
+    p.unary.push_back(u);
+  }
+  for (int u = 0; u < n; ++u)
+    for (int v = u + 1; v < n; ++v) {
+      if (rng() % 2) continue;
+      PairwiseProblem::Pair pair{u, v, {}};
+      pair.cost.resize(p.unary[static_cast<size_t>(u)].size() *
+                       p.unary[static_cast<size_t>(v)].size());
+      for (double &c : pair.cost) c = cost(rng);
+      p.pairs.push_back(pair);
+    }
+  return p;
+}
+
 TEST_CASE("local search: communication everywhere keeps the replicated plan", "[sharding]") {
   // Candidate 0 unsplit (compute 1), candidate 1 split (compute 0.5); two
   // neighbours cost nothing when both are unsplit and 10 otherwise (a
@@ -40,25 +63,9 @@ TEST_CASE("local search: communication everywhere keeps the replicated plan", "[
 TEST_CASE("local search: never worse than the first candidates, never below the optimum",
           "[sharding]") {
   std::mt19937 rng(31);
-  std::uniform_real_distribution<double> cost(0.0, 4.0);
-  std::uniform_int_distribution<int> width(1, 3);
   for (int trial = 0; trial < 200; ++trial) {
-    PairwiseProblem p;
     const int n = 2 + trial % 5;
-    for (int v = 0; v < n; ++v) {
-      std::vector<double> u(static_cast<size_t>(width(rng)));
-      for (double &c : u) c = cost(rng);
-      p.unary.push_back(u);
-    }
-    for (int u = 0; u < n; ++u)
-      for (int v = u + 1; v < n; ++v) {
-        if (rng() % 2) continue;
-        PairwiseProblem::Pair pair{u, v, {}};
-        pair.cost.resize(p.unary[static_cast<size_t>(u)].size() *
-                         p.unary[static_cast<size_t>(v)].size());
-        for (double &c : pair.cost) c = cost(rng);
-        p.pairs.push_back(pair);
-      }
+    PairwiseProblem p = random_problem(rng, n);
     sharding::Elimination e = sharding::local_search(p);
     INFO("trial " << trial);
     CHECK(e.objective == Approx(objective(p, e.choice)));
@@ -74,26 +81,11 @@ TEST_CASE("local search: never worse than the first candidates, never below the 
 TEST_CASE("local search within a memory limit: fits, no worse than its start, block moves",
           "[sharding]") {
   std::mt19937 rng(47);
-  std::uniform_real_distribution<double> cost(0.0, 4.0);
-  std::uniform_int_distribution<int> width(1, 3), bytes(1, 40);
+  std::uniform_int_distribution<int> bytes(1, 40);
   int improved = 0;
   for (int trial = 0; trial < 300; ++trial) {
-    PairwiseProblem p;
     const int n = 2 + trial % 5;
-    for (int v = 0; v < n; ++v) {
-      std::vector<double> u(static_cast<size_t>(width(rng)));
-      for (double &c : u) c = cost(rng);
-      p.unary.push_back(u);
-    }
-    for (int u = 0; u < n; ++u)
-      for (int v = u + 1; v < n; ++v) {
-        if (rng() % 2) continue;
-        PairwiseProblem::Pair pair{u, v, {}};
-        pair.cost.resize(p.unary[static_cast<size_t>(u)].size() *
-                         p.unary[static_cast<size_t>(v)].size());
-        for (double &c : pair.cost) c = cost(rng);
-        p.pairs.push_back(pair);
-      }
+    PairwiseProblem p = random_problem(rng, n);
     sharding::MemoryModel m;
     auto sum = [&](int terms) {
       sharding::MemoryModel::Sum s;
