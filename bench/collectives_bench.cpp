@@ -1,7 +1,8 @@
 // bench/collectives_bench.cpp — nccl-tests style figures for the CPU collectives.
 //
-// Threads mode (default): all_reduce, all_gather, reduce_scatter and all_to_all
-// over a 1-D mesh of --devices simulated devices (default 8), one thread each.
+// Threads mode (default): all_reduce, all_gather, reduce_scatter, all_to_all
+// and ppermute (a ring shift) over a 1-D mesh of --devices simulated devices
+// (default 8), one thread each.
 // MPI mode (--mpi, run as `mpirun -np N collectives_bench --mpi`): the same
 // collectives over a mesh of the N processes through the runtime's MPI fabric
 // (what `--executor mpi` executables call), each timed next to the bare MPI
@@ -46,7 +47,7 @@ using namespace spmd::rt;
 
 namespace {
 
-enum class Op { AllReduce, AllGather, ReduceScatter, AllToAll };
+enum class Op { AllReduce, AllGather, ReduceScatter, AllToAll, Permute };
 
 struct Named {
   Op op;
@@ -59,6 +60,14 @@ std::vector<Named> ops(double n) {
           {Op::AllGather, "all_gather", (n - 1) / n},
           {Op::ReduceScatter, "reduce_scatter", (n - 1) / n},
           {Op::AllToAll, "all_to_all", (n - 1) / n}};
+}
+
+/// The threads table also times ppermute (a ring shift: rank r sends to r + 1),
+/// which the MPI mode does not (it has no bare MPI call of the same shape).
+std::vector<Named> threads_ops(double n) {
+  std::vector<Named> out = ops(n);
+  out.push_back({Op::Permute, "ppermute", 1.0});
+  return out;
 }
 
 /// Input elements per device: all_gather sends count/n, the others count.
@@ -76,6 +85,12 @@ Tensor call(DeviceContext &ctx, Op op, const Tensor &x) {
       return ctx.reduce_scatter(x, {0}, 0, true);
     case Op::AllToAll:
       return ctx.all_to_all(x, {0}, 0, 0);
+    case Op::Permute: {
+      const int64_t n = ctx.mesh().num_devices();
+      PermutePairs ring;
+      for (int64_t r = 0; r < n; ++r) ring.emplace_back(r, (r + 1) % n);
+      return ctx.ppermute(x, {0}, ring);
+    }
   }
   return x;
 }
@@ -119,7 +134,7 @@ int threads_main(int64_t devices, int64_t max_bytes) {
   const Mesh mesh({{"d", devices}});
   std::printf("# simulated CPU mesh: %lld devices (threads), f32\n",
               static_cast<long long>(devices));
-  for (const Named &named : ops(static_cast<double>(devices))) {
+  for (const Named &named : threads_ops(static_cast<double>(devices))) {
     print_header(named.name, false);
     for (int64_t bytes = 8; bytes <= max_bytes; bytes *= 2) {
       if (!sizes_fit(named.op, bytes, devices)) continue;
@@ -227,6 +242,8 @@ void bare(Op op, const float *in, float *out, int count, int n) {
       break;
     case Op::AllToAll:
       MPI_Alltoall(in, count / n, MPI_FLOAT, out, count / n, MPI_FLOAT, MPI_COMM_WORLD);
+      break;
+    case Op::Permute:  // (not in the MPI table)
       break;
   }
 }
