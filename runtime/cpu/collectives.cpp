@@ -4,23 +4,36 @@
 // then calls its Fabric. The simulated fabric below:
 //
 // Every collective call is a rendezvous of its group, keyed by (group axes, the
-// group's first device, the caller's collective sequence number). Phase 1: each
-// member publishes its input (a Tensor copy, so the buffer stays alive) and waits
-// for all; then each computes its own output reading the others' inputs in rank
-// order. Phase 2: each waits until every member has finished reading, so no input
-// is modified or freed early. Members also check that they called the same
-// collective with the same parameters, dtype and shape. all_reduce splits the
-// work: each member reduces one slice into a shared buffer, then all copy it.
+// group's first device, the caller's collective sequence number). Each member
+// publishes its input and waits for all; then each computes its own output
+// reading the others' inputs in rank order. Members also check that they called
+// the same collective with the same parameters, dtype and shape.
 //
-// One fabric mutex guards the bookkeeping; each device waits on its own condition
-// variable (no thundering herd with 256 threads). When a device throws, the
-// fabric is aborted: every waiter wakes and throws CollectiveAborted. A deadlock
-// (every live device waits in a rendezvous that cannot complete) is detected and
+// Small collectives (at most kOnePhaseBytes of input a member) are one phase:
+// a member publishes a copy of its input (uncounted by the memory meters, as a
+// transport's buffer would be), so nobody reads the caller's own buffer and it
+// may leave as soon as it has its result; all_reduce reduces the whole tensor
+// on every member. Larger ones publish the input itself and have a second
+// phase: each waits until every member has finished reading, so no input is
+// modified or freed early; all_reduce splits the work (each member reduces one
+// slice into a shared buffer, then all copy it). Either way every element is
+// combined in rank order: the same bits.
+//
+// One fabric mutex guards the bookkeeping, held only for a few updates. A
+// waiting device sleeps on its own futex word (std::atomic::wait), which the
+// member completing the phase bumps after releasing the mutex, so a woken
+// device does not queue for the mutex again. When the mesh has no more devices
+// than the machine has cores, a waiter first spins briefly (a wake-up costs
+// more than the wait); with more devices than cores it sleeps at once, leaving
+// the core to the device it waits for. When a device throws, the fabric is
+// aborted: every waiter wakes and throws CollectiveAborted. A deadlock (every
+// live device waits in a rendezvous that cannot complete) is detected and
 // reported as an error instead of hanging.
 #include "spmdrt/collectives.h"
 
 #include <algorithm>
-#include <condition_variable>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -48,11 +61,18 @@ struct Signature {
   std::vector<int64_t> params;
 };
 
+/// Input bytes per member up to which a collective is one phase (its inputs
+/// published as copies). A copy of 64 KiB takes a few microseconds; a second
+/// phase costs a wake-up of every member (tens of microseconds when device
+/// threads outnumber cores).
+constexpr int64_t kOnePhaseBytes = int64_t{64} << 10;
+
 struct Rendezvous {
   Signature signature;
   std::vector<int64_t> members;  // device ids in rank order
-  std::vector<Tensor> inputs;    // by rank
-  Tensor shared_result;          // all_reduce: each member fills its slice, all copy it
+  std::vector<Tensor> inputs;    // by rank (one phase: copies)
+  Tensor shared_result;          // two-phase all_reduce: each member fills its slice, all copy it
+  bool one_phase = false;
   int64_t arrived = 0;
   int64_t finished = 0;
 };
@@ -74,7 +94,8 @@ class SimulatedFabric final : public Fabric {
  public:
   explicit SimulatedFabric(const Mesh &mesh)
       : mesh_(mesh),
-        wakeups_(static_cast<size_t>(mesh.num_devices())),
+        spin_(mesh.num_devices() <= static_cast<int64_t>(std::thread::hardware_concurrency())),
+        wakeups_(std::make_unique<Wakeup[]>(static_cast<size_t>(mesh.num_devices()))),
         sequence_(static_cast<size_t>(mesh.num_devices()), 0),
         state_(static_cast<size_t>(mesh.num_devices())) {}
 
@@ -91,14 +112,20 @@ class SimulatedFabric final : public Fabric {
                   const PermutePairs &perm) override;
   void barrier(int64_t device) override;
 
-  /// Phase 1: publishes x and waits for the whole group. Returns the rendezvous and
-  /// the caller's rank.
+  /// Phase 1: publishes x (a copy when the collective is one phase) and waits
+  /// for the whole group. Returns the rendezvous and the caller's rank.
   std::pair<std::shared_ptr<Rendezvous>, int64_t> arrive(int64_t device,
                                                          const std::vector<int> &axes,
                                                          Signature signature, const Tensor &x) {
     std::vector<int64_t> members = mesh_.group_of(device, axes);
     const int64_t rank = mesh_.rank_in_group(device, axes);
     const auto size = static_cast<int64_t>(members.size());
+    const bool one_phase = static_cast<int64_t>(x.nbytes()) <= kOnePhaseBytes;
+    Tensor published = x;
+    if (one_phase && x.defined()) {
+      MeterScope uncounted(nullptr);  // the fabric's buffer, not the device's
+      published = x.clone();
+    }
     std::unique_lock lock(mutex_);
     throw_if_aborted();
     Key key{axes, members[0], sequence_[device]++};
@@ -106,36 +133,39 @@ class SimulatedFabric final : public Fabric {
     if (!slot) {
       slot = std::make_shared<Rendezvous>();
       slot->signature = std::move(signature);
-      slot->members = members;
+      slot->members = std::move(members);
       slot->inputs.resize(static_cast<size_t>(size));
-      if (slot->signature.kind == Kind::AllReduce) {
+      slot->one_phase = one_phase;
+      if (slot->signature.kind == Kind::AllReduce && !one_phase) {
         slot->shared_result = Tensor::empty(x.dtype(), x.shape());
       }
     } else {
       check_agrees(*slot, signature, x, device, axes);
     }
     std::shared_ptr<Rendezvous> rv = slot;
-    rv->inputs[rank] = x;
+    rv->inputs[rank] = std::move(published);
     if (++rv->arrived == size) {
       pending_.erase(key);
-      release(*rv, device);
+      release(*rv, device, lock);
     } else {
       state_[device] = {DeviceState::Waiting, rv->signature.kind, &axes, key.sequence};
-      wait(lock, device, [&] { return rv->arrived == size; });
+      wait(lock, device);
     }
     return {rv, rank};
   }
 
-  /// Phase 2: waits until every member has computed its output.
+  /// Phase 2 (two-phase collectives only): waits until every member has
+  /// computed its output.
   void depart(Rendezvous &rv, int64_t device) {
+    if (rv.one_phase) return;
     std::unique_lock lock(mutex_);
     throw_if_aborted();
     const auto size = static_cast<int64_t>(rv.members.size());
     if (++rv.finished == size) {
-      release(rv, device);
+      release(rv, device, lock);
     } else {
       state_[device] = {DeviceState::Finishing, rv.signature.kind, nullptr, 0};
-      wait(lock, device, [&] { return rv.finished == size; });
+      wait(lock, device);
     }
   }
 
@@ -158,7 +188,8 @@ class SimulatedFabric final : public Fabric {
 
  private:
   void throw_if_aborted() const {
-    if (aborted_) throw CollectiveAborted("collective aborted because another device failed");
+    if (aborted_.load(std::memory_order_acquire))
+      throw CollectiveAborted("collective aborted because another device failed");
   }
 
   void check_agrees(const Rendezvous &rv, const Signature &signature, const Tensor &x,
@@ -186,22 +217,55 @@ class SimulatedFabric final : public Fabric {
     }
   }
 
-  /// Called with the lock held by the member completing a phase.
-  void release(const Rendezvous &rv, int64_t completer) {
+  /// Called with the lock held by the member completing a phase: marks the
+  /// other members running, releases the lock, then wakes them.
+  void release(const Rendezvous &rv, int64_t completer, std::unique_lock<std::mutex> &lock) {
     for (int64_t member : rv.members) {
       if (member == completer) continue;
       --blocked_;
       state_[member] = {};
-      wakeups_[member].notify_one();
     }
+    lock.unlock();
+    for (int64_t member : rv.members)
+      if (member != completer) wake(member);
   }
 
-  template <typename Done>
-  void wait(std::unique_lock<std::mutex> &lock, int64_t device, Done done) {
+  void wake(int64_t device) {
+    std::atomic<uint32_t> &word = wakeups_[device].word;
+    word.fetch_add(1, std::memory_order_release);
+    word.notify_one();
+  }
+
+  /// Called with the lock held by a member whose phase is incomplete; returns
+  /// with the lock released once a release() or an abort bumped its word.
+  void wait(std::unique_lock<std::mutex> &lock, int64_t device) {
     ++blocked_;
     check_deadlock();
-    wakeups_[device].wait(lock, [&] { return done() || aborted_; });
     throw_if_aborted();
+    std::atomic<uint32_t> &word = wakeups_[device].word;
+    const uint32_t seen = word.load(std::memory_order_relaxed);
+    lock.unlock();
+    if (spin_) {
+      // Spare cores: the member we wait for is running; poll for a few
+      // microseconds before paying for a sleep and a wake-up.
+      const auto until = std::chrono::steady_clock::now() + kSpin;
+      do {
+        for (int i = 0; i < 64; ++i) {
+          if (word.load(std::memory_order_acquire) != seen) return throw_if_aborted();
+          cpu_relax();
+        }
+      } while (std::chrono::steady_clock::now() < until);
+    }
+    while (word.load(std::memory_order_acquire) == seen) word.wait(seen, std::memory_order_acquire);
+    throw_if_aborted();
+  }
+
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
   }
 
   /// What a device is doing, for a deadlock report. Kept as data and put in
@@ -231,7 +295,9 @@ class SimulatedFabric final : public Fabric {
   }
 
   void check_deadlock() {
-    if (aborted_ || blocked_ == 0 || blocked_ + exited_ < mesh_.num_devices()) return;
+    if (aborted_.load(std::memory_order_relaxed) || blocked_ == 0 ||
+        blocked_ + exited_ < mesh_.num_devices())
+      return;
     std::string message = "collective deadlock: every device is finished or waiting:";
     const int64_t shown = std::min<int64_t>(mesh_.num_devices(), 16);
     for (int64_t d = 0; d < shown; ++d)
@@ -244,19 +310,26 @@ class SimulatedFabric final : public Fabric {
   void record_error_locked(std::exception_ptr error, bool real) {
     if (real && !first_real_error_) first_real_error_ = error;
     if (!first_error_) first_error_ = error;
-    aborted_ = true;
-    for (auto &cv : wakeups_) cv.notify_all();
+    aborted_.store(true, std::memory_order_release);
+    for (int64_t d = 0; d < mesh_.num_devices(); ++d) wake(d);
   }
 
+  /// A device's futex word, bumped to wake it; one cache line each.
+  struct alignas(64) Wakeup {
+    std::atomic<uint32_t> word{0};
+  };
+  static constexpr std::chrono::microseconds kSpin{20};
+
   const Mesh &mesh_;
+  const bool spin_;  // no more devices than cores: spin briefly before sleeping
   std::mutex mutex_;
-  std::vector<std::condition_variable> wakeups_;  // one per device
+  std::unique_ptr<Wakeup[]> wakeups_;  // one per device
   std::map<Key, std::shared_ptr<Rendezvous>> pending_;
   std::vector<uint64_t> sequence_;  // per device: collectives called so far
   std::vector<DeviceState> state_;  // per device, for deadlock reports
   int64_t blocked_ = 0;             // devices waiting in an incomplete phase
   int64_t exited_ = 0;
-  bool aborted_ = false;
+  std::atomic<bool> aborted_{false};
   std::exception_ptr first_real_error_;
   std::exception_ptr first_error_;
 };
@@ -611,6 +684,11 @@ void DeviceContext::barrier() { fabric_->barrier(device_); }
 Tensor SimulatedFabric::all_reduce(int64_t device, const Tensor &x, const std::vector<int> &axes,
                                    ReduceOp op) {
   auto [rv, rank] = arrive(device, axes, {Kind::AllReduce, {int64_t(op)}}, x);
+  if (rv->one_phase) {  // every member reduces the whole (small) tensor
+    Tensor out = Tensor::empty(x.dtype(), x.shape());
+    detail::reduce_in_rank_order(op, x.dtype(), at_offset(rv->inputs, 0), x.numel(), out.raw());
+    return out;
+  }
   // Reduce-scatter then all-gather through a shared buffer: member r reduces slice r
   // (every element still in rank order 0..n-1), waits for the others, then copies
   // the whole result. The buffer lives as long as any member holds the rendezvous.

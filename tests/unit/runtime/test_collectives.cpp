@@ -400,6 +400,61 @@ TEST_CASE("reductions are deterministic and in rank order", "[runtime][collectiv
   }
 }
 
+TEST_CASE("one-phase (small) and two-phase (large) collectives give the reference's bits",
+          "[runtime][collectives]") {
+  // 64 KiB of input per member is the fabric's cut-off: f32 sizes on both sides
+  // of it, every collective against values computed here, element by element
+  // in rank order. The 2-device mesh takes the spinning wait on a machine with
+  // at least 2 cores, the 8-device one the sleeping wait on a smaller one.
+  for (int64_t devices : {2, 8}) {
+    const Mesh mesh({{"d", devices}});
+    for (int64_t count : {int64_t{1024}, int64_t{16384}, int64_t{16384 + 8 * 64}}) {
+      CAPTURE(devices, count);
+      auto input = [&](int64_t d) {  // magnitudes 1..1000: the order shows in the bits
+        Tensor x = random_tensor(DType::F32, {count}, 77 + d);
+        return binary(BinaryOp::Mul, x, Tensor::scalar(DType::F32, std::pow(10.0, d % 4)));
+      };
+      Tensor sum;
+      for (int64_t d = 0; d < devices; ++d)
+        sum = d == 0 ? input(0) : binary(BinaryOp::Add, sum, input(d));
+      std::vector<Tensor> reduced(static_cast<size_t>(devices)),
+          gathered(static_cast<size_t>(devices)), scattered(static_cast<size_t>(devices)),
+          exchanged(static_cast<size_t>(devices)), shifted(static_cast<size_t>(devices));
+      run_on_mesh(mesh, [&](DeviceContext &ctx) {
+        const int64_t me = ctx.device();
+        const Tensor x = input(me);
+        // Repeated, so that waits race with wake-ups many times over.
+        for (int rep = 0; rep < 20; ++rep) {
+          reduced[me] = ctx.all_reduce(x, {0}, ReduceOp::Sum);
+          gathered[me] = ctx.all_gather(x, {0}, 0, true);
+          scattered[me] = ctx.reduce_scatter(x, {0}, 0, true);
+          exchanged[me] = ctx.all_to_all(x, {0}, 0, 0);
+          PermutePairs ring;
+          for (int64_t r = 0; r < devices; ++r) ring.emplace_back(r, (r + 1) % devices);
+          shifted[me] = ctx.ppermute(x, {0}, ring);
+        }
+      });
+      const int64_t block = count / devices;
+      auto part = [&](const Tensor &t, int64_t b) {
+        const std::vector<int64_t> start{b * block}, limit{(b + 1) * block}, stride{1};
+        return slice(t, start, limit, stride);
+      };
+      for (int64_t d = 0; d < devices; ++d) {
+        CHECK(reduced[d].bitwise_equal(sum));
+        std::vector<Tensor> all, mine;
+        for (int64_t s = 0; s < devices; ++s) {
+          all.push_back(input(s));
+          mine.push_back(part(input(s), d));
+        }
+        CHECK(gathered[d].bitwise_equal(concat(all, 0)));
+        CHECK(scattered[d].bitwise_equal(part(sum, d)));
+        CHECK(exchanged[d].bitwise_equal(concat(mine, 0)));
+        CHECK(shifted[d].bitwise_equal(input((d + devices - 1) % devices)));
+      }
+    }
+  }
+}
+
 TEST_CASE("a failing device aborts the others", "[runtime][collectives]") {
   std::atomic<int> aborted{0};
   CHECK_THROWS_WITH(run_on_mesh(kLine,
