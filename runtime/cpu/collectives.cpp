@@ -9,15 +9,15 @@
 // reading the others' inputs in rank order. Members also check that they called
 // the same collective with the same parameters, dtype and shape.
 //
-// Small collectives (at most kOnePhaseBytes of input a member) are one phase:
-// a member publishes a copy of its input (uncounted by the memory meters, as a
-// transport's buffer would be), so nobody reads the caller's own buffer and it
-// may leave as soon as it has its result; all_reduce reduces the whole tensor
-// on every member. Larger ones publish the input itself and have a second
-// phase: each waits until every member has finished reading, so no input is
-// modified or freed early; all_reduce splits the work (each member reduces one
-// slice into a shared buffer, then all copy it). Either way every element is
-// combined in rank order: the same bits.
+// Small collectives (kOnePhaseBytes of input a member, all_reduce's counted n
+// times) are one phase: a member publishes a copy of its input (uncounted by
+// the memory meters, as a transport's buffer would be), so nobody reads the
+// caller's own buffer and it may leave as soon as it has its result;
+// all_reduce reduces the whole tensor on every member. Larger ones publish the
+// input itself and have a second phase: each waits until every member has
+// finished reading, so no input is modified or freed early; all_reduce splits
+// the work (each member reduces one slice into a shared buffer, then all copy
+// it). Either way every element is combined in rank order: the same bits.
 //
 // One fabric mutex guards the bookkeeping, held only for a few updates. A
 // waiting device sleeps on its own futex word (std::atomic::wait), which the
@@ -62,10 +62,13 @@ struct Signature {
 };
 
 /// Input bytes per member up to which a collective is one phase (its inputs
-/// published as copies). A copy of 64 KiB takes a few microseconds; a second
-/// phase costs a wake-up of every member (tens of microseconds when device
-/// threads outnumber cores).
-constexpr int64_t kOnePhaseBytes = int64_t{64} << 10;
+/// published as copies): a copy of 32 KiB takes a few microseconds, a second
+/// phase a wake-up of every member (tens of microseconds when device threads
+/// outnumber cores). A one-phase all_reduce reduces the whole tensor on every
+/// member, n times the work of the split one, so it counts n times its input.
+/// bench/collectives_bench, 4 and 8 devices on 2 cores: one phase was 1.5-5x
+/// faster up to 16 KiB, even to 2x slower from 64 KiB (docs/runtime.md).
+constexpr int64_t kOnePhaseBytes = int64_t{32} << 10;
 
 struct Rendezvous {
   Signature signature;
@@ -120,7 +123,9 @@ class SimulatedFabric final : public Fabric {
     std::vector<int64_t> members = mesh_.group_of(device, axes);
     const int64_t rank = mesh_.rank_in_group(device, axes);
     const auto size = static_cast<int64_t>(members.size());
-    const bool one_phase = static_cast<int64_t>(x.nbytes()) <= kOnePhaseBytes;
+    const int64_t work =
+        static_cast<int64_t>(x.nbytes()) * (signature.kind == Kind::AllReduce ? size : 1);
+    const bool one_phase = work <= kOnePhaseBytes;
     Tensor published = x;
     if (one_phase && x.defined()) {
       MeterScope uncounted(nullptr);  // the fabric's buffer, not the device's

@@ -402,13 +402,13 @@ TEST_CASE("reductions are deterministic and in rank order", "[runtime][collectiv
 
 TEST_CASE("one-phase (small) and two-phase (large) collectives give the reference's bits",
           "[runtime][collectives]") {
-  // 64 KiB of input per member is the fabric's cut-off: f32 sizes on both sides
-  // of it, every collective against values computed here, element by element
-  // in rank order. The 2-device mesh takes the spinning wait on a machine with
+  // 32 KiB of input per member is the fabric's cut-off (all_reduce's input
+  // counted n times): f32 sizes on both sides of it, every collective against values computed here,
+  // element by element in rank order. The 2-device mesh takes the spinning wait on a machine with
   // at least 2 cores, the 8-device one the sleeping wait on a smaller one.
   for (int64_t devices : {2, 8}) {
     const Mesh mesh({{"d", devices}});
-    for (int64_t count : {int64_t{1024}, int64_t{16384}, int64_t{16384 + 8 * 64}}) {
+    for (int64_t count : {int64_t{1024}, int64_t{8192}, int64_t{8192 + 8 * 64}}) {
       CAPTURE(devices, count);
       auto input = [&](int64_t d) {  // magnitudes 1..1000: the order shows in the bits
         Tensor x = random_tensor(DType::F32, {count}, 77 + d);
