@@ -18,6 +18,12 @@
 // finished reading, so no input is modified or freed early; all_reduce splits
 // the work (each member reduces one slice into a shared buffer, then all copy
 // it). Either way every element is combined in rank order: the same bits.
+// A one-phase ppermute is pairwise: a member waits only until its sender has
+// published (one that receives nothing does not wait), and the sender wakes
+// its receiver if that one already waits. Every member still arrives at the
+// rendezvous and is checked against it. A device that only sends could run
+// ahead without end, so it waits once it is in kMaxInFlight incomplete
+// ppermutes, until the oldest completes.
 //
 // One fabric mutex guards the bookkeeping, held only for a few updates. A
 // waiting device sleeps on its own futex word (std::atomic::wait), which the
@@ -37,6 +43,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "internal.h"
@@ -76,6 +83,9 @@ struct Rendezvous {
   std::vector<Tensor> inputs;    // by rank (one phase: copies)
   Tensor shared_result;          // two-phase all_reduce: each member fills its slice, all copy it
   bool one_phase = false;
+  bool pairwise = false;           // a one-phase ppermute: receivers wait for their sender only
+  std::vector<uint8_t> present;    // pairwise: by rank, published its input
+  std::vector<uint8_t> receiving;  // pairwise: by rank, waits for its sender
   int64_t arrived = 0;
   int64_t finished = 0;
 };
@@ -100,6 +110,8 @@ class SimulatedFabric final : public Fabric {
         spin_(mesh.num_devices() <= static_cast<int64_t>(std::thread::hardware_concurrency())),
         wakeups_(std::make_unique<Wakeup[]>(static_cast<size_t>(mesh.num_devices()))),
         sequence_(static_cast<size_t>(mesh.num_devices()), 0),
+        in_flight_(static_cast<size_t>(mesh.num_devices()), 0),
+        awaits_capacity_(static_cast<size_t>(mesh.num_devices()), 0),
         state_(static_cast<size_t>(mesh.num_devices())) {}
 
   const Mesh &mesh() const override { return mesh_; }
@@ -116,16 +128,20 @@ class SimulatedFabric final : public Fabric {
   void barrier(int64_t device) override;
 
   /// Phase 1: publishes x (a copy when the collective is one phase) and waits
-  /// for the whole group. Returns the rendezvous and the caller's rank.
-  std::pair<std::shared_ptr<Rendezvous>, int64_t> arrive(int64_t device,
-                                                         const std::vector<int> &axes,
-                                                         Signature signature, const Tensor &x) {
+  /// for the whole group. Returns the rendezvous and the caller's rank. A
+  /// one-phase ppermute (`permute` set: the ranks the caller receives from and
+  /// sends to, -1 for none) is pairwise instead: the caller waits only until
+  /// its sender has published, and wakes its receiver if that one waits.
+  std::pair<std::shared_ptr<Rendezvous>, int64_t> arrive(
+      int64_t device, const std::vector<int> &axes, Signature signature, const Tensor &x,
+      std::optional<std::pair<int64_t, int64_t>> permute = std::nullopt) {
     std::vector<int64_t> members = mesh_.group_of(device, axes);
     const int64_t rank = mesh_.rank_in_group(device, axes);
     const auto size = static_cast<int64_t>(members.size());
     const int64_t work =
         static_cast<int64_t>(x.nbytes()) * (signature.kind == Kind::AllReduce ? size : 1);
     const bool one_phase = work <= kOnePhaseBytes;
+    const bool pairwise = one_phase && permute.has_value();
     Tensor published = x;
     if (one_phase && x.defined()) {
       MeterScope uncounted(nullptr);  // the fabric's buffer, not the device's
@@ -133,6 +149,15 @@ class SimulatedFabric final : public Fabric {
     }
     std::unique_lock lock(mutex_);
     throw_if_aborted();
+    // A device that only sends never waits in a pairwise ppermute; this bounds
+    // how far it runs ahead of the devices yet to arrive (and the copies held).
+    while (pairwise && in_flight_[device] >= kMaxInFlight) {
+      awaits_capacity_[device] = true;
+      state_[device] = {DeviceState::Waiting, signature.kind, &axes, sequence_[device]};
+      wait(lock, device);
+      lock.lock();
+      throw_if_aborted();
+    }
     Key key{axes, members[0], sequence_[device]++};
     std::shared_ptr<Rendezvous> &slot = pending_[key];
     if (!slot) {
@@ -141,6 +166,11 @@ class SimulatedFabric final : public Fabric {
       slot->members = std::move(members);
       slot->inputs.resize(static_cast<size_t>(size));
       slot->one_phase = one_phase;
+      slot->pairwise = pairwise;
+      if (pairwise) {
+        slot->present.assign(static_cast<size_t>(size), 0);
+        slot->receiving.assign(static_cast<size_t>(size), 0);
+      }
       if (slot->signature.kind == Kind::AllReduce && !one_phase) {
         slot->shared_result = Tensor::empty(x.dtype(), x.shape());
       }
@@ -149,6 +179,10 @@ class SimulatedFabric final : public Fabric {
     }
     std::shared_ptr<Rendezvous> rv = slot;
     rv->inputs[rank] = std::move(published);
+    if (rv->pairwise) {
+      arrive_pairwise(*rv, key, device, rank, *permute, lock);
+      return {rv, rank};
+    }
     if (++rv->arrived == size) {
       pending_.erase(key);
       release(*rv, device, lock);
@@ -157,6 +191,50 @@ class SimulatedFabric final : public Fabric {
       wait(lock, device);
     }
     return {rv, rank};
+  }
+
+  /// The rest of arrive() for a pairwise ppermute, with the lock held:
+  /// publishes, wakes the receiver if it waits, completes the rendezvous (the
+  /// last member: every member's in-flight count drops) or counts it in
+  /// flight, then waits for the sender unless it has published already.
+  void arrive_pairwise(Rendezvous &rv, const Key &key, int64_t device, int64_t rank,
+                       std::pair<int64_t, int64_t> permute, std::unique_lock<std::mutex> &lock) {
+    const auto [source, target] = permute;
+    rv.present[rank] = 1;
+    int64_t wake_receiver = -1;
+    if (target >= 0 && rv.receiving[target]) {
+      rv.receiving[target] = 0;
+      wake_receiver = rv.members[target];
+      --blocked_;
+      state_[wake_receiver] = {};
+    }
+    std::vector<int64_t> wake_capacity;
+    if (++rv.arrived == static_cast<int64_t>(rv.members.size())) {
+      pending_.erase(key);
+      for (int64_t member : rv.members) {
+        if (member == device) continue;
+        --in_flight_[member];
+        if (awaits_capacity_[member]) {
+          awaits_capacity_[member] = false;
+          --blocked_;
+          state_[member] = {};
+          wake_capacity.push_back(member);
+        }
+      }
+    } else {
+      ++in_flight_[device];
+    }
+    const bool must_wait = source >= 0 && !rv.present[source];
+    uint32_t seen = 0;
+    if (must_wait) {
+      rv.receiving[rank] = 1;
+      state_[device] = {DeviceState::Waiting, rv.signature.kind, &key.axes, key.sequence};
+      seen = begin_wait(device);
+    }
+    lock.unlock();
+    if (wake_receiver >= 0) wake(wake_receiver);
+    for (int64_t member : wake_capacity) wake(member);
+    if (must_wait) sleep(device, seen);
   }
 
   /// Phase 2 (two-phase collectives only): waits until every member has
@@ -244,12 +322,23 @@ class SimulatedFabric final : public Fabric {
   /// Called with the lock held by a member whose phase is incomplete; returns
   /// with the lock released once a release() or an abort bumped its word.
   void wait(std::unique_lock<std::mutex> &lock, int64_t device) {
+    const uint32_t seen = begin_wait(device);
+    lock.unlock();
+    sleep(device, seen);
+  }
+
+  /// With the lock held: counts the caller blocked (reporting a deadlock when
+  /// every device is) and returns its word's value to sleep on.
+  uint32_t begin_wait(int64_t device) {
     ++blocked_;
     check_deadlock();
     throw_if_aborted();
+    return wakeups_[device].word.load(std::memory_order_relaxed);
+  }
+
+  /// Without the lock: returns once the caller's word has moved from `seen`.
+  void sleep(int64_t device, uint32_t seen) {
     std::atomic<uint32_t> &word = wakeups_[device].word;
-    const uint32_t seen = word.load(std::memory_order_relaxed);
-    lock.unlock();
     if (spin_) {
       // Spare cores: the member we wait for is running; poll for a few
       // microseconds before paying for a sleep and a wake-up.
@@ -331,6 +420,9 @@ class SimulatedFabric final : public Fabric {
   std::unique_ptr<Wakeup[]> wakeups_;  // one per device
   std::map<Key, std::shared_ptr<Rendezvous>> pending_;
   std::vector<uint64_t> sequence_;  // per device: collectives called so far
+  std::vector<int64_t> in_flight_;  // per device: incomplete pairwise ppermutes it is in
+  std::vector<uint8_t> awaits_capacity_;  // per device: waits for in_flight_ to drop
+  static constexpr int64_t kMaxInFlight = 16;
   std::vector<DeviceState> state_;  // per device, for deadlock reports
   int64_t blocked_ = 0;             // devices waiting in an incomplete phase
   int64_t exited_ = 0;
@@ -784,7 +876,10 @@ Tensor SimulatedFabric::ppermute(int64_t device, const Tensor &x, const std::vec
     params.push_back(d);
     if (d == me) src = s;
   }
-  auto [rv, rank] = arrive(device, axes, {Kind::Permute, params}, x);
+  int64_t dst = -1;
+  for (auto [s, d] : perm)
+    if (s == me) dst = d;
+  auto [rv, rank] = arrive(device, axes, {Kind::Permute, params}, x, std::pair{src, dst});
   Tensor out = src < 0 ? Tensor::zeros(x.dtype(), x.shape()) : rv->inputs[src].clone();
   depart(*rv, device);
   return out;

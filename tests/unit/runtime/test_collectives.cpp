@@ -4,7 +4,9 @@
 // values, then on a (2, 4) mesh over one axis and both; plus determinism,
 // error propagation (abort, mismatch, deadlock) and large/1-device meshes.
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "rt_test_util.h"
 #include "spmdrt/collectives.h"
@@ -453,6 +455,45 @@ TEST_CASE("one-phase (small) and two-phase (large) collectives give the referenc
       }
     }
   }
+}
+
+TEST_CASE("a small ppermute waits only for the sender; a sender runs ahead a bounded way",
+          "[runtime][collectives]") {
+  // Rank 0 only sends, so it never waits for a receiver; 200 rounds is far
+  // more than the fabric lets it run ahead. Every receiver must still get
+  // round k's value in round k, in order, whoever arrives first.
+  const int rounds = 200;
+  std::vector<std::vector<double>> got(4);
+  run_on_mesh(kLine, [&](DeviceContext &ctx) {
+    const int64_t me = ctx.device();
+    for (int k = 0; k < rounds; ++k) {
+      if (me == 3 && k % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      Tensor x = Tensor::scalar(DType::F32, 1000.0 * me + k);
+      Tensor y = ctx.ppermute(x, {0}, {{0, 1}, {1, 2}, {2, 3}});
+      got[me].push_back(y.get(0));
+    }
+  });
+  for (int64_t r = 0; r < 4; ++r) {
+    REQUIRE(got[r].size() == static_cast<size_t>(rounds));
+    for (int k = 0; k < rounds; ++k) CHECK(got[r][k] == (r == 0 ? 0.0 : 1000.0 * (r - 1) + k));
+  }
+  // A receiver whose sender skipped the ppermute is a deadlock, not a hang.
+  CHECK_THROWS_WITH(
+      run_on_mesh(kLine,
+                  [](DeviceContext &ctx) {
+                    if (ctx.device() == 0) return;
+                    ctx.ppermute(Tensor::scalar(DType::F32, 1), {0}, {{0, 1}, {1, 2}, {2, 3}});
+                  }),
+      Catch::Contains("collective deadlock") &&
+          Catch::Contains("device 1: ppermute over (i) (collective #0)"));
+  // Members that disagree on the pairs are reported.
+  CHECK_THROWS_WITH(run_on_mesh(kLine,
+                                [](DeviceContext &ctx) {
+                                  PermutePairs pairs{{0, 1}, {1, 2}, {2, 3}};
+                                  if (ctx.device() == 2) pairs = {{0, 1}};
+                                  ctx.ppermute(Tensor::scalar(DType::F32, 1), {0}, pairs);
+                                }),
+                    Catch::Contains("collective mismatch"));
 }
 
 TEST_CASE("a failing device aborts the others", "[runtime][collectives]") {
