@@ -19,6 +19,21 @@
 // naive triple loop, on every machine and for every instruction set the loops are compiled
 // for (target_clones: AVX-512, AVX2, baseline). Path 3's bits are OpenBLAS's, which may
 // depend on the machine's kernels. `spmdc run` and executables call this same function.
+//
+// Before a thread's first BLAS product, warm_blas_buffer runs one 64 x 384 x 384 sgemm on
+// zeros (about 19 MFLOP, half a millisecond) whose result is thrown away (issue 32). On
+// the 2-core AVX2 development machine (a virtual machine, OpenBLAS 0.3.21 with its Zen
+// kernels) a [128, 256] x [256, 256] product ran at 10 GFLOP/s until one product of about
+// this size or more had run anywhere in the process, then at 35 GFLOP/s for the rest of
+// it; perf put 76% of the slow kernel's samples just after one `prefetcht1` of its
+// inner loop. The likely cause: it prefetches pages of OpenBLAS's work buffer that small
+// products never write, and a software prefetch of an unmapped page walks the page
+// tables every time (dearly under virtualisation) without mapping it. The transformer
+// block of bench/jax at s = 128, whose products are all small, ran 2x faster with the
+// warm-up (docs/backend.md). OpenBLAS hands a buffer to each concurrent caller; device
+// threads make their first products at about the same time, so each one's warm-up fills
+// a buffer of its own. The
+// warm-up writes only its own scratch output: no result changes.
 #include <cblas.h>
 
 #include <algorithm>
@@ -159,6 +174,19 @@ SPMDRT_CLONES void short_f64(int64_t m, int64_t n, int64_t k, const Operand<doub
   short_gemm(m, n, k, a, b, c);
 }
 
+/// Once per thread: one product big enough to touch the whole of OpenBLAS's work buffer
+/// (see the file comment).
+void warm_blas_buffer() {
+  thread_local bool warmed = false;
+  if (warmed) return;
+  warmed = true;
+  constexpr int kRows = 64, kSize = 384;
+  std::vector<float> a(size_t{kRows} * kSize, 0.0f), b(size_t{kSize} * kSize, 0.0f);
+  std::vector<float> c(size_t{kRows} * kSize);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kRows, kSize, kSize, 1.0f, a.data(), kSize,
+              b.data(), kSize, 0.0f, c.data(), kSize);
+}
+
 template <typename T>
 void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T *a, const T *b,
                 T *c) {
@@ -178,6 +206,7 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
       short_f64(m, n, k, op_a, b, c);
     }
   } else {
+    warm_blas_buffer();
     const auto ta = trans_a ? CblasTrans : CblasNoTrans;
     const auto tb = trans_b ? CblasTrans : CblasNoTrans;
     if constexpr (sizeof(T) == 4) {
