@@ -43,6 +43,7 @@
 
 #include "gemm_loops.h"
 #include "internal.h"
+
 namespace spmd::rt::detail {
 
 namespace {
@@ -125,9 +126,8 @@ void loops_baseline(const GemmProduct<T> &g) {
 template <typename T>
 void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T *a, const T *b,
                 T *c) {
-  const GemmProduct<T> g{
-      choose_path<T>(trans_a, trans_b, m, n), m, n, k, {a, trans_a ? m : k, trans_a},
-      {b, trans_b ? k : n, trans_b},          c};
+  const GemmOperand<T> op_a{a, trans_a ? m : k, trans_a}, op_b{b, trans_b ? k : n, trans_b};
+  const GemmProduct<T> g{choose_path<T>(trans_a, trans_b, m, n), m, n, k, op_a, op_b, c};
   if ((g.path == GemmPath::Gemv || g.path == GemmPath::VecMat) && gemm_isa() == GemmIsa::Avx2Fma) {
     // One output column or row: OpenBLAS's GEMV, which on AVX2 beats paths 1 and 2
     // (issue 32: 1.1–2.4x of cblas_sgemv's time there). c = A v (n == 1) or B x (m == 1,
