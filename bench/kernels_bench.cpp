@@ -3,14 +3,15 @@
 // (a) An elementwise chain y = max(exp(a * x + b), x) on 8M f32 elements through
 //     rt::binary / rt::unary versus one single-threaded loop per op doing the same
 //     arithmetic (same number of passes and temporaries), and (b) a 1024^3 f32
-//     matmul through rt::matmul versus cblas_sgemm called directly, and (c) the
-//     per-device products of dp_loss at batch 8192 x 1024 -> 16 on 8 devices and
-//     its gradient, a GEMV and a row vector times a matrix, through rt::einsum
-//     (kernels_gemm.cpp's narrow/short loops or BLAS) versus the one cblas call
-//     (transposes as flags), both on one thread as each of 8 device threads on a
-//     small machine, and (d) f32 sums (rows, columns, all) through rt::reduce
-//     versus a sequential f32 loop. Prints milliseconds, elements/s or GFLOP/s and the
-//     runtime/baseline ratio (lower is better).
+//     matmul through rt::matmul versus cblas_sgemm called directly, and (c) every
+//     class of product kernels_gemm.cpp tells apart — narrow (dp_loss's per-device
+//     products at b=8192 and b=2048 and their gradient's x^T @ dy), GEMV and vector
+//     times matrix, short, batched, large — through rt::einsum versus the best of
+//     cblas_sgemm and, where the output is one row or column, cblas_sgemv (transposes as
+//     flags), all on one thread as each of 8 device threads on a small machine (the
+//     header line names the vector ISA the CPU offers), and (d) f32 sums (rows, columns, all)
+//     through rt::reduce versus a sequential f32 loop. Prints milliseconds, elements/s or GFLOP/s
+//     and the runtime/baseline ratio (lower is better).
 #include <cblas.h>
 
 #include <chrono>
@@ -88,48 +89,161 @@ int main() {
   std::printf("  cblas_sgemm : %8.2f ms  %8.2f GFLOP/s\n", blas_ms, flops / (blas_ms * 1e6));
   std::printf("  ratio rt/blas: %.2f\n", matmul_ms / blas_ms);
 
-  // (c) Per-shape products, one BLAS thread (as under 8 device threads on 2 cores).
+  // (c) Per-shape products, one BLAS thread (as under 8 device threads on 2 cores):
+  // every class of kernels_gemm.cpp against the libraries' calls for the same product.
   openblas_set_num_threads(1);
   struct Product {
-    const char *what, *spec;
+    const char *cls, *what, *spec;
     Shape a, b;
     bool trans_a, trans_b;
-    int64_t m, n, k;
+    int64_t batch, m, n, k;  // per batch element
   };
   const Product products[] = {
-      {"dp_loss forward x @ w",
+      {"narrow",
+       "dp_loss b=8192 x @ w",
        "ij,jk->ik",
        {1024, 1024},
        {1024, 16},
        false,
        false,
+       1,
        1024,
        16,
        1024},
-      {"dp_loss grad x^T @ dy", "ij,ik->jk", {1024, 1024}, {1024, 16}, true, false, 1024, 16, 1024},
-      {"dp_loss grad dy @ w^T", "ik,jk->ij", {1024, 16}, {1024, 16}, false, true, 1024, 1024, 16},
-      {"GEMV A @ v", "ij,j->i", {4096, 1024}, {1024}, false, false, 4096, 1, 1024},
-      {"row vector v @ B", "i,ij->j", {1024}, {1024, 4096}, false, false, 1, 4096, 1024},
+      {"narrow",
+       "dp_loss b=8192 x^T @ dy",
+       "ij,ik->jk",
+       {1024, 1024},
+       {1024, 16},
+       true,
+       false,
+       1,
+       1024,
+       16,
+       1024},
+      {"narrow",
+       "dp_loss b=2048 x @ w",
+       "ij,jk->ik",
+       {256, 512},
+       {512, 16},
+       false,
+       false,
+       1,
+       256,
+       16,
+       512},
+      {"narrow",
+       "dp_loss b=2048 x^T @ dy",
+       "ij,ik->jk",
+       {256, 512},
+       {256, 16},
+       true,
+       false,
+       1,
+       512,
+       16,
+       256},
+      {"narrow", "n=8", "ij,jk->ik", {1024, 1024}, {1024, 8}, false, false, 1, 1024, 8, 1024},
+      {"narrow",
+       "n=5, b transposed",
+       "ij,kj->ik",
+       {1000, 700},
+       {5, 700},
+       false,
+       true,
+       1,
+       1000,
+       5,
+       700},
+      {"gemv", "A @ v", "ij,j->i", {4096, 1024}, {1024}, false, false, 1, 4096, 1, 1024},
+      {"gemv", "A @ v, in cache", "ij,j->i", {512, 512}, {512}, false, false, 1, 512, 1, 512},
+      {"gemv", "v @ A (A^T v)", "ij,i->j", {1024, 4096}, {1024}, true, false, 1, 4096, 1, 1024},
+      {"gemv", "v @ B, in cache", "i,ij->j", {512}, {512, 512}, false, false, 1, 1, 512, 512},
+      {"short", "m=4", "ij,jk->ik", {4, 1024}, {1024, 4096}, false, false, 1, 4, 4096, 1024},
+      {"short", "m=8", "ij,jk->ik", {8, 1024}, {1024, 4096}, false, false, 1, 8, 4096, 1024},
+      {"short", "m=8, in cache", "ij,jk->ik", {8, 256}, {256, 512}, false, false, 1, 8, 512, 256},
+      {"batched",
+       "8 x [128,64]@[64,128]",
+       "bij,bjk->bik",
+       {8, 128, 64},
+       {8, 64, 128},
+       false,
+       false,
+       8,
+       128,
+       128,
+       64},
+      {"batched",
+       "8 x [256,256]@[256,16]",
+       "bij,bjk->bik",
+       {8, 256, 256},
+       {8, 256, 16},
+       false,
+       false,
+       8,
+       256,
+       16,
+       256},
+      {"large",
+       "dp_loss grad dy @ w^T",
+       "ik,jk->ij",
+       {1024, 16},
+       {1024, 16},
+       false,
+       true,
+       1,
+       1024,
+       1024,
+       16},
+      {"large", "512^3", "ij,jk->ik", {512, 512}, {512, 512}, false, false, 1, 512, 512, 512},
   };
-  std::printf("products, one thread (rt::einsum vs one cblas_sgemm, transposes as flags):\n");
+  __builtin_cpu_init();
+  const char *isa = __builtin_cpu_supports("avx512f")                                 ? "AVX-512"
+                    : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "AVX2 + FMA"
+                                                                                      : "baseline";
+  std::printf(
+      "products, one thread, CPU with %s: rt::einsum vs the best of cblas_sgemm and (one\n"
+      "output row or column) cblas_sgemv on the same operands, transposes as flags, ms:\n",
+      isa);
+  std::printf("  %-7s %-26s %5s %5s %5s %8s %8s %8s %7s %6s\n", "class", "shape", "m", "n", "k",
+              "rt", "sgemm", "sgemv", "GFLOP/s", "rt/lib");
   for (const Product &p : products) {
     Tensor pa = random_tensor(DType::F32, p.a, 5), pb = random_tensor(DType::F32, p.b, 6);
     const Tensor ops[] = {pa, pb};
     Tensor pc;
     const double rt_ms = time_ms(20, [&] { pc = einsum(p.spec, ops); });
-    std::vector<float> ref(static_cast<size_t>(p.m * p.n));
-    const double ref_ms = time_ms(20, [&] {
-      cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
-                  p.trans_b ? CblasTrans : CblasNoTrans, int(p.m), int(p.n), int(p.k), 1.0f,
-                  pa.data<float>(), int(p.trans_a ? p.m : p.k), pb.data<float>(),
-                  int(p.trans_b ? p.k : p.n), 0.0f, ref.data(), int(p.n));
+    const int lda = int(p.trans_a ? p.m : p.k), ldb = int(p.trans_b ? p.k : p.n);
+    std::vector<float> ref(static_cast<size_t>(p.batch * p.m * p.n));
+    const double gemm_ms = time_ms(20, [&] {
+      for (int64_t e = 0; e < p.batch; ++e) {
+        cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
+                    p.trans_b ? CblasTrans : CblasNoTrans, int(p.m), int(p.n), int(p.k), 1.0f,
+                    pa.data<float>() + e * p.m * p.k, lda, pb.data<float>() + e * p.k * p.n, ldb,
+                    0.0f, ref.data() + e * p.m * p.n, int(p.n));
+      }
     });
-    const double pflops = 2.0 * p.m * p.n * p.k;
-    std::printf(
-        "  %-24s %-10s m=%-5lld n=%-5lld k=%-5lld rt %7.3f ms (%6.1f GFLOP/s)  blas %7.3f "
-        "ms  ratio rt/blas %.2f\n",
-        p.what, p.spec, static_cast<long long>(p.m), static_cast<long long>(p.n),
-        static_cast<long long>(p.k), rt_ms, pflops / (rt_ms * 1e6), ref_ms, rt_ms / ref_ms);
+    double gemv_ms = 0;
+    if (p.batch == 1 && (p.n == 1 || p.m == 1)) {
+      // n == 1: c = op(A) v; m == 1: cᵀ = op(B)ᵀ x. The matrix's stored layout decides the flag.
+      const bool on_a = p.n == 1;
+      const bool trans = on_a ? p.trans_a : !p.trans_b;
+      const float *mat = on_a ? pa.data<float>() : pb.data<float>();
+      const float *vec = on_a ? pb.data<float>() : pa.data<float>();
+      const int rows = int(on_a ? (p.trans_a ? p.k : p.m) : (p.trans_b ? p.n : p.k));
+      const int cols = int(on_a ? (p.trans_a ? p.m : p.k) : (p.trans_b ? p.k : p.n));
+      gemv_ms = time_ms(20, [&] {
+        cblas_sgemv(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, rows, cols, 1.0f, mat, cols,
+                    vec, 1, 0.0f, ref.data(), 1);
+      });
+    }
+    const double lib_ms = gemv_ms > 0 ? std::min(gemm_ms, gemv_ms) : gemm_ms;
+    const double pflops = 2.0 * p.batch * p.m * p.n * p.k;
+    char gemv_col[16] = "-";
+    if (gemv_ms > 0) std::snprintf(gemv_col, sizeof gemv_col, "%.3f", gemv_ms);
+    std::printf("  %-7s %-26s %5lld %5lld %5lld %8.3f %8.3f %8s %7.1f %6.2f\n", p.cls, p.what,
+                static_cast<long long>(p.m), static_cast<long long>(p.n),
+                static_cast<long long>(p.k), rt_ms, gemm_ms, gemv_col, pflops / (rt_ms * 1e6),
+                rt_ms / lib_ms);
   }
 
   // (d) Sums: rt::reduce (accurate: f64 lanes, kernels.h's kSumLanes) against the

@@ -24,10 +24,15 @@ void use_blas_threads_for(int64_t devices);
 
 /// Row-major C[m, n] = op(A) @ op(B) for f32, f64 and i32 (wrapping), op(X) = X or its
 /// transpose (stored transposed: A as k x m, B as n x k). The computation is chosen by
-/// shape (kernels_gemm.cpp): narrow (n <= one vector) and short (m <= 8) products and i32
-/// accumulate each element over k in increasing order; the rest go to BLAS.
+/// shape (kernels_gemm.cpp): GEMV, vector times matrix, narrow (n <= 64 bytes) and short
+/// (m <= 8) products and i32 accumulate each element over k in increasing order; the rest
+/// go to BLAS.
 void gemm(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const std::byte *a, const std::byte *b, std::byte *c);
+
+/// Whether gemm's own f32/f64 loops use fused multiply-adds on this CPU (AVX2 + FMA
+/// without AVX-512): each step is then s = fma(a, b, s) instead of s + a * b.
+bool gemm_fuses_multiply_add();
 
 /// A bf16 element; a distinct type so dtype dispatch can template on it.
 struct BF16 {

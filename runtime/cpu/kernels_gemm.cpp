@@ -1,24 +1,41 @@
 // runtime/cpu/kernels_gemm.cpp — the one matrix product every matmul and einsum calls.
 //
 // detail::gemm computes the row-major C[m, n] = op(A) @ op(B), op(X) = X or Xᵀ (a
-// transposed operand stays where it is: A stored k × m, B stored n × k), and picks
-// the computation by shape and dtype:
+// transposed operand stays where it is: A stored k × m, B stored n × k). f32/f64 products
+// take one of five paths, chosen by shape only (choose_path, the same on every machine):
 //
-// 1. f32/f64 with n <= one vector's lanes (16 f32, 8 f64) — "narrow", e.g. dp_loss's
-//    [1024, 1024] @ [1024, 16] and its gradient's inputsᵀ @ dy: spmdrt's own loop. B is
-//    copied once into a zero-padded k × lanes panel (small), A is streamed once, unpacked,
-//    and blocks of rows of C accumulate in vector registers. A general BLAS packs the big
-//    operand first, which dominated these products (issue 17). GEMV (n == 1) takes this path.
-// 2. f32/f64 with m <= 8 and B not transposed — "short" (row vectors times a matrix):
-//    columns of C in blocks of two vectors, all rows at once, B streamed once.
-// 3. everything else f32/f64: cblas_sgemm/dgemm, the transposes passed as flags.
-// 4. i32: an i-k-j loop with wrapping arithmetic.
+// 1. GEMV (n == 1 with A not transposed, or m == 1 with B transposed, which is B x):
+//    8 × 8 tiles of the matrix transposed in registers so that each vector lane is one
+//    of its rows, the vector's element broadcast; two tiles of rows at a time.
+// 2. Vector times matrix (m == 1 with B not transposed, or n == 1 with A transposed,
+//    which is vᵀ A): C's row is swept once per four rows of B (C stays in L1, B streams
+//    through once, contiguously).
+//    On AVX2 + FMA without AVX-512, paths 1 and 2 call cblas_sgemv/dgemv instead, which
+//    is faster there (OpenBLAS's bits).
+// 3. Narrow (n <= 64 bytes of columns: 16 f32, 8 f64), e.g. dp_loss's
+//    [1024, 1024] @ [1024, 16] and its gradient's inputsᵀ @ dy: op(B) is copied once into
+//    a zero-padded k × (whole vectors) panel, A is streamed once, unpacked, and blocks of
+//    rows of C accumulate in vector registers. A general BLAS packs the big operand first,
+//    which dominated these products (issue 17).
+// 4. Short (m <= 8, B not transposed): op(A) packed k × m, columns of C in blocks of
+//    vectors held in registers over 64 rows of B at a time (a block reads B down its
+//    columns; longer runs cost a TLB miss per row).
+// 5. Everything else: cblas_sgemm/dgemm, the transposes passed as flags.
+// i32: an i-k-j loop with wrapping arithmetic.
 //
-// Paths 1, 2 and 4 compute every output element as ((0 + a₀b₀) + a₁b₁) + … in increasing
-// k, each product and sum rounded on its own (no FMA: -ffp-contract=off): the bits of the
-// naive triple loop, on every machine and for every instruction set the loops are compiled
-// for (target_clones: AVX-512, AVX2, baseline). Path 3's bits are OpenBLAS's, which may
-// depend on the machine's kernels. `spmdc run` and executables call this same function.
+// Paths 1–4 (runtime/cpu/gemm_loops.h) are compiled three times and one is picked from
+// the CPU's features once per process (gemm_isa): AVX-512 (64-byte vectors), AVX2 with
+// FMA (32-byte, kernels_gemm_avx2.cpp) and baseline x86-64 (16-byte). Every output
+// element of paths 1–4 is the running sum over k in increasing order from +0; with
+// AVX-512 and baseline each product and sum is rounded on its own (no FMA:
+// -ffp-contract=off), the naive loop's bits; with AVX2 + FMA each step is one fused
+// multiply-add, s = fma(a_p, b_p, s), the bits of that loop. Without the fusion, the
+// mul + add of AVX2 lost to OpenBLAS's FMA kernels (issue 32: 1.1–1.5x on dp_loss's
+// b=2048 products on a Zen 1 core). AVX-512 keeps the narrow blocking tuned before
+// (16 rows a block for a transposed A, 8 otherwise); its GEMV, vector-times-matrix and
+// short products now run paths 1, 2 and 4 (same bits; not measured on AVX-512).
+// BLAS products' bits are OpenBLAS's. The choice depends on the CPU only, so `spmdc run` and an
+// executable on one machine take the same path and agree bit for bit.
 //
 // Before a thread's first BLAS product, warm_blas_buffer runs one 64 x 384 x 384 sgemm on
 // zeros (about 19 MFLOP, half a millisecond) whose result is thrown away (issue 32). On
@@ -38,140 +55,87 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
+#include "gemm_loops.h"
 #include "internal.h"
 
 namespace spmd::rt::detail {
 
 namespace {
 
-typedef float F32x16 __attribute__((vector_size(64)));
-typedef double F64x8 __attribute__((vector_size(64)));
+/// The instruction set paths 1–4 run with, from the CPU's features (cached).
+enum class GemmIsa { Avx512, Avx2Fma, Baseline };
 
-template <typename T>
-struct VecOf;
-template <>
-struct VecOf<float> {
-  using type = F32x16;
-};
-template <>
-struct VecOf<double> {
-  using type = F64x8;
-};
-
-/// One operand's element (row, col) of op(X), X row-major with `ld` columns as stored.
-template <typename T>
-struct Operand {
-  const T *data;
-  int64_t ld;
-  bool transposed;
-  T at(int64_t row, int64_t col) const {
-    return transposed ? data[col * ld + row] : data[row * ld + col];
-  }
-};
+GemmIsa gemm_isa() {
+  static const GemmIsa isa = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return GemmIsa::Avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return GemmIsa::Avx2Fma;
+    return GemmIsa::Baseline;
+  }();
+  return isa;
+}
 
 constexpr int64_t kShortRows = 8;
 
-/// Rows [i0, i0 + R) of a narrow product: C[i, 0:n] = sum_p op(A)[i, p] * panel[p].
-template <typename T, int R>
-[[gnu::always_inline]] inline void narrow_block(int64_t i0, int64_t n, int64_t k,
-                                                const Operand<T> &a,
-                                                const T *panel, T *c) {
-  using V = typename VecOf<T>::type;
-  V acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = V{};
-  if (a.transposed) {  // row p of A holds op(A)[i0 .. i0 + R, p] contiguously
-    const T *col = a.data + i0;
-    for (int64_t p = 0; p < k; ++p, col += a.ld) {
-      V b;
-      std::memcpy(&b, panel + p * (sizeof(V) / sizeof(T)), sizeof(V));
-      for (int r = 0; r < R; ++r) acc[r] = acc[r] + col[r] * b;
-    }
-  } else {
-    const T *rows = a.data + i0 * a.ld;
-    for (int64_t p = 0; p < k; ++p) {
-      V b;
-      std::memcpy(&b, panel + p * (sizeof(V) / sizeof(T)), sizeof(V));
-      for (int r = 0; r < R; ++r) acc[r] = acc[r] + rows[r * a.ld + p] * b;
-    }
+/// The path for a shape: the same on every machine.
+template <typename T>
+GemmPath choose_path(bool trans_a, bool trans_b, int64_t m, int64_t n) {
+  if (n == 1) return trans_a ? GemmPath::VecMat : GemmPath::Gemv;
+  if (m == 1) return trans_b ? GemmPath::Gemv : GemmPath::VecMat;
+  if (n * static_cast<int64_t>(sizeof(T)) <= 64) return GemmPath::Narrow;
+  if (m <= kShortRows && !trans_b) return GemmPath::Short;
+  return GemmPath::Blas;
+}
+
+// Each path compiled for AVX-512 (FN_avx512) and baseline x86-64 (FN_baseline), the
+// multiply-add separate. flatten inlines the path into the wrapper, compiled for the
+// wrapper's target; one wrapper per path keeps each function small.
+#define SPMDRT_GEMM_PATH(FN)                                                           \
+  template <typename T>                                                                \
+  [[gnu::target("avx512f"), gnu::flatten]] void FN##_avx512(const GemmProduct<T> &g) { \
+    FN<T, 64, Separate>(g);                                                            \
+  }                                                                                    \
+  template <typename T>                                                                \
+  [[gnu::flatten]] void FN##_baseline(const GemmProduct<T> &g) {                       \
+    FN<T, 16, Separate>(g);                                                            \
   }
-  for (int r = 0; r < R; ++r) {
-    T lanes[sizeof(V) / sizeof(T)];
-    std::memcpy(lanes, &acc[r], sizeof(V));
-    std::copy(lanes, lanes + n, c + (i0 + r) * n);
+SPMDRT_GEMM_PATH(gemv)
+SPMDRT_GEMM_PATH(vecmat)
+SPMDRT_GEMM_PATH(narrow)
+SPMDRT_GEMM_PATH(short_gemm)
+#undef SPMDRT_GEMM_PATH
+
+template <typename T>
+void loops_avx512(const GemmProduct<T> &g) {
+  switch (g.path) {
+    case GemmPath::Gemv:
+      return gemv_avx512(g);
+    case GemmPath::VecMat:
+      return vecmat_avx512(g);
+    case GemmPath::Narrow:
+      return narrow_avx512(g);
+    case GemmPath::Short:
+      return short_gemm_avx512(g);
+    case GemmPath::Blas:
+      break;
   }
 }
 
 template <typename T>
-[[gnu::always_inline]] inline void narrow_gemm(int64_t m, int64_t n, int64_t k, const Operand<T> &a,
-                                               const Operand<T> &b, T *c) {
-  using V = typename VecOf<T>::type;
-  // op(B), zero-padded to full vectors (read with unaligned loads: a std::vector of a
-  // vector_size type would not be allocated with the type's alignment).
-  constexpr int64_t L = sizeof(V) / sizeof(T);
-  std::vector<T> panel(static_cast<size_t>(k * L), T(0));
-  for (int64_t p = 0; p < k; ++p) {
-    for (int64_t j = 0; j < n; ++j) panel[p * L + j] = b.at(p, j);
+void loops_baseline(const GemmProduct<T> &g) {
+  switch (g.path) {
+    case GemmPath::Gemv:
+      return gemv_baseline(g);
+    case GemmPath::VecMat:
+      return vecmat_baseline(g);
+    case GemmPath::Narrow:
+      return narrow_baseline(g);
+    case GemmPath::Short:
+      return short_gemm_baseline(g);
+    case GemmPath::Blas:
+      break;
   }
-  constexpr int R = 8;
-  int64_t i = 0;
-  if (a.transposed) {  // 16 rows of C are one 64-byte line of each row of A
-    for (; i + 2 * R <= m; i += 2 * R) narrow_block<T, 2 * R>(i, n, k, a, panel.data(), c);
-  }
-  for (; i + R <= m; i += R) narrow_block<T, R>(i, n, k, a, panel.data(), c);
-  for (; i < m; ++i) narrow_block<T, 1>(i, n, k, a, panel.data(), c);
-}
-
-/// C[0:m, j0 : j0 + 2 vectors] for m <= kShortRows, B not transposed.
-template <typename T>
-[[gnu::always_inline]] inline void short_gemm(int64_t m, int64_t n, int64_t k, const Operand<T> &a,
-                                              const T *b, T *c) {
-  using V = typename VecOf<T>::type;
-  constexpr int64_t L = sizeof(V) / sizeof(T);
-  int64_t j0 = 0;
-  for (; j0 + 2 * L <= n; j0 += 2 * L) {
-    V acc[kShortRows][2];
-    for (int64_t i = 0; i < m; ++i) acc[i][0] = acc[i][1] = V{};
-    for (int64_t p = 0; p < k; ++p) {
-      V b0, b1;
-      std::memcpy(&b0, b + p * n + j0, sizeof(V));
-      std::memcpy(&b1, b + p * n + j0 + L, sizeof(V));
-      for (int64_t i = 0; i < m; ++i) {
-        const T s = a.at(i, p);
-        acc[i][0] = acc[i][0] + s * b0;
-        acc[i][1] = acc[i][1] + s * b1;
-      }
-    }
-    for (int64_t i = 0; i < m; ++i) {
-      std::memcpy(c + i * n + j0, &acc[i][0], sizeof(V));
-      std::memcpy(c + i * n + j0 + L, &acc[i][1], sizeof(V));
-    }
-  }
-  for (int64_t i = 0; i < m; ++i) {  // the last < 2 vectors of columns, same order
-    for (int64_t j = j0; j < n; ++j) {
-      T sum = 0;
-      for (int64_t p = 0; p < k; ++p) sum = sum + a.at(i, p) * b[p * n + j];
-      c[i * n + j] = sum;
-    }
-  }
-}
-
-SPMDRT_CLONES void narrow_f32(int64_t m, int64_t n, int64_t k, const Operand<float> &a,
-                              const Operand<float> &b, float *c) {
-  narrow_gemm(m, n, k, a, b, c);
-}
-SPMDRT_CLONES void narrow_f64(int64_t m, int64_t n, int64_t k, const Operand<double> &a,
-                              const Operand<double> &b, double *c) {
-  narrow_gemm(m, n, k, a, b, c);
-}
-SPMDRT_CLONES void short_f32(int64_t m, int64_t n, int64_t k, const Operand<float> &a,
-                             const float *b, float *c) {
-  short_gemm(m, n, k, a, b, c);
-}
-SPMDRT_CLONES void short_f64(int64_t m, int64_t n, int64_t k, const Operand<double> &a,
-                             const double *b, double *c) {
-  short_gemm(m, n, k, a, b, c);
 }
 
 /// Once per thread: one product big enough to touch the whole of OpenBLAS's work buffer
@@ -190,36 +154,49 @@ void warm_blas_buffer() {
 template <typename T>
 void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T *a, const T *b,
                 T *c) {
-  constexpr int64_t lanes = 64 / sizeof(T);
-  const Operand<T> op_a{a, trans_a ? m : k, trans_a};
-  const Operand<T> op_b{b, trans_b ? k : n, trans_b};
-  if (n <= lanes) {
+  const GemmOperand<T> op_a{a, trans_a ? m : k, trans_a}, op_b{b, trans_b ? k : n, trans_b};
+  const GemmProduct<T> g{choose_path<T>(trans_a, trans_b, m, n), m, n, k, op_a, op_b, c};
+  if ((g.path == GemmPath::Gemv || g.path == GemmPath::VecMat) && gemm_isa() == GemmIsa::Avx2Fma) {
+    // One output column or row: OpenBLAS's GEMV, which on AVX2 beats paths 1 and 2
+    // (issue 32: 1.1–2.4x of cblas_sgemv's time there). c = A v (n == 1) or B x (m == 1,
+    // B transposed); vecmat shapes are c = Aᵀ v (n == 1, A stored k × m) or Bᵀ x.
+    const bool on_a = n == 1;
+    const bool trans = g.path == GemmPath::VecMat;
+    const T *mat = on_a ? a : b, *vec = on_a ? b : a;
+    const int64_t ld = on_a ? g.a.ld : g.b.ld, rows = trans ? k : (on_a ? m : n);
+    const auto t = trans ? CblasTrans : CblasNoTrans;
     if constexpr (sizeof(T) == 4) {
-      narrow_f32(m, n, k, op_a, op_b, c);
+      cblas_sgemv(CblasRowMajor, t, int(rows), int(ld), 1.0f, mat, int(ld), vec, 1, 0.0f, c, 1);
     } else {
-      narrow_f64(m, n, k, op_a, op_b, c);
+      cblas_dgemv(CblasRowMajor, t, int(rows), int(ld), 1.0, mat, int(ld), vec, 1, 0.0, c, 1);
     }
-  } else if (m <= kShortRows && !trans_b) {
-    if constexpr (sizeof(T) == 4) {
-      short_f32(m, n, k, op_a, b, c);
-    } else {
-      short_f64(m, n, k, op_a, b, c);
+    return;
+  }
+  if (g.path != GemmPath::Blas) {
+    switch (gemm_isa()) {
+      case GemmIsa::Avx512:
+        return loops_avx512(g);
+      case GemmIsa::Avx2Fma:
+        return gemm_loops_avx2_fma(g);
+      case GemmIsa::Baseline:
+        return loops_baseline(g);
     }
+  }
+  warm_blas_buffer();
+  const auto ta = trans_a ? CblasTrans : CblasNoTrans;
+  const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+  if constexpr (sizeof(T) == 4) {
+    cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(g.a.ld), b, int(g.b.ld),
+                0.0f, c, int(n));
   } else {
-    warm_blas_buffer();
-    const auto ta = trans_a ? CblasTrans : CblasNoTrans;
-    const auto tb = trans_b ? CblasTrans : CblasNoTrans;
-    if constexpr (sizeof(T) == 4) {
-      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(op_a.ld), b,
-                  int(op_b.ld), 0.0f, c, int(n));
-    } else {
-      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(op_a.ld), b,
-                  int(op_b.ld), 0.0, c, int(n));
-    }
+    cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(g.a.ld), b, int(g.b.ld),
+                0.0, c, int(n));
   }
 }
 
 }  // namespace
+
+bool gemm_fuses_multiply_add() { return gemm_isa() == GemmIsa::Avx2Fma; }
 
 void gemm(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const std::byte *a, const std::byte *b, std::byte *c) {
@@ -239,8 +216,8 @@ void gemm(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
     return;
   }
   // i32, wrapping: c[i, j] accumulates over p in increasing order (i-p-j loop).
-  const Operand<int32_t> op_a{reinterpret_cast<const int32_t *>(a), trans_a ? m : k, trans_a};
-  const Operand<int32_t> op_b{reinterpret_cast<const int32_t *>(b), trans_b ? k : n, trans_b};
+  const GemmOperand<int32_t> op_a{reinterpret_cast<const int32_t *>(a), trans_a ? m : k, trans_a};
+  const GemmOperand<int32_t> op_b{reinterpret_cast<const int32_t *>(b), trans_b ? k : n, trans_b};
   auto *pc = reinterpret_cast<uint32_t *>(c);
   std::fill(pc, pc + m * n, 0u);
   for (int64_t i = 0; i < m; ++i) {
