@@ -104,12 +104,19 @@ callStmt : dottedName LPAREN (argument (COMMA argument)* COMMA?)? RPAREN SEMI? ;
 // ------------------------------------------------------------------- expressions
 // Alternatives are listed from the highest precedence to the lowest; ANTLR turns
 // the left recursion into loops (precedence climbing). A prefix operator binds
-// what follows at its own level, so `-x ** 2` is `-(x ** 2)`. `x.T` is a dotted
-// name (lowering tells a value's attribute from a module member); `Member` is
-// an attribute or method of any other expression, `(a @ b).T`.
+// what follows at its own level, so `-x ** 2` is `-(x ** 2)`.
+//
+// The grammar is unambiguous so that ANTLR's prediction looks a few tokens
+// ahead, whatever the nesting. An ambiguity makes it read ahead until the two
+// parses meet again, at every level: quadratic time on deep input. So a name
+// is one identifier and every dot is `Member` (the ast builder joins `x.T` or
+// `std.nn.relu`, members of a bare name, back into one dotted name, and
+// lowering tells a value's attribute from a module member), and every call is
+// `Apply`, whatever it calls: `f(x)` is Apply(Name), `(a @ b).sum(0)`
+// Apply(Member), `grad(loss)(w)` Apply(Apply).
 
 expr
-  : dottedName (call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN)?  # NameOrCall
+  : IDENT                                                                  # Name
   | INT                                                                    # Int
   | FLOAT                                                                  # Float
   | (TRUE | FALSE)                                                         # Bool
@@ -121,7 +128,7 @@ expr
   // statement (`x = a [[unroll]] for ...`), so indexing stops before it.
   | expr {_input->LA(2) != SpmdParser::LBRACK}?
     LBRACK subscript (COMMA subscript)* COMMA? RBRACK                      # Index
-  | expr DOT IDENT (call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN)? # Member
+  | expr DOT IDENT                                                         # Member
   | expr call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN           # Apply
   | <assoc = right> expr op=POW expr                                       # Binary
   | op=MINUS expr                                                          # Unary

@@ -422,7 +422,7 @@ class TreeBuilder {
   ast::ExprPtr expr(P::ExprContext *ctx) {
     if (ctx == nullptr) return placeholder(span(static_cast<const antlr4::Token *>(nullptr)));
     SourceSpan at = span(ctx);
-    if (auto *c = dynamic_cast<P::NameOrCallContext *>(ctx)) return name_or_call(c, at);
+    if (auto *c = dynamic_cast<P::NameContext *>(ctx)) return name(c, at);
     if (auto *c = dynamic_cast<P::IntContext *>(ctx))
       return make_expr(ast::IntLit{integer(c->INT())}, at);
     if (auto *c = dynamic_cast<P::FloatContext *>(ctx)) return float_literal(c->FLOAT(), at);
@@ -455,16 +455,7 @@ class TreeBuilder {
       }
       return make_expr(std::move(index), at);
     }
-    if (auto *c = dynamic_cast<P::MemberContext *>(ctx)) {
-      ast::Ident member{c->IDENT() ? text(c->IDENT()) : "<error>",
-                        c->IDENT() ? span(c->IDENT()) : at};
-      if (c->call == nullptr) return make_expr(ast::MemberExpr{expr(c->expr()), member}, at);
-      ast::CallExpr call;
-      call.callee = member;
-      call.receiver = expr(c->expr());
-      call.args = arguments(c->argument(), "`" + member.name + "`");
-      return make_expr(std::move(call), at);
-    }
+    if (auto *c = dynamic_cast<P::MemberContext *>(ctx)) return member(c);
     if (auto *c = dynamic_cast<P::UnaryContext *>(ctx)) {
       bool is_not = c->op != nullptr && c->op->getType() == P::NOT;
       return make_expr(
@@ -550,32 +541,58 @@ class TreeBuilder {
     return make_expr(ast::BinaryExpr{op, std::move(lhs), std::move(rhs)}, at);
   }
 
-  ast::ExprPtr name_or_call(P::NameOrCallContext *ctx, SourceSpan at) {
-    ast::Ident name{"<error>", at};
-    if (P::DottedNameContext *d = ctx->dottedName(); d != nullptr) {
-      std::string joined;
-      for (antlr4::tree::TerminalNode *part : d->IDENT()) {
-        if (!joined.empty()) joined += '.';
-        joined += text(part);
-      }
-      if (!joined.empty()) name = {joined, span(d)};
-    }
-    if (ctx->call == nullptr) return make_expr(ast::NameExpr{name.name}, at);
-    ast::CallExpr call;
-    call.callee = name;
-    call.args = arguments(ctx->argument(), "`" + name.name + "`");
-    return make_expr(std::move(call), at);
+  ast::ExprPtr name(P::NameContext *ctx, SourceSpan at) {
+    return make_expr(ast::NameExpr{ctx->IDENT() ? text(ctx->IDENT()) : "<error>"}, at);
   }
 
-  /// `grad(loss, wrt=w)(w, x)`: a call of the function a call names. Only a
-  /// call of a named function (a derivative) can be called again.
+  /// `a.b.c`: the members of a bare name make one dotted name (`x.T`,
+  /// `std.nn.relu`; lowering tells an attribute from a module member), a
+  /// member of anything else is a MemberExpr (`(a @ b).T`). The chain is
+  /// walked without recursion: a dotted name is one nesting level, however
+  /// long (nesting.h).
+  ast::ExprPtr member(P::MemberContext *outer) {
+    std::vector<P::MemberContext *> chain{outer};
+    P::ExprContext *base = outer->expr();
+    while (auto *m = dynamic_cast<P::MemberContext *>(base)) {
+      chain.push_back(m);
+      base = m->expr();
+    }
+    ast::ExprPtr result = expr(base);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      P::MemberContext *m = *it;
+      const SourceSpan at = span(m);
+      ast::Ident member{m->IDENT() ? text(m->IDENT()) : "<error>",
+                        m->IDENT() ? span(m->IDENT()) : at};
+      auto *name = std::get_if<ast::NameExpr>(&result->node);
+      if (name != nullptr && !result->parenthesized && m->IDENT() != nullptr) {
+        name->name += '.';
+        name->name += member.name;
+        result->span = at;
+      } else {
+        result = make_expr(ast::MemberExpr{std::move(result), std::move(member)}, at);
+      }
+    }
+    return result;
+  }
+
+  /// Every call (the grammar's `Apply`): `f(x)` and `std.nn.relu(x)` call a
+  /// name, `(a @ b).sum(0)` a method of a value, and `grad(loss, wrt=w)(w, x)`
+  /// the function a call names. Only a call of a named function (a
+  /// derivative) can be called again.
   ast::ExprPtr apply(P::ApplyContext *ctx, SourceSpan at) {
     ast::CallExpr call;
     call.function = expr(ctx->expr());
-    // After a syntax error, error recovery may parse `f(x, y` this way.
-    if (const auto *name = std::get_if<ast::NameExpr>(&call.function->node);
+    if (auto *name = std::get_if<ast::NameExpr>(&call.function->node);
         name != nullptr && !call.function->parenthesized) {
-      call.callee = {name->name, call.function->span};
+      call.callee = {std::move(name->name), call.function->span};
+      call.function = nullptr;
+      call.args = arguments(ctx->argument(), "`" + call.callee.name + "`");
+      return make_expr(std::move(call), at);
+    }
+    if (auto *member = std::get_if<ast::MemberExpr>(&call.function->node);
+        member != nullptr && !call.function->parenthesized) {
+      call.callee = std::move(member->member);
+      call.receiver = std::move(member->base);
       call.function = nullptr;
       call.args = arguments(ctx->argument(), "`" + call.callee.name + "`");
       return make_expr(std::move(call), at);

@@ -730,7 +730,7 @@ class Parser {
     }
   }
 
-  // dottedName (call=LPAREN (argument (COMMA argument)* COMMA?)? RPAREN)?   # NameOrCall
+  // dottedName   # Name, and the call that follows it (# Apply of a Name)
   ast::ExprPtr name_or_call() {
     const size_t first = pos_;
     std::string name = text(next());
