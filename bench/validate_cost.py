@@ -16,8 +16,13 @@ the plan `spmdc shard --auto` picks. For each plan the script
 then prints estimated vs measured, their ratio, and the Spearman rank
 correlation of the two rankings.
 
+With --mpi the executables run as 8 MPI processes (`mpirun -np 8`, one per
+mesh position, the MPI fabric's collectives), and the profile is measured the
+same way (`mpirun -np 8 spmdc-profile`, the program beside spmdc).
+
 Usage: bench/validate_cost.py --spmdc BUILD/compiler/spmdc [--profile FILE]
-         [--b 512] [--h 256] [--f 1024] [--iters 10] [--rounds 3]
+         [--mpi [--mpirun mpirun]] [--b 512] [--h 256] [--f 1024] [--iters 10]
+         [--rounds 3]
 """
 import argparse
 import json
@@ -92,20 +97,35 @@ def main():
     ap.add_argument("--f", type=int, default=1024)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--mpi", action="store_true",
+                    help="run the executables and measure the profile as 8 MPI processes")
+    ap.add_argument("--mpirun", default="mpirun")
     a = ap.parse_args()
     env = dict(os.environ)
     env.pop("OPENBLAS_CORETYPE", None)
+    launch = []  # what starts an executable (and spmdc-profile) as 8 processes
+    if a.mpi:
+        # Open MPI as root (CI containers), and no process_vm_readv where
+        # containers refuse it (as tests/mpi/CMakeLists.txt sets).
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        launch = [a.mpirun, "--oversubscribe", "-np", "8"]
     with tempfile.TemporaryDirectory(prefix="validate_cost_") as d:
         profile = a.profile
         if not profile:
             profile = os.path.join(d, "here.json")
-            must(run([a.spmdc, "profile", "-q", "-o", profile], env=env), "spmdc profile")
+            if a.mpi:
+                tool = os.path.join(os.path.dirname(os.path.abspath(a.spmdc)), "spmdc-profile")
+                must(run([*launch, tool, "-q", "-o", profile], env=env), "spmdc-profile")
+            else:
+                must(run([a.spmdc, "profile", "-q", "-o", profile], env=env), "spmdc profile")
         with open(profile) as fh:
             p = json.load(fh)
         print(f"profile {p['name']}: {p['flops_per_s'] / 1e9:.1f} GFLOP/s per device, alpha "
               f"{p['intra_node']['latency_s'] * 1e6:.1f} us, beta "
               f"{p['intra_node']['bw_bytes_per_s'] / 1e9:.2f} GB/s")
-        print(f"MLP training step b={a.b} h={a.h} f={a.f} on (data: 2, model: 4); load "
+        print(f"MLP training step b={a.b} h={a.h} f={a.f} on (data: 2, model: 4), "
+              f"{'8 MPI processes' if a.mpi else 'one process, 8 threads'}; load "
               f"{os.getloadavg()[0]:.1f}")
         rng = np.random.default_rng(0)
         inputs = {"x": rng.uniform(-1, 1, (a.b, a.h)).astype(np.float32),
@@ -143,7 +163,8 @@ def main():
             must(run([a.spmdc, "build", shmap, "--target", "cpu", "-o", exe], env=env),
                  f"spmdc build ({name})")
             out = os.path.join(d, f"out_{tag}")
-            must(run([exe, *flags, "-q", "--out-dir", out], env=env), f"executable ({name})")
+            must(run([*launch, exe, *flags, "-q", "--out-dir", out], env=env),
+                 f"executable ({name})")
             err = 0.0
             for k, ref in reference.items():
                 got = np.load(os.path.join(out, f"{k}.npy"))
@@ -151,8 +172,8 @@ def main():
                 err = max(err, float(np.max(np.abs(got - ref))) / scale)
             times = []
             for _ in range(a.rounds):
-                t = must(run([exe, *flags, "-q", "--iters", str(a.iters), "--warmup", "2"],
-                             env=env), f"timed executable ({name})")
+                t = must(run([*launch, exe, *flags, "-q", "--iters", str(a.iters), "--warmup",
+                              "2"], env=env), f"timed executable ({name})")
                 times.append(float(re.search(r"median ([0-9.]+) ms", t.stderr).group(1)))
             rows.append((name + (f" ({chosen})" if chosen else ""), est_ms,
                          cost["compute_s"] * 1e3, cost["comm_s"] * 1e3,

@@ -67,6 +67,18 @@ class CpuMpiExecutor final : public Executor {
 
 }  // namespace
 
+void run_on_mpi_mesh(MpiProcesses &processes, const Mesh &mesh,
+                     const std::function<void(DeviceContext &)> &body) {
+  if (processes.size() != mesh.num_devices())
+    throw RuntimeError("this MPI job has " + std::to_string(processes.size()) +
+                       " processes but the mesh " + format_mesh(mesh) + " has " +
+                       std::to_string(mesh.num_devices()) + " positions, one per process");
+  detail::use_blas_threads_for(processes.local_size());
+  std::unique_ptr<Fabric> fabric = make_mpi_fabric(mesh, false);
+  DeviceContext ctx(*fabric, processes.rank());
+  body(ctx);
+}
+
 ExecutorFactory mpi_cpu_executor(const std::vector<ProgramFunction> &functions,
                                  const std::vector<CpuBody> &bodies) {
   return [&functions, &bodies] { return std::make_unique<CpuMpiExecutor>(functions, bodies); };

@@ -22,6 +22,10 @@ std::unique_ptr<MpiProcesses> start_mpi_processes() { unavailable(); }
 
 std::unique_ptr<Fabric> make_mpi_fabric(const Mesh &, bool) { unavailable(); }
 
+void run_on_mpi_mesh(MpiProcesses &, const Mesh &, const std::function<void(DeviceContext &)> &) {
+  unavailable();
+}
+
 ExecutorFactory mpi_cpu_executor(const std::vector<ProgramFunction> &,
                                  const std::vector<CpuBody> &) {
   return nullptr;

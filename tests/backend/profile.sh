@@ -2,10 +2,14 @@
 # tests/backend/profile.sh — `spmdc profile` measures the simulated mesh and writes a
 # profile file that `spmdc cost --profile` reads: the file is checked (keys, positive
 # figures), and the communication time `spmdc cost` reports with it is recomputed here
-# from the file's alpha and beta and the bytes `spmdc cost --json` counts.
-# Usage: profile.sh SPMDC
+# from the file's alpha and beta and the bytes `spmdc cost --json` counts. With
+# --devices-per-node the link inside a node and the one between nodes are fitted
+# apart. Given SPMDC_PROFILE (spmdc-profile) and MPIRUN, the same over MPI processes.
+# Usage: profile.sh SPMDC [SPMDC_PROFILE MPIRUN]
 set -u
 SPMDC=$1
+SPMDC_PROFILE=${2:-}
+MPIRUN=${3:-}
 PY=${PYTHON:-/usr/bin/python3}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 fails=0
@@ -15,7 +19,7 @@ if ! "$SPMDC" profile --devices 4 --max-bytes 262144 --repeats 1 --name here -o 
     2>"$W/table"; then
   fail "spmdc profile exited $?"; cat "$W/table"
 fi
-grep -q '^fit: alpha' "$W/table" || fail "no fit line in the table"
+grep -q '^fit inside a node: alpha' "$W/table" || fail "no fit line in the table"
 # 4 collectives x sizes 32 B .. 256 KiB (8x apart: 32, 64, 512, 4K, 32K, 256K) = 24 rows.
 rows=$(grep -cE '^(psum|all_gather|psum_scatter|all_to_all) ' "$W/table")
 [[ $rows == 24 ]] || fail "expected 24 measured rows, got $rows"
@@ -26,16 +30,28 @@ shmap f(x: f32[1024] @ P(i)) -> (s: f32[] @ P(), g: f32[1024] @ P()) on M {
   return psum(sum(x), i), all_gather_invariant(x, i)
 }
 SPMD
-"$SPMDC" cost "$W/f.spmd" --profile "$W/p.json" --json >"$W/cost.json" || fail "spmdc cost"
-"$PY" - "$W/p.json" "$W/cost.json" <<'PYEOF' || fails=$((fails+1))
+# check PROFILE NAME LEVELS: the file's keys and figures, and `spmdc cost` with it
+# priced from them (LEVELS 2: nodes of 2 devices, so axis i (4 devices) crosses nodes).
+check() {
+  "$SPMDC" cost "$W/f.spmd" --profile "$1" --json >"$W/cost.json" || { fail "spmdc cost $1"; return; }
+  "$PY" - "$1" "$W/cost.json" "$2" "$3" <<'PYEOF' || fails=$((fails+1))
 import json, sys
 p = json.load(open(sys.argv[1]))
-assert p["name"] == "here", p
-assert set(p) <= {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "intra_node"}, p
-alpha, beta = p["intra_node"]["latency_s"], p["intra_node"]["bw_bytes_per_s"]
+name, levels = sys.argv[3], int(sys.argv[4])
+assert p["name"] == name, p
+keys = {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "intra_node"}
+if levels == 2:
+    keys |= {"devices_per_node", "inter_node"}
+assert set(p) == keys, p
+link = p["intra_node"] if levels == 1 else p["inter_node"]
+if levels == 2:
+    assert p["devices_per_node"] == 2, p
+    assert p["inter_node"]["bw_bytes_per_s"] > 0 and p["inter_node"]["latency_s"] >= 0, p
+alpha, beta = link["latency_s"], link["bw_bytes_per_s"]
 assert p["flops_per_s"] > 0 and p["memory_bw_bytes_per_s"] > 0 and alpha >= 0 and beta > 0, p
 prog = json.load(open(sys.argv[2]))["programs"][0]
-# psum of an f32[] over 4: 2 * 3/4 * 4 B; the gather of f32[1024]: 3/4 * 4 KiB.
+# psum of an f32[] over 4: 2 * 3/4 * 4 B; the gather of f32[1024]: 3/4 * 4 KiB. Over
+# nodes of 2 devices the axis of 4 crosses nodes: the inter-node link prices both.
 moved = 2 * 0.75 * 4 + 0.75 * 4096
 want = 2 * alpha + moved / beta
 got = prog["comm_s"]
@@ -44,11 +60,54 @@ assert abs(got - want) <= 1e-9 * max(want, 1e-12) + 1e-15, (got, want)
 # the slower of flops and bytes.
 want_c = max(256 / p["flops_per_s"], 1028 / p["memory_bw_bytes_per_s"])
 assert abs(prog["compute_s"] - want_c) <= 1e-9 * want_c, (prog["compute_s"], want_c)
-print(f"ok   alpha {alpha * 1e6:.1f} us, beta {beta / 1e9:.2f} GB/s, "
+print(f"ok   {name}: alpha {alpha * 1e6:.1f} us, beta {beta / 1e9:.2f} GB/s, "
       f"flops {p['flops_per_s'] / 1e9:.1f} GFLOP/s; cost of 2 collectives {got * 1e6:.1f} us")
 PYEOF
+}
+check "$W/p.json" here 1
+
+# Two levels on the simulated mesh: 24 rows inside nodes, 24 between.
+if ! "$SPMDC" profile --devices 4 --devices-per-node 2 --max-bytes 262144 --repeats 1 \
+    --name nodes -o "$W/p2.json" 2>"$W/table2"; then
+  fail "spmdc profile --devices-per-node 2 exited $?"; cat "$W/table2"
+fi
+[[ $(grep -cE '^(psum|all_gather|psum_scatter|all_to_all) +intra ' "$W/table2") == 24 ]] ||
+  fail "expected 24 intra-node rows"; 
+[[ $(grep -cE '^(psum|all_gather|psum_scatter|all_to_all) +inter ' "$W/table2") == 24 ]] ||
+  fail "expected 24 inter-node rows"
+grep -q '^fit between nodes (2 devices each): alpha' "$W/table2" || fail "no inter-node fit line"
+check "$W/p2.json" nodes 2
+
+# Over MPI: spmdc-profile under mpirun, one process per device.
+if [[ -n $SPMDC_PROFILE && -n $MPIRUN ]]; then
+  MPI=("$MPIRUN" --oversubscribe)
+  if ! "${MPI[@]}" -np 4 "$SPMDC_PROFILE" --max-bytes 262144 --repeats 1 --name mpi \
+      -o "$W/pm.json" 2>"$W/tablem"; then
+    fail "mpirun spmdc-profile exited $?"; cat "$W/tablem"
+  fi
+  [[ $(grep -cE '^(psum|all_gather|psum_scatter|all_to_all) +intra ' "$W/tablem") == 24 ]] ||
+    fail "expected 24 rows from spmdc-profile"
+  grep -q '"description": "measured by `spmdc-profile` over 4 MPI processes' "$W/pm.json" ||
+    fail "spmdc-profile's description"
+  check "$W/pm.json" mpi 1
+  if ! "${MPI[@]}" -np 4 "$SPMDC_PROFILE" --devices-per-node 2 --max-bytes 262144 --repeats 1 \
+      --name mpinodes -o "$W/pm2.json" 2>"$W/tablem2"; then
+    fail "mpirun spmdc-profile --devices-per-node 2 exited $?"; cat "$W/tablem2"
+  fi
+  check "$W/pm2.json" mpinodes 2
+  # Errors, not hangs: without mpirun; --devices other than the job's processes.
+  "$SPMDC_PROFILE" -q >/dev/null 2>"$W/err" && fail "spmdc-profile without mpirun accepted"
+  grep -q 'start it with mpirun' "$W/err" || fail "spmdc-profile without mpirun: $(cat "$W/err")"
+  timeout 120 "${MPI[@]}" -np 2 "$SPMDC_PROFILE" --devices 4 -q >/dev/null 2>"$W/err" &&
+    fail "spmdc-profile --devices 4 on 2 processes accepted"
+  grep -q 'but the job has 2 processes' "$W/err" || fail "--devices mismatch: $(cat "$W/err")"
+fi
 # Bad arguments are errors, not hangs.
 "$SPMDC" profile --devices 1 -q >/dev/null 2>&1 && fail "--devices 1 accepted"
 "$SPMDC" profile --max-bytes 0 -q >/dev/null 2>&1 && fail "--max-bytes 0 accepted"
+for k in 1 3 4; do
+  "$SPMDC" profile --devices 4 --devices-per-node $k -q >/dev/null 2>&1 &&
+    fail "--devices-per-node $k of 4 accepted"
+done
 [[ $fails == 0 ]] && echo PASS || echo "$fails failure(s)"
 exit $((fails > 0))

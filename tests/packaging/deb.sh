@@ -40,7 +40,7 @@ for f in ./usr/bin/spmdc ./usr/lib/libspmdrt.a ./usr/include/spmdrt/tensor.h \
          ./usr/lib/pkgconfig/spmdrt.pc ./usr/share/man/man1/spmdc.1 \
          ./usr/share/bash-completion/completions/spmdc ./usr/share/zsh/vendor-completions/_spmdc \
          ./usr/share/spmdc/stdlib/std/nn.spmd ./usr/share/spmdc/samples/collectives101.spmd \
-         ./usr/share/spmdc/exercises/01-replicate/starter.spmd ./usr/bin/spmdc-grade \
+         ./usr/share/spmdc/exercises/01-replicate/starter.spmd ./usr/bin/spmdc-grade ./usr/bin/spmdc-profile \
          ./usr/share/spmdc/editors/vim/syntax/spmd.vim; do
   grep -qxF "$f" "$tmp/contents" || fail "not in the package: $f"
 done

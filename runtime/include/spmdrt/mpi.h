@@ -57,6 +57,14 @@ std::unique_ptr<MpiProcesses> start_mpi_processes();
 /// reductions, bit-identical to the simulated fabric.
 std::unique_ptr<Fabric> make_mpi_fabric(const Mesh &mesh, bool deterministic);
 
+/// A runner for code that talks through the collectives itself (`spmdc-profile`):
+/// calls `body` once with this process's DeviceContext (mesh position =
+/// world rank) on a fabric over the world's processes. The world size must equal
+/// mesh.num_devices() (RuntimeError otherwise); BLAS threads share the node's
+/// cores between the job's processes, as in executables. Throws without MPI.
+void run_on_mpi_mesh(MpiProcesses &processes, const Mesh &mesh,
+                     const std::function<void(DeviceContext &)> &body);
+
 /// Why an MPI job of `world_size` processes cannot run `f` ("" when it can: one
 /// process per mesh position), with the launch command that would.
 std::string check_world_size(int world_size, const ProgramFunction &f);

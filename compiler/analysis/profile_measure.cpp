@@ -1,0 +1,199 @@
+// analysis/profile_measure.cpp — see profile_measure.h.
+#include "analysis/profile_measure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "spmdrt/kernels.h"
+
+namespace spmd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Seconds per call of `op` over `axis` with a buffer of `len` f32 per device
+/// (all_gather's buffer is its output), the best of `repeats` rounds; each
+/// round runs enough calls to take a few milliseconds.
+double time_collective(const MeshRunner &run, OpCode op, int axis, int64_t len, int64_t group,
+                       int repeats) {
+  const int calls = static_cast<int>(std::clamp<int64_t>((int64_t{8} << 20) / (len * 4), 2, 200));
+  double best = HUGE_VAL;
+  for (int r = 0; r < repeats; ++r) {
+    double seconds = 0;
+    run([&](rt::DeviceContext &ctx) {
+      const std::vector<int> axes{axis};
+      rt::Tensor x =
+          rt::Tensor::full(rt::DType::F32, {op == OpCode::AllGather ? len / group : len}, 1.0);
+      ctx.barrier();
+      const auto t0 = Clock::now();
+      for (int k = 0; k < calls; ++k) {
+        rt::Tensor y;
+        switch (op) {
+          case OpCode::AllGather:
+            y = ctx.all_gather(x, axes, 0, true);
+            break;
+          case OpCode::PsumScatter:
+            y = ctx.reduce_scatter(x, axes, 0, true);
+            break;
+          case OpCode::AllToAll:
+            y = ctx.all_to_all(x, axes, 0, 0);
+            break;
+          default:
+            y = ctx.all_reduce(x, axes, rt::ReduceOp::Sum);
+            break;
+        }
+      }
+      ctx.barrier();
+      if (ctx.device() == 0)
+        seconds = std::chrono::duration<double>(Clock::now() - t0).count() / calls;
+    });
+    best = std::min(best, seconds);
+  }
+  return best;
+}
+
+/// Seconds per call of `step` on every device at once, the best of `repeats`
+/// rounds of 3 calls.
+double time_everywhere(const MeshRunner &run, int repeats,
+                       const std::function<std::function<void()>()> &make_step) {
+  const int calls = 3;
+  double best = HUGE_VAL;
+  for (int r = 0; r < repeats; ++r) {
+    double seconds = 0;
+    run([&](rt::DeviceContext &ctx) {
+      std::function<void()> step = make_step();
+      ctx.barrier();
+      const auto t0 = Clock::now();
+      for (int k = 0; k < calls; ++k) step();
+      ctx.barrier();
+      if (ctx.device() == 0)
+        seconds = std::chrono::duration<double>(Clock::now() - t0).count() / calls;
+    });
+    best = std::min(best, seconds);
+  }
+  return best;
+}
+
+}  // namespace
+
+rt::Mesh profile_mesh(const MeasureOptions &o) {
+  if (o.devices_per_node > 0 && o.devices_per_node < o.devices)
+    return rt::Mesh({{"node", o.devices / o.devices_per_node}, {"local", o.devices_per_node}});
+  return rt::Mesh({{"d", o.devices}});
+}
+
+LinkCost fit_link(const std::vector<ProfilePoint> &points) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const ProfilePoint &p : points) {
+    const double w = 1 / (p.seconds * p.seconds);
+    sw += w;
+    sx += w * p.moved;
+    sy += w * p.seconds;
+    sxx += w * p.moved * p.moved;
+    sxy += w * p.moved * p.seconds;
+  }
+  const double den = sw * sxx - sx * sx;
+  double slope = den > 0 ? (sw * sxy - sx * sy) / den : 0;
+  double alpha = sw > 0 ? (sy - slope * sx) / sw : 0;
+  if (alpha < 0) {  // through the origin instead
+    alpha = 0;
+    slope = sxx > 0 ? sxy / sxx : 0;
+  }
+  return {alpha, slope > 0 ? 1 / slope : 1e30};
+}
+
+MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) {
+  const rt::Mesh mesh = profile_mesh(o);
+  MeasuredProfile m;
+  // The link inside a node: the last axis; between nodes: the first.
+  struct Link {
+    int axis;
+    bool inter;
+  };
+  std::vector<Link> links{{static_cast<int>(mesh.axes().size()) - 1, false}};
+  if (static_cast<int>(mesh.axes().size()) > 1) links.push_back({0, true});
+  for (const Link &link : links) {
+    const int64_t group = mesh.axis_size(link.axis);
+    const double n = static_cast<double>(group);
+    for (OpCode op : {OpCode::Psum, OpCode::AllGather, OpCode::PsumScatter, OpCode::AllToAll})
+      for (double bytes = 8; bytes <= o.max_bytes; bytes *= 8) {
+        const int64_t elems = std::max<int64_t>(static_cast<int64_t>(bytes) / 4, group);
+        const int64_t len = (elems + group - 1) / group * group;  // divisible by the group
+        const double buffer = static_cast<double>(len * 4);
+        // nccl-tests' sizes: all_gather's is the gathered output.
+        const double in = op == OpCode::AllGather ? buffer / n : buffer;
+        const double out = op == OpCode::AllGather     ? buffer
+                           : op == OpCode::PsumScatter ? buffer / n
+                                                       : buffer;
+        ProfilePoint p{op, link.inter, buffer, collective_traffic(op, n, in, out).moved_bytes, 0};
+        p.seconds = time_collective(run, op, link.axis, len, group, o.repeats);
+        m.points.push_back(p);
+      }
+  }
+  auto fit_of = [&](bool inter) {
+    std::vector<ProfilePoint> of;
+    for (const ProfilePoint &p : m.points)
+      if (p.inter == inter) of.push_back(p);
+    return fit_link(of);
+  };
+  HardwareProfile &profile = m.profile;
+  const LinkCost intra = fit_of(false);
+  profile.latency_s = intra.latency_s;
+  profile.bw_bytes_per_s = intra.bw_bytes_per_s;
+  if (links.size() > 1) {
+    profile.devices_per_node = o.devices_per_node;
+    profile.inter_node = fit_of(true);
+  }
+  const int64_t side = 512;
+  const double matmul_s = time_everywhere(run, o.repeats, [&] {
+    auto a = std::make_shared<rt::Tensor>(rt::Tensor::full(rt::DType::F32, {side, side}, 0.5));
+    return std::function<void()>([a] { *a = rt::matmul(*a, *a); });
+  });
+  profile.flops_per_s = 2.0 * static_cast<double>(side * side * side) / matmul_s;
+  // Every device adds two 16 MiB f32 arrays (reads 32 MiB, writes 16 MiB).
+  const int64_t len = int64_t{4} << 20;
+  const double add_s = time_everywhere(run, o.repeats, [&] {
+    auto a = std::make_shared<rt::Tensor>(rt::Tensor::full(rt::DType::F32, {len}, 0.5));
+    auto b = std::make_shared<rt::Tensor>(rt::Tensor::full(rt::DType::F32, {len}, 0.25));
+    return std::function<void()>([a, b] { *a = rt::binary(rt::BinaryOp::Add, *a, *b); });
+  });
+  profile.mem_bw_bytes_per_s = 3.0 * 4.0 * static_cast<double>(len) / add_s;
+  return m;
+}
+
+std::string format_measurements(const MeasuredProfile &m) {
+  const HardwareProfile &p = m.profile;
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-14s %-6s %12s %12s %12s %12s\n", "collective", "link",
+                "bytes", "moved", "measured", "fitted");
+  out += line;
+  for (const ProfilePoint &q : m.points) {
+    const LinkCost link = q.inter ? *p.inter_node : p.intra_node();
+    std::snprintf(line, sizeof line, "%-14s %-6s %12s %12s %12s %12s\n",
+                  std::string(op_spelling(q.op)).c_str(), q.inter ? "inter" : "intra",
+                  format_bytes(q.bytes).c_str(), format_bytes(q.moved).c_str(),
+                  format_seconds(q.seconds).c_str(),
+                  format_seconds(link.latency_s + q.moved / link.bw_bytes_per_s).c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "fit inside a node: alpha %s, beta %.3g B/s\n",
+                format_seconds(p.latency_s).c_str(), p.bw_bytes_per_s);
+  out += line;
+  if (p.inter_node) {
+    std::snprintf(line, sizeof line,
+                  "fit between nodes (%lld devices each): alpha %s, beta %.3g B/s\n",
+                  static_cast<long long>(p.devices_per_node),
+                  format_seconds(p.inter_node->latency_s).c_str(), p.inter_node->bw_bytes_per_s);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "matmul %.3g flop/s, memory %.3g B/s per device\n",
+                p.flops_per_s, p.mem_bw_bytes_per_s);
+  out += line;
+  return out;
+}
+
+}  // namespace spmd

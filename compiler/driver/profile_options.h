@@ -1,0 +1,52 @@
+// driver/profile_options.h — the options of `spmdc profile` and of
+// `spmdc-profile` (its MPI twin, tools/spmdc_profile.cpp): one definition, so
+// both accept and check the same flags.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "analysis/profile_measure.h"
+
+namespace spmd::driver {
+
+struct ProfileOptions {
+  MeasureOptions measure;
+  std::string output;  // -o FILE; empty: stdout
+  std::string name = "measured-cpu";
+  bool quiet = false;
+};
+
+/// Adds the shared options to `cmd`; `devices_help` says what --devices means there.
+inline void add_profile_options(CLI::App *cmd, ProfileOptions &o, const std::string &devices_help) {
+  cmd->add_option("--devices", o.measure.devices, devices_help);
+  cmd->add_option("--devices-per-node", o.measure.devices_per_node,
+                  "Devices per node: measure the link inside a node (groups of this many "
+                  "consecutive devices) and the link between nodes separately, and write both "
+                  "(default: one node)");
+  cmd->add_option("-o,--output", o.output, "Write the profile to FILE (default: stdout)")
+      ->type_name("FILE");
+  cmd->add_option("--name", o.name, "The profile's name (default " + o.name + ")");
+  cmd->add_option("--max-bytes", o.measure.max_bytes,
+                  "Largest collective buffer in bytes (default 16 MiB; sizes grow 8x from 8 B)");
+  cmd->add_option("--repeats", o.measure.repeats,
+                  "Rounds per size; the fastest counts (default 3)");
+  cmd->add_flag("-q,--quiet", o.quiet, "Do not print the table of measurements");
+}
+
+/// What is wrong with `o` ("" when nothing).
+inline std::string check_profile_options(const ProfileOptions &o) {
+  const MeasureOptions &m = o.measure;
+  if (m.devices < 2 || m.devices > 64) return "--devices takes 2 to 64 devices";
+  if (!(m.max_bytes >= 8) || m.max_bytes > double(int64_t{1} << 30) || m.repeats < 1)
+    return "--max-bytes takes 8 B to 1 GiB and --repeats at least 1";
+  if (m.devices_per_node < 0 ||
+      (m.devices_per_node > 0 && (m.devices_per_node < 2 || m.devices_per_node >= m.devices ||
+                                  m.devices % m.devices_per_node != 0)))
+    return "--devices-per-node takes a divisor of the " + std::to_string(m.devices) +
+           " devices, at least 2 and fewer than all of them (nodes of at least 2 devices, and "
+           "at least 2 nodes)";
+  return "";
+}
+
+}  // namespace spmd::driver
