@@ -48,8 +48,8 @@ std::vector<rt::CheckpointLoop> checkpoint_loops(const ir::Module &module, const
     ir::PrintOptions options;
     options.types = true;
     options.include_meshes = false;
-    const uint64_t h = fnv1a(mesh + "\n" + std::to_string(i) + "\n" +
-                             ir::print_function(copy, g, options));
+    const uint64_t h =
+        fnv1a(mesh + "\n" + std::to_string(i) + "\n" + ir::print_function(copy, g, options));
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     l.fingerprint = hex;

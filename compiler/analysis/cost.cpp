@@ -207,12 +207,45 @@ LinkCost HardwareProfile::axis_link(const rt::Mesh &mesh, int axis) const {
   return within ? intra_node() : *inter_node;
 }
 
-LinkCost HardwareProfile::link(const rt::Mesh &mesh, std::span<const int> axes_used) const {
-  if (axes_used.empty() || !per_axis()) return intra_node();
+std::string_view collective_kind(std::string_view op) {
+  if (op == "pmax" || op == "pmin") return "psum";
+  if (op == "all_gather_invariant") return "all_gather";
+  for (const std::string &kind : collective_kinds())
+    if (op == kind) return op;
+  return "";
+}
+
+std::string_view collective_kind(OpCode op) { return collective_kind(op_spelling(op)); }
+
+const std::vector<std::string> &collective_kinds() {
+  static const std::vector<std::string> kinds = {"psum", "all_gather", "psum_scatter", "all_to_all",
+                                                 "ppermute"};
+  return kinds;
+}
+
+LinkCost LinkCost::for_op(std::string_view op) const {
+  if (!by_collective.empty()) {
+    auto it = by_collective.find(std::string(collective_kind(op)));
+    if (it != by_collective.end()) return {it->second.latency_s, it->second.bw_bytes_per_s};
+  }
+  return {latency_s, bw_bytes_per_s};
+}
+
+bool HardwareProfile::per_collective() const {
+  if (!intra_by_collective.empty() || (inter_node && !inter_node->by_collective.empty()))
+    return true;
+  for (const auto &[name, l] : axes)
+    if (!l.by_collective.empty()) return true;
+  return false;
+}
+
+LinkCost HardwareProfile::link(const rt::Mesh &mesh, std::span<const int> axes_used,
+                               std::string_view op) const {
+  if (axes_used.empty() || !per_axis()) return intra_node().for_op(op);
   LinkCost out{0, 0};
   bool first = true;
   for (int a : axes_used) {
-    const LinkCost l = axis_link(mesh, a);
+    const LinkCost l = axis_link(mesh, a).for_op(op);
     out.latency_s = first ? l.latency_s : std::max(out.latency_s, l.latency_s);
     // 0 is "not priced" (infinitely fast): the slowest priced link bounds it.
     if (l.bw_bytes_per_s > 0)
@@ -275,13 +308,13 @@ double op_seconds(double flops, double bytes, const HardwareProfile &profile) {
 
 double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile) {
   if (!op_communicates(op)) return 0;
-  return link_seconds(moved_bytes, profile.intra_node());
+  return link_seconds(moved_bytes, profile.intra_node().for_op(op_spelling(op)));
 }
 
 double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile,
                           const rt::Mesh &mesh, std::span<const int> axes) {
   if (!op_communicates(op)) return 0;
-  return link_seconds(moved_bytes, profile.link(mesh, axes));
+  return link_seconds(moved_bytes, profile.link(mesh, axes, op_spelling(op)));
 }
 
 std::optional<double> CostReport::intensity() const {
@@ -304,17 +337,17 @@ CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
   r.compute_s = profile.mem_bw_bytes_per_s > 0 ? r.op_seconds_sum
                 : profile.flops_per_s > 0      ? r.flops() / profile.flops_per_s
                                                : 0;
-  if (!profile.per_axis()) {
+  if (!profile.per_axis() && !profile.per_collective()) {
     r.comm_s = static_cast<double>(r.comm_ops) * profile.latency_s +
                (profile.bw_bytes_per_s > 0 ? r.comm_bytes() / profile.bw_bytes_per_s : 0);
     return r;
   }
-  // Each collective on the link its axes cross.
+  // Each collective on the link its axes cross, as its kind sees that link.
   const rt::Mesh &mesh = module.mesh_of(function);
   for (const CollectiveEvent &e : collective_events(module, function)) {
     if (!moves_data(e.op)) continue;
     const double times = static_cast<double>(e.times);
-    r.comm_s += times * link_seconds(e.moved_bytes, profile.link(mesh, e.axis_ids));
+    r.comm_s += times * link_seconds(e.moved_bytes, profile.link(mesh, e.axis_ids, e.op));
   }
   return r;
 }
@@ -367,12 +400,24 @@ std::string format_cost(const CostReport &r, const std::string &title) {
   for (const auto &[axis, l] : p.axes)
     out << "    axis " << axis << ": " << fmt_num(l.bw_bytes_per_s) << " B/s, alpha "
         << format_seconds(l.latency_s) << "\n";
-  std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time", format_seconds(r.compute_s).c_str());
+  // Kinds of collective priced apart, on each link that names some.
+  auto kinds = [&](const std::string &where, const std::map<std::string, LinkFigures> &by) {
+    for (const auto &[kind, f] : by)
+      out << "    " << kind << where << ": " << fmt_num(f.bw_bytes_per_s) << " B/s, alpha "
+          << format_seconds(f.latency_s) << "\n";
+  };
+  kinds("", p.intra_by_collective);
+  if (p.inter_node) kinds(" across nodes", p.inter_node->by_collective);
+  for (const auto &[axis, l] : p.axes) kinds(" on axis " + axis, l.by_collective);
+  std::snprintf(line, sizeof line, "  %-28s %16s\n", "compute time",
+                format_seconds(r.compute_s).c_str());
   out << line;
   std::snprintf(line, sizeof line,
-                p.per_axis() ? "  %-28s %16s   (%lld collectives, each alpha + bytes / bw of "
-                               "the link its axes cross)\n"
-                             : "  %-28s %16s   (%lld collectives x alpha + bytes / bw)\n",
+                p.per_collective() ? "  %-28s %16s   (%lld collectives, each alpha + bytes / bw "
+                                     "of its kind on the link its axes cross)\n"
+                : p.per_axis()     ? "  %-28s %16s   (%lld collectives, each alpha + bytes / bw of "
+                                     "the link its axes cross)\n"
+                                   : "  %-28s %16s   (%lld collectives x alpha + bytes / bw)\n",
                 "communication time", format_seconds(r.comm_s).c_str(),
                 static_cast<long long>(r.comm_ops));
   out << line;

@@ -36,6 +36,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/stats.h"
@@ -45,11 +46,34 @@ namespace spmd {
 
 /// Hardware numbers for the alpha-beta model.
 /// What a collective over some devices costs: alpha + moved bytes / beta.
+/// Alpha and beta of one kind of collective on a link.
+struct LinkFigures {
+  double latency_s = 0;
+  double bw_bytes_per_s = 0;
+  bool operator==(const LinkFigures &) const = default;
+};
+
 struct LinkCost {
   double latency_s = 0;       // alpha: fixed cost of each collective that moves data
   double bw_bytes_per_s = 0;  // achievable bus bandwidth per device (0: not priced)
+  /// Per kind of collective (collective_kind(): "psum", "all_gather",
+  /// "psum_scatter", "all_to_all", "ppermute"), figures that replace the two
+  /// above for that kind; kinds not named use them.
+  std::map<std::string, LinkFigures> by_collective = {};
+  /// This link as collectives of `op`'s kind see it (`op` spelt as in the
+  /// language: "psum", "all_gather_invariant", ...; by_collective left empty).
+  LinkCost for_op(std::string_view op) const;
   bool operator==(const LinkCost &) const = default;
 };
+
+/// The kind of collective `op` is for a link's figures: psum, pmax and pmin
+/// are "psum", all_gather and all_gather_invariant "all_gather", and so on;
+/// "" for an op that is no collective that moves data.
+std::string_view collective_kind(OpCode op);
+/// The same for an op spelt as in the language ("pmax", "all_gather_invariant").
+std::string_view collective_kind(std::string_view op);
+/// The kinds a profile may name, in order.
+const std::vector<std::string> &collective_kinds();
 
 /// A machine as the cost model sees it (docs/sharding.md, "Hardware profiles").
 /// The mesh is laid over nodes row-major: device d (analysis/..., rt::Mesh's
@@ -73,14 +97,20 @@ struct HardwareProfile {
   std::optional<LinkCost> inter_node = std::nullopt;
   /// Per mesh axis name: that axis's link, overriding the node rule.
   std::map<std::string, LinkCost> axes = {};
+  /// Within a node, per kind of collective (LinkCost::by_collective).
+  std::map<std::string, LinkFigures> intra_by_collective = {};
 
-  LinkCost intra_node() const { return {latency_s, bw_bytes_per_s}; }
+  LinkCost intra_node() const { return {latency_s, bw_bytes_per_s, intra_by_collective}; }
   /// The link of mesh axis `axis` of `mesh`.
   LinkCost axis_link(const rt::Mesh &mesh, int axis) const;
-  /// The link a collective over `axes` of `mesh` runs on (intra_node() for none).
-  LinkCost link(const rt::Mesh &mesh, std::span<const int> axes) const;
+  /// The link a collective of `op` over `axes` of `mesh` runs on (intra_node()
+  /// for none), as that kind of collective sees it (LinkCost::for_op; "": the
+  /// links' own figures).
+  LinkCost link(const rt::Mesh &mesh, std::span<const int> axes, std::string_view op = "") const;
   /// True when some axis may differ from another (nodes or per-axis links).
   bool per_axis() const { return devices_per_node > 0 || !axes.empty(); }
+  /// True when some link prices some kind of collective apart.
+  bool per_collective() const;
 };
 
 /// The built-in profiles: "h100" and "h200" (one 8-GPU NVLink node each) and

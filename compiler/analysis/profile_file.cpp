@@ -44,6 +44,7 @@ class ProfileReader {
     if (!intra) return std::nullopt;
     p.latency_s = intra->latency_s;
     p.bw_bytes_per_s = intra->bw_bytes_per_s;
+    p.intra_by_collective = intra->by_collective;
     if (j.contains("devices_per_node")) {
       const Json &d = j["devices_per_node"];
       if (!d.is_number_integer() || d.get<int64_t>() < 0)
@@ -71,8 +72,7 @@ class ProfileReader {
 
  private:
   std::nullopt_t fail(const std::string &key, const std::string &what) {
-    if (error_.empty())
-      error_ = where_ + ": " + (key.empty() ? what : "`" + key + "` " + what);
+    if (error_.empty()) error_ = where_ + ": " + (key.empty() ? what : "`" + key + "` " + what);
     return std::nullopt;
   }
 
@@ -81,7 +81,8 @@ class ProfileReader {
       if (!known.count(it.key())) {
         std::string list;
         for (const std::string &k : known) list += (list.empty() ? "" : ", ") + k;
-        fail(at.empty() ? it.key() : at + "." + it.key(), "is not a profile key (known: " + list + ")");
+        fail(at.empty() ? it.key() : at + "." + it.key(),
+             "is not a profile key (known: " + list + ")");
         return false;
       }
     return true;
@@ -100,15 +101,38 @@ class ProfileReader {
     return v;
   }
 
-  std::optional<LinkCost> link(const Json &j, const std::string &at) {
+  std::optional<LinkFigures> figures(const Json &j, const std::string &at, bool kinds) {
     if (!j.is_object())
       return fail(at, "must be an object {\"latency_s\": ..., \"bw_bytes_per_s\": ...}");
-    if (!only_keys(j, at, {"latency_s", "bw_bytes_per_s"})) return std::nullopt;
+    if (!only_keys(j, at,
+                   kinds ? std::set<std::string>{"latency_s", "bw_bytes_per_s", "collectives"}
+                         : std::set<std::string>{"latency_s", "bw_bytes_per_s"}))
+      return std::nullopt;
     auto latency = number(j, "latency_s", true, at);
     auto bw = number(j, "bw_bytes_per_s", true, at);
     if (!latency || !bw) return std::nullopt;
     if (*bw <= 0) return fail(at + ".bw_bytes_per_s", "must be positive");
-    return LinkCost{*latency, *bw};
+    return LinkFigures{*latency, *bw};
+  }
+
+  /// A link: alpha and beta, and optionally `collectives`, the figures of some
+  /// kinds of collective on it.
+  std::optional<LinkCost> link(const Json &j, const std::string &at) {
+    auto f = figures(j, at, true);
+    if (!f) return std::nullopt;
+    LinkCost l{f->latency_s, f->bw_bytes_per_s};
+    if (!j.contains("collectives")) return l;
+    const Json &by = j["collectives"];
+    const std::string here = at + ".collectives";
+    if (!by.is_object()) return fail(here, "must map kinds of collective to their figures");
+    const std::set<std::string> known(collective_kinds().begin(), collective_kinds().end());
+    if (!only_keys(by, here, known)) return std::nullopt;
+    for (auto it = by.begin(); it != by.end(); ++it) {
+      auto k = figures(it.value(), here + "." + it.key(), false);
+      if (!k) return std::nullopt;
+      l.by_collective[it.key()] = *k;
+    }
+    return l;
   }
 
   std::string where_;
@@ -122,9 +146,24 @@ std::string num(double v) {
   return o.str();
 }
 
-std::string link_json(const LinkCost &l) {
-  return "{\"latency_s\": " + num(l.latency_s) + ", \"bw_bytes_per_s\": " + num(l.bw_bytes_per_s) +
-         "}";
+std::string figures_json(double latency_s, double bw_bytes_per_s) {
+  return "\"latency_s\": " + num(latency_s) + ", \"bw_bytes_per_s\": " + num(bw_bytes_per_s);
+}
+
+/// A link on one line, its kinds of collective (if any) one per line below.
+std::string link_json(const LinkCost &l, const std::string &indent) {
+  std::string o = "{" + figures_json(l.latency_s, l.bw_bytes_per_s);
+  if (l.by_collective.empty()) return o + "}";
+  o += ", \"collectives\": {";
+  bool first = true;
+  for (const std::string &kind : collective_kinds()) {
+    auto it = l.by_collective.find(kind);
+    if (it == l.by_collective.end()) continue;
+    o += std::string(first ? "\n" : ",\n") + indent + "    " + Json(kind).dump() + ": {" +
+         figures_json(it->second.latency_s, it->second.bw_bytes_per_s) + "}";
+    first = false;
+  }
+  return o + "\n" + indent + "  }}";
 }
 
 }  // namespace
@@ -173,14 +212,16 @@ std::string profile_json(const HardwareProfile &p) {
   o += "  \"flops_per_s\": " + num(p.flops_per_s) + ",\n";
   if (p.mem_bw_bytes_per_s > 0)
     o += "  \"memory_bw_bytes_per_s\": " + num(p.mem_bw_bytes_per_s) + ",\n";
-  o += "  \"intra_node\": " + link_json(p.intra_node());
-  if (p.devices_per_node > 0) o += ",\n  \"devices_per_node\": " + std::to_string(p.devices_per_node);
-  if (p.inter_node) o += ",\n  \"inter_node\": " + link_json(*p.inter_node);
+  o += "  \"intra_node\": " + link_json(p.intra_node(), "");
+  if (p.devices_per_node > 0)
+    o += ",\n  \"devices_per_node\": " + std::to_string(p.devices_per_node);
+  if (p.inter_node) o += ",\n  \"inter_node\": " + link_json(*p.inter_node, "");
   if (!p.axes.empty()) {
     o += ",\n  \"axes\": {";
     bool first = true;
     for (const auto &[name, l] : p.axes) {
-      o += std::string(first ? "\n" : ",\n") + "    " + Json(name).dump() + ": " + link_json(l);
+      o += std::string(first ? "\n" : ",\n") + "    " + Json(name).dump() + ": " +
+           link_json(l, "  ");
       first = false;
     }
     o += "\n  }";

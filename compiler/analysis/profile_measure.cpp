@@ -133,16 +133,29 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
         m.points.push_back(p);
       }
   }
+  // One fit of every kind together (what a kind not measured costs), and one
+  // per kind (what a measured kind costs): the kinds differ (on the CPU an
+  // all_to_all copies each block twice, a psum adds as it goes).
   auto fit_of = [&](bool inter) {
     std::vector<ProfilePoint> of;
     for (const ProfilePoint &p : m.points)
       if (p.inter == inter) of.push_back(p);
-    return fit_link(of);
+    LinkCost link = fit_link(of);
+    for (const std::string &kind : collective_kinds()) {
+      std::vector<ProfilePoint> kind_of;
+      for (const ProfilePoint &p : of)
+        if (collective_kind(p.op) == kind) kind_of.push_back(p);
+      if (kind_of.size() < 2) continue;
+      const LinkCost k = fit_link(kind_of);
+      link.by_collective[kind] = {k.latency_s, k.bw_bytes_per_s};
+    }
+    return link;
   };
   HardwareProfile &profile = m.profile;
   const LinkCost intra = fit_of(false);
   profile.latency_s = intra.latency_s;
   profile.bw_bytes_per_s = intra.bw_bytes_per_s;
+  profile.intra_by_collective = intra.by_collective;
   if (links.size() > 1) {
     profile.devices_per_node = o.devices_per_node;
     profile.inter_node = fit_of(true);
@@ -172,7 +185,7 @@ std::string format_measurements(const MeasuredProfile &m) {
                 "bytes", "moved", "measured", "fitted");
   out += line;
   for (const ProfilePoint &q : m.points) {
-    const LinkCost link = q.inter ? *p.inter_node : p.intra_node();
+    const LinkCost link = (q.inter ? *p.inter_node : p.intra_node()).for_op(op_spelling(q.op));
     std::snprintf(line, sizeof line, "%-14s %-6s %12s %12s %12s %12s\n",
                   std::string(op_spelling(q.op)).c_str(), q.inter ? "inter" : "intra",
                   format_bytes(q.bytes).c_str(), format_bytes(q.moved).c_str(),
@@ -180,16 +193,21 @@ std::string format_measurements(const MeasuredProfile &m) {
                   format_seconds(link.latency_s + q.moved / link.bw_bytes_per_s).c_str());
     out += line;
   }
-  std::snprintf(line, sizeof line, "fit inside a node: alpha %s, beta %.3g B/s\n",
-                format_seconds(p.latency_s).c_str(), p.bw_bytes_per_s);
-  out += line;
-  if (p.inter_node) {
-    std::snprintf(line, sizeof line,
-                  "fit between nodes (%lld devices each): alpha %s, beta %.3g B/s\n",
-                  static_cast<long long>(p.devices_per_node),
-                  format_seconds(p.inter_node->latency_s).c_str(), p.inter_node->bw_bytes_per_s);
+  auto fits = [&](const std::string &where, const LinkCost &l) {
+    std::snprintf(line, sizeof line, "fit %s: alpha %s, beta %.3g B/s\n", where.c_str(),
+                  format_seconds(l.latency_s).c_str(), l.bw_bytes_per_s);
     out += line;
-  }
+    for (const std::string &kind : collective_kinds()) {
+      auto it = l.by_collective.find(kind);
+      if (it == l.by_collective.end()) continue;
+      std::snprintf(line, sizeof line, "  %-14s alpha %s, beta %.3g B/s\n", kind.c_str(),
+                    format_seconds(it->second.latency_s).c_str(), it->second.bw_bytes_per_s);
+      out += line;
+    }
+  };
+  fits("inside a node", p.intra_node());
+  if (p.inter_node)
+    fits("between nodes (" + std::to_string(p.devices_per_node) + " devices each)", *p.inter_node);
   std::snprintf(line, sizeof line, "matmul %.3g flop/s, memory %.3g B/s per device\n",
                 p.flops_per_s, p.mem_bw_bytes_per_s);
   out += line;

@@ -37,6 +37,8 @@ int run_cost(const CommonOptions &common, const CostOptions &o) {
     if (o.flops_per_s) profile->flops_per_s = *o.flops_per_s;
     if (o.bw_bytes_per_s) profile->bw_bytes_per_s = *o.bw_bytes_per_s;
     if (o.latency_s) profile->latency_s = *o.latency_s;
+    // The link within a node is now the one given, for every kind of collective.
+    if (o.bw_bytes_per_s || o.latency_s) profile->intra_by_collective.clear();
   }
   if (profile->flops_per_s <= 0 || profile->bw_bytes_per_s <= 0 || profile->latency_s < 0) {
     return report_error(common, "bad-command-line",
@@ -108,9 +110,11 @@ void register_cost_command(CLI::App &app, CommonOptions &common, std::vector<Com
                   "docs/sharding.md, \"Hardware profiles\"); default h100");
   cmd->add_option("--flops-per-s", o.flops_per_s, "Peak flop/s per device (overrides the profile)");
   cmd->add_option("--bw-bytes-per-s", o.bw_bytes_per_s,
-                  "Collective bus bandwidth per device in bytes/s (overrides the profile)");
+                  "Collective bus bandwidth per device in bytes/s (overrides the profile's link "
+                  "within a node, for every kind of collective)");
   cmd->add_option("--latency-s", o.latency_s,
-                  "Latency alpha per collective in seconds (overrides the profile)");
+                  "Latency alpha per collective in seconds (overrides the profile's link within a "
+                  "node, for every kind of collective)");
   cmd->add_flag("--json", o.json, "Print JSON instead of a table");
   cmd->add_option("--plot", o.plot,
                   "Also draw the roofline of the profile with each analysed program as a point, "

@@ -20,6 +20,7 @@ if ! "$SPMDC" profile --devices 4 --max-bytes 262144 --repeats 1 --name here -o 
   fail "spmdc profile exited $?"; cat "$W/table"
 fi
 grep -q '^fit inside a node: alpha' "$W/table" || fail "no fit line in the table"
+grep -q '^  all_to_all     alpha' "$W/table" || fail "no per-kind fit lines in the table"
 # 4 collectives x sizes 32 B .. 256 KiB (8x apart: 32, 64, 512, 4K, 32K, 256K) = 24 rows.
 rows=$(grep -cE '^(psum|all_gather|psum_scatter|all_to_all) ' "$W/table")
 [[ $rows == 24 ]] || fail "expected 24 measured rows, got $rows"
@@ -47,20 +48,29 @@ link = p["intra_node"] if levels == 1 else p["inter_node"]
 if levels == 2:
     assert p["devices_per_node"] == 2, p
     assert p["inter_node"]["bw_bytes_per_s"] > 0 and p["inter_node"]["latency_s"] >= 0, p
-alpha, beta = link["latency_s"], link["bw_bytes_per_s"]
-assert p["flops_per_s"] > 0 and p["memory_bw_bytes_per_s"] > 0 and alpha >= 0 and beta > 0, p
+# Each measured kind has its own fit on each link; ppermute is not measured.
+kinds = ("psum", "all_gather", "psum_scatter", "all_to_all")
+for l in [p["intra_node"]] + ([p["inter_node"]] if levels == 2 else []):
+    assert set(l) == {"latency_s", "bw_bytes_per_s", "collectives"}, l
+    assert set(l["collectives"]) == set(kinds), l
+    for f in [l] + list(l["collectives"].values()):
+        assert f["latency_s"] >= 0 and f["bw_bytes_per_s"] > 0, l
+assert p["flops_per_s"] > 0 and p["memory_bw_bytes_per_s"] > 0, p
 prog = json.load(open(sys.argv[2]))["programs"][0]
-# psum of an f32[] over 4: 2 * 3/4 * 4 B; the gather of f32[1024]: 3/4 * 4 KiB. Over
-# nodes of 2 devices the axis of 4 crosses nodes: the inter-node link prices both.
-moved = 2 * 0.75 * 4 + 0.75 * 4096
-want = 2 * alpha + moved / beta
+# psum of an f32[] over 4: 2 * 3/4 * 4 B at psum's figures; the gather of f32[1024]:
+# 3/4 * 4 KiB at all_gather's. Over nodes of 2 devices the axis of 4 crosses nodes:
+# the inter-node link prices both.
+ps, ag = link["collectives"]["psum"], link["collectives"]["all_gather"]
+alpha, beta = ps["latency_s"], ps["bw_bytes_per_s"]
+want = ps["latency_s"] + 2 * 0.75 * 4 / ps["bw_bytes_per_s"] + ag["latency_s"] + \
+    0.75 * 4096 / ag["bw_bytes_per_s"]
 got = prog["comm_s"]
 assert abs(got - want) <= 1e-9 * max(want, 1e-12) + 1e-15, (got, want)
 # The two ops that compute (sum of f32[256] -> f32[]: 256 flops, 1028 bytes) cost
 # the slower of flops and bytes.
 want_c = max(256 / p["flops_per_s"], 1028 / p["memory_bw_bytes_per_s"])
 assert abs(prog["compute_s"] - want_c) <= 1e-9 * want_c, (prog["compute_s"], want_c)
-print(f"ok   {name}: alpha {alpha * 1e6:.1f} us, beta {beta / 1e9:.2f} GB/s, "
+print(f"ok   {name}: psum alpha {alpha * 1e6:.1f} us, beta {beta / 1e9:.2f} GB/s, "
       f"flops {p['flops_per_s'] / 1e9:.1f} GFLOP/s; cost of 2 collectives {got * 1e6:.1f} us")
 PYEOF
 }

@@ -257,6 +257,52 @@ TEST_CASE("cost: a collective runs on the link its axes cross", "[cost][profile]
   CHECK(p.link(mesh, both) == LinkCost{2e-6, 50e9});
 }
 
+TEST_CASE("cost: a link may price kinds of collective apart", "[cost][profile]") {
+  const rt::Mesh mesh({{"node", 2}, {"gpu", 4}});
+  HardwareProfile p{.name = "kinds",
+                    .flops_per_s = 1e12,
+                    .bw_bytes_per_s = 100e9,
+                    .latency_s = 1e-6,
+                    .devices_per_node = 4,
+                    .inter_node = LinkCost{10e-6, 10e9, {{"psum", {30e-6, 5e9}}}},
+                    .intra_by_collective = {{"all_to_all", {5e-6, 20e9}}}};
+  const std::vector<int> gpu{1}, node{0}, both{0, 1};
+  CHECK(p.per_collective());
+  // Inside a node all_to_all has its own figures, every other kind the link's.
+  CHECK(p.link(mesh, gpu, "all_to_all") == LinkCost{5e-6, 20e9});
+  CHECK(p.link(mesh, gpu, "psum") == LinkCost{1e-6, 100e9});
+  CHECK(p.link(mesh, gpu, "") == LinkCost{1e-6, 100e9});
+  // Between nodes psum, pmax and pmin share psum's figures; all_gather the link's.
+  for (const char *op : {"psum", "pmax", "pmin"})
+    CHECK(p.link(mesh, node, op) == LinkCost{30e-6, 5e9});
+  CHECK(p.link(mesh, node, "all_gather_invariant") == LinkCost{10e-6, 10e9});
+  // Over both axes: the slowest of each axis's figures for that kind.
+  CHECK(p.link(mesh, both, "all_to_all") == LinkCost{10e-6, 10e9});
+  CHECK(p.link(mesh, both, "psum") == LinkCost{30e-6, 5e9});
+  CHECK(collective_seconds(OpCode::AllToAll, 1e9, p, mesh, gpu) == Approx(5e-6 + 0.05));
+  CHECK(collective_seconds(OpCode::Pmax, 1e9, p, mesh, node) == Approx(30e-6 + 0.2));
+  CHECK(collective_seconds(OpCode::AllToAll, 1e9, p) == Approx(5e-6 + 0.05));  // no mesh: intra
+  // Files: the kinds parse, print and parse back.
+  std::string error;
+  auto back = parse_profile(profile_json(p), "k.json", error);
+  INFO(error);
+  REQUIRE(back);
+  CHECK(back->intra_by_collective == p.intra_by_collective);
+  CHECK(back->inter_node == p.inter_node);
+  CHECK_FALSE(parse_profile(
+      R"({"name": "x", "flops_per_s": 1, "intra_node": {"latency_s": 0, "bw_bytes_per_s": 1,
+          "collectives": {"psum": {"latency_s": 0, "bw_bytes_per_s": 0}}}})",
+      "k.json", error));
+  CHECK(error == "k.json: `intra_node.collectives.psum.bw_bytes_per_s` must be positive");
+  CHECK_FALSE(parse_profile(
+      R"({"name": "x", "flops_per_s": 1, "intra_node": {"latency_s": 0, "bw_bytes_per_s": 1,
+          "collectives": {"psum": {"latency_s": 0, "bw_bytes_per_s": 1, "collectives": {}}}}})",
+      "k.json", error));
+  CHECK(error ==
+        "k.json: `intra_node.collectives.psum.collectives` is not a profile key (known: "
+        "bw_bytes_per_s, latency_s)");
+}
+
 TEST_CASE("cost: profile files parse, print and parse back", "[cost][profile]") {
   std::string error;
   auto ib = find_profile("h100-ib");
