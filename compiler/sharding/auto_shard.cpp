@@ -2,8 +2,10 @@
 //
 // Steps: 1. one node per parameter, op (not constants) and result, with its
 // candidates (strategies with equal layouts merged); 2. followers: an
-// elementwise op with one non-constant operand takes, for each candidate of
-// its producer's root, its cheapest strategy, and joins that root; 3. one
+// elementwise op with one non-constant operand that it can always take as it
+// comes (complete, or a partial sum into a linear op) takes, for each
+// candidate of its producer's root, its cheapest strategy, and joins that
+// root; 3. one
 // binary per candidate of each root with a choice, node costs (followers'
 // included) as objective coefficients; 4. each use between two roots: a
 // linear term when one side has one layout class, else edge variables with
@@ -211,12 +213,31 @@ class AutoBuilder {
       Node &q = nodes_[static_cast<size_t>(op_node_[i])];
       int root = nodes_[static_cast<size_t>(producer_node(v))].root;
       const Node &r = nodes_[static_cast<size_t>(root)];
+      // An operand that may arrive as a partial sum the op cannot take as it
+      // comes (a non-linear op) leaves the op its own choice: whether the
+      // sum is completed whole (psum) or split (psum_scatter) depends on the
+      // op's consumers, which a follower cannot see. Following here picked
+      // the locally cheapest completion and made pure DP unreachable on a
+      // training step (samples/global/train_dp.spmd). A linear op that passes
+      // the partial sum on still follows.
+      bool partial_in = false;
+      for (size_t a = 0; a < r.cands.size() && !partial_in; ++a) {
+        const Sharding &in_layout = out(v, a);
+        if (in_layout.complete()) continue;
+        bool takes_it = false;
+        for (int s : q.cands)
+          takes_it =
+              takes_it ||
+              p_.strategies[i][static_cast<size_t>(s)].operands[static_cast<size_t>(operand)] ==
+                  in_layout;
+        partial_in = !takes_it;
+      }
+      if (partial_in) continue;
       std::vector<int> follow;
       const auto &strategies = p_.strategies[i];
       for (size_t a = 0; a < r.cands.size(); ++a) {
         // Follow: take the operand as it comes (no reshard), keeping its
-        // layout when that is possible; otherwise (a partial sum into a
-        // non-linear op) the cheapest strategy.
+        // layout when that is possible; otherwise the cheapest strategy.
         const Sharding &in_layout = out(v, a);
         int pick = -1;
         double best = HUGE_VAL;
@@ -279,9 +300,9 @@ class AutoBuilder {
       Node &r = nodes_[static_cast<size_t>(q.root)];
       const double w = p_.weight(q.index);
       for (size_t a = 0; a < r.cands.size(); ++a)  // (its operand's reshard: make_pairs)
-        r.cost[a] += w * p_.strategies[static_cast<size_t>(q.index)]
-                                      [static_cast<size_t>(q.follow[a])]
-                                          .cost();
+        r.cost[a] +=
+            w *
+            p_.strategies[static_cast<size_t>(q.index)][static_cast<size_t>(q.follow[a])].cost();
     }
   }
 
@@ -860,10 +881,10 @@ class AutoBuilder {
   std::vector<Node> nodes_;
   std::vector<int> param_node_, op_node_, result_node_;
   PairwiseProblem pairwise_;
-  std::vector<int> var_of_;         // per node: its pairwise variable (roots only)
+  std::vector<int> var_of_;  // per node: its pairwise variable (roots only)
   std::vector<ValueUses> value_uses_;
   std::vector<std::vector<int>> neighbours_;  // per node: a copy node's roots (number_roots)
-  std::optional<Reduced> reduced_;  // pairwise_ reduced (with simplify)
+  std::optional<Reduced> reduced_;            // pairwise_ reduced (with simplify)
   IlpProblem ilp_;
   Deadline deadline_;  // the preparation throws OutOfTime past it
 };
