@@ -324,10 +324,25 @@ ReshardPlan Connector::direct(const Shape &global, DType dtype, const Sharding &
   return plan;
 }
 
+size_t Connector::PlanKeyHash::operator()(const PlanKeyView &k) const {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(k.dtype);
+  auto mix = [&h](uint64_t x) { h = (h ^ x) * 0x100000001b3ULL + (h >> 29); };
+  for (int64_t d : k.global) mix(static_cast<uint64_t>(d));
+  for (const Sharding *s : {&k.src, &k.dst}) {
+    mix(0xabcdef);
+    for (const std::vector<int> &axes : s->dims) {
+      mix(axes.size());
+      for (int a : axes) mix(static_cast<uint64_t>(a) + 1);
+    }
+    mix(s->partial.bits());
+  }
+  return static_cast<size_t>(h);
+}
+
 const ReshardPlan &Connector::plan(const Shape &global, DType dtype, const Sharding &src,
                                    const Sharding &dst) {
-  auto key = std::make_tuple(global, dtype, src, dst);
-  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  if (auto it = plans_.find(PlanKeyView{global, dtype, src, dst}); it != plans_.end())
+    return it->second;
   ReshardPlan out;
   if (src.dims.size() != global.size() || dst.dims.size() != global.size() ||
       !src.partial.contains_all(dst.partial) || !fits(mesh_, global, dst)) {
@@ -363,7 +378,7 @@ const ReshardPlan &Connector::plan(const Shape &global, DType dtype, const Shard
       }
     }
   }
-  return plans_.emplace(key, std::move(out)).first->second;
+  return plans_.emplace(PlanKey{global, dtype, src, dst}, std::move(out)).first->second;
 }
 
 ReshardPlan Connector::connect(const Shape &global, DType dtype, const Sharding &src,

@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/cost.h"
@@ -103,7 +104,35 @@ class Connector {
   size_t tree_layouts_ = 0;  // layouts held by trees_ (at most kMaxConnectorLayouts)
   Deadline deadline_;
   std::map<std::tuple<Shape, DType, Sharding>, std::unique_ptr<Tree>> trees_;
-  std::map<std::tuple<Shape, DType, Sharding, Sharding>, ReshardPlan> plans_;
+  /// A plan's key: the array and the two layouts. Hashed, and looked up by a
+  /// view of the caller's values (no copy): the searches ask for millions of
+  /// plans, nearly all already made, and a tree map's key copies and
+  /// comparisons of layouts were a fifth of a training step's search.
+  struct PlanKey {
+    Shape global;
+    DType dtype;
+    Sharding src, dst;
+  };
+  struct PlanKeyView {
+    const Shape &global;
+    DType dtype;
+    const Sharding &src, &dst;
+  };
+  struct PlanKeyHash {
+    using is_transparent = void;
+    size_t operator()(const PlanKeyView &k) const;
+    size_t operator()(const PlanKey &k) const {
+      return (*this)(PlanKeyView{k.global, k.dtype, k.src, k.dst});
+    }
+  };
+  struct PlanKeyEqual {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A &a, const B &b) const {
+      return a.dtype == b.dtype && a.global == b.global && a.src == b.src && a.dst == b.dst;
+    }
+  };
+  std::unordered_map<PlanKey, ReshardPlan, PlanKeyHash, PlanKeyEqual> plans_;
 };
 
 }  // namespace spmd::sharding

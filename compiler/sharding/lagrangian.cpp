@@ -248,10 +248,55 @@ class Relaxer {
       offer(mixed(bad));
       return;
     }
+    // Each sum of the memory model at mixed(cut) is its value at `rest` plus
+    // the changes of the nodes before `cut`: prefix sums by node make each
+    // step of the bisection cost a binary search per sum, not a pass over
+    // every term (a training step's model holds ~10^5 terms).
+    struct Prefix {
+      double base = 0;
+      std::vector<int> node;    // increasing
+      std::vector<double> sum;  // the changes of node[0..i]
+      double at(size_t cut) const {
+        const auto i =
+            std::lower_bound(node.begin(), node.end(), static_cast<int>(cut)) - node.begin();
+        return base + (i > 0 ? sum[static_cast<size_t>(i - 1)] : 0.0);
+      }
+    };
+    auto prefix = [&](const MemoryModel::Sum &sum) {
+      Prefix out;
+      out.base = sum.at(rest);
+      std::vector<std::pair<int, double>> changes;
+      for (const MemoryModel::Term &t : sum.terms) {
+        const auto v = static_cast<size_t>(t.node);
+        const double d =
+            t.bytes[static_cast<size_t>(first[v])] - t.bytes[static_cast<size_t>(rest[v])];
+        if (d != 0) changes.push_back({t.node, d});
+      }
+      std::sort(changes.begin(), changes.end());
+      double running = 0;
+      for (const auto &[v, d] : changes) {
+        running += d;
+        out.node.push_back(v);
+        out.sum.push_back(running);
+      }
+      return out;
+    };
+    const Prefix shared = prefix(m_.shared);
+    std::vector<Prefix> points;
+    points.reserve(m_.points.size());
+    for (const MemoryModel::Sum &point : m_.points) points.push_back(prefix(point));
+    auto fits = [&](size_t cut) {
+      const double room = m_.limit - shared.at(cut);
+      for (const Prefix &point : points)
+        if (point.at(cut) > room) return false;
+      return true;
+    };
     while (bad - ok > 1) {
       size_t mid = (ok + bad) / 2;
-      (m_.fits(mixed(mid)) ? ok : bad) = mid;
+      (fits(mid) ? ok : bad) = mid;
     }
+    // Sums in another order can round differently: the exact check decides.
+    while (ok > 0 && !m_.fits(mixed(ok))) --ok;
     offer(mixed(ok));
   }
 

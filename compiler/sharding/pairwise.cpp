@@ -29,6 +29,16 @@ double MemoryModel::Sum::at(const std::vector<int> &choice) const {
   return total;
 }
 
+bool MemoryModel::fits(const std::vector<int> &choice) const {
+  // shared + max(points) <= limit exactly when every shared + point is: the
+  // same sums, compared one by one.
+  const double base = shared.at(choice);
+  if (points.empty()) return base + 0.0 <= limit;
+  for (const Sum &point : points)
+    if (base + point.at(choice) > limit) return false;
+  return true;
+}
+
 double MemoryModel::peak(const std::vector<int> &choice) const {
   double most = 0;
   for (const Sum &point : points) most = std::max(most, point.at(choice));

@@ -56,7 +56,8 @@ struct MemoryModel {
 
   /// shared + the largest point, for a choice of every node.
   double peak(const std::vector<int> &choice) const;
-  bool fits(const std::vector<int> &choice) const { return peak(choice) <= limit; }
+  /// peak(choice) <= limit, stopping at the first point over it.
+  bool fits(const std::vector<int> &choice) const;
 };
 
 /// The pairwise objective of a choice of every node.

@@ -167,12 +167,14 @@ class Reducer {
     }
   }
 
-  /// Whether candidate b of v is no worse than a in everything.
-  bool dominates(int v, size_t b, size_t a) const {
+  /// Whether candidate b of v is no worse than a in everything; `bytes`: the
+  /// distinct byte vectors of v's memory terms (distinct_bytes()).
+  bool dominates(int v, size_t b, size_t a,
+                 const std::vector<const std::vector<double> *> &bytes) const {
     const Node &n = nodes_[static_cast<size_t>(v)];
     if (!(n.unary[b] <= n.unary[a])) return false;
-    for (const Mem &m : n.mem)
-      if (!(m.bytes[b] <= m.bytes[a])) return false;
+    for (const std::vector<double> *m : bytes)
+      if (!((*m)[b] <= (*m)[a])) return false;
     for (int qi : n.pairs) {
       const Pair &q = pairs_[static_cast<size_t>(qi)];
       if (!q.alive) continue;
@@ -183,15 +185,33 @@ class Reducer {
     return true;
   }
 
+  /// The distinct byte vectors among v's memory terms. A value live at many
+  /// points has one term per point, all with its bytes: dominance need only
+  /// compare each distinct vector once (a training step's nodes hold ~100
+  /// terms and a few distinct vectors).
+  std::vector<const std::vector<double> *> distinct_bytes(int v) const {
+    // Each term against the last few kept (equal terms come in runs): a
+    // repeat missed only costs a comparison later.
+    std::vector<const std::vector<double> *> out;
+    for (const Mem &m : nodes_[static_cast<size_t>(v)].mem) {
+      bool seen = false;
+      for (size_t i = out.size(); i-- > 0 && out.size() - i <= 8 && !seen;)
+        seen = *out[i] == m.bytes;
+      if (!seen) out.push_back(&m.bytes);
+    }
+    return out;
+  }
+
   /// Step 1; true when a candidate went.
   bool drop_dominated(int v) {
     const size_t k = size(v);
     std::vector<bool> gone(k, false);
     bool any = false;
+    const std::vector<const std::vector<double> *> bytes = distinct_bytes(v);
     for (size_t a = 0; a < k; ++a)
       for (size_t b = 0; b < k; ++b) {
-        if (b == a || gone[b] || !dominates(v, b, a)) continue;
-        if (b > a && dominates(v, a, b)) continue;  // identical: the first stays
+        if (b == a || gone[b] || !dominates(v, b, a, bytes)) continue;
+        if (b > a && dominates(v, a, b, bytes)) continue;  // identical: the first stays
         gone[a] = any = true;
         break;
       }
