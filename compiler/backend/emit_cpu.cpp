@@ -107,17 +107,15 @@ std::string emit_cpu(const Prepared &p, const SourceManager *sources, const Emit
          "// Fused elementwise chains are the static *_k<N>_* functions (one loop nest\n"
          "// each); every other op calls the same host kernel `spmdc run` uses, so results\n"
          "// are bit-identical to it.\n"
-         "#include <bit>\n#include <cstdint>\n#include <limits>\n#include <vector>\n\n"
-         "#include \"spmdrt/checkpoint.h\"\n"
-         "#include \"spmdrt/collectives.h\"\n#include \"spmdrt/debug_print.h\"\n"
-         "#include \"spmdrt/kernels.h\"\n"
-         "#include \"spmdrt/mpi.h\"\n#include \"spmdrt/program.h\"\n"
-         "#include \"spmdrt/scalar_ops.h\"\n\n"
+         "#include \"spmdrt/cpu_program.h\"  // the runtime's API, in one (precompiled) header\n\n"
          "namespace {\n\n"
          "namespace rt = spmd::rt;\nnamespace sc = spmd::rt::sc;\n"
          "using rt::Tensor;\nusing I64s = std::vector<int64_t>;  // dims, starts, ...\n"
          "using Axes = std::vector<int>;      // mesh axes of a collective\n\n";
-  out << "// ======== fused elementwise kernels ========\n\n" << kernels.str();
+  // With GCC the glue is compiled at -Og and the fused loops at -O3 (spmdrt/hot_code.h).
+  out << "// ======== fused elementwise kernels (compiled at -O3) ========\n\n"
+         "SPMDRT_HOT_BEGIN\n\n"
+      << kernels.str() << "SPMDRT_HOT_END\n\n";
   out << "// ======== per-device functions, one per shmap ========\n\n" << bodies.str();
   out << "// ======== the shmaps: meshes, parameters and results (global shapes, specs) ========\n"
          "const std::vector<rt::ProgramFunction> &functions() {\n"

@@ -5,6 +5,7 @@
 // top-level CMakeLists.txt.
 #include "backend/toolchain.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <spawn.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "spmdc_build_config.h"
 #include "spmdrt/output_file.h"
@@ -68,6 +70,40 @@ std::string relocated_prefix() {
       !exists(prefix + "/" SPMDC_REL_INCLUDE_DIR "/spmdrt/program.h"))
     return "";
   return prefix;
+}
+
+std::optional<struct timespec> mtime(const std::string &path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return st.st_mtim;
+}
+
+bool older(const struct timespec &a, const struct timespec &b) {
+  return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
+/// lib_dir/spmdc-pch/cpu_program.h when the precompiled header beside it was
+/// made by this spmdc's compiler with this spmdc's flags (the .key file) and
+/// after the last change to the runtime's headers in include_dir; else "".
+/// (GCC itself rejects a PCH from another compiler build, but not every flag
+/// mismatch, and never a stale one.)
+std::string usable_pch(const std::string &lib_dir, const std::string &include_dir) {
+  const std::string header = lib_dir + "/spmdc-pch/cpu_program.h";
+  const auto gch = mtime(header + ".gch");
+  if (!gch || !mtime(header)) return "";
+  std::ifstream key_file(lib_dir + "/spmdc-pch/cpu_program.key");
+  std::string key;
+  if (!std::getline(key_file, key) || key != SPMDC_PCH_KEY) return "";
+  DIR *dir = ::opendir((include_dir + "/spmdrt").c_str());
+  if (!dir) return "";
+  bool fresh = true;
+  while (const dirent *entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    const auto t = mtime(include_dir + "/spmdrt/" + entry->d_name);
+    if (t && older(*gch, *t)) fresh = false;
+  }
+  ::closedir(dir);
+  return fresh ? header : "";
 }
 
 }  // namespace
@@ -146,6 +182,7 @@ std::optional<Toolchain> find_toolchain(std::string &error) {
             "/libspmdrt.a`) has it; build the `spmdrt` target or run `cmake --install`";
     return std::nullopt;
   }
+  tc.pch_header = usable_pch(tc.lib_dir, tc.include_dir);
   return tc;
 }
 
@@ -197,9 +234,9 @@ std::string shell_quote(const std::vector<std::string> &argv) {
   std::string line;
   for (const std::string &a : argv) {
     if (!line.empty()) line += ' ';
-    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
-                                                         "OPQRSTUVWXYZ0123456789_-+=/.,:@%^") ==
-                                         std::string::npos;
+    const bool plain = !a.empty() && a.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+                                         "OPQRSTUVWXYZ0123456789_-+=/.,:@%^") == std::string::npos;
     if (plain) {
       line += a;
       continue;
@@ -230,11 +267,19 @@ std::vector<std::string> compile_command(const Toolchain &tc, Target target,
   switch (target) {
     // clang-format off
     case Target::Cpu:
-      // The runtime's flags (runtime/CMakeLists.txt): -ffp-contract=off, no FMA contraction,
-      // so fused loops match the kernels bit for bit; -O3 -fno-trapping-math vectorise them.
-      cmd = {tc.cxx, "-std=c++20", "-O3", "-fno-fast-math", "-fno-trapping-math", "-ffp-contract=off",
-             "-I" + tc.include_dir, "-x", "c++", source, "-x", "none", "-o", output,
-             tc.lib_dir + "/libspmdrt_mpi.a", tc.lib_dir + "/libspmdrt.a"};
+      // SPMDC_HOST_CXX_FLAGS (CMakeLists.txt): the runtime's -ffp-contract=off, no FMA
+      // contraction, so fused loops match the kernels bit for bit, and -fno-trapping-math;
+      // with GCC -Og for the glue while the fused loops are compiled at -O3 and vectorise
+      // (spmdrt/hot_code.h), else -O3.
+      cmd = {tc.cxx};
+      for (const std::string &f : split_flags(SPMDC_HOST_CXX_FLAGS)) cmd.push_back(f);
+      cmd.push_back("-I" + tc.include_dir);
+      if (!tc.pch_header.empty() && extra_flags.empty()) {
+        cmd.push_back("-include");
+        cmd.push_back(tc.pch_header);
+      }
+      cmd.insert(cmd.end(), {"-x", "c++", source, "-x", "none", "-o", output,
+                             tc.lib_dir + "/libspmdrt_mpi.a", tc.lib_dir + "/libspmdrt.a"});
       for (const std::string &f : split_flags(SPMDC_RUNTIME_FLAGS)) cmd.push_back(f);
       break;
     case Target::Cuda:
@@ -273,8 +318,8 @@ int run_process(const std::vector<std::string> &argv, std::string &error) {
   ::posix_spawnattr_setpgroup(&attr, 0);  // its own process group
   ::posix_spawnattr_setsigmask(&attr, &old);
   ::posix_spawnattr_setsigdefault(&attr, &block);
-  ::posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  ::posix_spawnattr_setflags(
+      &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, args[0], nullptr, &attr, args.data(), environ);
   ::posix_spawnattr_destroy(&attr);

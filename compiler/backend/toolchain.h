@@ -25,6 +25,9 @@ struct Toolchain {
   std::string cxx;          // the C++ compiler that built spmdc
   std::string include_dir;  // holds spmdrt/*.h
   std::string lib_dir;      // holds libspmdrt.a (and libspmdrt_cuda.a)
+  // lib_dir/spmdc-pch/cpu_program.h when its precompiled .gch is there, made with this
+  // spmdc's compiler and flags (its .key) and newer than every header; else empty.
+  std::string pch_header;
   std::vector<std::string> blas_libraries;
   std::vector<std::string> mpi_libraries;  // empty without MPI (spmdrt_mpi is then stubs)
   bool have_cuda = false;                  // CUDA toolkit + NCCL found at configure time
@@ -59,8 +62,10 @@ std::vector<std::string> host_compiler_flags(const std::vector<std::string> &cxx
 
 /// The command line compiling `source` into the executable `output`: the
 /// toolchain's flags (with the sanitizer flags spmdc itself was built with,
-/// which the runtime library needs at link time), then `extra_flags`. Paths
-/// that start with `-` are given as `./-...`, never as options.
+/// which the runtime library needs at link time), then `extra_flags`. The CPU
+/// target `-include`s the precompiled runtime header (tc.pch_header) only when
+/// `extra_flags` is empty: a GCC PCH is valid only with the flags it was made
+/// with. Paths that start with `-` are given as `./-...`, never as options.
 std::vector<std::string> compile_command(const Toolchain &tc, Target target,
                                          const std::string &source, const std::string &output,
                                          const std::vector<std::string> &extra_flags = {});

@@ -2,7 +2,8 @@
 # tests/backend/build_cli.sh — the command line of `spmdc build` and of built executables:
 # the default target (cuda only when a GPU is visible), -q, building every shmap of a file
 # without --fn, the executable's --fn / --version / --help, --cast and --out-dir (executable
-# and spmdc run), and the progress a build reports on a terminal.
+# and spmdc run), the progress a build reports on a terminal, and when the precompiled runtime
+# headers are used.
 # Usage: build_cli.sh SPMDC SOURCE_DIR   (SPMDC_NO_CUDA=1 when spmdc was configured without CUDA)
 set -u
 SPMDC=$1; ROOT=$2
@@ -93,6 +94,47 @@ if command -v script >/dev/null; then
 fi
 "$SPMDC" build "$F" --target cpu -o "$W/cm3" 2>"$W/err"
 [[ ! -s "$W/err" ]] && ok "no terminal: no progress" || fail "not a terminal, printed: $(cat "$W/err")"
+
+# 6. The precompiled runtime headers (docs/backend.md, "Build latency"): `-include
+#    <lib>/spmdc-pch/cpu_program.h` exactly when its .gch is there, its .key names this spmdc's
+#    compiler and flags, no runtime header is newer, and the user adds no flags (a GCC PCH is
+#    valid only with the flags it was made with). A prefix of links to the build tree's runtime
+#    (SPMDC_RUNTIME_PREFIX) gives a PCH whose key and headers the test can change.
+show() {  # show LOG ARGS...: the compiler command of `spmdc build --show-command ARGS`
+  "$SPMDC" build "$S" --target cpu -q --show-command -o "$W/pch_exe" "${@:2}" 2>"$W/$1" ||
+    fail "build $*: $(cat "$W/$1")"
+  rm -rf "$(sed -n 's/^spmdc: source kept in \(.*\)\/program.cpp$/\1/p' "$W/$1")"
+}
+show pch0.err
+lib=$(sed -n 's/^spmdc: runtime from build tree \(.*\)$/\1/p' "$W/pch0.err")/runtime
+if [[ -f $lib/spmdc-pch/cpu_program.h.gch ]]; then
+  grep -qF -- " -include $lib/spmdc-pch/cpu_program.h " "$W/pch0.err" && ok "PCH used" ||
+    fail "PCH not used: $(cat "$W/pch0.err")"
+  show pch1.err --cxxflags=-O2
+  grep -qF -- "-include" "$W/pch1.err" && fail "PCH used with --cxxflags: $(cat "$W/pch1.err")" ||
+    ok "no PCH with --cxxflags"
+  SPMDC_CXXFLAGS=-DX show pch2.err
+  grep -qF -- "-include" "$W/pch2.err" && fail "PCH used with SPMDC_CXXFLAGS" || ok "no PCH with SPMDC_CXXFLAGS"
+  P=$W/prefix
+  mkdir -p "$P/lib/spmdc-pch" "$P/include/spmdrt"
+  for a in "$lib"/*.a; do ln -s "$a" "$P/lib/"; done
+  cp -p "$ROOT"/runtime/include/spmdrt/* "$P/include/spmdrt/"
+  cp -p "$lib/spmdc-pch/cpu_program.h" "$lib/spmdc-pch/cpu_program.key" "$P/lib/spmdc-pch/"
+  ln -s "$lib/spmdc-pch/cpu_program.h.gch" "$P/lib/spmdc-pch/"
+  SPMDC_RUNTIME_PREFIX=$P show pch3.err
+  grep -qF -- " -include $P/lib/spmdc-pch/cpu_program.h " "$W/pch3.err" && ok "prefix: PCH used" ||
+    fail "prefix: PCH not used: $(cat "$W/pch3.err")"
+  echo "/usr/bin/other-c++ 1.0 -O3" >"$P/lib/spmdc-pch/cpu_program.key"
+  SPMDC_RUNTIME_PREFIX=$P show pch4.err
+  grep -qF -- "-include" "$W/pch4.err" && fail "PCH of other flags used" || ok "PCH of other flags refused"
+  cp -p "$lib/spmdc-pch/cpu_program.key" "$P/lib/spmdc-pch/"
+  touch "$P/include/spmdrt/tensor.h"
+  SPMDC_RUNTIME_PREFIX=$P show pch5.err
+  grep -qF -- "-include" "$W/pch5.err" && fail "stale PCH used" || ok "PCH older than a header refused"
+else
+  grep -qF -- "-include" "$W/pch0.err" && fail "-include without a PCH: $(cat "$W/pch0.err")" ||
+    ok "no PCH built (not GCC, or SPMDC_HOST_PCH=OFF): none used"
+fi
 
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]

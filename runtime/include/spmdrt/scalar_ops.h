@@ -22,6 +22,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "spmdrt/hot_code.h"
 #include "spmdrt/tensor.h"
 #include "spmdrt/vector_math.h"
 
@@ -33,6 +34,7 @@
 #endif
 
 namespace spmd::rt::sc {
+SPMDRT_HOT_BEGIN  // -O3 where the fused loops inline these (hot_code.h)
 
 // ---- bf16 -----------------------------------------------------------------------
 
@@ -306,4 +308,5 @@ SPMDRT_HD inline float to_bf16(C v) {
   return bf16_round(static_cast<float>(v));
 }
 
+SPMDRT_HOT_END
 }  // namespace spmd::rt::sc

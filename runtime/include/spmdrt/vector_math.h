@@ -21,7 +21,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "spmdrt/hot_code.h"
+
 namespace spmd::rt::vm {
+SPMDRT_HOT_BEGIN  // -O3 where the fused loops inline these (hot_code.h)
 
 inline uint32_t float_bits(float x) {
   uint32_t b;
@@ -124,4 +127,5 @@ inline float logistic_f32(float x) {
   return x != x ? x : y;
 }
 
+SPMDRT_HOT_END
 }  // namespace spmd::rt::vm
