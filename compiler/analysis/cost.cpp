@@ -193,18 +193,42 @@ const std::vector<HardwareProfile> &builtin_profiles() {
   return profiles;
 }
 
-LinkCost HardwareProfile::axis_link(const rt::Mesh &mesh, int axis) const {
-  auto named = axes.find(mesh.axes().at(static_cast<size_t>(axis)).name);
-  if (named != axes.end()) return named->second;
-  if (devices_per_node <= 0 || !inter_node) return intra_node();
+namespace {
+
+/// The link axis `axis` of `mesh` runs on when it is not the one within a
+/// node: its named link, or the link between nodes; nullptr for within.
+const LinkCost *outer_link(const HardwareProfile &p, const rt::Mesh &mesh, int axis) {
+  auto named = p.axes.find(mesh.axes().at(static_cast<size_t>(axis)).name);
+  if (named != p.axes.end()) return &named->second;
+  if (p.devices_per_node <= 0 || !p.inter_node) return nullptr;
   // The devices that differ only in `axis` are `stride` apart; they share a
   // node when their whole block does and blocks tile the nodes.
   int64_t stride = 1;
   for (size_t a = static_cast<size_t>(axis) + 1; a < mesh.axes().size(); ++a)
     stride *= mesh.axes()[a].size;
   const int64_t block = stride * mesh.axis_size(axis);
-  const bool within = block <= devices_per_node && devices_per_node % block == 0;
-  return within ? intra_node() : *inter_node;
+  const bool within = block <= p.devices_per_node && p.devices_per_node % block == 0;
+  return within ? nullptr : &*p.inter_node;
+}
+
+/// alpha and beta, or the figures `by` gives `op`'s kind.
+LinkCost figures_for(double latency_s, double bw_bytes_per_s, const CollectiveFigures &by,
+                     std::string_view op) {
+  if (!by.empty())
+    if (auto it = by.find(collective_kind(op)); it != by.end())
+      return {it->second.latency_s, it->second.bw_bytes_per_s};
+  return {latency_s, bw_bytes_per_s};
+}
+
+}  // namespace
+
+LinkCost HardwareProfile::axis_link(const rt::Mesh &mesh, int axis) const {
+  const LinkCost *outer = outer_link(*this, mesh, axis);
+  return outer ? *outer : intra_node();
+}
+
+LinkCost HardwareProfile::intra_for(std::string_view op) const {
+  return figures_for(latency_s, bw_bytes_per_s, intra_by_collective, op);
 }
 
 std::string_view collective_kind(std::string_view op) {
@@ -224,11 +248,7 @@ const std::vector<std::string> &collective_kinds() {
 }
 
 LinkCost LinkCost::for_op(std::string_view op) const {
-  if (!by_collective.empty()) {
-    auto it = by_collective.find(std::string(collective_kind(op)));
-    if (it != by_collective.end()) return {it->second.latency_s, it->second.bw_bytes_per_s};
-  }
-  return {latency_s, bw_bytes_per_s};
+  return figures_for(latency_s, bw_bytes_per_s, by_collective, op);
 }
 
 bool HardwareProfile::per_collective() const {
@@ -241,11 +261,12 @@ bool HardwareProfile::per_collective() const {
 
 LinkCost HardwareProfile::link(const rt::Mesh &mesh, std::span<const int> axes_used,
                                std::string_view op) const {
-  if (axes_used.empty() || !per_axis()) return intra_node().for_op(op);
+  if (axes_used.empty() || !per_axis()) return intra_for(op);
   LinkCost out{0, 0};
   bool first = true;
   for (int a : axes_used) {
-    const LinkCost l = axis_link(mesh, a).for_op(op);
+    const LinkCost *outer = outer_link(*this, mesh, a);
+    const LinkCost l = outer ? outer->for_op(op) : intra_for(op);
     out.latency_s = first ? l.latency_s : std::max(out.latency_s, l.latency_s);
     // 0 is "not priced" (infinitely fast): the slowest priced link bounds it.
     if (l.bw_bytes_per_s > 0)
@@ -308,7 +329,7 @@ double op_seconds(double flops, double bytes, const HardwareProfile &profile) {
 
 double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile) {
   if (!op_communicates(op)) return 0;
-  return link_seconds(moved_bytes, profile.intra_node().for_op(op_spelling(op)));
+  return link_seconds(moved_bytes, profile.intra_for(op_spelling(op)));
 }
 
 double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile,
@@ -401,7 +422,7 @@ std::string format_cost(const CostReport &r, const std::string &title) {
     out << "    axis " << axis << ": " << fmt_num(l.bw_bytes_per_s) << " B/s, alpha "
         << format_seconds(l.latency_s) << "\n";
   // Kinds of collective priced apart, on each link that names some.
-  auto kinds = [&](const std::string &where, const std::map<std::string, LinkFigures> &by) {
+  auto kinds = [&](const std::string &where, const CollectiveFigures &by) {
     for (const auto &[kind, f] : by)
       out << "    " << kind << where << ": " << fmt_num(f.bw_bytes_per_s) << " B/s, alpha "
           << format_seconds(f.latency_s) << "\n";

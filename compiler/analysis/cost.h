@@ -53,13 +53,16 @@ struct LinkFigures {
   bool operator==(const LinkFigures &) const = default;
 };
 
+/// Figures per kind of collective ("psum", ...), looked up by a string_view.
+using CollectiveFigures = std::map<std::string, LinkFigures, std::less<>>;
+
 struct LinkCost {
   double latency_s = 0;       // alpha: fixed cost of each collective that moves data
   double bw_bytes_per_s = 0;  // achievable bus bandwidth per device (0: not priced)
   /// Per kind of collective (collective_kind(): "psum", "all_gather",
   /// "psum_scatter", "all_to_all", "ppermute"), figures that replace the two
   /// above for that kind; kinds not named use them.
-  std::map<std::string, LinkFigures> by_collective = {};
+  CollectiveFigures by_collective = {};
   /// This link as collectives of `op`'s kind see it (`op` spelt as in the
   /// language: "psum", "all_gather_invariant", ...; by_collective left empty).
   LinkCost for_op(std::string_view op) const;
@@ -98,11 +101,14 @@ struct HardwareProfile {
   /// Per mesh axis name: that axis's link, overriding the node rule.
   std::map<std::string, LinkCost> axes = {};
   /// Within a node, per kind of collective (LinkCost::by_collective).
-  std::map<std::string, LinkFigures> intra_by_collective = {};
+  CollectiveFigures intra_by_collective = {};
 
   LinkCost intra_node() const { return {latency_s, bw_bytes_per_s, intra_by_collective}; }
   /// The link of mesh axis `axis` of `mesh`.
   LinkCost axis_link(const rt::Mesh &mesh, int axis) const;
+  /// The link within a node as collectives of `op`'s kind see it (the same as
+  /// intra_node().for_op(op), without copying the per-kind figures).
+  LinkCost intra_for(std::string_view op) const;
   /// The link a collective of `op` over `axes` of `mesh` runs on (intra_node()
   /// for none), as that kind of collective sees it (LinkCost::for_op; "": the
   /// links' own figures).
