@@ -58,13 +58,16 @@ void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Ins
         for (ir::ValueId v : in.operands) operands.push_back(f.type(v));
         for (ir::ValueId v : in.results) results.push_back(f.type(v));
         const double one = op_flops(in.op, operands, results, in.attrs);
+        const double smallest = op_kind(in.op) == OpKind::Contraction
+                                    ? contraction_smallest_dim(operands, in.attrs.einsum().spec)
+                                    : 0;
         double bytes = 0;
         for (const Type &t : operands)
           bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
         for (const Type &t : results)
           bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
         r.op_bytes += times * bytes;
-        r.op_seconds_sum += times * op_seconds(one, bytes, r.profile);
+        r.op_seconds_sum += times * op_seconds(one, bytes, r.profile, smallest);
         double flops = times * one;
         OpKind kind = op_kind(in.op);
         (kind == OpKind::Reduce        ? r.reduction_flops
@@ -321,8 +324,51 @@ double link_seconds(double moved_bytes, const LinkCost &link) {
 
 }  // namespace
 
-double op_seconds(double flops, double bytes, const HardwareProfile &profile) {
-  const double compute = profile.flops_per_s > 0 ? flops / profile.flops_per_s : 0;
+double HardwareProfile::contraction_rate(double smallest_dim) const {
+  if (smallest_dim <= 0 || matmul_rates.empty()) return flops_per_s;
+  const MatmulRate &first = matmul_rates.front();
+  if (smallest_dim <= first.smallest_dim)
+    return first.flops_per_s * smallest_dim / first.smallest_dim;
+  for (size_t k = 1; k < matmul_rates.size(); ++k) {
+    const MatmulRate &lo = matmul_rates[k - 1], &hi = matmul_rates[k];
+    if (smallest_dim > hi.smallest_dim) continue;
+    const double t =
+        std::log(smallest_dim / lo.smallest_dim) / std::log(hi.smallest_dim / lo.smallest_dim);
+    return lo.flops_per_s + t * (hi.flops_per_s - lo.flops_per_s);
+  }
+  return matmul_rates.back().flops_per_s;
+}
+
+double contraction_smallest_dim(std::span<const Type> operands, const std::string &spec) {
+  const size_t arrow = spec.find("->");
+  if (operands.size() != 2 || arrow == std::string::npos) return 0;
+  const std::string lhs = spec.substr(0, arrow), out = spec.substr(arrow + 2);
+  const size_t comma = lhs.find(',');
+  if (comma == std::string::npos) return 0;
+  const std::string in[2] = {lhs.substr(0, comma), lhs.substr(comma + 1)};
+  std::map<char, int64_t> size;
+  for (int k = 0; k < 2; ++k)
+    for (size_t pos = 0; pos < in[k].size() && pos < operands[k].shape.size(); ++pos)
+      size[in[k][pos]] = std::max(size[in[k][pos]], operands[k].shape[pos]);
+  double rows = 1, cols = 1, inner = 1;
+  for (const auto &[label, n] : size) {
+    const bool a = in[0].find(label) != std::string::npos;
+    const bool b = in[1].find(label) != std::string::npos;
+    const bool kept = out.find(label) != std::string::npos;
+    const double d = static_cast<double>(n);
+    if (a && b)
+      inner *= kept ? 1 : d;  // a batch label when kept
+    else if (a)
+      rows *= d;
+    else
+      cols *= d;
+  }
+  return std::min({rows, cols, inner});
+}
+
+double op_seconds(double flops, double bytes, const HardwareProfile &profile, double smallest_dim) {
+  const double rate = profile.contraction_rate(smallest_dim);
+  const double compute = rate > 0 ? flops / rate : 0;
   if (profile.mem_bw_bytes_per_s <= 0) return compute;
   return std::max(compute, bytes / profile.mem_bw_bytes_per_s);
 }
@@ -355,9 +401,9 @@ CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
   for (const auto &[op, s] : r.comm.by_op)
     if (moves_data(op)) r.comm_ops += s.count;
   r.profile = profile;
-  r.compute_s = profile.mem_bw_bytes_per_s > 0 ? r.op_seconds_sum
-                : profile.flops_per_s > 0      ? r.flops() / profile.flops_per_s
-                                               : 0;
+  r.compute_s = profile.mem_bw_bytes_per_s > 0 || !profile.matmul_rates.empty() ? r.op_seconds_sum
+                : profile.flops_per_s > 0 ? r.flops() / profile.flops_per_s
+                                          : 0;
   if (!profile.per_axis() && !profile.per_collective()) {
     r.comm_s = static_cast<double>(r.comm_ops) * profile.latency_s +
                (profile.bw_bytes_per_s > 0 ? r.comm_bytes() / profile.bw_bytes_per_s : 0);

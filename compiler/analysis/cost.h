@@ -78,6 +78,16 @@ std::string_view collective_kind(std::string_view op);
 /// The kinds a profile may name, in order.
 const std::vector<std::string> &collective_kinds();
 
+/// The rate a device reaches on matrix products whose smallest dimension is
+/// `smallest_dim` (the smallest of the rows, columns and contracted length;
+/// analysis/cost.h's contraction_smallest_dim). A thin product reads each
+/// element for few flops, so it runs below the peak.
+struct MatmulRate {
+  double smallest_dim = 0;
+  double flops_per_s = 0;
+  bool operator==(const MatmulRate &) const = default;
+};
+
 /// A machine as the cost model sees it (docs/sharding.md, "Hardware profiles").
 /// The mesh is laid over nodes row-major: device d (analysis/..., rt::Mesh's
 /// numbering, the last axis fastest) sits in node d / devices_per_node. A
@@ -102,6 +112,16 @@ struct HardwareProfile {
   std::map<std::string, LinkCost> axes = {};
   /// Within a node, per kind of collective (LinkCost::by_collective).
   CollectiveFigures intra_by_collective = {};
+  /// Measured rates of thin matrix products, by increasing smallest
+  /// dimension; empty: every product runs at flops_per_s.
+  std::vector<MatmulRate> matmul_rates = {};
+
+  /// The flop rate of a contraction whose smallest dimension is
+  /// `smallest_dim` (0: not a matrix product; flops_per_s): interpolated
+  /// between matmul_rates on a log scale of the dimension, in proportion to
+  /// the dimension below the first (a product that thin is bound by the bytes
+  /// it reads), the last rate above the last.
+  double contraction_rate(double smallest_dim) const;
 
   LinkCost intra_node() const { return {latency_s, bw_bytes_per_s, intra_by_collective}; }
   /// The link of mesh axis `axis` of `mesh`.
@@ -157,9 +177,17 @@ struct CostReport {
 /// types, by the conventions above; 0 for calls and loops (count their bodies).
 double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type> results,
                 const Attrs &attrs);
-/// Seconds of one computing op: flops at the peak, or with memory bandwidth
-/// in the profile the larger of that and its bytes at that bandwidth.
-double op_seconds(double flops, double bytes, const HardwareProfile &profile);
+/// The smallest of a two-operand contraction's dimensions: the product of
+/// the sizes of the labels only the first operand has (its rows), of those
+/// only the second has (columns) and of the contracted ones (a label missing
+/// from a group counts 1, so a matrix-vector product's is 1); batch labels
+/// (in both operands and the result) do not count. 0 for other contractions.
+double contraction_smallest_dim(std::span<const Type> operands, const std::string &spec);
+/// Seconds of one computing op: flops at the peak (for a contraction with
+/// `smallest_dim` > 0, at the profile's contraction_rate), or with memory
+/// bandwidth in the profile the larger of that and its bytes at that bandwidth.
+double op_seconds(double flops, double bytes, const HardwareProfile &profile,
+                  double smallest_dim = 0);
 
 /// Seconds of one collective that sends `moved_bytes` per device under
 /// `profile`: alpha + moved_bytes / bandwidth for a collective that moves

@@ -21,8 +21,8 @@ class ProfileReader {
   std::optional<HardwareProfile> read(const Json &j) {
     if (!j.is_object()) return fail("", "a profile is a JSON object");
     if (!only_keys(j, "",
-                   {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "intra_node",
-                    "devices_per_node", "inter_node", "axes"}))
+                   {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "matmul_rates",
+                    "intra_node", "devices_per_node", "inter_node", "axes"}))
       return std::nullopt;
     HardwareProfile p;
     if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
@@ -39,6 +39,8 @@ class ProfileReader {
     auto mem = number(j, "memory_bw_bytes_per_s", false);
     if (!mem) return std::nullopt;
     p.mem_bw_bytes_per_s = *mem;
+    if (j.contains("matmul_rates") && !matmul_rates(j["matmul_rates"], p.matmul_rates))
+      return std::nullopt;
     if (!j.contains("intra_node")) return fail("intra_node", "is required");
     auto intra = link(j["intra_node"], "intra_node");
     if (!intra) return std::nullopt;
@@ -71,6 +73,41 @@ class ProfileReader {
   }
 
  private:
+  /// `[{"smallest_dim": 8, "flops_per_s": 2e10}, ...]`, dimensions increasing.
+  bool matmul_rates(const Json &j, std::vector<MatmulRate> &out) {
+    if (!j.is_array() || j.empty()) {
+      fail("matmul_rates",
+           "must be a non-empty list of {\"smallest_dim\": ..., \"flops_per_s\": ...}");
+      return false;
+    }
+    for (size_t k = 0; k < j.size(); ++k) {
+      const std::string at = "matmul_rates[" + std::to_string(k) + "]";
+      if (!j[k].is_object()) {
+        fail(at, "must be an object {\"smallest_dim\": ..., \"flops_per_s\": ...}");
+        return false;
+      }
+      if (!only_keys(j[k], at, {"smallest_dim", "flops_per_s"})) return false;
+      auto dim = number(j[k], "smallest_dim", true, at);
+      auto rate = number(j[k], "flops_per_s", true, at);
+      if (!dim || !rate) return false;
+      if (*dim < 1) {
+        fail(at + ".smallest_dim", "must be 1 or more");
+        return false;
+      }
+      if (*rate <= 0) {
+        fail(at + ".flops_per_s", "must be positive");
+        return false;
+      }
+      if (!out.empty() && *dim <= out.back().smallest_dim) {
+        fail(at + ".smallest_dim",
+             "must be larger than the one before (the list is in increasing order)");
+        return false;
+      }
+      out.push_back({*dim, *rate});
+    }
+    return true;
+  }
+
   std::nullopt_t fail(const std::string &key, const std::string &what) {
     if (error_.empty()) error_ = where_ + ": " + (key.empty() ? what : "`" + key + "` " + what);
     return std::nullopt;
@@ -212,6 +249,14 @@ std::string profile_json(const HardwareProfile &p) {
   o += "  \"flops_per_s\": " + num(p.flops_per_s) + ",\n";
   if (p.mem_bw_bytes_per_s > 0)
     o += "  \"memory_bw_bytes_per_s\": " + num(p.mem_bw_bytes_per_s) + ",\n";
+  if (!p.matmul_rates.empty()) {
+    o += "  \"matmul_rates\": [";
+    for (size_t k = 0; k < p.matmul_rates.size(); ++k)
+      o += std::string(k ? ",\n    " : "\n    ") +
+           "{\"smallest_dim\": " + num(p.matmul_rates[k].smallest_dim) +
+           ", \"flops_per_s\": " + num(p.matmul_rates[k].flops_per_s) + "}";
+    o += "\n  ],\n";
+  }
   o += "  \"intra_node\": " + link_json(p.intra_node(), "");
   if (p.devices_per_node > 0)
     o += ",\n  \"devices_per_node\": " + std::to_string(p.devices_per_node);

@@ -102,7 +102,10 @@ std::optional<Strategy> make_strategy(const OpSignature &sig, const rt::Mesh &me
     bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
   for (const Type &t : local_results)
     bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
-  s.compute_s = op_seconds(s.flops, bytes, profile);
+  const double smallest = op_kind(sig.op) == OpKind::Contraction
+                              ? contraction_smallest_dim(local_operands, sig.attrs.einsum().spec)
+                              : 0;
+  s.compute_s = op_seconds(s.flops, bytes, profile, smallest);
   for (const FinishStep &fs : s.finish) {
     double bytes = local_results.empty()
                        ? 0

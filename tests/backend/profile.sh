@@ -2,7 +2,8 @@
 # tests/backend/profile.sh — `spmdc profile` measures the simulated mesh and writes a
 # profile file that `spmdc cost --profile` reads: the file is checked (keys, positive
 # figures), and the communication time `spmdc cost` reports with it is recomputed here
-# from the file's alpha and beta and the bytes `spmdc cost --json` counts. With
+# from the file's alpha and beta and the bytes `spmdc cost --json` counts, the compute
+# time of thin products from its matmul rates. With
 # --devices-per-node the link inside a node and the one between nodes are fitted
 # apart. Given SPMDC_PROFILE (spmdc-profile) and MPIRUN, the same over MPI processes.
 # Usage: profile.sh SPMDC [SPMDC_PROFILE MPIRUN]
@@ -25,6 +26,15 @@ grep -q '^  all_to_all     alpha' "$W/table" || fail "no per-kind fit lines in t
 rows=$(grep -cE '^(psum|all_gather|psum_scatter|all_to_all) ' "$W/table")
 [[ $rows == 24 ]] || fail "expected 24 measured rows, got $rows"
 
+cat >"$W/g.spmd" <<'SPMD'
+mesh M = (i: 4)
+shmap g(a: f32[64, 8] @ P(), b: f32[8, 64] @ P(), c: f32[64, 16] @ P(), d: f32[16, 64] @ P())
+    -> (s: f32[64, 64] @ P(), t: f32[64, 64] @ P()) on M {
+  return a @ b, c @ d
+}
+SPMD
+grep -qE '^thin contractions \(smallest dimension: flop/s\): 8: [0-9.e+]+ 32: ' "$W/table" ||
+  fail "no thin contractions line in the table"
 cat >"$W/f.spmd" <<'SPMD'
 mesh M = (i: 4)
 shmap f(x: f32[1024] @ P(i)) -> (s: f32[] @ P(), g: f32[1024] @ P()) on M {
@@ -35,12 +45,14 @@ SPMD
 # priced from them (LEVELS 2: nodes of 2 devices, so axis i (4 devices) crosses nodes).
 check() {
   "$SPMDC" cost "$W/f.spmd" --profile "$1" --json >"$W/cost.json" || { fail "spmdc cost $1"; return; }
-  "$PY" - "$1" "$W/cost.json" "$2" "$3" <<'PYEOF' || fails=$((fails+1))
+  "$SPMDC" cost "$W/g.spmd" --profile "$1" --json >"$W/cost_g.json" || { fail "spmdc cost g $1"; return; }
+  "$PY" - "$1" "$W/cost.json" "$2" "$3" "$W/cost_g.json" <<'PYEOF' || fails=$((fails+1))
 import json, sys
 p = json.load(open(sys.argv[1]))
 name, levels = sys.argv[3], int(sys.argv[4])
 assert p["name"] == name, p
-keys = {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "intra_node"}
+keys = {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "matmul_rates",
+        "intra_node"}
 if levels == 2:
     keys |= {"devices_per_node", "inter_node"}
 assert set(p) == keys, p
@@ -70,6 +82,19 @@ assert abs(got - want) <= 1e-9 * max(want, 1e-12) + 1e-15, (got, want)
 # the slower of flops and bytes.
 want_c = max(256 / p["flops_per_s"], 1028 / p["memory_bw_bytes_per_s"])
 assert abs(prog["compute_s"] - want_c) <= 1e-9 * want_c, (prog["compute_s"], want_c)
+# Thin products: rates at smallest dimension 8, 32, 128 and the square 512 (the peak).
+rates = p["matmul_rates"]
+assert [r["smallest_dim"] for r in rates] == [8, 32, 128, 512], rates
+assert all(r["flops_per_s"] > 0 for r in rates), rates
+assert rates[-1]["flops_per_s"] == p["flops_per_s"], rates
+# g: f32[64, 8] @ f32[8, 64] (smallest dimension 8: 65,536 flops at the rate for 8;
+# 5,120 elements read and written) and f32[64, 16] @ f32[16, 64] (16: halfway
+# between 8 and 32 on a log scale; 6,144 elements).
+r8, r32 = rates[0]["flops_per_s"], rates[1]["flops_per_s"]
+mem = p["memory_bw_bytes_per_s"]
+want_g = max(65536 / r8, 4 * 5120 / mem) + max(131072 / ((r8 + r32) / 2), 4 * 6144 / mem)
+got_g = json.load(open(sys.argv[5]))["programs"][0]["compute_s"]
+assert abs(got_g - want_g) <= 1e-9 * want_g, (got_g, want_g)
 print(f"ok   {name}: psum alpha {alpha * 1e6:.1f} us, beta {beta / 1e9:.2f} GB/s, "
       f"flops {p['flops_per_s'] / 1e9:.1f} GFLOP/s; cost of 2 collectives {got * 1e6:.1f} us")
 PYEOF

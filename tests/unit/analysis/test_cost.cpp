@@ -343,7 +343,7 @@ TEST_CASE("cost: profile files parse, print and parse back", "[cost][profile]") 
         "`intra_node.bw_bytes_per_s` is required");
   fails(R"({"name": "x", "flop_per_s": 1, )" + intra + "}",
         "`flop_per_s` is not a profile key (known: axes, description, devices_per_node, "
-        "flops_per_s, inter_node, intra_node, memory_bw_bytes_per_s, name)");
+        "flops_per_s, inter_node, intra_node, matmul_rates, memory_bw_bytes_per_s, name)");
 }
 
 TEST_CASE("cost: with memory bandwidth an op costs the slower of its flops and bytes",
@@ -369,4 +369,72 @@ TEST_CASE("cost: with memory bandwidth an op costs the slower of its flops and b
   CHECK(back->mem_bw_bytes_per_s == 1e11);
 }
 
+}  // namespace spmd::test
+
+namespace spmd::test {
+namespace {
+
+TEST_CASE("cost: thin contractions run at the profile's measured matmul rates", "[cost][profile]") {
+  HardwareProfile p{.name = "r", .flops_per_s = 8e10, .bw_bytes_per_s = 1e9, .latency_s = 1e-6};
+  // No rates: every product at the peak.
+  CHECK(p.contraction_rate(4) == 8e10);
+  p.matmul_rates = {{8, 1e10}, {32, 3e10}, {512, 8e10}};
+  CHECK(p.contraction_rate(0) == 8e10);  // not a product
+  CHECK(p.contraction_rate(8) == Approx(1e10));
+  CHECK(p.contraction_rate(2) == Approx(2.5e9));  // a quarter of the first dimension
+  CHECK(p.contraction_rate(16) == Approx(2e10));  // halfway on a log scale from 8 to 32
+  CHECK(p.contraction_rate(128) == Approx(3e10 + 0.5 * 5e10));  // 32 -> 128 -> 512
+  CHECK(p.contraction_rate(4096) == 8e10);
+
+  const std::vector<Type> mk{{DType::F32, {64, 8}, {}}, {DType::F32, {8, 256}, {}}};
+  CHECK(contraction_smallest_dim(mk, "ij,jk->ik") == 8);  // contracted length
+  const std::vector<Type> tall{{DType::F32, {3, 512}, {}}, {DType::F32, {512, 256}, {}}};
+  CHECK(contraction_smallest_dim(tall, "ij,jk->ik") == 3);  // rows
+  const std::vector<Type> gemv{{DType::F32, {64, 32}, {}}, {DType::F32, {32}, {}}};
+  CHECK(contraction_smallest_dim(gemv, "ij,j->i") == 1);  // no columns
+  // Batched: b is a batch label (not counted); s = 16 rows, t = 16 columns, d = 8 contracted.
+  const std::vector<Type> batched{{DType::F32, {4, 16, 8}, {}}, {DType::F32, {4, 16, 8}, {}}};
+  CHECK(contraction_smallest_dim(batched, "bsd,btd->bst") == 8);
+  // Several labels in a group multiply: rows a*c = 6.
+  const std::vector<Type> grouped{{DType::F32, {2, 3, 100}, {}}, {DType::F32, {100, 50}, {}}};
+  CHECK(contraction_smallest_dim(grouped, "acj,jk->ack") == 6);
+  CHECK(contraction_smallest_dim(std::vector<Type>{{DType::F32, {4, 4}, {}}}, "ii->i") == 0);
+
+  // a @ b on f32[64, 8] x f32[8, 256] per device: 2*64*8*256 flops at the rate
+  // for 8, and the wide 256^3 product at the peak (above the last rate).
+  auto c = compile_ok(
+      "mesh M = (i: 2)\n"
+      "shmap f(a: f32[64, 8] @ P(), b: f32[8, 256] @ P(), w: f32[256, 256] @ P())\n"
+      "    -> (t: f32[64, 256] @ P(), s: f32[256, 256] @ P()) on M {\n"
+      "  return a @ b, w @ w\n"
+      "}\n");
+  CostReport r = cost_of(*c, p);
+  // 256 is 3/4 of the way from 32 to 512 on a log scale: 3e10 + 0.75 * 5e10.
+  CHECK(r.compute_s == Approx(2.0 * 64 * 8 * 256 / 1e10 + 2.0 * 256 * 256 * 256 / 6.75e10));
+  std::string error;
+  auto back = parse_profile(profile_json(p), "r.json", error);
+  INFO(error);
+  REQUIRE(back);
+  CHECK(back->matmul_rates == p.matmul_rates);
+
+  auto fails = [&](const std::string &rates, const std::string &message) {
+    CHECK_FALSE(parse_profile(R"({"name": "x", "flops_per_s": 1, "matmul_rates": )" + rates +
+                                  R"(, "intra_node": {"latency_s": 0, "bw_bytes_per_s": 1}})",
+                              "p.json", error));
+    CHECK(error == "p.json: " + message);
+  };
+  fails("[]",
+        "`matmul_rates` must be a non-empty list of {\"smallest_dim\": ..., \"flops_per_s\": ...}");
+  fails(R"([{"smallest_dim": 8, "flops_per_s": 1}, {"smallest_dim": 8, "flops_per_s": 2}])",
+        "`matmul_rates[1].smallest_dim` must be larger than the one before (the list is in "
+        "increasing order)");
+  fails(R"([{"smallest_dim": 0.5, "flops_per_s": 1}])",
+        "`matmul_rates[0].smallest_dim` must be 1 or more");
+  fails(R"([{"smallest_dim": 8, "flops_per_s": 0}])",
+        "`matmul_rates[0].flops_per_s` must be positive");
+  fails(R"([{"smallest_dim": 8, "rate": 1}])",
+        "`matmul_rates[0].rate` is not a profile key (known: flops_per_s, smallest_dim)");
+}
+
+}  // namespace
 }  // namespace spmd::test
