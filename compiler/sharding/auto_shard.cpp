@@ -29,6 +29,7 @@
 #include <set>
 
 #include "analysis/cost.h"
+#include "sharding/block_search.h"
 #include "sharding/explain.h"
 #include "sharding/ilp.h"
 #include "sharding/lagrangian.h"
@@ -675,6 +676,48 @@ class AutoBuilder {
     return picked(r.best->choice);
   }
 
+  /// The blocks of block_search.h (a parameter with everything tied to it)
+  /// as nodes of the problem the solvers see.
+  std::vector<std::vector<int>> blocks() const {
+    std::vector<int> reduced_of;
+    if (reduced_) reduced_of = reduced_node_of(*reduced_);
+    auto node = [&](int graph_node) {
+      if (graph_node < 0) return -1;
+      const int var = var_of_[static_cast<size_t>(nodes_[static_cast<size_t>(graph_node)].root)];
+      if (var < 0 || !reduced_) return var;
+      return reduced_of[static_cast<size_t>(var)];
+    };
+    std::vector<std::vector<int>> out;
+    for (const ParamBlock &b : find_blocks(p_)) {
+      std::vector<int> nodes;
+      auto add = [&](int v) {
+        if (v >= 0 && std::find(nodes.begin(), nodes.end(), v) == nodes.end()) nodes.push_back(v);
+      };
+      add(node(param_node_[static_cast<size_t>(b.param)]));
+      if (nodes.empty()) continue;  // the parameter's layout is decided
+      for (int i : b.instrs) add(node(op_node_[static_cast<size_t>(i)]));
+      for (int k : b.params) add(node(param_node_[static_cast<size_t>(k)]));
+      if (nodes.size() > 1) out.push_back(std::move(nodes));
+    }
+    return out;
+  }
+
+  /// Improves the relaxation's best plan by block moves (block_search.h)
+  /// within the time left; CBC, if it runs, starts from the result.
+  void improve_by_blocks(const PairwiseProblem &problem, const MemoryModel &memory, Relaxation &r,
+                         double start) {
+    BlockSearchOptions bo;
+    bo.time_limit_s = options_.time_limit_s - since(start);
+    if (bo.time_limit_s <= 0) return;
+    BlockSearchResult b = block_search(problem, memory, blocks(), r.best->choice, bo);
+    report_.block_moves = b.block_moves;
+    if (b.plan.objective < r.best->objective) {
+      r.best = std::move(b.plan);
+      r.bound = std::min(r.bound, r.best->objective);
+      report_.solver += " + block moves";
+    }
+  }
+
   // 6. Solve: elimination (with a memory limit, its Lagrangian relaxation)
   // while the tables stay small, else (or when the relaxation leaves a gap
   // and there is time) CBC.
@@ -727,6 +770,8 @@ class AutoBuilder {
         report_no_fit(f);
         return std::nullopt;
       }
+      if (relaxed->best && relaxed->gap() > options_.gap)
+        improve_by_blocks(*problem, *memory, *relaxed, start);
       if (relaxed->best && relaxed->gap() <= options_.gap) {
         report_.solve_seconds = since(t);
         return accept(*relaxed, "within the requested gap");

@@ -83,6 +83,7 @@ struct AutoReport {
   double solve_seconds = 0;   // reductions, eliminations, relaxation, CBC (CPU time)
   int eliminations = 0;       // dynamic programs the relaxation ran
   int exact_runs = 0;         // and eliminations with labels (limited_elimination.h)
+  int block_moves = 0;        // block moves made (block_search.h)
   std::string solver;         // "dynamic program", "Lagrangian relaxation ...", "CBC", ...
   bool optimal = false;       // proven optimal
   double objective_s = 0;     // the ILP's estimate of the plan
