@@ -770,7 +770,7 @@ class AutoBuilder {
         report_no_fit(f);
         return std::nullopt;
       }
-      if (relaxed->best && relaxed->gap() > options_.gap)
+      if (options_.block_moves && relaxed->best && relaxed->gap() > options_.gap)
         improve_by_blocks(*problem, *memory, *relaxed, start);
       if (relaxed->best && relaxed->gap() <= options_.gap) {
         report_.solve_seconds = since(t);

@@ -64,13 +64,16 @@ struct AutoOptions {
   /// consumers can need, priced once (as lower_plan emits it). Beyond, each
   /// consumer pays for it, and the search's objective only bounds evaluate().
   size_t max_copy_nodes = 64;
+  /// Under a memory limit, improve the relaxation's plan by block moves
+  /// (block_search.h: a parameter with everything tied to it) before CBC.
+  bool block_moves = true;
 };
 
 struct AutoReport {
-  int ops = 0;            // instructions of the flat function
-  int choice_nodes = 0;   // nodes with a variable (after simplification)
-  int followers = 0;      // ops folded into their producers
-  int copy_nodes = 0;     // "value v's copy in layout s exists" nodes (auto_shard.cpp)
+  int ops = 0;           // instructions of the flat function
+  int choice_nodes = 0;  // nodes with a variable (after simplification)
+  int followers = 0;     // ops folded into their producers
+  int copy_nodes = 0;    // "value v's copy in layout s exists" nodes (auto_shard.cpp)
   /// More than AutoOptions::max_copy_nodes were needed: this many reshards
   /// two consumers could share were priced once per consumer instead, and
   /// objective_s is an upper bound of evaluate() (0: one objective).
