@@ -86,6 +86,8 @@ TEST_CASE("block search: a block move that would break the limit is not made", "
   // Here the weight is stored whole either way and split S stores more (5):
   // every plan with S split peaks at 4 + 5 + at least 1 = 10, over the limit
   // of 9, so the block move is not made and the start is the optimum.
+  f.m.shared.terms[0].bytes = {4, 4};
+  f.m.points[0].terms[0].bytes = {4, 5};
   REQUIRE(f.m.fits(f.start));
   CHECK(optimum_within(f.p, f.m) == Approx(15));
   sharding::BlockSearchResult r = sharding::block_search(f.p, f.m, f.blocks, f.start);
