@@ -14,7 +14,10 @@ namespace {
 
 /// At most this many instructions per block: a chain that runs further is
 /// no longer one parameter's (an elementwise stack reaching the forward pass).
-constexpr size_t kMaxBlockInstrs = 16;
+constexpr size_t kMaxBlockInstrs = 24;
+/// At most this many values followed through elementwise ops from one
+/// matmul that reads the parameter.
+constexpr size_t kMaxFollowers = 4;
 
 bool elementwise_same_shape(const Problem &p, int instr) {
   const ir::Instr &in = p.flat.body[static_cast<size_t>(instr)];
@@ -38,6 +41,7 @@ std::vector<ParamBlock> find_blocks(const Problem &p) {
     const ir::ValueId w = f.params[k].value;
     const auto &shape = p.type(w).shape;
     std::vector<ir::ValueId> forward = {w}, backward;
+    bool has_update = false;
     auto add_instr = [&](int i) {
       if (seen_instr[static_cast<size_t>(i)] == mark || block.instrs.size() >= kMaxBlockInstrs)
         return false;
@@ -45,6 +49,23 @@ std::vector<ParamBlock> find_blocks(const Problem &p) {
       block.instrs.push_back(i);
       return true;
     };
+    // The ops that read the parameter (the forward matmul, the backward one
+    // that multiplies by its transpose), each with the elementwise ops that
+    // read its result (the activation, its derivative).
+    for (const Use &u : p.uses[static_cast<size_t>(w)]) {
+      if (u.instr == Use::kReturn || elementwise_same_shape(p, u.instr) || !add_instr(u.instr))
+        continue;
+      const ir::Instr &in = f.body[static_cast<size_t>(u.instr)];
+      if (in.results.size() != 1) continue;
+      std::vector<ir::ValueId> out = {in.results[0]};
+      for (size_t q = 0; q < out.size() && q < kMaxFollowers; ++q)
+        for (const Use &v : p.uses[static_cast<size_t>(out[q])]) {
+          if (v.instr == Use::kReturn || !elementwise_same_shape(p, v.instr)) continue;
+          const ir::Instr &e = f.body[static_cast<size_t>(v.instr)];
+          if (p.type(e.results[0]).shape != p.type(out[q]).shape || !add_instr(v.instr)) continue;
+          out.push_back(e.results[0]);
+        }
+    }
     // The update chain: elementwise ops of the parameter's shape reading it,
     // and theirs; their other operands lead back to the gradient.
     for (size_t q = 0; q < forward.size(); ++q)
@@ -53,10 +74,11 @@ std::vector<ParamBlock> find_blocks(const Problem &p) {
         const ir::Instr &in = f.body[static_cast<size_t>(u.instr)];
         if (p.type(in.results[0]).shape != shape || !add_instr(u.instr)) continue;
         forward.push_back(in.results[0]);
+        has_update = true;
         for (ir::ValueId x : in.operands)
           if (std::find(forward.begin(), forward.end(), x) == forward.end()) backward.push_back(x);
       }
-    if (block.instrs.empty()) continue;
+    if (!has_update) continue;
     // Back to the gradient: through elementwise ops of the shape, to the
     // first other op (the gradient's matmul or reduction), and the
     // parameters met on the way (optimizer state).
