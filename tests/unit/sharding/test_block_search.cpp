@@ -6,6 +6,7 @@
 // its neighbours) stay at the start. On random problems it never returns a
 // plan worse than its start or over the limit. find_blocks() on a training
 // step finds the update and the gradient's matmul.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -163,16 +164,36 @@ sharded step(x: f32[64, 1024] @ P(d), y: f32[64, 4096] @ P(d), w: f32[1024, 4096
   REQUIRE(blocks.size() == 1);  // x and y are written: only w has a choice
   const sharding::ParamBlock &b = blocks[0];
   CHECK(b.param == 2);  // w
-  // The update (w - 0.01 * g) first, then the scaling, then the matmul that
-  // makes g (x^T @ dy: not elementwise), where the walk stops.
-  REQUIRE(b.instrs.size() >= 3);
+  // First the matmul that reads w (x @ w, not elementwise), then the ops on
+  // its result; the update w - 0.01 * g (elementwise, reads w, makes the
+  // `like(w)` result); last the matmul that makes g (x^T @ dy), where the
+  // walk back from the update stops.
+  REQUIRE(b.instrs.size() >= 4);
   const auto family = [&](int i) { return p.ops[static_cast<size_t>(i)].rule.family; };
-  CHECK(family(b.instrs[0]) == RuleFamily::Elementwise);
-  CHECK(p.flat.body[static_cast<size_t>(b.instrs[0])].results[0] ==
-        p.flat.returns[1]);  // the `like(w)` result
+  const auto reads_w = [&](int i) {
+    const auto &ops = p.flat.body[static_cast<size_t>(i)].operands;
+    return std::find(ops.begin(), ops.end(), p.flat.params[2].value) != ops.end();
+  };
+  CHECK(family(b.instrs.front()) != RuleFamily::Elementwise);
+  CHECK(reads_w(b.instrs.front()));
+  int update = -1;
+  for (int i : b.instrs)
+    if (p.flat.body[static_cast<size_t>(i)].results[0] == p.flat.returns[1]) update = i;
+  REQUIRE(update >= 0);
+  CHECK(family(update) == RuleFamily::Elementwise);
+  CHECK(reads_w(update));
   CHECK(family(b.instrs.back()) != RuleFamily::Elementwise);
-  for (size_t k = 0; k + 1 < b.instrs.size(); ++k)
-    CHECK(family(b.instrs[k]) == RuleFamily::Elementwise);
+  CHECK(!reads_w(b.instrs.back()));
+  // g reaches the update through elementwise ops only (the scaling by 0.01).
+  bool feeds_update = false;
+  std::vector<ir::ValueId> back = p.flat.body[static_cast<size_t>(update)].operands;
+  for (size_t q = 0; q < back.size() && q < 64; ++q) {
+    const int prod = p.producer[static_cast<size_t>(back[q])];
+    if (prod == b.instrs.back()) feeds_update = true;
+    if (prod >= 0 && family(prod) == RuleFamily::Elementwise)
+      for (ir::ValueId y : p.flat.body[static_cast<size_t>(prod)].operands) back.push_back(y);
+  }
+  CHECK(feeds_update);
 }
 
 }  // namespace
