@@ -178,6 +178,15 @@ class Walker {
                      static_cast<size_t>(choice_[static_cast<size_t>(pair.v)])];
   }
 
+  /// Marks node v and its neighbours.
+  void mark_around(size_t v, std::vector<char> &marks) const {
+    marks[v] = 1;
+    for (size_t k : pairs_of_[v]) {
+      marks[static_cast<size_t>(p_.pairs[k].u)] = 1;
+      marks[static_cast<size_t>(p_.pairs[k].v)] = 1;
+    }
+  }
+
   /// Node v's unary and pairs as the plan stands.
   double cost_here(size_t v) const {
     double c = p_.unary[v][static_cast<size_t>(choice_[v])];
@@ -293,13 +302,17 @@ class Walker {
   std::vector<int> old_;
 };
 
-/// One sweep of block moves; returns how many were made.
+/// One sweep of block moves over the blocks with a member in `dirty` (all
+/// when it is empty); returns how many were made.
 int block_sweep(Walker &w, const PairwiseProblem &p, const std::vector<std::vector<int>> &blocks,
-                double deadline) {
+                const std::vector<char> &dirty, double deadline) {
   int made = 0;
   Walker::Move move, best;
   for (const std::vector<int> &block : blocks) {
     if (process_cpu_seconds() > deadline) break;
+    if (!dirty.empty() && std::none_of(block.begin(), block.end(),
+                                       [&](int v) { return dirty[static_cast<size_t>(v)] != 0; }))
+      continue;
     const auto anchor = static_cast<size_t>(block.front());
     const int from = w.at(anchor);
     double best_change = 0;
@@ -359,15 +372,21 @@ BlockSearchResult block_search(const PairwiseProblem &p, const MemoryModel &memo
   }
   Elimination best{start, out.start_objective, 0};
   Walker w(p, memory, start);
+  // After the first sweep, only the blocks next to a node the last
+  // local_search_within moved can have a new move.
+  std::vector<char> dirty;
   for (int round = 0; round < options.max_rounds && !useful.empty(); ++round) {
     if (process_cpu_seconds() > deadline) break;
-    const int made = block_sweep(w, p, useful, deadline);
+    const int made = block_sweep(w, p, useful, dirty, deadline);
     out.block_moves += made;
     ++out.rounds;
     if (made == 0 && round > 0) break;
     Elimination e = local_search_within(p, memory, w.choice());
     const double before = best.objective;
     if (e.objective < best.objective && memory.fits(e.choice)) best = e;
+    dirty.assign(p.unary.size(), 0);
+    for (size_t v = 0; v < p.unary.size(); ++v)
+      if (best.choice[v] != w.at(v)) w.mark_around(v, dirty);
     w.reset(best.choice);
     if (before - best.objective <= options.min_gain * std::abs(before)) break;
   }
