@@ -33,9 +33,11 @@
 // answers while its tables stay small. Under a memory limit, the Lagrangian
 // relaxation of lagrangian.h gives a plan that fits and a proven lower
 // bound (closed further by limited_elimination.h's Pareto labels); when
-// their gap is within `gap` that plan is the answer, else CBC
-// starts from it — if the time left can cover CBC's root LP, which does not
-// check the clock — and the better plan and bound stand. Past the time
+// their gap is within `gap` that plan is the answer, else block moves
+// (block_search.h: a parameter with everything tied to it) improve it and
+// CBC starts from it — if the time left can cover CBC's root LP, which does
+// not check the clock (twice over when the block moves improved the plan)
+// — and the better plan and bound stand. Past the time
 // limit the best plan found is used and the report states its gap.
 #pragma once
 

@@ -9,24 +9,29 @@
 // the gradient's reduction is two steps away and never moves with the
 // weight. This pass:
 //
-//   1. find_blocks(): per `auto` parameter with a choice, the instructions
-//      tied to it — the elementwise ops that read it (its update chain,
-//      whose last value is the `like` result, tied to the parameter's node
-//      already), and backwards from their other operands through elementwise
-//      ops (the learning rate's product, the momentum) to the op that makes
-//      the gradient (its reduction is that op's or the next elementwise
-//      op's choice), with the parameters met on the way (optimizer state).
+//   1. find_blocks(): per `auto` parameter with a choice and an update
+//      chain, the instructions tied to it — the ops that read it (the
+//      forward matmul, the backward one by its transpose) with the
+//      elementwise ops on their results (the activation, its derivative);
+//      the elementwise ops that read it (its update chain, whose last value
+//      is the `like` result, tied to the parameter's node already); and
+//      backwards from their other operands through elementwise ops (the
+//      learning rate's product, the momentum) the op that makes the
+//      gradient (its reduction is that op's or the next elementwise op's
+//      choice), with the parameters met on the way (optimizer state).
 //   2. block_search(): on the pairwise problem (after reduce.h, the blocks'
 //      nodes mapped onto the reduced nodes), for each block and each
 //      candidate of its first node (the parameter's), the move that sets the
-//      first node to it and every other member, in order, to its cheapest
+//      first node to it and every other member, in order (twice over), to its cheapest
 //      candidate given the members set before it and the rest of the plan —
 //      one consistent choice of the whole block. The cheapest move of a block
 //      that keeps the plan within the limit is made when it improves the
 //      plan; the changes are priced incrementally (the pairs of the moved
 //      nodes; the memory sums they are in). A sweep of the block moves
 //      alternates with local_search_within until a round improves the plan
-//      by less than `min_gain` (relative), or the time runs out.
+//      by less than `min_gain` (relative), or the time runs out; after the
+//      first sweep, only the blocks next to a node local_search_within
+//      moved are tried again.
 //
 // auto_shard.h runs it on the relaxation's best plan under a memory limit,
 // before CBC, which then starts from the result (CBC's initial solution).
@@ -44,7 +49,9 @@ namespace spmd::sharding {
 struct ParamBlock {
   int param = 0;
   std::vector<int> params;  // other parameters in the block (optimizer state)
-  std::vector<int> instrs;  // in order: the update chain, then back to the gradient
+  /// In order: the ops reading the parameter and their elementwise
+  /// followers, the update chain, then back to the gradient's op.
+  std::vector<int> instrs;
 };
 
 /// A block for every parameter of `p` with more than one candidate that has
