@@ -26,12 +26,16 @@
 // 1%) / stopped (by the time limit, default 10 s of CPU time as in `spmdc
 // shard`), the proven gap of the plan, and its estimate next to pure DP.
 //
+// --no-blocks turns the block moves off (AutoOptions::block_moves,
+// sharding/block_search.h), for a before/after in one run; the column
+// `blk` counts the block moves made.
+//
 // --train makes each program a training step (training_program below: the
 // gradient of the stack's loss and the SGD update, weights `like` their
 // parameters), about 4x the forward's ops.
 //
 // Usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc] [--train]
-//                    [--memory BYTES | --memory-share F,...]
+//                    [--no-blocks] [--memory BYTES | --memory-share F,...]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -116,6 +120,7 @@ int main(int argc, char **argv) {
   int width = 256;
   bool cbc = false;
   bool train = false;
+  bool blocks_on = true;
   double memory = 0;
   std::vector<double> shares = {0, 0.6};
   for (int i = 1; i < argc; ++i) {
@@ -132,6 +137,8 @@ int main(int argc, char **argv) {
       cbc = true;
     } else if (!std::strcmp(argv[i], "--train")) {
       train = true;
+    } else if (!std::strcmp(argv[i], "--no-blocks")) {
+      blocks_on = false;
     } else if (!std::strcmp(argv[i], "--memory") && i + 1 < argc) {
       memory = std::atof(argv[++i]);
     } else if (!std::strcmp(argv[i], "--memory-share") && i + 1 < argc) {
@@ -143,16 +150,16 @@ int main(int argc, char **argv) {
       std::fprintf(
           stderr,
           "usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc] [--train] "
-          "[--memory BYTES | --memory-share F,...]\n");
+          "[--no-blocks] [--memory BYTES | --memory-share F,...]\n");
       return 2;
     }
   }
   std::printf(
-      "%7s %8s %7s %7s %9s %9s %9s %9s %9s %12s %13s %8s %8s %8s  %-6s %5s %5s %-8s %7s %11s "
-      "%11s\n",
+      "%7s %8s %7s %7s %9s %9s %9s %9s %9s %12s %13s %8s %8s %8s  %-6s %5s %5s %5s %-8s %7s "
+      "%11s %11s\n",
       "ops", "limit_MB", "choices", "reduced", "compile_s", "prepare_s", "build_s", "reduce_s",
       "solve_s", "search_cpu_s", "search_wall_s", "vars", "rows", "follow", "solver", "elims",
-      "exact", "status", "gap_%", "plan_us", "pure_dp_us");
+      "exact", "blk", "status", "gap_%", "plan_us", "pure_dp_us");
   if (memory > 0) shares = {-1};  // the absolute limit
   for (int n : sizes) {
     int blocks = std::max(1, n / 4);
@@ -180,6 +187,7 @@ int main(int argc, char **argv) {
       spmd::sharding::AutoOptions options;
       options.time_limit_s = time_limit;
       if (cbc) options.elimination_states = 0;
+      options.block_moves = blocks_on;
       if (share < 0) options.memory_per_device = memory;
       if (share > 0) options.memory_per_device = share * replicated;
       spmd::sharding::AutoReport report;
@@ -204,13 +212,14 @@ int main(int argc, char **argv) {
         std::snprintf(limit, sizeof limit, "%.1f", *options.memory_per_device / 1e6);
       std::printf(
           "%7d %8s %7d %7d %9.3f %9.3f %9.3f %9.3f %9.3f %12.3f %13.3f %8d %8d %8d  %-6s %5d %5d "
+          "%5d "
           "%-8s "
           "%7.2f %11.2f %11.2f\n",
           report.ops, limit, report.choice_nodes, report.reduced_nodes, compile_s, prepare_s,
           report.build_seconds, report.reduce_seconds, report.solve_seconds, search_cpu_s,
           search_wall_s, report.variables, report.rows, report.followers,
-          solver_label(report.solver), report.eliminations, report.exact_runs, status,
-          100 * report.gap, planned * 1e6, dp * 1e6);
+          solver_label(report.solver), report.eliminations, report.exact_runs, report.block_moves,
+          status, 100 * report.gap, planned * 1e6, dp * 1e6);
       std::fflush(stdout);
     }
   }

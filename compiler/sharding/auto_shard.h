@@ -33,9 +33,11 @@
 // answers while its tables stay small. Under a memory limit, the Lagrangian
 // relaxation of lagrangian.h gives a plan that fits and a proven lower
 // bound (closed further by limited_elimination.h's Pareto labels); when
-// their gap is within `gap` that plan is the answer, else CBC
-// starts from it — if the time left can cover CBC's root LP, which does not
-// check the clock — and the better plan and bound stand. Past the time
+// their gap is within `gap` that plan is the answer, else block moves
+// (block_search.h: a parameter with everything tied to it) improve it and
+// CBC starts from it — if the time left can cover CBC's root LP, which does
+// not check the clock (twice over when the block moves improved the plan)
+// — and the better plan and bound stand. Past the time
 // limit the best plan found is used and the report states its gap.
 #pragma once
 
@@ -64,13 +66,16 @@ struct AutoOptions {
   /// consumers can need, priced once (as lower_plan emits it). Beyond, each
   /// consumer pays for it, and the search's objective only bounds evaluate().
   size_t max_copy_nodes = 64;
+  /// Under a memory limit, improve the relaxation's plan by block moves
+  /// (block_search.h: a parameter with everything tied to it) before CBC.
+  bool block_moves = true;
 };
 
 struct AutoReport {
-  int ops = 0;            // instructions of the flat function
-  int choice_nodes = 0;   // nodes with a variable (after simplification)
-  int followers = 0;      // ops folded into their producers
-  int copy_nodes = 0;     // "value v's copy in layout s exists" nodes (auto_shard.cpp)
+  int ops = 0;           // instructions of the flat function
+  int choice_nodes = 0;  // nodes with a variable (after simplification)
+  int followers = 0;     // ops folded into their producers
+  int copy_nodes = 0;    // "value v's copy in layout s exists" nodes (auto_shard.cpp)
   /// More than AutoOptions::max_copy_nodes were needed: this many reshards
   /// two consumers could share were priced once per consumer instead, and
   /// objective_s is an upper bound of evaluate() (0: one objective).
@@ -83,6 +88,7 @@ struct AutoReport {
   double solve_seconds = 0;   // reductions, eliminations, relaxation, CBC (CPU time)
   int eliminations = 0;       // dynamic programs the relaxation ran
   int exact_runs = 0;         // and eliminations with labels (limited_elimination.h)
+  int block_moves = 0;        // block moves made (block_search.h)
   std::string solver;         // "dynamic program", "Lagrangian relaxation ...", "CBC", ...
   bool optimal = false;       // proven optimal
   double objective_s = 0;     // the ILP's estimate of the plan
