@@ -20,7 +20,11 @@
 // 4. Short (m <= 8, B not transposed): op(A) packed k × m, columns of C in blocks of
 //    vectors held in registers over 64 rows of B at a time (a block reads B down its
 //    columns; longer runs cost a TLB miss per row).
-// 5. Everything else: cblas_sgemm/dgemm, the transposes passed as flags.
+// 5. Everything else: cblas_sgemm/dgemm, the transposes passed as flags, one call per
+//    tile of C's longer side (tile_rows: fixed by the shape, never by the thread count),
+//    the tiles run by the pool (spmdrt/parallel.h). OpenBLAS runs single-threaded.
+// Narrow and GEMV rows are split over the pool too (their rows are independent: the
+// same bits however they are split); GEMV through OpenBLAS is tiled like path 5.
 // i32: an i-k-j loop with wrapping arithmetic.
 //
 // Paths 1–4 (runtime/cpu/gemm_loops.h) are compiled three times and one is picked from

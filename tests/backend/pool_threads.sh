@@ -12,6 +12,7 @@
 set -u
 SPMDC=$1
 SRC=$2
+PY=${PYTHON:-python3}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails+1)); }
@@ -57,8 +58,8 @@ compare block2 "$BLOCK" --fn block --mesh "(model: 2)" "${SIZES[@]}"
 compare dp_loss "$SRC/bench/jax/dp_loss.spmd" --mesh "(batch: 1)" --set b=1024 --set d=256 --set k=16
 
 # The one-device block against NumPy (float64), on inputs made here.
-if python3 -c "import numpy" 2>/dev/null; then
-  python3 - "$W" <<'PY' || fail "inputs for the NumPy check"
+if "$PY" -c "import numpy" 2>/dev/null; then
+  "$PY" - "$W" <<'PY' || fail "inputs for the NumPy check"
 import sys, numpy as np
 w = sys.argv[1]
 r = np.random.default_rng(3)
@@ -74,7 +75,7 @@ PY
   "$W/block1.exe" "${ins[@]}" -q --threads 2 --out-dir "$W/y2" 2>"$W/err" || fail "block1 with inputs: $(cat "$W/err")"
   "$W/block1.exe" "${ins[@]}" -q --threads 1 --out-dir "$W/y1" 2>"$W/err" || fail "block1 with inputs: $(cat "$W/err")"
   diff -r "$W/y1" "$W/y2" >/dev/null || fail "block1 with inputs: --threads 1 and 2 differ"
-  if python3 - "$W" <<'PY'; then ok "block1: matches NumPy float64 (rel. 1e-4)"; else fail "block1 vs NumPy"; fi
+  if "$PY" - "$W" <<'PY'; then ok "block1: matches NumPy float64 (rel. 1e-4)"; else fail "block1 vs NumPy"; fi
 import sys, numpy as np
 w = sys.argv[1]
 L = {n: np.load(f"{w}/{n}.npy").astype(np.float64) for n in
