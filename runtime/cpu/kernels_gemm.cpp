@@ -167,12 +167,14 @@ void use_single_threaded_blas() {
 
 /// Rows (or columns) of C per tile of a product split over `extent` rows (columns) of
 /// `work` multiply-adds each: fixed by the shape alone, never by the thread count, so
-/// that BLAS, whose bits may depend on the shape it is called with, computes the same
-/// bits however many threads run the tiles. At most kMaxTiles tiles of a multiple of 16
-/// rows each, and none of fewer than kMinTileWork multiply-adds (a whole product below
-/// twice that is one tile). Each tile is one BLAS call, which packs the other operand
-/// again: 64 rows or more keep that under a few percent of the tile's time.
-constexpr int64_t kMaxTiles = 16, kMinTileRows = 64, kMinTileWork = int64_t{1} << 19;
+/// that BLAS, whose bits may depend on the shape it is called with (OpenBLAS has small-
+/// matrix kernels), computes the same bits however many threads run the tiles. At most
+/// kMaxTiles tiles of a multiple of 16 rows each, none of fewer than kMinTileRows rows
+/// or kMinTileWork multiply-adds (a product below twice that is one call). Each tile is
+/// one BLAS call, which packs the other operand again: measured on the transformer block
+/// of bench/jax at s = 512 on 4 devices (2 cores, so not split), tiles of at least 64
+/// rows cost 1.07x the CPU time of whole products, 256 rows 1.03x.
+constexpr int64_t kMaxTiles = 8, kMinTileRows = 256, kMinTileWork = int64_t{1} << 21;
 
 int64_t tile_rows(int64_t extent, int64_t work) {
   auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
@@ -276,7 +278,8 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
     // Rows are independent: any split gives the same bits.
     const int64_t rows = g.path == GemmPath::Gemv && n != 1 ? n : m;
     const int64_t per_row = k * (g.path == GemmPath::Gemv ? 1 : n);
-    const int64_t grain = std::max<int64_t>(48, elementwise_grain(rows, per_row) / 48 * 48);
+    const int64_t any = elementwise_grain(rows, per_row);
+    const int64_t grain = any >= rows ? rows : std::max<int64_t>(48, any / 48 * 48);
     return parallel_for(rows, grain,
                         [&](int64_t lo, int64_t hi) { gemm_loops(product_rows(g, lo, hi)); });
   }

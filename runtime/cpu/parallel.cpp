@@ -204,7 +204,14 @@ void detail::share_cores_among(int64_t local_processes) {
 DeviceThreadScope::DeviceThreadScope() { g_alive_devices.fetch_add(1); }
 DeviceThreadScope::~DeviceThreadScope() { g_alive_devices.fetch_sub(1); }
 
+/// Whether a parallel_for called now would hand chunks to the pool.
+bool would_split() {
+  const int total = threads();
+  return !t_in_chunk && total > 1 && g_alive_devices.load(std::memory_order_relaxed) < total;
+}
+
 int64_t elementwise_grain(int64_t n, int64_t item_size) {
+  if (!would_split()) return std::max<int64_t>(1, n);  // one chunk: one call, no hand-offs
   item_size = std::max<int64_t>(1, item_size);
   const int64_t min_items = (kMinChunkElements + item_size - 1) / item_size;
   const int64_t per_thread = 4 * static_cast<int64_t>(threads());
@@ -213,8 +220,7 @@ int64_t elementwise_grain(int64_t n, int64_t item_size) {
 
 void detail::parallel_chunks(int64_t n, int64_t grain, ChunkFn fn, void *context) {
   const int64_t chunks = (n + grain - 1) / grain;
-  const int total = threads();
-  if (t_in_chunk || total <= 1 || g_alive_devices.load(std::memory_order_relaxed) >= total) {
+  if (!would_split()) {
     for (int64_t k = 0; k < chunks; ++k) fn(context, k * grain, std::min(n, (k + 1) * grain));
     return;
   }

@@ -73,7 +73,8 @@ class DeviceThreadScope {
 
 /// A grain for a loop over n items of `item_size` elements each whose chunks may be any
 /// size (each element written from one chunk, so the bits do not depend on it): about
-/// four chunks per thread, each of at least kMinChunkElements elements.
+/// four chunks per thread, each of at least kMinChunkElements elements; n (one chunk,
+/// one call) when a parallel_for called now would not split.
 int64_t elementwise_grain(int64_t n, int64_t item_size = 1);
 
 /// The fewest elements worth a chunk of an elementwise loop (a few microseconds).

@@ -170,7 +170,8 @@ TEST_CASE("while device threads fill the cores, calls run inline in chunk order"
 
 TEST_CASE("kernels compute the same bits whatever the thread count", "[runtime][parallel]") {
   ThreadsGuard guard;
-  const Tensor a = random_tensor({300, 200}, 1), b = random_tensor({200, 260}, 2);
+  const Tensor a = random_tensor({600, 200}, 1), b = random_tensor({200, 260}, 2);
+  const Tensor tall = random_tensor({4096, 1024}, 8), u = random_tensor({1024}, 9);
   const Tensor narrow_b = random_tensor({200, 12}, 3), v = random_tensor({200}, 4);
   const Tensor big = random_tensor({1 << 19}, 5), wide = random_tensor({64, 3000}, 6);
   const Tensor batched = random_tensor({6, 40, 200}, 7);
@@ -178,11 +179,12 @@ TEST_CASE("kernels compute the same bits whatever the thread count", "[runtime][
   for (int t : {1, 2, 5}) {
     set_threads(t);
     std::vector<Tensor> r;
-    r.push_back(matmul(a, b));  // BLAS, tiled over rows
+    r.push_back(matmul(a, b));  // BLAS, 3 tiles of rows
     const Tensor bb[] = {b, b}, xx[] = {batched, batched};
     r.push_back(einsum("ki,kj->ij", bb));     // BLAS, a transposed in place
     r.push_back(matmul(a, narrow_b));         // narrow
     r.push_back(matmul(a, v));                // GEMV
+    r.push_back(matmul(tall, u));             // GEMV, 2 tiles
     r.push_back(matmul(batched, b));          // one product of 240 rows
     r.push_back(einsum("bik,bjk->bij", xx));  // over the batch
     const int64_t all[] = {0}, rows[] = {1}, cols[] = {0};
@@ -199,7 +201,7 @@ TEST_CASE("kernels compute the same bits whatever the thread count", "[runtime][
   }
   // And the values are right (an independent f64 check of a few elements).
   const Tensor &product = results[0][0];
-  for (int64_t i : {0, 150, 299}) {
+  for (int64_t i : {0, 300, 599}) {
     for (int64_t j : {0, 259}) {
       double s = 0;
       for (int64_t p = 0; p < 200; ++p) s += a.get(i * 200 + p) * b.get(p * 260 + j);
@@ -208,5 +210,5 @@ TEST_CASE("kernels compute the same bits whatever the thread count", "[runtime][
   }
   double total = 0;
   for (int64_t i = 0; i < big.numel(); ++i) total += big.get(i);
-  CHECK(results[0][6].get(0) == Approx(total).epsilon(1e-6));
+  CHECK(results[0][7].get(0) == Approx(total).epsilon(1e-6));
 }
