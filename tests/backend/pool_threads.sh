@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/backend/pool_threads.sh — results do not depend on the worker pool's size (issue 32).
 #
-# The transformer block of bench/jax (layer norms, softmax, batched einsums, BLAS products
+# The transformer block of bench/jax at s = 512 (layer norms, softmax, batched einsums, BLAS products
 # big enough to be tiled, fused elementwise loops split over the pool, row sums) on one
 # device and on a 2-device mesh, and dp_loss's narrow products: `spmdc run` and the CPU
 # executable with --threads 1, 2 and 5 (and SPMDRT_THREADS=3) must write byte-identical
@@ -19,7 +19,7 @@ fail() { echo "FAIL $*"; fails=$((fails+1)); }
 ok() { echo "ok   $*"; }
 
 BLOCK="$SRC/bench/jax/transformer_block.spmd"
-SIZES=(--set s=192 --set d=128 --set h=4 --set e=32 --set f=256)
+SIZES=(--set s=512 --set d=128 --set h=4 --set e=32 --set f=256)
 
 # compare NAME PROGRAM ARGS...: runs and builds PROGRAM with ARGS, then every thread count.
 compare() {
@@ -63,7 +63,7 @@ if "$PY" -c "import numpy" 2>/dev/null; then
 import sys, numpy as np
 w = sys.argv[1]
 r = np.random.default_rng(3)
-s, d, h, e, f = 192, 128, 4, 32, 256
+s, d, h, e, f = 512, 128, 4, 32, 256
 shapes = dict(x=(s, d), ln1_scale=(d,), ln1_bias=(d,), wq=(d, h, e), wk=(d, h, e), wv=(d, h, e),
               wo=(h, e, d), ln2_scale=(d,), ln2_bias=(d,), w1=(d, f), w2=(f, d))
 for name, shape in shapes.items():
