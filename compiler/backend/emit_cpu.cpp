@@ -3,7 +3,9 @@
 // One C++ function per shmap: the per-device body, run by the runtime on one
 // thread per mesh position. Fused elementwise groups become static functions
 // holding one loop nest (trip counts and strides are compile-time constants,
-// contiguous dimensions merged) over the runtime's scalar ops; every other op
+// contiguous dimensions merged) over the runtime's scalar ops, their outermost
+// loop over [lo, hi) so that rt::parallel_for splits it over the runtime's pool
+// of threads (spmdrt/parallel.h); every other op
 // is one call of the host kernel the interpreter uses (spmdrt/kernels.h) or of
 // the simulated collectives (spmdrt/collectives.h). The fused loops reproduce
 // the kernels' per-element arithmetic exactly (spmdrt/scalar_ops.h), so the
@@ -11,6 +13,7 @@
 //
 // What the two targets share (the body, loops, the switch over OpCode) is in
 // function_emitter.cpp; this file says how the CPU differs.
+#include <algorithm>
 #include <sstream>
 
 #include "backend/backend.h"
@@ -32,13 +35,19 @@ class CpuFunctionEmitter final : public FunctionEmitter {
   std::string kernel_declaration() const override { return "static void "; }
   bool release_dead_values() const override { return true; }
 
+  /// The outermost loop runs [lo, hi), the chunk of the runtime's pool the call
+  /// gives it (spmdrt/parallel.h); a nest without loops ignores them.
+  std::string kernel_leading_params() const override { return "int64_t lo, int64_t hi, "; }
+
   void open_kernel_loops(const LoopNest &nest, std::vector<std::string> &idx, std::string &indent,
                          std::ostringstream &kernels) override {
     indent = "  ";
+    if (nest.extent.empty()) kernels << indent << "(void)lo;\n" << indent << "(void)hi;\n";
     for (size_t d = 0; d < nest.extent.size(); ++d) {
       idx.push_back("i" + std::to_string(d));
-      kernels << indent << "for (int64_t " << idx[d] << " = 0; " << idx[d] << " < "
-              << nest.extent[d] << "; ++" << idx[d] << ") {\n";
+      kernels << indent << "for (int64_t " << idx[d] << " = " << (d == 0 ? "lo" : "0") << "; "
+              << idx[d] << " < " << (d == 0 ? std::string("hi") : std::to_string(nest.extent[d]))
+              << "; ++" << idx[d] << ") {\n";
       indent += "  ";
     }
   }
@@ -52,9 +61,18 @@ class CpuFunctionEmitter final : public FunctionEmitter {
     kernels << "}\n\n";
   }
 
-  std::string kernel_call(const std::string &kname, const LoopNest &) const override {
-    return kname + "(";
+  /// The outermost dimension split over the pool in chunks of at least
+  /// rt::kMinChunkElements elements: each element is computed by one chunk, so the
+  /// split does not change a bit.
+  std::string kernel_call(const std::string &kname, const LoopNest &nest) const override {
+    if (nest.extent.empty())
+      return "rt::parallel_for(1, 1, [&](int64_t lo, int64_t hi) { " + kname + "(lo, hi, ";
+    const int64_t outer = nest.extent[0], inner = nest.numel / std::max<int64_t>(1, outer);
+    return "rt::parallel_for(" + std::to_string(outer) + ", rt::elementwise_grain(" +
+           std::to_string(outer) + ", " + std::to_string(inner) +
+           "), [&](int64_t lo, int64_t hi) { " + kname + "(lo, hi, ";
   }
+  std::string kernel_call_end() const override { return "); });\n"; }
 
   /// `I64s start{0, .., index * block, .., 0};` for a dynamic start along `dim`.
   std::string start_vector(size_t rank, int64_t dim, const std::string &index, int64_t block,

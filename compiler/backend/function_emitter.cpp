@@ -184,7 +184,7 @@ void FunctionEmitter::emit_group(const FusionPlan &plan, size_t g, std::ostrings
                             group.shape)
           << " (" << nest.numel << " elements), one pass, intermediates in registers.\n";
   for (const std::string &l : lines) kernels << cpp_comment("  " + l);
-  kernels << kernel_declaration() << kname << "(";
+  kernels << kernel_declaration() << kname << "(" << kernel_leading_params();
   std::string sep;
   for (ir::ValueId v : group.inputs) {
     kernels << sep << "const " << storage_type(f_.type(v).dtype) << " *__restrict " << names_[v];
@@ -232,7 +232,7 @@ void FunctionEmitter::emit_group(const FusionPlan &plan, size_t g, std::ostrings
     body << sep << names_[v] << ".data<" << storage_type(f_.type(v).dtype) << ">()";
     sep = ", ";
   }
-  body << ");\n" << after_kernel_call(kname);
+  body << kernel_call_end() << after_kernel_call(kname);
 }
 
 void FunctionEmitter::emit_instr(const FusionPlan &plan, const ir::BlockUses &uses, size_t i,

@@ -64,6 +64,11 @@ class FunctionEmitter {
                                   std::ostringstream &kernels) = 0;
   /// A kernel call up to its argument list: "name(" or "name<<<...>>>(".
   virtual std::string kernel_call(const std::string &kname, const LoopNest &nest) const = 0;
+  /// What ends a kernel call after its arguments: ");\n" by default.
+  virtual std::string kernel_call_end() const { return ");\n"; }
+  /// Parameters of a fused kernel before its operands, with a trailing ", " (none by
+  /// default).
+  virtual std::string kernel_leading_params() const { return ""; }
   /// Whether each value's variable is emptied after its last use (so the
   /// device holds what is live, as the interpreter does) rather than at the
   /// end of its scope: variables become non-const Tensors. Off by default.

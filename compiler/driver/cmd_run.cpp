@@ -18,6 +18,7 @@
 #include "interp/interpreter.h"
 #include "spmdrt/cli_io.h"
 #include "spmdrt/kernels.h"
+#include "spmdrt/parallel.h"
 
 namespace spmd::driver {
 namespace {
@@ -36,6 +37,7 @@ struct RunOptions {
   int iters = 0, warmup = 0;
   bool cast = false;
   bool report_memory = false;
+  int threads = 0;  // --threads; 0: SPMDRT_THREADS or the hardware threads
   rt::CheckpointOptions checkpoint;
 };
 
@@ -104,6 +106,7 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
   int status = compile_and_report(c, common, Phase::Variance);
   if (status != kExitOk) return status;
   const ir::Module &module = *c.module;
+  if (options.threads > 0) rt::set_threads(options.threads);
   try {
     const int index = choose_function(module, options.fn, common.input);
     const ir::Function &f = module.functions[static_cast<size_t>(index)];
@@ -254,6 +257,10 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
       ->check(CLI::Range(0, 1000000));
   run->add_option("--warmup", options.warmup, "Untimed runs before the --iters timed ones")
       ->check(CLI::Range(0, 1000000));
+  run->add_option("--threads", options.threads,
+                  "Threads the ops of all devices share, one pool (default: SPMDRT_THREADS, "
+                  "else the hardware threads); results do not depend on it")
+      ->check(CLI::Range(1, 4096));
   run->add_option("--checkpoint-dir", options.checkpoint.dir,
                   "Save the state of the training loop (the values its top-level `for` carries) "
                   "in DIR every --checkpoint-every iterations (DIR is created when missing)")

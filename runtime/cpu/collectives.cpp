@@ -47,6 +47,7 @@
 #include <thread>
 
 #include "internal.h"
+#include "spmdrt/parallel.h"
 
 namespace spmd::rt {
 
@@ -898,8 +899,8 @@ void run_on_mesh(const Mesh &mesh, const std::function<void(DeviceContext &)> &b
          std::to_string(kMaxSimulatedDevices) + " devices; this one has " +
          std::to_string(mesh.num_devices()));
   SimulatedFabric fabric(mesh);
-  detail::use_blas_threads_for(mesh.num_devices());
   auto run_device = [&](int64_t device) {
+    const DeviceThreadScope alive;  // while devices fill the cores, ops do not split
     try {
       DeviceContext context(fabric, device);
       body(context);

@@ -17,10 +17,10 @@
 
 namespace spmd::rt::detail {
 
-/// Sizes OpenBLAS's thread pool for `devices` device threads sharing the
-/// machine's cores (cores / devices, at least 1): several devices calling a
-/// multi-threaded BLAS at once only make its threads spin on each other.
-void use_blas_threads_for(int64_t devices);
+/// For an MPI process, one of `local_processes` on its node: unless --threads or
+/// SPMDRT_THREADS chose the pool's size, the node's hardware threads / local_processes
+/// (at least 1), so that the processes together fill the cores (parallel.cpp).
+void share_cores_among(int64_t local_processes);
 
 /// Row-major C[m, n] = op(A) @ op(B) for f32, f64 and i32 (wrapping), op(X) = X or its
 /// transpose (stored transposed: A as k x m, B as n x k). The computation is chosen by

@@ -20,7 +20,11 @@
 // 4. Short (m <= 8, B not transposed): op(A) packed k × m, columns of C in blocks of
 //    vectors held in registers over 64 rows of B at a time (a block reads B down its
 //    columns; longer runs cost a TLB miss per row).
-// 5. Everything else: cblas_sgemm/dgemm, the transposes passed as flags.
+// 5. Everything else: cblas_sgemm/dgemm, the transposes passed as flags, one call per
+//    tile of C's longer side (tile_rows: fixed by the shape, never by the thread count),
+//    the tiles run by the pool (spmdrt/parallel.h). OpenBLAS runs single-threaded.
+// Narrow and GEMV rows are split over the pool too (their rows are independent: the
+// same bits however they are split); GEMV through OpenBLAS is tiled like path 5.
 // i32: an i-k-j loop with wrapping arithmetic.
 //
 // Paths 1–4 (runtime/cpu/gemm_loops.h) are compiled three times and one is picked from
@@ -58,6 +62,7 @@
 
 #include "gemm_loops.h"
 #include "internal.h"
+#include "spmdrt/parallel.h"
 
 namespace spmd::rt::detail {
 
@@ -151,47 +156,135 @@ void warm_blas_buffer() {
               b.data(), kSize, 0.0f, c.data(), kSize);
 }
 
+/// OpenBLAS runs on one thread: the pool (spmdrt/parallel.h) splits products instead.
+void use_single_threaded_blas() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+/// Rows (or columns) of C per tile of a product split over `extent` rows (columns) of
+/// `work` multiply-adds each: fixed by the shape alone, never by the thread count, so
+/// that BLAS, whose bits may depend on the shape it is called with (OpenBLAS has small-
+/// matrix kernels), computes the same bits however many threads run the tiles. At most
+/// kMaxTiles tiles of a multiple of 16 rows each, none of fewer than kMinTileRows rows
+/// or kMinTileWork multiply-adds (a product below twice that is one call). Each tile is
+/// one BLAS call, which packs the other operand again: measured on the transformer block
+/// of bench/jax at s = 512 on 4 devices (2 cores, so not split), tiles of at least 64
+/// rows cost 1.07x the CPU time of whole products, 256 rows 1.03x.
+constexpr int64_t kMaxTiles = 8, kMinTileRows = 256, kMinTileWork = int64_t{1} << 21;
+
+int64_t tile_rows(int64_t extent, int64_t work) {
+  auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
+  if (extent * work < 2 * kMinTileWork || extent < 2 * kMinTileRows) return extent;
+  const int64_t rows = std::max({kMinTileRows, round16((extent + kMaxTiles - 1) / kMaxTiles),
+                                 round16((kMinTileWork + work - 1) / std::max<int64_t>(1, work))});
+  return std::min(rows, extent);
+}
+
+/// Rows [lo, hi) of a product whose rows are independent (narrow and GEMV loops: every
+/// element is its own sum over k, so the split does not change a bit).
 template <typename T>
-void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T *a, const T *b,
-                T *c) {
-  const GemmOperand<T> op_a{a, trans_a ? m : k, trans_a}, op_b{b, trans_b ? k : n, trans_b};
-  const GemmProduct<T> g{choose_path<T>(trans_a, trans_b, m, n), m, n, k, op_a, op_b, c};
-  if ((g.path == GemmPath::Gemv || g.path == GemmPath::VecMat) && gemm_isa() == GemmIsa::Avx2Fma) {
-    // One output column or row: OpenBLAS's GEMV, which on AVX2 beats paths 1 and 2
-    // (issue 32: 1.1–2.4x of cblas_sgemv's time there). c = A v (n == 1) or B x (m == 1,
-    // B transposed); vecmat shapes are c = Aᵀ v (n == 1, A stored k × m) or Bᵀ x.
-    const bool on_a = n == 1;
-    const bool trans = g.path == GemmPath::VecMat;
-    const T *mat = on_a ? a : b, *vec = on_a ? b : a;
-    const int64_t ld = on_a ? g.a.ld : g.b.ld, rows = trans ? k : (on_a ? m : n);
-    const auto t = trans ? CblasTrans : CblasNoTrans;
+GemmProduct<T> product_rows(const GemmProduct<T> &g, int64_t lo, int64_t hi) {
+  GemmProduct<T> part = g;
+  if (g.path == GemmPath::Gemv && g.n != 1) {  // m == 1: c = B x, rows of B
+    part.b.data = g.b.data + lo * g.b.ld;
+    part.n = hi - lo;
+  } else {
+    part.a.data = g.a.transposed ? g.a.data + lo : g.a.data + lo * g.a.ld;
+    part.m = hi - lo;
+  }
+  part.c = g.c + lo * (g.path == GemmPath::Gemv ? 1 : g.n);
+  return part;
+}
+
+template <typename T>
+void gemm_loops(const GemmProduct<T> &g) {
+  switch (gemm_isa()) {
+    case GemmIsa::Avx512:
+      return loops_avx512(g);
+    case GemmIsa::Avx2Fma:
+      return gemm_loops_avx2_fma(g);
+    case GemmIsa::Baseline:
+      return loops_baseline(g);
+  }
+}
+
+/// One output column or row on AVX2: OpenBLAS's GEMV, which there beats paths 1 and 2
+/// (issue 32: 1.1–2.4x of cblas_sgemv's time). c = A v (n == 1) or B x (m == 1, B
+/// transposed); vecmat shapes are c = Aᵀ v (n == 1, A stored k × m) or Bᵀ x. The
+/// output is split in tiles of tile_rows (one BLAS call each): rows of the matrix
+/// for c = M v, its columns for c = Mᵀ v.
+template <typename T>
+void blas_gemv(const GemmProduct<T> &g, const T *a, const T *b) {
+  const bool on_a = g.n == 1;
+  const bool trans = g.path == GemmPath::VecMat;
+  const T *mat = on_a ? a : b, *vec = on_a ? b : a;
+  const int64_t ld = on_a ? g.a.ld : g.b.ld, rows = trans ? g.k : (on_a ? g.m : g.n);
+  const int64_t outputs = trans ? ld : rows, inner = trans ? rows : ld;
+  const auto t = trans ? CblasTrans : CblasNoTrans;
+  parallel_for(outputs, tile_rows(outputs, inner), [&](int64_t lo, int64_t hi) {
+    const T *part = trans ? mat + lo : mat + lo * ld;
+    const int r = int(trans ? rows : hi - lo), cols = int(trans ? hi - lo : ld);
     if constexpr (sizeof(T) == 4) {
-      cblas_sgemv(CblasRowMajor, t, int(rows), int(ld), 1.0f, mat, int(ld), vec, 1, 0.0f, c, 1);
+      cblas_sgemv(CblasRowMajor, t, r, cols, 1.0f, part, int(ld), vec, 1, 0.0f, g.c + lo, 1);
     } else {
-      cblas_dgemv(CblasRowMajor, t, int(rows), int(ld), 1.0, mat, int(ld), vec, 1, 0.0, c, 1);
+      cblas_dgemv(CblasRowMajor, t, r, cols, 1.0, part, int(ld), vec, 1, 0.0, g.c + lo, 1);
     }
-    return;
-  }
-  if (g.path != GemmPath::Blas) {
-    switch (gemm_isa()) {
-      case GemmIsa::Avx512:
-        return loops_avx512(g);
-      case GemmIsa::Avx2Fma:
-        return gemm_loops_avx2_fma(g);
-      case GemmIsa::Baseline:
-        return loops_baseline(g);
-    }
-  }
+  });
+}
+
+/// C = op(A) op(B) through BLAS, in tiles of tile_rows along C's longer side.
+template <typename T>
+void blas_gemm(const GemmProduct<T> &g, bool trans_a, bool trans_b) {
   warm_blas_buffer();
   const auto ta = trans_a ? CblasTrans : CblasNoTrans;
   const auto tb = trans_b ? CblasTrans : CblasNoTrans;
-  if constexpr (sizeof(T) == 4) {
-    cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(g.a.ld), b, int(g.b.ld),
-                0.0f, c, int(n));
-  } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(g.a.ld), b, int(g.b.ld),
-                0.0, c, int(n));
+  const bool by_rows = g.m >= g.n;
+  const int64_t extent = by_rows ? g.m : g.n, other = by_rows ? g.n : g.m;
+  parallel_for(extent, tile_rows(extent, other * g.k), [&](int64_t lo, int64_t hi) {
+    warm_blas_buffer();  // each worker thread has a buffer of its own
+    const T *a = g.a.data, *b = g.b.data;
+    T *c = g.c + (by_rows ? lo * g.n : lo);
+    int64_t m = g.m, n = g.n;
+    if (by_rows) {
+      a += trans_a ? lo : lo * g.a.ld;
+      m = hi - lo;
+    } else {
+      b += trans_b ? lo * g.b.ld : lo;
+      n = hi - lo;
+    }
+    if constexpr (sizeof(T) == 4) {
+      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(g.k), 1.0f, a, int(g.a.ld), b,
+                  int(g.b.ld), 0.0f, c, int(g.n));
+    } else {
+      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(g.k), 1.0, a, int(g.a.ld), b,
+                  int(g.b.ld), 0.0, c, int(g.n));
+    }
+  });
+}
+
+template <typename T>
+void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T *a, const T *b,
+                T *c) {
+  use_single_threaded_blas();
+  const GemmOperand<T> op_a{a, trans_a ? m : k, trans_a}, op_b{b, trans_b ? k : n, trans_b};
+  const GemmProduct<T> g{choose_path<T>(trans_a, trans_b, m, n), m, n, k, op_a, op_b, c};
+  if ((g.path == GemmPath::Gemv || g.path == GemmPath::VecMat) && gemm_isa() == GemmIsa::Avx2Fma)
+    return blas_gemv(g, a, b);
+  if (g.path == GemmPath::Narrow || g.path == GemmPath::Gemv) {
+    // Rows are independent: any split gives the same bits.
+    const int64_t rows = g.path == GemmPath::Gemv && n != 1 ? n : m;
+    const int64_t per_row = k * (g.path == GemmPath::Gemv ? 1 : n);
+    const int64_t any = elementwise_grain(rows, per_row);
+    const int64_t grain = any >= rows ? rows : std::max<int64_t>(48, any / 48 * 48);
+    return parallel_for(rows, grain,
+                        [&](int64_t lo, int64_t hi) { gemm_loops(product_rows(g, lo, hi)); });
   }
+  if (g.path != GemmPath::Blas) return gemm_loops(g);
+  blas_gemm(g, trans_a, trans_b);
 }
 
 }  // namespace

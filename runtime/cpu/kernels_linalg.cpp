@@ -7,33 +7,28 @@
 // einsum reduces indices private to one operand, then maps the contraction onto
 // batched gemms: an operand is transposed (copied) only when its letters are in
 // neither the order the gemm reads nor that order with the last two groups swapped.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "internal.h"
 #include "spmdrt/kernels.h"
+#include "spmdrt/parallel.h"
 
 namespace spmd::rt {
 
 using detail::fail;
 
-void detail::use_blas_threads_for(int64_t devices) {
-  static std::mutex mutex;
-  static int current = -1;
-  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = static_cast<int>(std::max<int64_t>(1, cores / std::max<int64_t>(1, devices)));
-  std::lock_guard<std::mutex> lock(mutex);
-  if (threads != current) openblas_set_num_threads(threads);
-  current = threads;
-}
-
 namespace {
+
+/// Products of a batch per chunk of the pool: enough for about 2^16 multiply-adds. A
+/// product inside a chunk runs on its chunk's thread (nested parallel_for calls do not
+/// split), with the tiles it has anywhere, so the bits do not depend on the split.
+int64_t batch_grain(int64_t m, int64_t n, int64_t k) {
+  const int64_t work = std::max<int64_t>(1, m * n * k);
+  return std::max<int64_t>(1, (int64_t{1} << 16) / work);
+}
 
 /// matmul on operands of rank >= 2 with dtype f32, f64 or i32.
 Tensor matmul_batched(const Tensor &a, const Tensor &b) {
@@ -69,20 +64,19 @@ Tensor matmul_batched(const Tensor &a, const Tensor &b) {
   // Matrix strides (in whole matrices) of each operand over the broadcast batch.
   const std::vector<int64_t> stride_a = detail::broadcast_strides(batch_a, batch);
   const std::vector<int64_t> stride_b = detail::broadcast_strides(batch_b, batch);
-  std::vector<int64_t> index(batch.size(), 0);
-  for (int64_t flat = 0; flat < batch_count; ++flat) {
-    int64_t ia = 0, ib = 0;
-    for (size_t d = 0; d < batch.size(); ++d) {
-      ia += index[d] * stride_a[d];
-      ib += index[d] * stride_b[d];
+  parallel_for(batch_count, batch_grain(m, n, k), [&](int64_t lo, int64_t hi) {
+    for (int64_t flat = lo; flat < hi; ++flat) {
+      int64_t ia = 0, ib = 0;
+      for (int64_t d = static_cast<int64_t>(batch.size()) - 1, rest = flat; d >= 0; --d) {
+        const int64_t i = rest % batch[d];
+        rest /= batch[d];
+        ia += i * stride_a[d];
+        ib += i * stride_b[d];
+      }
+      detail::gemm(a.dtype(), false, false, m, n, k, a.raw() + ia * m * k * esize,
+                   b.raw() + ib * k * n * esize, out.raw() + flat * m * n * esize);
     }
-    detail::gemm(a.dtype(), false, false, m, n, k, a.raw() + ia * m * k * esize,
-                 b.raw() + ib * k * n * esize, out.raw() + flat * m * n * esize);
-    for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
-      if (++index[d] < batch[d]) break;
-      index[d] = 0;
-    }
-  }
+  });
   return out;
 }
 
@@ -198,10 +192,11 @@ Tensor einsum_compute(const EinsumSpec &spec, std::span<const Tensor> operands) 
   const Tensor b3 = trans_b ? b : transpose(b, positions(tb, b_order));
   Tensor product = Tensor::empty(a.dtype(), {nb, m, n});  // every gemm writes all of it
   const auto esize = static_cast<int64_t>(dtype_size(a.dtype()));
-  for (int64_t i = 0; i < nb; ++i) {
-    detail::gemm(a.dtype(), trans_a, trans_b, m, n, k, a3.raw() + i * m * k * esize,
-                 b3.raw() + i * k * n * esize, product.raw() + i * m * n * esize);
-  }
+  parallel_for(nb, batch_grain(m, n, k), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      detail::gemm(a.dtype(), trans_a, trans_b, m, n, k, a3.raw() + i * m * k * esize,
+                   b3.raw() + i * k * n * esize, product.raw() + i * m * n * esize);
+  });
   Shape product_shape;
   std::string product_term = batch + free_a + free_b;
   for (char c : product_term) {

@@ -21,6 +21,7 @@
 
 #include "internal.h"
 #include "spmdrt/kernels.h"
+#include "spmdrt/parallel.h"
 
 namespace spmd::rt {
 
@@ -132,14 +133,37 @@ SPMDRT_CLONES void add_to_f64(double *acc, const float *x, int64_t n) { add_in_f
 SPMDRT_CLONES void add_to_f64(double *acc, const double *x, int64_t n) { add_in_f64(acc, x, n); }
 SPMDRT_CLONES void add_to_f64(double *acc, const BF16 *x, int64_t n) { add_in_f64(acc, x, n); }
 
-/// Sums one contiguous run x_0 .. x_{n-1}.
+/// Lanes per chunk of a long row's sum on the pool (kLanes / kLaneGroup chunks).
+constexpr int64_t kLaneGroup = 64;
+/// Elements from which one row's sum is split by lanes.
+constexpr int64_t kSplitRow = int64_t{1} << 18;
+
+/// Sums one contiguous run x_0 .. x_{n-1}. A long run is split over the pool by lanes
+/// (chunk g holds lanes [g G, (g + 1) G) of every block): each lane sums the same
+/// elements in the same order as one thread would, so the bits do not change.
 template <typename S>
 double lane_sum_row(const S *row, int64_t n) {
   alignas(64) double l[kLanes];
   const int64_t used = std::min(n, kLanes);
   std::fill(l, l + used, 0.0);
-  for (int64_t i = 0; i < n; i += kLanes) add_to_f64(l, row + i, std::min(kLanes, n - i));
+  if (n < kSplitRow) {
+    for (int64_t i = 0; i < n; i += kLanes) add_to_f64(l, row + i, std::min(kLanes, n - i));
+  } else {
+    parallel_for(kLanes / kLaneGroup, 1, [&](int64_t g0, int64_t g1) {
+      const int64_t first = g0 * kLaneGroup, width = (g1 - g0) * kLaneGroup;
+      for (int64_t i = 0; i + first < n; i += kLanes)
+        add_to_f64(l + first, row + i + first, std::min(width, n - i - first));
+    });
+  }
   return fold_lanes(l, used);
+}
+
+/// o[r] = the sum of row r of `rows` rows of n elements, rows split over the pool.
+template <typename S>
+void lane_sum_rows(const S *in, int64_t rows, int64_t n, S *o) {
+  parallel_for(rows, elementwise_grain(rows, n), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) o[r] = round_sum<S>(lane_sum_row(in + r * n, n));
+  });
 }
 
 /// Column sums: out[t] = the lane sum over r of x[r * stride + t], t < width.
@@ -204,6 +228,22 @@ void lane_sum_columns(const S *x, int64_t rows, int64_t stride, int64_t width, S
   sums->run(width, out);
 }
 
+/// Column sums of `before` blocks [rows, width], in chunks of whole column tiles over
+/// the pool (each column is summed by one chunk, as one thread would).
+template <typename S>
+void lane_sum_column_blocks(const S *in, int64_t before, int64_t rows, int64_t width, S *o) {
+  constexpr int64_t kColumns = 512;  // ColumnSums's tile
+  const int64_t per_block = (width + kColumns - 1) / kColumns;
+  const int64_t items = before * per_block;
+  parallel_for(items, elementwise_grain(items, rows * kColumns), [&](int64_t lo, int64_t hi) {
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t b = item / per_block, t0 = item % per_block * kColumns;
+      lane_sum_columns(in + b * rows * width + t0, rows, width, std::min(kColumns, width - t0),
+                       o + b * width + t0);
+    }
+  });
+}
+
 /// The sum over the reduced dimensions of `x` (floating point). After merging
 /// adjacent dimensions of the same kind, one reduced group is a row sum
 /// ([kept, reduced]) or a column sum ([kept, reduced, kept]); more than one is
@@ -237,8 +277,7 @@ Tensor lane_sum(const Tensor &x, const std::vector<bool> &reduced, const Shape &
         if (reduced[d] == (pass == 1)) perm.push_back(static_cast<int64_t>(d));
     const Tensor rows = transpose(x, perm);
     const int64_t n = num_elements(x.shape()) / out_numel;
-    const S *in = rows.data<S>();
-    for (int64_t r = 0; r < out_numel; ++r) o[r] = round_sum<S>(lane_sum_row(in + r * n, n));
+    lane_sum_rows(rows.data<S>(), out_numel, n, o);
     return out;
   }
   int64_t before = 1, n = 1, after = 1;  // [before, n, after], n reduced
@@ -253,10 +292,9 @@ Tensor lane_sum(const Tensor &x, const std::vector<bool> &reduced, const Shape &
   }
   const S *in = x.data<S>();
   if (after == 1) {
-    for (int64_t r = 0; r < before; ++r) o[r] = round_sum<S>(lane_sum_row(in + r * n, n));
+    lane_sum_rows(in, before, n, o);
   } else {
-    for (int64_t b = 0; b < before; ++b)
-      lane_sum_columns(in + b * n * after, n, after, after, o + b * after);
+    lane_sum_column_blocks(in, before, n, after, o);
   }
   return out;
 }

@@ -22,6 +22,7 @@
 #include "spmdrt/checked.h"
 #include "spmdrt/cli_io.h"
 #include "spmdrt/kernels.h"
+#include "spmdrt/parallel.h"
 
 namespace spmd::rt {
 namespace {
@@ -42,6 +43,7 @@ struct Options {
   bool version = false;
   bool cast = false;
   bool report_memory = false;
+  int threads = 0;  // --threads; 0: SPMDRT_THREADS or the hardware threads
   CheckpointOptions checkpoint;
 };
 
@@ -63,7 +65,7 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
       << " [--fn NAME] [--in NAME=PATH]... [--cast] [--out NAME=PATH]... [--out-dir DIR]\n"
          "       [--random SEED] [--max-memory SIZE] [--iters N] [--warmup N]\n"
          "       [--print-limit N] [-q] [--executor threads|mpi] [--deterministic]\n"
-         "       [--report-memory] [--version]\n\n"
+         "       [--report-memory] [--threads N] [--version]\n\n"
          "A program built by `spmdc build` (target "
       << target
       << "). Same inputs and outputs as `spmdc run`.\n"
@@ -95,6 +97,9 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
          "  --deterministic   mpi: reduce in rank order, bit-identical to `spmdc run` (threads\n"
          "                    always are); without it MPI's own reductions may differ in the\n"
          "                    last bits\n"
+         "  --threads N       threads the ops of all devices share (one pool; default:\n"
+         "                    SPMDRT_THREADS, else the hardware threads); results do not\n"
+         "                    depend on it\n"
          "  --version         print the program, its target and the spmdc that built it\n\n"
          "Functions"
       << (functions.size() > 1 && default_fn.empty() ? " (choose one with --fn)" : "") << ":\n";
@@ -160,6 +165,8 @@ void parse(int argc, char **argv, Options &o, bool &help) {
         throw UsageError{"--executor expects `threads` or `mpi`, got `" + o.executor + "`"};
     } else if (arg == "--deterministic") {
       o.deterministic = true;
+    } else if (arg == "--threads") {
+      o.threads = static_cast<int>(parse_int(next(), arg, 1, 4096));
     } else if (arg == "--cast") {
       o.cast = true;
     } else if (arg == "--report-memory") {
@@ -524,6 +531,7 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
     std::cout << prog << " (target " << target << "), built by " << built_by << "\n";
     return 0;
   }
+  if (options.threads > 0) set_threads(options.threads);
   std::unique_ptr<Executor> exec;
   try {
     exec = start_executor(options.executor, executors);

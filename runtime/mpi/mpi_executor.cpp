@@ -36,7 +36,7 @@ class CpuMpiExecutor final : public Executor {
                                        std::vector<double> &seconds) override {
     const ProgramFunction &f = functions_.at(fn);
     // The node's cores are shared by the job's processes on it.
-    detail::use_blas_threads_for(processes_->local_size());
+    detail::share_cores_among(processes_->local_size());
     std::unique_ptr<Fabric> fabric = make_mpi_fabric(f.mesh, request.deterministic);
     DeviceContext ctx(*fabric, processes_->rank());
     MeteredDevice metered(request, processes_->rank(), locals.at(0));
@@ -73,7 +73,7 @@ void run_on_mpi_mesh(MpiProcesses &processes, const Mesh &mesh,
     throw RuntimeError("this MPI job has " + std::to_string(processes.size()) +
                        " processes but the mesh " + format_mesh(mesh) + " has " +
                        std::to_string(mesh.num_devices()) + " positions, one per process");
-  detail::use_blas_threads_for(processes.local_size());
+  detail::share_cores_among(processes.local_size());
   std::unique_ptr<Fabric> fabric = make_mpi_fabric(mesh, false);
   DeviceContext ctx(*fabric, processes.rank());
   body(ctx);

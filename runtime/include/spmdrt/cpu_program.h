@@ -24,6 +24,7 @@
 #include "spmdrt/hot_code.h"
 #include "spmdrt/kernels.h"
 #include "spmdrt/mpi.h"
+#include "spmdrt/parallel.h"
 #include "spmdrt/program.h"
 #include "spmdrt/scalar_ops.h"
 
