@@ -32,7 +32,12 @@ class CpuFunctionEmitter final : public FunctionEmitter {
  private:
   std::string kernel_namespace() const override { return "rt"; }
   std::string context_type() const override { return "rt::DeviceContext"; }
-  std::string kernel_declaration() const override { return "static void "; }
+  // A loop over spmdrt's exp/log/tanh/logistic is compute-bound: built for
+  // AVX2 too, chosen when the CPU has it (SPMDRT_FUSED_LOOP, spmdrt/hot_code.h).
+  // Other loops are bound by memory and stay baseline (and quicker to build).
+  std::string kernel_declaration(bool vector_math) const override {
+    return vector_math ? "SPMDRT_FUSED_LOOP " : "static void ";
+  }
   bool release_dead_values() const override { return true; }
 
   /// The outermost loop runs [lo, hi), the chunk of the runtime's pool the call

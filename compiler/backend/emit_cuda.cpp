@@ -32,7 +32,7 @@ class CudaFunctionEmitter final : public FunctionEmitter {
  private:
   std::string kernel_namespace() const override { return "cu"; }
   std::string context_type() const override { return "cu::DeviceContext"; }
-  std::string kernel_declaration() const override { return "__global__ void "; }
+  std::string kernel_declaration(bool) const override { return "__global__ void "; }
 
   void locate(const std::string &where, std::ostringstream &out) override {
     out << "  ctx.at(" << cpp_string_literal(where) << ");\n";

@@ -5,6 +5,7 @@
 // OpCode: adding an op to ops.def fails to compile here until it is handled.
 #include "backend/function_emitter.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "backend/backend.h"
@@ -184,7 +185,11 @@ void FunctionEmitter::emit_group(const FusionPlan &plan, size_t g, std::ostrings
                             group.shape)
           << " (" << nest.numel << " elements), one pass, intermediates in registers.\n";
   for (const std::string &l : lines) kernels << cpp_comment("  " + l);
-  kernels << kernel_declaration() << kname << "(" << kernel_leading_params();
+  const bool vector_math = std::any_of(group.members.begin(), group.members.end(), [&](size_t i) {
+    const OpCode op = block[i].op;
+    return op == OpCode::Exp || op == OpCode::Log || op == OpCode::Tanh || op == OpCode::Logistic;
+  });
+  kernels << kernel_declaration(vector_math) << kname << "(" << kernel_leading_params();
   std::string sep;
   for (ir::ValueId v : group.inputs) {
     kernels << sep << "const " << storage_type(f_.type(v).dtype) << " *__restrict " << names_[v];

@@ -53,7 +53,9 @@ class FunctionEmitter {
   /// "line 17" or "file:17"); none by default.
   virtual void locate(const std::string &where, std::ostringstream &out);
   /// A fused kernel's declaration up to its name: "static void ".
-  virtual std::string kernel_declaration() const = 0;
+  /// `vector_math`: the kernel calls spmdrt's vectorisable exp, log, tanh or
+  /// logistic (a backend may compile such a loop for several instruction sets).
+  virtual std::string kernel_declaration(bool vector_math) const = 0;
   /// Opens the loop nest of a fused kernel: fills `idx` with one index
   /// variable per dimension of `nest` (outermost first) and sets `indent` to
   /// the indentation of the loop body.
