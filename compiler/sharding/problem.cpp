@@ -11,6 +11,7 @@
 #include "pipeline/prepare.h"
 #include "sharding/memory_kinds.h"
 #include "spmdrt/checked.h"
+#include "spmdrt/kernels.h"
 #include "support/limits.h"
 #include "transforms/unroll_loops.h"
 
@@ -291,11 +292,19 @@ namespace {
 /// The fused groups of `p.flat` as analysis/fusion.h forms them: elementwise
 /// ops of one shape (in one loop) join the open group, which closes at the
 /// first other instruction that reads one of its values, or at an
-/// elementwise op of another shape. Per instruction: the index of its
-/// group's last member (where the group runs), or -1.
-std::vector<int> fused_group_ends(const Problem &p) {
+/// elementwise op of another shape. The shape is the block's under `plan`
+/// (what the backends fuse on is the shmap's), the global one without a
+/// plan. Per instruction: the index of its group's last member (where the
+/// group runs), or -1.
+std::vector<int> fused_group_ends(const Problem &p, const Plan *plan) {
   const ir::Function &f = p.flat;
   const int n = static_cast<int>(f.body.size());
+  auto shape_of = [&](ir::ValueId v) {
+    const Shape &global = f.type(v).shape;
+    if (plan == nullptr) return global;
+    const std::optional<Sharding> s = value_sharding(p, *plan, v);
+    return s ? local_shape(p.mesh, global, *s) : global;
+  };
   std::vector<int> group(static_cast<size_t>(n), -1);  // the group's first member
   std::vector<int> end(static_cast<size_t>(n), -1);
   int open = -1;
@@ -309,7 +318,7 @@ std::vector<int> fused_group_ends(const Problem &p) {
       for (ir::ValueId o : in.operands) reads = reads || members.count(o);
       const bool joins =
           fusable && p.loop_of[static_cast<size_t>(i)] == p.loop_of[static_cast<size_t>(open)] &&
-          f.type(in.results[0]).shape == f.type(first.results[0]).shape;
+          shape_of(in.results[0]) == shape_of(first.results[0]);
       if (joins) {
         group[static_cast<size_t>(i)] = open;
         end[static_cast<size_t>(open)] = i;
@@ -336,13 +345,13 @@ std::vector<int> fused_group_ends(const Problem &p) {
 
 }  // namespace
 
-std::vector<std::vector<ir::ValueId>> live_values(const Problem &p) {
+std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *plan) {
   const ir::Function &f = p.flat;
   const int n = static_cast<int>(f.body.size());
   // A fused group runs at its last member: its inputs live until then, its
   // outputs from then on, and a value only its own members read stays in
   // registers (never in memory).
-  const std::vector<int> group_end = fused_group_ends(p);
+  const std::vector<int> group_end = fused_group_ends(p, plan);
   auto runs_at = [&](int i) {
     const int e = group_end[static_cast<size_t>(i)];
     return e >= 0 ? e : i;
@@ -370,7 +379,11 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p) {
     }
   for (ir::ValueId v : f.returns) last[static_cast<size_t>(v)] = n;
   for (int i = 0; i < n; ++i) {
-    if (p.is_creation(i)) continue;
+    // A constant is made at each use in the layout it needs (problem.h):
+    // under a plan, an array constant (full, iota) is a buffer from where it
+    // is made; a scalar one is folded into the loops that read it.
+    if (p.is_creation(i) && (plan == nullptr || f.type(f.body[i].results.at(0)).shape.empty()))
+      continue;
     const bool carry = p.carry_loop(i) != nullptr;
     const int e = group_end[static_cast<size_t>(i)];
     for (size_t k = 0; k < f.body[i].results.size(); ++k) {
@@ -444,7 +457,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   // from its first use in that layout to its last, beside the value; a
   // value from before a loop is resharded before it, and the copy lives
   // through the loop. Copies count as temporaries.
-  const auto points = live_values(p);
+  const auto points = live_values(p, &plan);
   const int n = static_cast<int>(f.body.size());
   std::vector<double> copies(static_cast<size_t>(n), 0.0);
   for (size_t v = 0; v < p.uses.size(); ++v) {
@@ -476,16 +489,33 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   }
   // Each value's bytes under the plan, computed once: a value is live at many
   // points (a training step of 4,000 ops has ~4,000 points of a few hundred
-  // values each). 0 for a value with no layout (a constant, made where used).
+  // values each). A constant (no layout of its own) in the layout its first
+  // use needs, 0 if nothing reads it.
   std::vector<double> value_bytes(p.uses.size(), -1.0);
   auto bytes_of = [&](ir::ValueId v) {
     double &b = value_bytes[static_cast<size_t>(v)];
     if (b < 0) {
-      auto s = value_sharding(p, plan, v);
+      std::optional<Sharding> s = value_sharding(p, plan, v);
+      if (!s && !p.uses[static_cast<size_t>(v)].empty())
+        s = requirement(p, plan, p.uses[static_cast<size_t>(v)].front());
       b = s ? local_bytes(p.mesh, p.type(v).shape, p.type(v).dtype, *s) : 0.0;
     }
     return b;
   };
+  // What a kernel allocates beyond its result while it runs, at its point:
+  // an einsum's operands copied into the gemm's order and its product
+  // before the transpose into the output's (rt::einsum_scratch_bytes, the
+  // runtime's own count of what it allocates). Scratch counts as temporaries.
+  for (int i = 0; i < n; ++i) {
+    const ir::Instr &in = f.body[static_cast<size_t>(i)];
+    if (in.op != OpCode::Einsum || plan.choice[static_cast<size_t>(i)] < 0) continue;
+    std::vector<Shape> shapes;
+    for (size_t k = 0; k < in.operands.size(); ++k)
+      shapes.push_back(local_shape(p.mesh, p.type(in.operands[k]).shape,
+                                   requirement(p, plan, {i, static_cast<int>(k)})));
+    copies[static_cast<size_t>(i)] += static_cast<double>(rt::einsum_scratch_bytes(
+        in.attrs.einsum().spec, shapes, p.type(in.operands.at(0)).dtype));
+  }
   double peak = 0, live_peak = 0;
   int at_peak = -1;
   for (size_t i = 0; i < points.size(); ++i) {

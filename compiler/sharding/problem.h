@@ -153,7 +153,10 @@ PlanCost evaluate(Problem &p, const Plan &plan);
 /// an instruction defines (parameters are live everywhere and not listed).
 /// A value the backends keep in registers is not listed: the result of an
 /// elementwise op whose every reader is an elementwise op of the same shape
-/// in the same loop (fused into one loop with it, analysis/fusion.h).
-std::vector<std::vector<ir::ValueId>> live_values(const Problem &p);
+/// in the same loop (fused into one loop with it, analysis/fusion.h). Ops
+/// fuse when their results' shapes agree: the blocks' under `plan` (as the
+/// backends see the shmap), the global shapes without one (the search's
+/// memory rows, which hold for every plan).
+std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *plan = nullptr);
 
 }  // namespace spmd::sharding

@@ -117,6 +117,12 @@ Tensor matmul(const Tensor &a, const Tensor &b);
 /// not supported (no repeated index within one operand). Contractions go to BLAS
 /// through transpose + reshape + gemm.
 Tensor einsum(std::string_view spec, std::span<const Tensor> operands);
+/// The bytes einsum(spec, operands of `shapes` and `dtype`) allocates beyond its
+/// result at its peak: operands reduced over their private indices or copied into
+/// the order the gemm reads, the product before it is transposed into the
+/// output's order, and for bf16 the f32 copies it computes in. The memory
+/// model of `spmdc shard` counts it (docs/sharding.md, "Memory").
+int64_t einsum_scratch_bytes(std::string_view spec, std::span<const Shape> shapes, DType dtype);
 
 Tensor reshape(const Tensor &x, const Shape &shape);
 /// Permutes dimensions: result dim i is input dim perm[i].
