@@ -343,6 +343,13 @@ std::vector<int> fused_group_ends(const Problem &p, const Plan *plan) {
   return at;
 }
 
+/// True when `use` needs its value in a layout other than the one the value
+/// has under `plan` (lower_plan reshards it first); false for a constant.
+bool reshard_needed(const Problem &p, const Plan &plan, Use use) {
+  const std::optional<Sharding> have = value_sharding(p, plan, used_value(p, use));
+  return have && *have != requirement(p, plan, use);
+}
+
 }  // namespace
 
 std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *plan) {
@@ -356,15 +363,40 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *
     const int e = group_end[static_cast<size_t>(i)];
     return e >= 0 ? e : i;
   };
+  // Under a plan, a reshape (or sharding hint) of a value it needs in the
+  // layout the value has is a view of its buffer, as the runtime makes it:
+  // no bytes of its own, and its uses keep the buffer alive.
+  std::vector<ir::ValueId> buffer(f.values.size());
+  for (size_t v = 0; v < buffer.size(); ++v) buffer[v] = static_cast<ir::ValueId>(v);
+  std::vector<bool> view(f.values.size(), false);
+  if (plan != nullptr)
+    for (int i = 0; i < n; ++i) {
+      const ir::Instr &in = f.body[static_cast<size_t>(i)];
+      if ((in.op != OpCode::Reshape && in.op != OpCode::Constrain) || in.operands.size() != 1 ||
+          in.results.size() != 1 || plan->choice[static_cast<size_t>(i)] < 0)
+        continue;
+      const std::optional<Sharding> have = value_sharding(p, *plan, in.operands[0]);
+      if (!have || *have != requirement(p, *plan, {i, 0})) continue;
+      buffer[static_cast<size_t>(in.results[0])] = buffer[static_cast<size_t>(in.operands[0])];
+      view[static_cast<size_t>(in.results[0])] = true;
+    }
   std::vector<int> last(f.values.size(), -1);
   for (int i = 0; i < n; ++i) {
     // A value from before a loop that the loop reads lives through all of it.
     const int l = p.loop_of[static_cast<size_t>(i)];
-    for (ir::ValueId v : f.body[i].operands) {
+    const ir::Instr &in = f.body[static_cast<size_t>(i)];
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      const ir::ValueId v = buffer[static_cast<size_t>(in.operands[k])];
       const int prod = p.producer[static_cast<size_t>(v)];
       const bool outer = l >= 0 && (prod < 0 || p.loop_of[static_cast<size_t>(prod)] != l);
       int &at = last[static_cast<size_t>(v)];
-      at = std::max(at, outer ? p.loops[static_cast<size_t>(l)].body_end - 1 : runs_at(i));
+      // Under a plan, an operand needed in another layout is read by its
+      // reshard, just before the instruction (the instruction reads the copy).
+      const bool resharded =
+          plan != nullptr && !outer && reshard_needed(p, *plan, {i, static_cast<int>(k)});
+      at = std::max(at, outer       ? p.loops[static_cast<size_t>(l)].body_end - 1
+                        : resharded ? i - 1
+                                    : runs_at(i));
     }
   }
   // A loop's carried values: the next value lives to the end of the body,
@@ -373,11 +405,11 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *
   for (const ProblemLoop &loop : p.loops)
     for (int c = loop.first_carry; c < loop.body_begin; ++c) {
       const ir::Instr &carry = f.body[static_cast<size_t>(c)];
-      int &next = last[static_cast<size_t>(carry.operands[1])];
+      int &next = last[static_cast<size_t>(buffer[static_cast<size_t>(carry.operands[1])])];
       next = std::max(next, loop.body_end - 1);
       born[static_cast<size_t>(loop.body_end)].push_back(carry.results[1]);
     }
-  for (ir::ValueId v : f.returns) last[static_cast<size_t>(v)] = n;
+  for (ir::ValueId v : f.returns) last[static_cast<size_t>(buffer[static_cast<size_t>(v)])] = n;
   for (int i = 0; i < n; ++i) {
     // A constant is made at each use in the layout it needs (problem.h):
     // under a plan, an array constant (full, iota) is a buffer from where it
@@ -388,7 +420,7 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *
     const int e = group_end[static_cast<size_t>(i)];
     for (size_t k = 0; k < f.body[i].results.size(); ++k) {
       const ir::ValueId r = f.body[i].results[k];
-      if (carry && k == 1) continue;
+      if ((carry && k == 1) || view[static_cast<size_t>(r)]) continue;
       if (e >= 0) {
         bool in_registers = !p.uses[static_cast<size_t>(r)].empty();
         for (const Use &u : p.uses[static_cast<size_t>(r)])
@@ -458,6 +490,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   // value from before a loop is resharded before it, and the copy lives
   // through the loop. Copies count as temporaries.
   const auto points = live_values(p, &plan);
+  const std::vector<int> group_end = fused_group_ends(p, &plan);
   const int n = static_cast<int>(f.body.size());
   std::vector<double> copies(static_cast<size_t>(n), 0.0);
   for (size_t v = 0; v < p.uses.size(); ++v) {
@@ -469,7 +502,12 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
       if (need == *have) continue;
       int from = n - 1, to = n - 1;  // a result: resharded at the end
       if (u.instr != Use::kReturn) {
-        from = to = u.instr;
+        // Made just before its first reader (beside the value, which dies
+        // there unless read later), alive until its last reader runs (a
+        // fused group's: where the group runs).
+        from = std::max(u.instr - 1, 0);
+        const int e = group_end[static_cast<size_t>(u.instr)];
+        to = e >= 0 ? e : u.instr;
         const int l = p.loop_of[static_cast<size_t>(u.instr)];
         const int prod = p.producer[v];
         if (l >= 0 && (prod < 0 || p.loop_of[static_cast<size_t>(prod)] != l)) {
