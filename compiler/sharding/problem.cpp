@@ -1,6 +1,7 @@
 // sharding/problem.cpp — see problem.h.
 #include "sharding/problem.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -352,7 +353,18 @@ bool reshard_needed(const Problem &p, const Plan &plan, Use use) {
 
 }  // namespace
 
-std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *plan) {
+namespace {
+
+/// live_values and what evaluate() needs besides: each value's last point
+/// (its buffer's, for a view) and, per instruction, the values read by the
+/// reshards lower_plan makes just before it.
+struct Liveness {
+  std::vector<std::vector<ir::ValueId>> points;
+  std::vector<int> last;
+  std::vector<std::vector<ir::ValueId>> reshard_reads;
+};
+
+Liveness liveness(const Problem &p, const Plan *plan) {
   const ir::Function &f = p.flat;
   const int n = static_cast<int>(f.body.size());
   // A fused group runs at its last member: its inputs live until then, its
@@ -381,6 +393,7 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *
       view[static_cast<size_t>(in.results[0])] = true;
     }
   std::vector<int> last(f.values.size(), -1);
+  std::vector<std::vector<ir::ValueId>> reshard_reads(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     // A value from before a loop that the loop reads lives through all of it.
     const int l = p.loop_of[static_cast<size_t>(i)];
@@ -397,6 +410,7 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *
       at = std::max(at, outer       ? p.loops[static_cast<size_t>(l)].body_end - 1
                         : resharded ? i - 1
                                     : runs_at(i));
+      if (resharded && prod >= 0) reshard_reads[static_cast<size_t>(i)].push_back(v);
     }
   }
   // A loop's carried values: the next value lives to the end of the body,
@@ -441,7 +455,13 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *
       if (last[static_cast<size_t>(v)] > i) next.push_back(v);
     current = std::move(next);
   }
-  return live;
+  return {std::move(live), std::move(last), std::move(reshard_reads)};
+}
+
+}  // namespace
+
+std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *plan) {
+  return liveness(p, plan).points;
 }
 
 PlanCost evaluate(Problem &p, const Plan &plan) {
@@ -485,11 +505,14 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     c.param_bytes += b;
     c.peak_by_kind[p.memory_kinds[static_cast<size_t>(f.params[k].value)]] += b;
   }
-  // A resharded copy of a value (one per distinct layout needed) lives
-  // from its first use in that layout to its last, beside the value; a
-  // value from before a loop is resharded before it, and the copy lives
-  // through the loop. Copies count as temporaries.
-  const auto points = live_values(p, &plan);
+  // A resharded copy of a value (one per distinct layout needed) is made
+  // just before its first use in that layout, beside the value (which dies
+  // there unless read later), and lives until its last reader runs (a fused
+  // group's: where the group runs); a value from before a loop is resharded
+  // before it, and the copy lives through the loop. Copies count as
+  // temporaries.
+  const Liveness live = liveness(p, &plan);
+  const auto &points = live.points;
   const std::vector<int> group_end = fused_group_ends(p, &plan);
   const int n = static_cast<int>(f.body.size());
   std::vector<double> copies(static_cast<size_t>(n), 0.0);
@@ -502,10 +525,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
       if (need == *have) continue;
       int from = n - 1, to = n - 1;  // a result: resharded at the end
       if (u.instr != Use::kReturn) {
-        // Made just before its first reader (beside the value, which dies
-        // there unless read later), alive until its last reader runs (a
-        // fused group's: where the group runs).
-        from = std::max(u.instr - 1, 0);
+        from = u.instr;
         const int e = group_end[static_cast<size_t>(u.instr)];
         to = e >= 0 ? e : u.instr;
         const int l = p.loop_of[static_cast<size_t>(u.instr)];
@@ -544,6 +564,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   // an einsum's operands copied into the gemm's order and its product
   // before the transpose into the output's (rt::einsum_scratch_bytes, the
   // runtime's own count of what it allocates). Scratch counts as temporaries.
+  std::vector<double> scratch(static_cast<size_t>(n), 0.0);
   for (int i = 0; i < n; ++i) {
     const ir::Instr &in = f.body[static_cast<size_t>(i)];
     if (in.op != OpCode::Einsum || plan.choice[static_cast<size_t>(i)] < 0) continue;
@@ -551,24 +572,51 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     for (size_t k = 0; k < in.operands.size(); ++k)
       shapes.push_back(local_shape(p.mesh, p.type(in.operands[k]).shape,
                                    requirement(p, plan, {i, static_cast<int>(k)})));
-    copies[static_cast<size_t>(i)] += static_cast<double>(rt::einsum_scratch_bytes(
+    scratch[static_cast<size_t>(i)] = static_cast<double>(rt::einsum_scratch_bytes(
         in.attrs.einsum().spec, shapes, p.type(in.operands.at(0)).dtype));
   }
+  // Two moments per instruction: just before it, when its operands'
+  // reshards run (what lives on past the previous point, the values they
+  // read, the copies), and after it (the values live at its point, the
+  // copies, its scratch).
+  auto before = [&](int i) {
+    std::vector<ir::ValueId> values;
+    if (i > 0)
+      for (ir::ValueId v : points[static_cast<size_t>(i - 1)])
+        if (live.last[static_cast<size_t>(v)] >= i) values.push_back(v);
+    for (ir::ValueId v : live.reshard_reads[static_cast<size_t>(i)])
+      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+    return values;
+  };
   double peak = 0, live_peak = 0;
   int at_peak = -1;
-  for (size_t i = 0; i < points.size(); ++i) {
+  bool peak_before = false;
+  for (int i = 0; i < n; ++i) {
+    const auto at = static_cast<size_t>(i);
     double bytes = 0;
-    for (ir::ValueId v : points[i]) bytes += bytes_of(v);
+    for (ir::ValueId v : points[at]) bytes += bytes_of(v);
     live_peak = std::max(live_peak, bytes);
-    bytes += copies[i];
-    if (at_peak < 0 || bytes > peak) at_peak = static_cast<int>(i);
-    peak = std::max(peak, bytes);
+    bytes += copies[at] + scratch[at];
+    if (at_peak < 0 || bytes > peak) {
+      at_peak = i;
+      peak_before = false;
+      peak = bytes;
+    }
+    if (live.reshard_reads[at].empty()) continue;
+    double pre = copies[at];
+    for (ir::ValueId v : before(i)) pre += bytes_of(v);
+    if (pre > peak) {
+      at_peak = i;
+      peak_before = true;
+      peak = pre;
+    }
   }
   c.live_bytes = c.param_bytes + live_peak;
   if (at_peak >= 0) {
+    const auto at = static_cast<size_t>(at_peak);
     c.peak_by_kind[static_cast<size_t>(MemoryKind::Temporaries)] +=
-        copies[static_cast<size_t>(at_peak)];
-    for (ir::ValueId v : points[static_cast<size_t>(at_peak)])
+        copies[at] + (peak_before ? 0.0 : scratch[at]);
+    for (ir::ValueId v : peak_before ? before(at_peak) : points[at])
       c.peak_by_kind[p.memory_kinds[static_cast<size_t>(v)]] += bytes_of(v);
   }
   c.peak_bytes = c.param_bytes + peak;
