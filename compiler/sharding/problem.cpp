@@ -588,15 +588,21 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
       if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
     return values;
   };
-  double peak = 0, live_peak = 0;
+  // What the search's memory rows bound: the live values as the rows count
+  // them (fused by global shapes, no constants, no views; problem.h).
+  double live_peak = 0;
+  for (const std::vector<ir::ValueId> &values : live_values(p)) {
+    double bytes = 0;
+    for (ir::ValueId v : values) bytes += bytes_of(v);
+    live_peak = std::max(live_peak, bytes);
+  }
+  double peak = 0;
   int at_peak = -1;
   bool peak_before = false;
   for (int i = 0; i < n; ++i) {
     const auto at = static_cast<size_t>(i);
-    double bytes = 0;
+    double bytes = copies[at] + scratch[at];
     for (ir::ValueId v : points[at]) bytes += bytes_of(v);
-    live_peak = std::max(live_peak, bytes);
-    bytes += copies[at] + scratch[at];
     if (at_peak < 0 || bytes > peak) {
       at_peak = i;
       peak_before = false;

@@ -136,11 +136,15 @@ struct PlanCost {
   double reshard_bytes = 0;
   int64_t collectives = 0;  // collectives run (inside a loop: once per iteration)
   double param_bytes = 0;   // the parameters' blocks
-  /// Parameters + the largest set of live values and resharded copies
-  /// (docs/sharding.md, "Memory"): the estimate.
+  /// Parameters + the most bytes live at once (docs/sharding.md, "Memory"):
+  /// the values, fused as the backends fuse the blocks, array constants,
+  /// reshape views sharing their operand's buffer, the resharded copies
+  /// (each made just before its first reader) and einsum scratch. The
+  /// estimate.
   double peak_bytes = 0;
-  /// The same without the resharded copies: what the search's memory rows,
-  /// and so --memory-per-device, bound.
+  /// Parameters + the most bytes of values live at once as the search's
+  /// memory rows count them (live_values without a plan: no copies, no
+  /// scratch, no constants): what --memory-per-device bounds.
   double live_bytes = 0;
   /// peak_bytes by kind of value, indexed by MemoryKind (sharding/memory_kinds.h):
   /// parameters, optimizer state, gradients, saved activations, inputs, temporaries.
