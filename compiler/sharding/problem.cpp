@@ -572,8 +572,8 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     for (size_t k = 0; k < in.operands.size(); ++k)
       shapes.push_back(local_shape(p.mesh, p.type(in.operands[k]).shape,
                                    requirement(p, plan, {i, static_cast<int>(k)})));
-    scratch[static_cast<size_t>(i)] = static_cast<double>(rt::einsum_scratch_bytes(
-        in.attrs.einsum().spec, shapes, p.type(in.operands.at(0)).dtype));
+    scratch[static_cast<size_t>(i)] = static_cast<double>(
+        rt::einsum_scratch_bytes(in.attrs.einsum().spec, shapes, p.type(in.operands.at(0)).dtype));
   }
   // Two moments per instruction: just before it, when its operands'
   // reshards run (what lives on past the previous point, the values they

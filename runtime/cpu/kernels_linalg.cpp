@@ -237,9 +237,8 @@ Tensor einsum_compute(const EinsumSpec &spec, std::span<const Tensor> operands) 
   Tensor product = Tensor::empty(a.dtype(), {c.nb, c.m, c.n});  // every gemm writes all of it
   const auto esize = static_cast<int64_t>(dtype_size(a.dtype()));
   for (int64_t i = 0; i < c.nb; ++i) {
-    detail::gemm(a.dtype(), c.trans_a, c.trans_b, c.m, c.n, c.k,
-                 a3.raw() + i * c.m * c.k * esize, b3.raw() + i * c.k * c.n * esize,
-                 product.raw() + i * c.m * c.n * esize);
+    detail::gemm(a.dtype(), c.trans_a, c.trans_b, c.m, c.n, c.k, a3.raw() + i * c.m * c.k * esize,
+                 b3.raw() + i * c.k * c.n * esize, product.raw() + i * c.m * c.n * esize);
   }
   Shape product_shape;
   for (char ch : c.product_term) {
@@ -341,8 +340,10 @@ int64_t einsum_scratch_bytes(std::string_view spec_text, std::span<const Shape> 
     if (c.product_term != spec.output) scratch += out;  // the product, then its transpose
   }
   if (!bf16) return scratch;
-  // The f32 result is scratch too, beside the bf16 one cast from it.
-  return widened + scratch + out;
+  // Computed on f32 copies of the operands; the peak is either inside that
+  // computation or when its f32 result is cast to the bf16 one.
+  const int64_t result = out / 2;
+  return std::max(widened + scratch + out, widened + out + result) - result;
 }
 
 }  // namespace spmd::rt

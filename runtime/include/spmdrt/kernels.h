@@ -46,7 +46,7 @@ enum class BinaryKind : uint8_t { Binary, Compare, Logical };
 constexpr BinaryKind binary_kind(BinaryOp op) {
   switch (op) {
 #define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
-  case BinaryOp::Name:                                                       \
+  case BinaryOp::Name:                                                                  \
     return BinaryKind::Kind;
 #include "spmdrt/binary_math.def"
   }
@@ -56,7 +56,7 @@ constexpr BinaryKind binary_kind(BinaryOp op) {
 constexpr bool binary_takes_bool(BinaryOp op) {
   switch (op) {
 #define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
-  case BinaryOp::Name:                                                       \
+  case BinaryOp::Name:                                                                  \
     return SPMDRT_BOOL_OK_##BoolOk;
 #define SPMDRT_BOOL_OK_Yes true
 #define SPMDRT_BOOL_OK_No false
