@@ -515,7 +515,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   const auto &points = live.points;
   const std::vector<int> group_end = fused_group_ends(p, &plan);
   const int n = static_cast<int>(f.body.size());
-  std::vector<double> copies(static_cast<size_t>(n), 0.0);
+  std::vector<double> copies(static_cast<size_t>(n) + 1, 0.0);  // [n]: the results' reshards
   for (size_t v = 0; v < p.uses.size(); ++v) {
     auto have = value_sharding(p, plan, static_cast<ir::ValueId>(v));
     if (!have) continue;
@@ -523,7 +523,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     for (const Use &u : p.uses[v]) {
       Sharding need = requirement(p, plan, u);
       if (need == *have) continue;
-      int from = n - 1, to = n - 1;  // a result: resharded at the end
+      int from = n, to = n;  // a result: resharded at the end, after the last instruction
       if (u.instr != Use::kReturn) {
         from = u.instr;
         const int e = group_end[static_cast<size_t>(u.instr)];
@@ -541,7 +541,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     const Type &t = p.type(static_cast<ir::ValueId>(v));
     for (const auto &[need, span] : spans) {
       const double b = local_bytes(p.mesh, t.shape, t.dtype, need);
-      for (int i = std::max(span.first, 0); i <= span.second && i < n; ++i)
+      for (int i = std::max(span.first, 0); i <= span.second && i <= n; ++i)
         copies[static_cast<size_t>(i)] += b;
     }
   }
@@ -579,11 +579,14 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   // reshards run (what lives on past the previous point, the values they
   // read, the copies), and after it (the values live at its point, the
   // copies, its scratch).
+  // After the last instruction (i == n), the results' reshards: the
+  // returned values and their copies.
   auto before = [&](int i) {
     std::vector<ir::ValueId> values;
     if (i > 0)
       for (ir::ValueId v : points[static_cast<size_t>(i - 1)])
         if (live.last[static_cast<size_t>(v)] >= i) values.push_back(v);
+    if (i == n) return values;
     for (ir::ValueId v : live.reshard_reads[static_cast<size_t>(i)])
       if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
     return values;
@@ -599,8 +602,19 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   double peak = 0;
   int at_peak = -1;
   bool peak_before = false;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i <= n; ++i) {
     const auto at = static_cast<size_t>(i);
+    if (i == n) {
+      if (copies[at] == 0) break;
+      double end = copies[at];
+      for (ir::ValueId v : before(n)) end += bytes_of(v);
+      if (at_peak < 0 || end > peak) {
+        at_peak = n;
+        peak_before = true;
+        peak = end;
+      }
+      break;
+    }
     double bytes = copies[at] + scratch[at];
     for (ir::ValueId v : points[at]) bytes += bytes_of(v);
     if (at_peak < 0 || bytes > peak) {
@@ -621,7 +635,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   if (at_peak >= 0) {
     const auto at = static_cast<size_t>(at_peak);
     c.peak_by_kind[static_cast<size_t>(MemoryKind::Temporaries)] +=
-        copies[at] + (peak_before ? 0.0 : scratch[at]);
+        copies[at] + (peak_before ? 0.0 : scratch[at]);  // (no scratch at n: peak_before)
     for (ir::ValueId v : peak_before ? before(at_peak) : points[at])
       c.peak_by_kind[p.memory_kinds[static_cast<size_t>(v)]] += bytes_of(v);
   }
