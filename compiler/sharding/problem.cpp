@@ -362,6 +362,7 @@ struct Liveness {
   std::vector<std::vector<ir::ValueId>> points;
   std::vector<int> last;
   std::vector<std::vector<ir::ValueId>> reshard_reads;
+  std::vector<bool> view;  // a reshape (or hint) sharing its operand's buffer, or its copy's
 };
 
 Liveness liveness(const Problem &p, const Plan *plan) {
@@ -388,8 +389,11 @@ Liveness liveness(const Problem &p, const Plan *plan) {
           in.results.size() != 1 || plan->choice[static_cast<size_t>(i)] < 0)
         continue;
       const std::optional<Sharding> have = value_sharding(p, *plan, in.operands[0]);
-      if (!have || *have != requirement(p, *plan, {i, 0})) continue;
-      buffer[static_cast<size_t>(in.results[0])] = buffer[static_cast<size_t>(in.operands[0])];
+      if (!have) continue;
+      // A view of the resharded copy instead: its uses keep the copy alive
+      // (evaluate() extends the copy to the view's last use).
+      if (*have == requirement(p, *plan, {i, 0}))
+        buffer[static_cast<size_t>(in.results[0])] = buffer[static_cast<size_t>(in.operands[0])];
       view[static_cast<size_t>(in.results[0])] = true;
     }
   std::vector<int> last(f.values.size(), -1);
@@ -455,7 +459,7 @@ Liveness liveness(const Problem &p, const Plan *plan) {
       if (last[static_cast<size_t>(v)] > i) next.push_back(v);
     current = std::move(next);
   }
-  return {std::move(live), std::move(last), std::move(reshard_reads)};
+  return {std::move(live), std::move(last), std::move(reshard_reads), std::move(view)};
 }
 
 }  // namespace
@@ -528,6 +532,9 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
         from = u.instr;
         const int e = group_end[static_cast<size_t>(u.instr)];
         to = e >= 0 ? e : u.instr;
+        const ir::Instr &reader = f.body[static_cast<size_t>(u.instr)];
+        if (reader.results.size() == 1 && live.view[static_cast<size_t>(reader.results[0])])
+          to = std::max(to, live.last[static_cast<size_t>(reader.results[0])]);
         const int l = p.loop_of[static_cast<size_t>(u.instr)];
         const int prod = p.producer[v];
         if (l >= 0 && (prod < 0 || p.loop_of[static_cast<size_t>(prod)] != l)) {
