@@ -8,8 +8,8 @@
 //    input blocks the caller holds) live to the end.
 // 2. Walk the block: add each result's bytes, take the peak (a call adds what
 //    its callee needs beyond its arguments, computed once per callee; a loop
-//    adds the peak of its body), then subtract the values whose last use this
-//    was.
+//    adds the peak of its body; an einsum its scratch), then subtract the
+//    values whose last use this was.
 // 3. Remember the largest value met on the way.
 #include "analysis/memory_estimate.h"
 
@@ -19,6 +19,7 @@
 
 #include "ir/loops.h"
 #include "spmdrt/checked.h"
+#include "spmdrt/kernels.h"
 
 namespace spmd {
 namespace {
@@ -85,6 +86,7 @@ class Estimator {
       const ir::Instr &in = body[i];
       int64_t inner = 0;  // what a callee or a region needs beyond what is live here
       if (in.op == OpCode::Call) inner = above_args(static_cast<size_t>(in.attrs.call().callee));
+      if (in.op == OpCode::Einsum) inner = einsum_scratch(f, in);
       for (const ir::Region &r : in.regions)
         inner = std::max(inner, block_peak(f, r.params, r.body, r.yields));
       for (ir::ValueId r : in.results)
@@ -95,6 +97,14 @@ class Estimator {
         if (!last.count(r)) free_value(r);
     }
     return top;
+  }
+
+  /// What the runtime's einsum allocates beyond its result (rt::einsum_scratch_bytes).
+  static int64_t einsum_scratch(const ir::Function &f, const ir::Instr &in) {
+    std::vector<Shape> shapes;
+    for (ir::ValueId v : in.operands) shapes.push_back(f.type(v).shape);
+    if (shapes.empty() || shapes.size() > 2) return 0;
+    return rt::einsum_scratch_bytes(in.attrs.einsum().spec, shapes, f.type(in.operands[0]).dtype);
   }
 
   /// Ops whose result is their operand's buffer when they run (interp/eval_op.cpp).

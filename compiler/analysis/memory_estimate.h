@@ -16,7 +16,8 @@ namespace spmd {
 /// `module`, or a flattened copy of one) runs — its parameters (the input
 /// blocks) throughout, each other value from the instruction that makes it
 /// to its last use (as the interpreter frees them; a value an op shares
-/// without copying, e.g. a pbroadcast's, once), a call counted at its callee's peak —
+/// without copying, e.g. a pbroadcast's, once), a call counted at its callee's peak, an
+/// einsum with the scratch the runtime's allocates (rt::einsum_scratch_bytes) —
 /// and the largest single value, named with its location when `sources` is
 /// given. Sizes add with saturation (spmdrt/checked.h).
 rt::MemoryEstimate estimate_memory(const ir::Module &module, const ir::Function &function,

@@ -1,6 +1,7 @@
 // sharding/problem.cpp — see problem.h.
 #include "sharding/problem.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -11,6 +12,7 @@
 #include "pipeline/prepare.h"
 #include "sharding/memory_kinds.h"
 #include "spmdrt/checked.h"
+#include "spmdrt/kernels.h"
 #include "support/limits.h"
 #include "transforms/unroll_loops.h"
 
@@ -291,11 +293,19 @@ namespace {
 /// The fused groups of `p.flat` as analysis/fusion.h forms them: elementwise
 /// ops of one shape (in one loop) join the open group, which closes at the
 /// first other instruction that reads one of its values, or at an
-/// elementwise op of another shape. Per instruction: the index of its
-/// group's last member (where the group runs), or -1.
-std::vector<int> fused_group_ends(const Problem &p) {
+/// elementwise op of another shape. The shape is the block's under `plan`
+/// (what the backends fuse on is the shmap's), the global one without a
+/// plan. Per instruction: the index of its group's last member (where the
+/// group runs), or -1.
+std::vector<int> fused_group_ends(const Problem &p, const Plan *plan) {
   const ir::Function &f = p.flat;
   const int n = static_cast<int>(f.body.size());
+  auto shape_of = [&](ir::ValueId v) {
+    const Shape &global = f.type(v).shape;
+    if (plan == nullptr) return global;
+    const std::optional<Sharding> s = value_sharding(p, *plan, v);
+    return s ? local_shape(p.mesh, global, *s) : global;
+  };
   std::vector<int> group(static_cast<size_t>(n), -1);  // the group's first member
   std::vector<int> end(static_cast<size_t>(n), -1);
   int open = -1;
@@ -309,7 +319,7 @@ std::vector<int> fused_group_ends(const Problem &p) {
       for (ir::ValueId o : in.operands) reads = reads || members.count(o);
       const bool joins =
           fusable && p.loop_of[static_cast<size_t>(i)] == p.loop_of[static_cast<size_t>(open)] &&
-          f.type(in.results[0]).shape == f.type(first.results[0]).shape;
+          shape_of(in.results[0]) == shape_of(first.results[0]);
       if (joins) {
         group[static_cast<size_t>(i)] = open;
         end[static_cast<size_t>(open)] = i;
@@ -334,28 +344,77 @@ std::vector<int> fused_group_ends(const Problem &p) {
   return at;
 }
 
+/// True when `use` needs its value in a layout other than the one the value
+/// has under `plan` (lower_plan reshards it first); false for a constant.
+bool reshard_needed(const Problem &p, const Plan &plan, Use use) {
+  const std::optional<Sharding> have = value_sharding(p, plan, used_value(p, use));
+  return have && *have != requirement(p, plan, use);
+}
+
 }  // namespace
 
-std::vector<std::vector<ir::ValueId>> live_values(const Problem &p) {
+namespace {
+
+/// live_values and what evaluate() needs besides: each value's last point
+/// (its buffer's, for a view) and, per instruction, the values read by the
+/// reshards lower_plan makes just before it.
+struct Liveness {
+  std::vector<std::vector<ir::ValueId>> points;
+  std::vector<int> last;
+  std::vector<std::vector<ir::ValueId>> reshard_reads;
+  std::vector<bool> view;  // a reshape (or hint) sharing its operand's buffer, or its copy's
+};
+
+Liveness liveness(const Problem &p, const Plan *plan) {
   const ir::Function &f = p.flat;
   const int n = static_cast<int>(f.body.size());
   // A fused group runs at its last member: its inputs live until then, its
   // outputs from then on, and a value only its own members read stays in
   // registers (never in memory).
-  const std::vector<int> group_end = fused_group_ends(p);
+  const std::vector<int> group_end = fused_group_ends(p, plan);
   auto runs_at = [&](int i) {
     const int e = group_end[static_cast<size_t>(i)];
     return e >= 0 ? e : i;
   };
+  // Under a plan, a reshape (or sharding hint) of a value it needs in the
+  // layout the value has is a view of its buffer, as the runtime makes it:
+  // no bytes of its own, and its uses keep the buffer alive.
+  std::vector<ir::ValueId> buffer(f.values.size());
+  for (size_t v = 0; v < buffer.size(); ++v) buffer[v] = static_cast<ir::ValueId>(v);
+  std::vector<bool> view(f.values.size(), false);
+  if (plan != nullptr)
+    for (int i = 0; i < n; ++i) {
+      const ir::Instr &in = f.body[static_cast<size_t>(i)];
+      if ((in.op != OpCode::Reshape && in.op != OpCode::Constrain) || in.operands.size() != 1 ||
+          in.results.size() != 1 || plan->choice[static_cast<size_t>(i)] < 0)
+        continue;
+      const std::optional<Sharding> have = value_sharding(p, *plan, in.operands[0]);
+      if (!have) continue;
+      // A view of the resharded copy instead: its uses keep the copy alive
+      // (evaluate() extends the copy to the view's last use).
+      if (*have == requirement(p, *plan, {i, 0}))
+        buffer[static_cast<size_t>(in.results[0])] = buffer[static_cast<size_t>(in.operands[0])];
+      view[static_cast<size_t>(in.results[0])] = true;
+    }
   std::vector<int> last(f.values.size(), -1);
+  std::vector<std::vector<ir::ValueId>> reshard_reads(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     // A value from before a loop that the loop reads lives through all of it.
     const int l = p.loop_of[static_cast<size_t>(i)];
-    for (ir::ValueId v : f.body[i].operands) {
+    const ir::Instr &in = f.body[static_cast<size_t>(i)];
+    for (size_t k = 0; k < in.operands.size(); ++k) {
+      const ir::ValueId v = buffer[static_cast<size_t>(in.operands[k])];
       const int prod = p.producer[static_cast<size_t>(v)];
       const bool outer = l >= 0 && (prod < 0 || p.loop_of[static_cast<size_t>(prod)] != l);
       int &at = last[static_cast<size_t>(v)];
-      at = std::max(at, outer ? p.loops[static_cast<size_t>(l)].body_end - 1 : runs_at(i));
+      // Under a plan, an operand needed in another layout is read by its
+      // reshard, just before the instruction (the instruction reads the copy).
+      const bool resharded =
+          plan != nullptr && !outer && reshard_needed(p, *plan, {i, static_cast<int>(k)});
+      at = std::max(at, outer       ? p.loops[static_cast<size_t>(l)].body_end - 1
+                        : resharded ? i - 1
+                                    : runs_at(i));
+      if (resharded && prod >= 0) reshard_reads[static_cast<size_t>(i)].push_back(v);
     }
   }
   // A loop's carried values: the next value lives to the end of the body,
@@ -364,18 +423,22 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p) {
   for (const ProblemLoop &loop : p.loops)
     for (int c = loop.first_carry; c < loop.body_begin; ++c) {
       const ir::Instr &carry = f.body[static_cast<size_t>(c)];
-      int &next = last[static_cast<size_t>(carry.operands[1])];
+      int &next = last[static_cast<size_t>(buffer[static_cast<size_t>(carry.operands[1])])];
       next = std::max(next, loop.body_end - 1);
       born[static_cast<size_t>(loop.body_end)].push_back(carry.results[1]);
     }
-  for (ir::ValueId v : f.returns) last[static_cast<size_t>(v)] = n;
+  for (ir::ValueId v : f.returns) last[static_cast<size_t>(buffer[static_cast<size_t>(v)])] = n;
   for (int i = 0; i < n; ++i) {
-    if (p.is_creation(i)) continue;
+    // A constant is made at each use in the layout it needs (problem.h):
+    // under a plan, an array constant (full, iota) is a buffer from where it
+    // is made; a scalar one is folded into the loops that read it.
+    if (p.is_creation(i) && (plan == nullptr || f.type(f.body[i].results.at(0)).shape.empty()))
+      continue;
     const bool carry = p.carry_loop(i) != nullptr;
     const int e = group_end[static_cast<size_t>(i)];
     for (size_t k = 0; k < f.body[i].results.size(); ++k) {
       const ir::ValueId r = f.body[i].results[k];
-      if (carry && k == 1) continue;
+      if ((carry && k == 1) || view[static_cast<size_t>(r)]) continue;
       if (e >= 0) {
         bool in_registers = !p.uses[static_cast<size_t>(r)].empty();
         for (const Use &u : p.uses[static_cast<size_t>(r)])
@@ -396,7 +459,13 @@ std::vector<std::vector<ir::ValueId>> live_values(const Problem &p) {
       if (last[static_cast<size_t>(v)] > i) next.push_back(v);
     current = std::move(next);
   }
-  return live;
+  return {std::move(live), std::move(last), std::move(reshard_reads), std::move(view)};
+}
+
+}  // namespace
+
+std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *plan) {
+  return liveness(p, plan).points;
 }
 
 PlanCost evaluate(Problem &p, const Plan &plan) {
@@ -440,13 +509,17 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     c.param_bytes += b;
     c.peak_by_kind[p.memory_kinds[static_cast<size_t>(f.params[k].value)]] += b;
   }
-  // A resharded copy of a value (one per distinct layout needed) lives
-  // from its first use in that layout to its last, beside the value; a
-  // value from before a loop is resharded before it, and the copy lives
-  // through the loop. Copies count as temporaries.
-  const auto points = live_values(p);
+  // A resharded copy of a value (one per distinct layout needed) is made
+  // just before its first use in that layout, beside the value (which dies
+  // there unless read later), and lives until its last reader runs (a fused
+  // group's: where the group runs); a value from before a loop is resharded
+  // before it, and the copy lives through the loop. Copies count as
+  // temporaries.
+  const Liveness live = liveness(p, &plan);
+  const auto &points = live.points;
+  const std::vector<int> group_end = fused_group_ends(p, &plan);
   const int n = static_cast<int>(f.body.size());
-  std::vector<double> copies(static_cast<size_t>(n), 0.0);
+  std::vector<double> copies(static_cast<size_t>(n) + 1, 0.0);  // [n]: the results' reshards
   for (size_t v = 0; v < p.uses.size(); ++v) {
     auto have = value_sharding(p, plan, static_cast<ir::ValueId>(v));
     if (!have) continue;
@@ -454,9 +527,14 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     for (const Use &u : p.uses[v]) {
       Sharding need = requirement(p, plan, u);
       if (need == *have) continue;
-      int from = n - 1, to = n - 1;  // a result: resharded at the end
+      int from = n, to = n;  // a result: resharded at the end, after the last instruction
       if (u.instr != Use::kReturn) {
-        from = to = u.instr;
+        from = u.instr;
+        const int e = group_end[static_cast<size_t>(u.instr)];
+        to = e >= 0 ? e : u.instr;
+        const ir::Instr &reader = f.body[static_cast<size_t>(u.instr)];
+        if (reader.results.size() == 1 && live.view[static_cast<size_t>(reader.results[0])])
+          to = std::max(to, live.last[static_cast<size_t>(reader.results[0])]);
         const int l = p.loop_of[static_cast<size_t>(u.instr)];
         const int prod = p.producer[v];
         if (l >= 0 && (prod < 0 || p.loop_of[static_cast<size_t>(prod)] != l)) {
@@ -470,37 +548,102 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     const Type &t = p.type(static_cast<ir::ValueId>(v));
     for (const auto &[need, span] : spans) {
       const double b = local_bytes(p.mesh, t.shape, t.dtype, need);
-      for (int i = std::max(span.first, 0); i <= span.second && i < n; ++i)
+      for (int i = std::max(span.first, 0); i <= span.second && i <= n; ++i)
         copies[static_cast<size_t>(i)] += b;
     }
   }
   // Each value's bytes under the plan, computed once: a value is live at many
   // points (a training step of 4,000 ops has ~4,000 points of a few hundred
-  // values each). 0 for a value with no layout (a constant, made where used).
+  // values each). A constant (no layout of its own) in the layout its first
+  // use needs, 0 if nothing reads it.
   std::vector<double> value_bytes(p.uses.size(), -1.0);
   auto bytes_of = [&](ir::ValueId v) {
     double &b = value_bytes[static_cast<size_t>(v)];
     if (b < 0) {
-      auto s = value_sharding(p, plan, v);
+      std::optional<Sharding> s = value_sharding(p, plan, v);
+      if (!s && !p.uses[static_cast<size_t>(v)].empty())
+        s = requirement(p, plan, p.uses[static_cast<size_t>(v)].front());
       b = s ? local_bytes(p.mesh, p.type(v).shape, p.type(v).dtype, *s) : 0.0;
     }
     return b;
   };
-  double peak = 0, live_peak = 0;
-  int at_peak = -1;
-  for (size_t i = 0; i < points.size(); ++i) {
+  // What a kernel allocates beyond its result while it runs, at its point:
+  // an einsum's operands copied into the gemm's order and its product
+  // before the transpose into the output's (rt::einsum_scratch_bytes, the
+  // runtime's own count of what it allocates). Scratch counts as temporaries.
+  std::vector<double> scratch(static_cast<size_t>(n), 0.0);
+  for (int i = 0; i < n; ++i) {
+    const ir::Instr &in = f.body[static_cast<size_t>(i)];
+    if (in.op != OpCode::Einsum || plan.choice[static_cast<size_t>(i)] < 0) continue;
+    std::vector<Shape> shapes;
+    for (size_t k = 0; k < in.operands.size(); ++k)
+      shapes.push_back(local_shape(p.mesh, p.type(in.operands[k]).shape,
+                                   requirement(p, plan, {i, static_cast<int>(k)})));
+    scratch[static_cast<size_t>(i)] = static_cast<double>(
+        rt::einsum_scratch_bytes(in.attrs.einsum().spec, shapes, p.type(in.operands.at(0)).dtype));
+  }
+  // Two moments per instruction: just before it, when its operands'
+  // reshards run (what lives on past the previous point, the values they
+  // read, the copies), and after it (the values live at its point, the
+  // copies, its scratch).
+  // After the last instruction (i == n), the results' reshards: the
+  // returned values and their copies.
+  auto before = [&](int i) {
+    std::vector<ir::ValueId> values;
+    if (i > 0)
+      for (ir::ValueId v : points[static_cast<size_t>(i - 1)])
+        if (live.last[static_cast<size_t>(v)] >= i) values.push_back(v);
+    if (i == n) return values;
+    for (ir::ValueId v : live.reshard_reads[static_cast<size_t>(i)])
+      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+    return values;
+  };
+  // What the search's memory rows bound: the live values as the rows count
+  // them (fused by global shapes, no constants, no views; problem.h).
+  double live_peak = 0;
+  for (const std::vector<ir::ValueId> &values : live_values(p)) {
     double bytes = 0;
-    for (ir::ValueId v : points[i]) bytes += bytes_of(v);
+    for (ir::ValueId v : values) bytes += bytes_of(v);
     live_peak = std::max(live_peak, bytes);
-    bytes += copies[i];
-    if (at_peak < 0 || bytes > peak) at_peak = static_cast<int>(i);
-    peak = std::max(peak, bytes);
+  }
+  double peak = 0;
+  int at_peak = -1;
+  bool peak_before = false;
+  for (int i = 0; i <= n; ++i) {
+    const auto at = static_cast<size_t>(i);
+    if (i == n) {
+      if (copies[at] == 0) break;
+      double end = copies[at];
+      for (ir::ValueId v : before(n)) end += bytes_of(v);
+      if (at_peak < 0 || end > peak) {
+        at_peak = n;
+        peak_before = true;
+        peak = end;
+      }
+      break;
+    }
+    double bytes = copies[at] + scratch[at];
+    for (ir::ValueId v : points[at]) bytes += bytes_of(v);
+    if (at_peak < 0 || bytes > peak) {
+      at_peak = i;
+      peak_before = false;
+      peak = bytes;
+    }
+    if (live.reshard_reads[at].empty()) continue;
+    double pre = copies[at];
+    for (ir::ValueId v : before(i)) pre += bytes_of(v);
+    if (pre > peak) {
+      at_peak = i;
+      peak_before = true;
+      peak = pre;
+    }
   }
   c.live_bytes = c.param_bytes + live_peak;
   if (at_peak >= 0) {
+    const auto at = static_cast<size_t>(at_peak);
     c.peak_by_kind[static_cast<size_t>(MemoryKind::Temporaries)] +=
-        copies[static_cast<size_t>(at_peak)];
-    for (ir::ValueId v : points[static_cast<size_t>(at_peak)])
+        copies[at] + (peak_before ? 0.0 : scratch[at]);  // (no scratch at n: peak_before)
+    for (ir::ValueId v : peak_before ? before(at_peak) : points[at])
       c.peak_by_kind[p.memory_kinds[static_cast<size_t>(v)]] += bytes_of(v);
   }
   c.peak_bytes = c.param_bytes + peak;

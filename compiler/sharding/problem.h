@@ -136,11 +136,15 @@ struct PlanCost {
   double reshard_bytes = 0;
   int64_t collectives = 0;  // collectives run (inside a loop: once per iteration)
   double param_bytes = 0;   // the parameters' blocks
-  /// Parameters + the largest set of live values and resharded copies
-  /// (docs/sharding.md, "Memory"): the estimate.
+  /// Parameters + the most bytes live at once (docs/sharding.md, "Memory"):
+  /// the values, fused as the backends fuse the blocks, array constants,
+  /// reshape views sharing their operand's buffer, the resharded copies
+  /// (each made just before its first reader) and einsum scratch. The
+  /// estimate.
   double peak_bytes = 0;
-  /// The same without the resharded copies: what the search's memory rows,
-  /// and so --memory-per-device, bound.
+  /// Parameters + the most bytes of values live at once as the search's
+  /// memory rows count them (live_values without a plan: no copies, no
+  /// scratch, no constants): what --memory-per-device bounds.
   double live_bytes = 0;
   /// peak_bytes by kind of value, indexed by MemoryKind (sharding/memory_kinds.h):
   /// parameters, optimizer state, gradients, saved activations, inputs, temporaries.
@@ -153,7 +157,10 @@ PlanCost evaluate(Problem &p, const Plan &plan);
 /// an instruction defines (parameters are live everywhere and not listed).
 /// A value the backends keep in registers is not listed: the result of an
 /// elementwise op whose every reader is an elementwise op of the same shape
-/// in the same loop (fused into one loop with it, analysis/fusion.h).
-std::vector<std::vector<ir::ValueId>> live_values(const Problem &p);
+/// in the same loop (fused into one loop with it, analysis/fusion.h). Ops
+/// fuse when their results' shapes agree: the blocks' under `plan` (as the
+/// backends see the shmap), the global shapes without one (the search's
+/// memory rows, which hold for every plan).
+std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *plan = nullptr);
 
 }  // namespace spmd::sharding

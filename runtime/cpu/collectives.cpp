@@ -15,9 +15,12 @@
 // caller's own buffer and it may leave as soon as it has its result;
 // all_reduce reduces the whole tensor on every member. Larger ones publish the
 // input itself and have a second phase: each waits until every member has
-// finished reading, so no input is modified or freed early; all_reduce splits
-// the work (each member reduces one slice into a shared buffer, then all copy
-// it). Either way every element is combined in rank order: the same bits.
+// finished reading, so no input is modified or freed early, and the last one
+// drops the published inputs before anyone leaves (a device's input is freed
+// at the same point of its program every run); all_reduce splits the work
+// (each member reduces one slice into a shared buffer, uncounted like the
+// one-phase copies, then all copy it). Either way every element is combined
+// in rank order: the same bits.
 // A one-phase ppermute is pairwise: a member waits only until its sender has
 // published (one that receives nothing does not wait), and the sender wakes
 // its receiver if that one already waits. Every member still arrives at the
@@ -83,6 +86,7 @@ struct Rendezvous {
   std::vector<int64_t> members;  // device ids in rank order
   std::vector<Tensor> inputs;    // by rank (one phase: copies)
   Tensor shared_result;          // two-phase all_reduce: each member fills its slice, all copy it
+                                 // (uncounted by the memory meters, as a transport's buffer)
   bool one_phase = false;
   bool pairwise = false;           // a one-phase ppermute: receivers wait for their sender only
   std::vector<uint8_t> present;    // pairwise: by rank, published its input
@@ -173,6 +177,9 @@ class SimulatedFabric final : public Fabric {
         slot->receiving.assign(static_cast<size_t>(size), 0);
       }
       if (slot->signature.kind == Kind::AllReduce && !one_phase) {
+        // The fabric's buffer, counted on no device: whichever member arrives
+        // first makes it, and a device's count must not depend on that.
+        MeterScope uncounted(nullptr);
         slot->shared_result = Tensor::empty(x.dtype(), x.shape());
       }
     } else {
@@ -246,6 +253,11 @@ class SimulatedFabric final : public Fabric {
     throw_if_aborted();
     const auto size = static_cast<int64_t>(rv.members.size());
     if (++rv.finished == size) {
+      // Nobody reads the inputs any more: the last member drops the
+      // rendezvous' references before any member leaves, so each device's
+      // input is freed (and uncounted) at the same point of its program
+      // every run, not whenever the last thread happens to return.
+      rv.inputs.clear();
       release(rv, device, lock);
     } else {
       state_[device] = {DeviceState::Finishing, rv.signature.kind, nullptr, 0};

@@ -158,52 +158,90 @@ Tensor sum_out(const Tensor &x, std::string &term, const std::string &keep) {
   return axes.empty() ? x : reduce(ReduceOp::Sum, x, axes);
 }
 
+/// How einsum_compute maps a two-operand contraction onto batched gemms,
+/// from the operands' shapes alone (einsum_scratch_bytes prices the same
+/// plan): the terms left after summing out private indices, the gemm's
+/// sizes, which operands are multiplied transposed where they lie and which
+/// are copied into gemm order first, and the product's index order.
+struct ContractionPlan {
+  std::string ta, tb;  // the operands' terms after sum_out
+  bool reduce_a = false, reduce_b = false;
+  std::string batch, free_a, free_b, contract;
+  std::string a_order, b_order;
+  bool trans_a = false, trans_b = false;
+  int64_t nb = 1, m = 1, k = 1, n = 1;
+  std::string product_term;
+};
+
+std::string kept_letters(const std::string &term, const std::string &keep) {
+  std::string remaining;
+  for (char c : term)
+    if (keep.find(c) != std::string::npos) remaining += c;
+  return remaining;
+}
+
+ContractionPlan plan_contraction(const EinsumSpec &spec, const Shape &shape_a,
+                                 const Shape &shape_b) {
+  ContractionPlan c;
+  const std::string &in_a = spec.inputs[0], &in_b = spec.inputs[1];
+  c.ta = kept_letters(in_a, in_b + spec.output);
+  c.tb = kept_letters(in_b, in_a + spec.output);
+  c.reduce_a = c.ta != in_a;
+  c.reduce_b = c.tb != in_b;
+  for (char ch : spec.output) {
+    bool a = c.ta.find(ch) != std::string::npos, b = c.tb.find(ch) != std::string::npos;
+    (a && b ? c.batch : a ? c.free_a : c.free_b) += ch;
+  }
+  for (char ch : c.ta)
+    if (c.tb.find(ch) != std::string::npos && spec.output.find(ch) == std::string::npos)
+      c.contract += ch;
+  auto size_of = [](const Shape &shape, const std::string &term, const std::string &letters) {
+    int64_t size = 1;
+    for (char ch : letters) size *= shape[term.find(ch)];
+    return size;
+  };
+  c.nb = size_of(shape_a, in_a, c.batch);
+  c.m = size_of(shape_a, in_a, c.free_a);
+  c.k = size_of(shape_a, in_a, c.contract);
+  c.n = size_of(shape_b, in_b, c.free_b);
+  // An operand whose letters already run batch, free, contract (a) or batch, contract, free
+  // (b) is multiplied transposed where it lies (a gemm flag) instead of copied first.
+  c.a_order = c.batch + c.free_a + c.contract;
+  c.b_order = c.batch + c.contract + c.free_b;
+  const std::string a_swapped = c.batch + c.contract + c.free_a;
+  const std::string b_swapped = c.batch + c.free_b + c.contract;
+  c.trans_a = c.ta != c.a_order && c.ta == a_swapped;
+  c.trans_b = c.tb != c.b_order && c.tb == b_swapped;
+  c.product_term = c.batch + c.free_a + c.free_b;
+  return c;
+}
+
 Tensor einsum_compute(const EinsumSpec &spec, std::span<const Tensor> operands) {
   if (operands.size() == 1) {
     std::string term = spec.inputs[0];
     Tensor reduced = sum_out(operands[0], term, spec.output);
     return transpose(reduced, positions(term, spec.output));
   }
+  const ContractionPlan c = plan_contraction(spec, operands[0].shape(), operands[1].shape());
   std::string ta = spec.inputs[0], tb = spec.inputs[1];
   Tensor a = sum_out(operands[0], ta, tb + spec.output);
   Tensor b = sum_out(operands[1], tb, ta + spec.output);
-  std::string batch, free_a, free_b, contract;
-  for (char c : spec.output) {
-    bool in_a = ta.find(c) != std::string::npos, in_b = tb.find(c) != std::string::npos;
-    (in_a && in_b ? batch : in_a ? free_a : free_b) += c;
-  }
-  for (char c : ta) {
-    if (tb.find(c) != std::string::npos && spec.output.find(c) == std::string::npos) contract += c;
-  }
-  auto size_of = [](const Tensor &t, const std::string &term, const std::string &letters) {
-    int64_t size = 1;
-    for (char c : letters) size *= t.shape()[term.find(c)];
-    return size;
-  };
-  const int64_t nb = size_of(a, ta, batch), m = size_of(a, ta, free_a);
-  const int64_t k = size_of(a, ta, contract), n = size_of(b, tb, free_b);
-  // An operand whose letters already run batch, free, contract (a) or batch, contract, free
-  // (b) is multiplied transposed where it lies (a gemm flag) instead of copied first.
-  const std::string a_order = batch + free_a + contract, a_swapped = batch + contract + free_a;
-  const std::string b_order = batch + contract + free_b, b_swapped = batch + free_b + contract;
-  const bool trans_a = ta != a_order && ta == a_swapped;
-  const bool trans_b = tb != b_order && tb == b_swapped;
-  const Tensor a3 = trans_a ? a : transpose(a, positions(ta, a_order));
-  const Tensor b3 = trans_b ? b : transpose(b, positions(tb, b_order));
-  Tensor product = Tensor::empty(a.dtype(), {nb, m, n});  // every gemm writes all of it
+  const Tensor a3 = c.trans_a ? a : transpose(a, positions(ta, c.a_order));
+  const Tensor b3 = c.trans_b ? b : transpose(b, positions(tb, c.b_order));
+  Tensor product = Tensor::empty(a.dtype(), {c.nb, c.m, c.n});  // every gemm writes all of it
   const auto esize = static_cast<int64_t>(dtype_size(a.dtype()));
-  parallel_for(nb, batch_grain(m, n, k), [&](int64_t lo, int64_t hi) {
+  parallel_for(c.nb, batch_grain(c.m, c.n, c.k), [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i)
-      detail::gemm(a.dtype(), trans_a, trans_b, m, n, k, a3.raw() + i * m * k * esize,
-                   b3.raw() + i * k * n * esize, product.raw() + i * m * n * esize);
+      detail::gemm(a.dtype(), c.trans_a, c.trans_b, c.m, c.n, c.k,
+                   a3.raw() + i * c.m * c.k * esize, b3.raw() + i * c.k * c.n * esize,
+                   product.raw() + i * c.m * c.n * esize);
   });
   Shape product_shape;
-  std::string product_term = batch + free_a + free_b;
-  for (char c : product_term) {
-    product_shape.push_back(ta.find(c) != std::string::npos ? a.shape()[ta.find(c)]
-                                                            : b.shape()[tb.find(c)]);
+  for (char ch : c.product_term) {
+    product_shape.push_back(ta.find(ch) != std::string::npos ? a.shape()[ta.find(ch)]
+                                                             : b.shape()[tb.find(ch)]);
   }
-  return transpose(reshape(product, product_shape), positions(product_term, spec.output));
+  return transpose(reshape(product, product_shape), positions(c.product_term, spec.output));
 }
 
 }  // namespace
@@ -259,6 +297,49 @@ Tensor einsum(std::string_view spec_text, std::span<const Tensor> operands) {
     return cast(einsum_compute(spec, wide), DType::BF16);
   }
   return einsum_compute(spec, operands);
+}
+
+int64_t einsum_scratch_bytes(std::string_view spec_text, std::span<const Shape> shapes,
+                             DType dtype) {
+  const EinsumSpec spec = parse_einsum(spec_text, shapes.size());
+  // Every element count below is of a shape einsum() accepted: no overflow.
+  auto elements = [](const Shape &shape, const std::string &term, const std::string &letters) {
+    int64_t size = 1;
+    for (char ch : letters) size *= shape[term.find(ch)];
+    return size;
+  };
+  const bool bf16 = dtype == DType::BF16;  // computed in f32: widened copies, an f32 result
+  const auto esize = static_cast<int64_t>(dtype_size(bf16 ? DType::F32 : dtype));
+  int64_t widened = 0;
+  if (bf16)
+    for (size_t i = 0; i < shapes.size(); ++i) widened += num_elements(shapes[i]) * esize;
+  int64_t out = esize;  // the result's bytes: each output letter's size, from its operand
+  for (char ch : spec.output)
+    for (size_t i = 0; i < shapes.size(); ++i)
+      if (spec.inputs[i].find(ch) != std::string::npos) {
+        out *= shapes[i][spec.inputs[i].find(ch)];
+        break;
+      }
+  int64_t scratch = 0;  // beyond the (f32) result, at the kernel's peak
+  if (shapes.size() == 1) {
+    const std::string kept = kept_letters(spec.inputs[0], spec.output);
+    const bool reduces = kept != spec.inputs[0], permutes = kept != spec.output;
+    if (reduces && permutes) scratch = out;  // the reduced operand, then its transpose
+  } else {
+    const ContractionPlan c = plan_contraction(spec, shapes[0], shapes[1]);
+    const int64_t a = elements(shapes[0], spec.inputs[0], c.ta) * esize;
+    const int64_t b = elements(shapes[1], spec.inputs[1], c.tb) * esize;
+    if (c.reduce_a) scratch += a;
+    if (c.reduce_b) scratch += b;
+    if (!c.trans_a && c.ta != c.a_order) scratch += a;  // copied into gemm order
+    if (!c.trans_b && c.tb != c.b_order) scratch += b;
+    if (c.product_term != spec.output) scratch += out;  // the product, then its transpose
+  }
+  if (!bf16) return scratch;
+  // Computed on f32 copies of the operands; the peak is either inside that
+  // computation or when its f32 result is cast to the bf16 one.
+  const int64_t result = out / 2;
+  return std::max(widened + scratch + out, widened + out + result) - result;
 }
 
 }  // namespace spmd::rt

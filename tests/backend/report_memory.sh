@@ -76,5 +76,28 @@ else
   fail "spmdc build: $(cat "$W/err")"
 fi
 
+# A large psum (4 x 16 KiB: two-phase) counts the same on every device every run: x's block
+# f32[4, 1024] = 16384 bytes, x * 2 (16384) and the sum (16384): 49152. The buffer the members
+# reduce into is the fabric's (counted on no device, not on whichever arrives first), and x * 2
+# is released before any member leaves the psum.
+cat >"$W/big.spmd" <<'SPMD'
+mesh M = (i: 4)
+shmap f(x: f32[16, 1024] @ P(i)) -> f32[4, 1024] @ P() on M {
+  return psum(x * 2.0, i)
+}
+SPMD
+if "$SPMDC" build "$W/big.spmd" --target cpu -q -o "$W/big" 2>"$W/err"; then
+  before=$fails
+  for run in 1 2 3 4 5; do
+    "$W/big" --random 1 -q --report-memory 2>"$W/err" || fail "big: $(cat "$W/err")"
+    n=$(grep -c "): 49152 bytes" "$W/err")
+    [[ $n -eq 4 ]] || fail "two-phase psum, run $run: want 49152 bytes on all 4 devices, got
+$(cat "$W/err")"
+  done
+  [[ $fails -eq $before ]] && ok "two-phase psum: 49152 bytes on every device, 5 runs"
+else
+  fail "spmdc build big: $(cat "$W/err")"
+fi
+
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]

@@ -46,7 +46,7 @@ enum class BinaryKind : uint8_t { Binary, Compare, Logical };
 constexpr BinaryKind binary_kind(BinaryOp op) {
   switch (op) {
 #define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
-  case BinaryOp::Name:                                                       \
+  case BinaryOp::Name:                                                                  \
     return BinaryKind::Kind;
 #include "spmdrt/binary_math.def"
   }
@@ -56,7 +56,7 @@ constexpr BinaryKind binary_kind(BinaryOp op) {
 constexpr bool binary_takes_bool(BinaryOp op) {
   switch (op) {
 #define BINARY_MATH(Name, spelling, kernel, scalar_fn, Kind, symbol, BoolOk, Linearity) \
-  case BinaryOp::Name:                                                       \
+  case BinaryOp::Name:                                                                  \
     return SPMDRT_BOOL_OK_##BoolOk;
 #define SPMDRT_BOOL_OK_Yes true
 #define SPMDRT_BOOL_OK_No false
@@ -117,6 +117,12 @@ Tensor matmul(const Tensor &a, const Tensor &b);
 /// not supported (no repeated index within one operand). Contractions go to BLAS
 /// through transpose + reshape + gemm.
 Tensor einsum(std::string_view spec, std::span<const Tensor> operands);
+/// The bytes einsum(spec, operands of `shapes` and `dtype`) allocates beyond its
+/// result at its peak: operands reduced over their private indices or copied into
+/// the order the gemm reads, the product before it is transposed into the
+/// output's order, and for bf16 the f32 copies it computes in. The memory
+/// model of `spmdc shard` counts it (docs/sharding.md, "Memory").
+int64_t einsum_scratch_bytes(std::string_view spec, std::span<const Shape> shapes, DType dtype);
 
 Tensor reshape(const Tensor &x, const Shape &shape);
 /// Permutes dimensions: result dim i is input dim perm[i].

@@ -579,3 +579,35 @@ TEST_CASE("large and trivial meshes", "[runtime][collectives]") {
   });
   check_equal(no_axes[0], DType::I32, {}, {0});
 }
+
+TEST_CASE("a device's counted peak through a two-phase all_reduce is the same every run",
+          "[runtime][collectives][memory]") {
+  // Each device holds x (f32[8192], 32 KiB; an all_reduce counts 4 x 32 KiB:
+  // two-phase), reduces it into y, drops x and makes z of the same size.
+  // Counted by hand: x and y while the collective runs, y and z after it,
+  // and while z is filled the 4-byte scalar Tensor::full converts its value
+  // through: 65,540 bytes on every device, whichever thread arrives first (the shared
+  // reduction buffer is counted on no device) or leaves last (x is freed
+  // before any member leaves: nobody still holds it when z is made).
+  constexpr int64_t kFloats = 8192, kBytes = kFloats * 4;
+  for (int repeat = 0; repeat < 20; ++repeat) {
+    std::vector<std::shared_ptr<MemoryMeter>> meters;
+    for (int d = 0; d < 4; ++d) meters.push_back(std::make_shared<MemoryMeter>());
+    run_on_mesh(kLine, [&](DeviceContext &ctx) {
+      MeterScope scope(meters[static_cast<size_t>(ctx.device())]);
+      if (ctx.device() == repeat % 4)  // one device arrives late
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      Tensor x = Tensor::full(DType::F32, {kFloats}, 1.0);
+      Tensor y = ctx.all_reduce(x, {0}, ReduceOp::Sum);
+      x = Tensor();
+      Tensor z = Tensor::full(DType::F32, {kFloats}, 2.0);
+      CHECK(y.get(0) == 4.0);
+      CHECK(z.get(0) == 2.0);
+    });
+    for (int d = 0; d < 4; ++d) {
+      INFO("run " << repeat << ", device " << d);
+      CHECK(meters[static_cast<size_t>(d)]->peak() == 2 * kBytes + 4);
+      CHECK(meters[static_cast<size_t>(d)]->live() == 0);
+    }
+  }
+}

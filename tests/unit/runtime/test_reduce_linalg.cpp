@@ -283,3 +283,44 @@ TEST_CASE("einsum against naive loops", "[runtime][linalg]") {
   CHECK_THROWS_AS(einsum("bij->bik", ops), RuntimeError);
   CHECK_THROWS_AS(einsum("ij,jk->ik", ops), RuntimeError);
 }
+
+TEST_CASE("einsum_scratch_bytes is what einsum allocates beyond its result",
+          "[runtime][linalg][memory]") {
+  struct Case {
+    const char *spec;
+    std::vector<Shape> shapes;
+    DType dtype;
+    int64_t by_hand;  // -1: not worked out, only measured
+  };
+  const Case cases[] = {
+      {"ij,jk->ik", {{8, 16}, {16, 4}}, DType::F32, 0},    // gemm order: nothing copied
+      {"ij,ik->jk", {{64, 32}, {64, 16}}, DType::F32, 0},  // a transposed in place (flag)
+      {"ik,jk->ij", {{8, 16}, {4, 16}}, DType::F32, 0},    // b transposed in place
+      // moe's expert layer: a [4, 1, 2, 8] copied into e,s,k,d order (256 bytes),
+      // the product [1, 8, 16] (512) before its transpose into s,e,k,h.
+      {"sekd,edh->sekh", {{4, 1, 2, 8}, {1, 8, 16}}, DType::F32, 256 + 512},
+      {"bij,bjk->bki", {{2, 3, 4}, {2, 4, 5}}, DType::F32, 2 * 3 * 5 * 4},  // product transposed
+      {"ijx,jk->ik", {{3, 4, 5}, {4, 6}}, DType::F32, 3 * 4 * 4},  // x summed out of a first
+      {"ij->ji", {{3, 5}}, DType::F32, 0},
+      {"ijk->ki", {{3, 5, 2}}, DType::F32, 3 * 2 * 4},  // summed over j, then transposed
+      {"ijk->ik", {{3, 5, 2}}, DType::F32, 0},
+      {"ij,jk->ik", {{8, 16}, {16, 4}}, DType::F64, 0},
+      {"ij,jk->ik", {{8, 16}, {16, 4}}, DType::BF16, (8 * 16 + 16 * 4 + 8 * 4) * 4},
+      {"sekd,edh->sekh", {{4, 1, 2, 8}, {1, 8, 16}}, DType::BF16, -1},
+  };
+  for (const Case &c : cases) {
+    INFO(c.spec << " " << dtype_name(c.dtype));
+    std::vector<Tensor> operands;
+    for (const Shape &s : c.shapes) operands.push_back(Tensor::full(c.dtype, s, 1.0));
+    auto meter = std::make_shared<MemoryMeter>();
+    int64_t result_bytes = 0;
+    {
+      MeterScope scope(meter);
+      Tensor out = einsum(c.spec, operands);
+      result_bytes = static_cast<int64_t>(out.nbytes());
+    }
+    const int64_t scratch = einsum_scratch_bytes(c.spec, c.shapes, c.dtype);
+    CHECK(meter->peak() - result_bytes == scratch);
+    if (c.by_hand >= 0) CHECK(scratch == c.by_hand);
+  }
+}
