@@ -232,9 +232,8 @@ Tensor einsum_compute(const EinsumSpec &spec, std::span<const Tensor> operands) 
   const auto esize = static_cast<int64_t>(dtype_size(a.dtype()));
   parallel_for(c.nb, batch_grain(c.m, c.n, c.k), [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i)
-      detail::gemm(a.dtype(), c.trans_a, c.trans_b, c.m, c.n, c.k,
-                   a3.raw() + i * c.m * c.k * esize, b3.raw() + i * c.k * c.n * esize,
-                   product.raw() + i * c.m * c.n * esize);
+      detail::gemm(a.dtype(), c.trans_a, c.trans_b, c.m, c.n, c.k, a3.raw() + i * c.m * c.k * esize,
+                   b3.raw() + i * c.k * c.n * esize, product.raw() + i * c.m * c.n * esize);
   });
   Shape product_shape;
   for (char ch : c.product_term) {
