@@ -170,8 +170,10 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
   // Thin products: smallest dimension s as the rows, the columns and the
   // contracted length in turn (each 2 side^2 s flops), side / s times each so
   // a step does three times the square product's flops.
+  // Only on request (--matmul-rates): docs/sharding.md, "Hardware profiles".
   profile.matmul_rates.clear();
   for (const int64_t s : {int64_t{8}, int64_t{32}, int64_t{128}}) {
+    if (!o.matmul_rates) break;  // the list stays empty: every product at the peak
     const double thin_s = time_everywhere(run, o.repeats, [&] {
       using rt::DType, rt::Tensor;
       auto t = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
@@ -190,7 +192,8 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
     profile.matmul_rates.push_back(
         {static_cast<double>(s), 3 * 2.0 * static_cast<double>(side * side * side) / thin_s});
   }
-  profile.matmul_rates.push_back({static_cast<double>(side), profile.flops_per_s});
+  if (o.matmul_rates)
+    profile.matmul_rates.push_back({static_cast<double>(side), profile.flops_per_s});
   // Every device adds two 16 MiB f32 arrays (reads 32 MiB, writes 16 MiB).
   const int64_t len = int64_t{4} << 20;
   const double add_s = time_everywhere(run, o.repeats, [&] {

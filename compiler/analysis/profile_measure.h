@@ -31,6 +31,7 @@ struct MeasureOptions {
   int64_t devices_per_node = 0;  // 0 or devices: one node
   double max_bytes = 16 << 20;   // largest collective buffer
   int repeats = 3;               // rounds per size; the fastest counts
+  bool matmul_rates = false;     // also time thin products (HardwareProfile::matmul_rates)
 };
 
 /// One measured collective: `bytes` is nccl-tests' buffer size, `moved` what

@@ -31,6 +31,9 @@ inline void add_profile_options(CLI::App *cmd, ProfileOptions &o, const std::str
                   "Largest collective buffer in bytes (default 16 MiB; sizes grow 8x from 8 B)");
   cmd->add_option("--repeats", o.measure.repeats,
                   "Rounds per size; the fastest counts (default 3)");
+  cmd->add_flag("--matmul-rates", o.measure.matmul_rates,
+                "Also time thin matrix products (smallest dimension 8, 32, 128) and write their "
+                "rates as matmul_rates (off by default: docs/sharding.md, \"Hardware profiles\")");
   cmd->add_flag("-q,--quiet", o.quiet, "Do not print the table of measurements");
 }
 
