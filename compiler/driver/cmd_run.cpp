@@ -38,6 +38,7 @@ struct RunOptions {
   bool cast = false;
   bool report_memory = false;
   int threads = 0;  // --threads; 0: SPMDRT_THREADS or the hardware threads
+  bool flush_denormals = false;
   rt::CheckpointOptions checkpoint;
 };
 
@@ -107,6 +108,7 @@ int run_run(const CommonOptions &common, const RunOptions &options) {
   if (status != kExitOk) return status;
   const ir::Module &module = *c.module;
   if (options.threads > 0) rt::set_threads(options.threads);
+  if (options.flush_denormals) rt::set_flush_denormals(true);
   try {
     const int index = choose_function(module, options.fn, common.input);
     const ir::Function &f = module.functions[static_cast<size_t>(index)];
@@ -261,6 +263,9 @@ void register_run_command(CLI::App &app, CommonOptions &common, std::vector<Comm
                   "Threads the ops of all devices share, one pool (default: SPMDRT_THREADS, "
                   "else the hardware threads); results do not depend on it")
       ->check(CLI::Range(1, 4096));
+  run->add_flag("--flush-denormals", options.flush_denormals,
+                "Subnormal floats become 0, as XLA does on the CPU (faster where they occur; "
+                "executables take the same flag and compute the same bits)");
   run->add_option("--checkpoint-dir", options.checkpoint.dir,
                   "Save the state of the training loop (the values its top-level `for` carries) "
                   "in DIR every --checkpoint-every iterations (DIR is created when missing)")

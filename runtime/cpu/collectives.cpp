@@ -432,8 +432,8 @@ class SimulatedFabric final : public Fabric {
   std::mutex mutex_;
   std::unique_ptr<Wakeup[]> wakeups_;  // one per device
   std::map<Key, std::shared_ptr<Rendezvous>> pending_;
-  std::vector<uint64_t> sequence_;  // per device: collectives called so far
-  std::vector<int64_t> in_flight_;  // per device: incomplete pairwise ppermutes it is in
+  std::vector<uint64_t> sequence_;        // per device: collectives called so far
+  std::vector<int64_t> in_flight_;        // per device: incomplete pairwise ppermutes it is in
   std::vector<uint8_t> awaits_capacity_;  // per device: waits for in_flight_ to drop
   static constexpr int64_t kMaxInFlight = 16;
   std::vector<DeviceState> state_;  // per device, for deadlock reports
@@ -913,6 +913,7 @@ void run_on_mesh(const Mesh &mesh, const std::function<void(DeviceContext &)> &b
   SimulatedFabric fabric(mesh);
   auto run_device = [&](int64_t device) {
     const DeviceThreadScope alive;  // while devices fill the cores, ops do not split
+    apply_float_mode();             // --flush-denormals (spmdrt/parallel.h)
     try {
       DeviceContext context(fabric, device);
       body(context);

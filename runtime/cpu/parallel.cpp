@@ -13,6 +13,9 @@
 #include "spmdrt/parallel.h"
 
 #include <algorithm>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xmmintrin.h>
+#endif
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -128,6 +131,7 @@ class Pool {
       Job *job = jobs_.front();
       ++job->active;
       lock.unlock();
+      apply_float_mode();  // as the threads that queued the job run
       job->run_claims();
       lock.lock();
       unqueue(job);  // nothing left to claim in it
@@ -164,6 +168,26 @@ Pool &pool() {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<bool> g_flush_denormals{false};
+}  // namespace
+
+void set_flush_denormals(bool on) {
+  g_flush_denormals.store(on);
+  apply_float_mode();
+}
+
+bool flush_denormals() { return g_flush_denormals.load(std::memory_order_relaxed); }
+
+void apply_float_mode() {
+#if defined(__x86_64__) || defined(_M_X64)
+  constexpr unsigned kFtzDaz = 0x8040u;  // MXCSR: flush to zero (bit 15), denormals are zero (6)
+  const unsigned mode = _mm_getcsr();
+  const unsigned want = flush_denormals() ? (mode | kFtzDaz) : (mode & ~kFtzDaz);
+  if (want != mode) _mm_setcsr(want);
+#endif
+}
 
 int default_threads() {
   if (const char *env = std::getenv("SPMDRT_THREADS")) {

@@ -44,6 +44,7 @@ struct Options {
   bool cast = false;
   bool report_memory = false;
   int threads = 0;  // --threads; 0: SPMDRT_THREADS or the hardware threads
+  bool flush_denormals = false;
   CheckpointOptions checkpoint;
 };
 
@@ -65,7 +66,7 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
       << " [--fn NAME] [--in NAME=PATH]... [--cast] [--out NAME=PATH]... [--out-dir DIR]\n"
          "       [--random SEED] [--max-memory SIZE] [--iters N] [--warmup N]\n"
          "       [--print-limit N] [-q] [--executor threads|mpi] [--deterministic]\n"
-         "       [--report-memory] [--threads N] [--version]\n\n"
+         "       [--report-memory] [--threads N] [--flush-denormals] [--version]\n\n"
          "A program built by `spmdc build` (target "
       << target
       << "). Same inputs and outputs as `spmdc run`.\n"
@@ -100,6 +101,8 @@ void print_usage(const char *argv0, const std::vector<ProgramFunction> &function
          "  --threads N       threads the ops of all devices share (one pool; default:\n"
          "                    SPMDRT_THREADS, else the hardware threads); results do not\n"
          "                    depend on it\n"
+         "  --flush-denormals subnormal floats become 0 (faster where they occur; as XLA on\n"
+         "                    the CPU); the same results as `spmdc run --flush-denormals`\n"
          "  --version         print the program, its target and the spmdc that built it\n\n"
          "Functions"
       << (functions.size() > 1 && default_fn.empty() ? " (choose one with --fn)" : "") << ":\n";
@@ -167,6 +170,8 @@ void parse(int argc, char **argv, Options &o, bool &help) {
       o.deterministic = true;
     } else if (arg == "--threads") {
       o.threads = static_cast<int>(parse_int(next(), arg, 1, 4096));
+    } else if (arg == "--flush-denormals") {
+      o.flush_denormals = true;
     } else if (arg == "--cast") {
       o.cast = true;
     } else if (arg == "--report-memory") {
@@ -532,6 +537,7 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
     return 0;
   }
   if (options.threads > 0) set_threads(options.threads);
+  if (options.flush_denormals) set_flush_denormals(true);
   std::unique_ptr<Executor> exec;
   try {
     exec = start_executor(options.executor, executors);
