@@ -31,10 +31,13 @@ JAX runs on the CPU with XLA_FLAGS=--xla_force_host_platform_device_count=N, N t
 mesh among the programs (8 for the defaults), set here before jax is imported.
 Without JAX (pip install jax) the script says so and exits 0. OPENBLAS_CORETYPE is removed from
 the executable's environment unless --keep-blas-env is given, so OpenBLAS chooses its kernels
-for the machine (AVX-512 where there is), as XLA does for JAX. Not a test: figures depend on
-the machine and its load. Usage:
+for the machine (AVX-512 where there is), as XLA does for JAX. --flush-denormals runs the
+executable and `spmdc run` with subnormals flushed to zero, as XLA's CPU runtime runs JAX
+(docs/runtime.md, "Subnormals"); without it they keep IEEE subnormals. Not a test: figures
+depend on the machine and its load. Usage:
 
   bench/vs_jax.py --spmdc build/compiler/spmdc [--rounds 5] [--iters 20] [--headline-only]
+                  [--flush-denormals]
   bench/vs_jax.py --spmdc ... [--set NAME=SIZE ...] [grad:]FILE.spmd[:FN] ...
 
 (`grad:FILE.spmd:FN` times the gradient of shmap FN, as `spmdc grad` derives it.)
@@ -421,6 +424,8 @@ def bench_one(args, jax, np, path, fn, work, sets=()):
         np.save(p, x)
         inputs.append(x)
         flags += ['--in', f'{name}={p}']
+    if args.flush_denormals:
+        flags.append('--flush-denormals')
     out_dir = os.path.join(work, 'out')
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
@@ -542,6 +547,8 @@ def main():
                     help='skip the overhead section (the small samples)')
     ap.add_argument('--set', action='append', default=[], metavar='NAME=SIZE',
                     help='sizes for the programs given on the command line')
+    ap.add_argument('--flush-denormals', action='store_true',
+                    help='run spmdc (executable and spmdc run) with subnormals flushed, as XLA')
     ap.add_argument('--keep-blas-env', action='store_true',
                     help='keep OPENBLAS_CORETYPE in the executable\'s environment')
     ap.add_argument('files', nargs='*',
@@ -569,7 +576,8 @@ def main():
     print(f'JAX {jax.__version__} on {jax.devices()[0].platform} ({len(jax.devices())} host '
           f'devices), inputs placed by their in_specs; {machine_line()}; medians of '
           f'{args.rounds} rounds of {args.iters} iterations; executable OPENBLAS_CORETYPE='
-          f'{EXE_ENV.get("OPENBLAS_CORETYPE", "(unset)")}')
+          f'{EXE_ENV.get("OPENBLAS_CORETYPE", "(unset)")}; subnormals '
+          f'{"flushed" if args.flush_denormals else "kept"} by spmdc')
     print('wall: median step time (exe: its --iters timer; JAX: jit call to block_until_ready); '
           'cpu: CPU time per step of the whole process (all threads); ratios JAX / spmdc, '
           'per round, then the median (> 1: spmdc faster)')
