@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sharding/plan_walker.h"
 #include "support/cpu_time.h"
 
 namespace spmd::sharding {
@@ -131,179 +132,13 @@ std::vector<int> reduced_node_of(const Reduced &r) {
 
 namespace {
 
-/// A plan with its memory sums kept up to date, and moves priced against it.
-class Walker {
- public:
-  using Move = std::vector<std::pair<size_t, int>>;  // (node, candidate)
-
-  Walker(const PairwiseProblem &p, const MemoryModel &m, std::vector<int> choice)
-      : p_(p),
-        m_(m),
-        choice_(std::move(choice)),
-        pairs_of_(p.unary.size()),
-        where_(p.unary.size()),
-        point_(m.points.size()),
-        delta_(m.points.size(), 0),
-        marked_(m.points.size(), 0),
-        pair_mark_(p.pairs.size(), 0) {
-    for (size_t k = 0; k < p.pairs.size(); ++k) {
-      pairs_of_[static_cast<size_t>(p.pairs[k].u)].push_back(k);
-      pairs_of_[static_cast<size_t>(p.pairs[k].v)].push_back(k);
-    }
-    for (const MemoryModel::Term &t : m.shared.terms)
-      where_[static_cast<size_t>(t.node)].push_back({-1, &t.bytes});
-    for (size_t q = 0; q < m.points.size(); ++q)
-      for (const MemoryModel::Term &t : m.points[q].terms)
-        where_[static_cast<size_t>(t.node)].push_back({static_cast<int>(q), &t.bytes});
-    recount();
-  }
-
-  const std::vector<int> &choice() const { return choice_; }
-  int at(size_t v) const { return choice_[v]; }
-  void set(size_t v, int a) { choice_[v] = a; }
-
-  void recount() {
-    shared_ = m_.shared.at(choice_);
-    for (size_t q = 0; q < point_.size(); ++q) point_[q] = m_.points[q].at(choice_);
-  }
-
-  double pair_cost(size_t k) const {
-    const PairwiseProblem::Pair &pair = p_.pairs[k];
-    return pair.cost[static_cast<size_t>(choice_[static_cast<size_t>(pair.u)]) *
-                         p_.unary[static_cast<size_t>(pair.v)].size() +
-                     static_cast<size_t>(choice_[static_cast<size_t>(pair.v)])];
-  }
-
-  /// Marks node v and its neighbours.
-  void mark_around(size_t v, std::vector<char> &marks) const {
-    marks[v] = 1;
-    for (size_t k : pairs_of_[v]) {
-      marks[static_cast<size_t>(p_.pairs[k].u)] = 1;
-      marks[static_cast<size_t>(p_.pairs[k].v)] = 1;
-    }
-  }
-
-  /// Node v's unary and pairs as the plan stands.
-  double cost_here(size_t v) const {
-    double c = p_.unary[v][static_cast<size_t>(choice_[v])];
-    for (size_t k : pairs_of_[v]) c += pair_cost(k);
-    return c;
-  }
-
-  /// Node v's cheapest candidate given the rest of the plan.
-  int cheapest(size_t v) {
-    const int keep = choice_[v];
-    int best = keep;
-    double least = cost_here(v);
-    for (size_t b = 0; b < p_.unary[v].size(); ++b) {
-      if (static_cast<int>(b) == keep) continue;
-      choice_[v] = static_cast<int>(b);
-      const double c = cost_here(v);
-      if (c < least * (1 - 1e-12)) {
-        least = c;
-        best = static_cast<int>(b);
-      }
-    }
-    choice_[v] = keep;
-    return best;
-  }
-
-  /// The objective's change if `move` were made (each pair counted once).
-  double change(const Move &move) {
-    pairs_.clear();
-    for (const auto &[v, a] : move)
-      for (size_t k : pairs_of_[v])
-        if (!pair_mark_[k]) {
-          pair_mark_[k] = 1;
-          pairs_.push_back(k);
-        }
-    auto local = [&] {
-      double c = 0;
-      for (const auto &[v, a] : move) c += p_.unary[v][static_cast<size_t>(choice_[v])];
-      for (size_t k : pairs_) c += pair_cost(k);
-      return c;
-    };
-    const double before = local();
-    old_.clear();
-    for (const auto &[v, a] : move) {
-      old_.push_back(choice_[v]);
-      choice_[v] = a;
-    }
-    const double after = local();
-    for (size_t i = move.size(); i-- > 0;) choice_[move[i].first] = old_[i];
-    for (size_t k : pairs_) pair_mark_[k] = 0;
-    return after - before;
-  }
-
-  /// Whether the plan with `move` made stays within the limit.
-  bool fits(const Move &move) {
-    gather(move);
-    const double room = m_.limit - (shared_ + shared_delta_);
-    bool ok = true;
-    for (size_t q : touched_) ok = ok && point_[q] + delta_[q] <= room;
-    // More shared bytes also lower the room of every point the move is not in.
-    if (ok && shared_delta_ > 0)
-      for (size_t q = 0; q < point_.size() && ok; ++q) ok = marked_[q] || point_[q] <= room;
-    release();
-    return ok;
-  }
-
-  void make(const Move &move) {
-    gather(move);
-    shared_ += shared_delta_;
-    for (size_t q : touched_) point_[q] += delta_[q];
-    release();
-    for (const auto &[v, a] : move) choice_[v] = a;
-  }
-
- private:
-  struct Where {
-    int sum = -1;  // a point's index, or -1 for the shared sum
-    const std::vector<double> *bytes = nullptr;
-  };
-
-  void gather(const Move &move) {
-    shared_delta_ = 0;
-    touched_.clear();
-    for (const auto &[v, a] : move)
-      for (const Where &w : where_[v]) {
-        const double d =
-            (*w.bytes)[static_cast<size_t>(a)] - (*w.bytes)[static_cast<size_t>(choice_[v])];
-        if (w.sum < 0) {
-          shared_delta_ += d;
-          continue;
-        }
-        const auto q = static_cast<size_t>(w.sum);
-        if (!marked_[q]) touched_.push_back(q);
-        marked_[q] = 1;
-        delta_[q] += d;
-      }
-  }
-  void release() {
-    for (size_t q : touched_) {
-      delta_[q] = 0;
-      marked_[q] = 0;
-    }
-  }
-
-  const PairwiseProblem &p_;
-  const MemoryModel &m_;
-  std::vector<int> choice_;
-  std::vector<std::vector<size_t>> pairs_of_;
-  std::vector<std::vector<Where>> where_;
-  double shared_ = 0, shared_delta_ = 0;
-  std::vector<double> point_, delta_;
-  std::vector<char> marked_, pair_mark_;
-  std::vector<size_t> touched_, pairs_;
-  std::vector<int> old_;
-};
-
 /// One sweep of block moves over the blocks with a member in `dirty` (all
 /// when it is empty); returns how many were made.
-int block_sweep(Walker &w, const PairwiseProblem &p, const std::vector<std::vector<int>> &blocks,
-                const std::vector<char> &dirty, double deadline) {
+int block_sweep(PlanWalker &w, const PairwiseProblem &p,
+                const std::vector<std::vector<int>> &blocks, const std::vector<char> &dirty,
+                double deadline) {
   int made = 0;
-  Walker::Move move, best;
+  PlanWalker::Move move, best;
   for (const std::vector<int> &block : blocks) {
     if (process_cpu_seconds() > deadline) break;
     if (!dirty.empty() && std::none_of(block.begin(), block.end(),
@@ -366,7 +201,7 @@ BlockSearchResult block_search(const PairwiseProblem &p, const MemoryModel &memo
     if (members.size() > 1) useful.push_back(std::move(members));
   }
   Elimination best{start, out.start_objective, 0};
-  Walker w(p, memory, start);
+  PlanWalker w(p, memory, start);
   // After the first sweep, only the blocks next to a node the last
   // local_search_within moved can have a new move.
   std::vector<char> dirty;
@@ -384,7 +219,7 @@ BlockSearchResult block_search(const PairwiseProblem &p, const MemoryModel &memo
     // sums updated, not recounted: a full count of the memory model costs
     // about as much as a sweep at 1,000 ops).
     dirty.assign(p.unary.size(), 0);
-    Walker::Move to_best;
+    PlanWalker::Move to_best;
     for (size_t v = 0; v < p.unary.size(); ++v)
       if (best.choice[v] != w.at(v)) {
         w.mark_around(v, dirty);

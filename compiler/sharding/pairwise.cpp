@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 
+#include "sharding/plan_walker.h"
+
 namespace spmd::sharding {
 namespace {
 
@@ -140,108 +142,13 @@ Elimination local_search(const PairwiseProblem &p, int max_rounds) {
 Elimination local_search_within(const PairwiseProblem &p, const MemoryModel &memory,
                                 std::vector<int> start, int max_rounds) {
   const size_t n = p.unary.size();
-  const std::vector<std::vector<size_t>> pairs_of = pairs_by_node(p);
-  // Where each node's bytes count: a point's index, or -1 for the shared sum.
-  struct Where {
-    int sum = -1;
-    const std::vector<double> *bytes = nullptr;
-  };
-  std::vector<std::vector<Where>> where(n);
-  for (const MemoryModel::Term &t : memory.shared.terms)
-    where[static_cast<size_t>(t.node)].push_back({-1, &t.bytes});
-  for (size_t q = 0; q < memory.points.size(); ++q)
-    for (const MemoryModel::Term &t : memory.points[q].terms)
-      where[static_cast<size_t>(t.node)].push_back({static_cast<int>(q), &t.bytes});
-  std::vector<int> choice = start;
-  double shared = 0;
-  std::vector<double> point(memory.points.size());
-  auto recount = [&] {
-    shared = memory.shared.at(choice);
-    for (size_t q = 0; q < point.size(); ++q) point[q] = memory.points[q].at(choice);
-  };
-  recount();
-  // Node v's cost given its neighbours: its unary and its pairs.
-  auto cost_here = [&](size_t v) {
-    double c = p.unary[v][static_cast<size_t>(choice[v])];
-    for (size_t k : pairs_of[v]) c += pair_cost(p, p.pairs[k], choice);
-    return c;
-  };
-  using Move = std::vector<std::pair<size_t, int>>;  // (node, candidate)
-  std::vector<size_t> pairs;
-  // The objective's change if `move` were made (each pair counted once).
-  auto change = [&](const Move &move) {
-    pairs.clear();
-    for (const auto &[v, a] : move)
-      pairs.insert(pairs.end(), pairs_of[v].begin(), pairs_of[v].end());
-    std::sort(pairs.begin(), pairs.end());
-    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-    auto local = [&] {
-      double c = 0;
-      for (const auto &[v, a] : move) c += p.unary[v][static_cast<size_t>(choice[v])];
-      for (size_t k : pairs) c += pair_cost(p, p.pairs[k], choice);
-      return c;
-    };
-    const double before = local();
-    std::vector<int> old;
-    for (const auto &[v, a] : move) {
-      old.push_back(choice[v]);
-      choice[v] = a;
-    }
-    const double after = local();
-    for (size_t i = move.size(); i-- > 0;) choice[move[i].first] = old[i];
-    return after - before;
-  };
-  // The bytes a move changes per point (and shared), and whether all fit.
-  std::vector<double> delta(point.size(), 0);
-  std::vector<char> marked(point.size(), 0);
-  std::vector<size_t> touched;
-  double shared_delta = 0;
-  auto gather = [&](const Move &move) {
-    shared_delta = 0;
-    touched.clear();
-    for (const auto &[v, a] : move)
-      for (const Where &w : where[v]) {
-        const double d =
-            (*w.bytes)[static_cast<size_t>(a)] - (*w.bytes)[static_cast<size_t>(choice[v])];
-        if (w.sum < 0) {
-          shared_delta += d;
-          continue;
-        }
-        const auto q = static_cast<size_t>(w.sum);
-        if (!marked[q]) touched.push_back(q);
-        marked[q] = 1;
-        delta[q] += d;
-      }
-  };
-  auto release = [&] {
-    for (size_t q : touched) {
-      delta[q] = 0;
-      marked[q] = 0;
-    }
-  };
-  auto fits = [&](const Move &move) {
-    gather(move);
-    const double room = memory.limit - (shared + shared_delta);
-    bool ok = true;
-    for (size_t q : touched) ok = ok && point[q] + delta[q] <= room;
-    // More shared bytes also lower the room of every point the move is not in.
-    if (ok && shared_delta > 0)
-      for (size_t q = 0; q < point.size() && ok; ++q) ok = marked[q] || point[q] <= room;
-    release();
-    return ok;
-  };
-  auto make = [&](const Move &move) {
-    gather(move);
-    shared += shared_delta;
-    for (size_t q : touched) point[q] += delta[q];
-    release();
-    for (const auto &[v, a] : move) choice[v] = a;
-  };
+  PlanWalker w(p, memory, start);
+  using Move = PlanWalker::Move;
   for (int round = 0; round < max_rounds; ++round) {
     bool moved = false;
     for (size_t v = 0; v < n; ++v) {
       if (p.unary[v].size() < 2) continue;
-      const int from = choice[v];
+      const int from = w.at(v);
       Move best;
       double best_change = 0;
       for (size_t a = 0; a < p.unary[v].size(); ++a) {
@@ -249,47 +156,37 @@ Elimination local_search_within(const PairwiseProblem &p, const MemoryModel &mem
         // v alone, then v with each neighbour at its cheapest given v = a.
         Move single = {{v, static_cast<int>(a)}};
         Move block = single;
-        choice[v] = static_cast<int>(a);
-        for (size_t k : pairs_of[v]) {
+        w.set(v, static_cast<int>(a));
+        for (size_t k : w.pairs_of(v)) {
           const PairwiseProblem::Pair &pair = p.pairs[k];
           const auto u = static_cast<size_t>(static_cast<size_t>(pair.u) == v ? pair.v : pair.u);
           if (p.unary[u].size() < 2) continue;
-          const int keep = choice[u];
-          int cheapest = keep;
-          double least = cost_here(u);
-          for (size_t b = 0; b < p.unary[u].size(); ++b) {
-            choice[u] = static_cast<int>(b);
-            const double c = cost_here(u);
-            if (c < least * (1 - 1e-12)) {
-              least = c;
-              cheapest = static_cast<int>(b);
-            }
-          }
-          choice[u] = keep;
-          if (cheapest != keep &&
+          const int cheapest = w.cheapest(u);
+          if (cheapest != w.at(u) &&
               std::none_of(block.begin(), block.end(), [&](const auto &m) { return m.first == u; }))
             block.push_back({u, cheapest});
         }
-        choice[v] = from;
+        w.set(v, from);
         for (const Move *m : {&single, &block}) {
           if (m == &block && block.size() == 1) continue;
-          const double c = change(*m);
-          if (c < best_change - 1e-12 * std::abs(best_change) && std::isfinite(c) && fits(*m)) {
+          const double c = w.change(*m);
+          if (c < best_change - 1e-12 * std::abs(best_change) && std::isfinite(c) && w.fits(*m)) {
             best_change = c;
             best = *m;
           }
         }
       }
       if (!best.empty() && best_change < 0) {
-        make(best);
+        w.make(best);
         moved = true;
       }
     }
-    recount();  // no drift from the running sums
+    w.recount();  // no drift from the running sums
     if (!moved) break;
   }
   // Rounding in the running sums could let a move past the limit by a hair;
   // the start fits, so it is the answer then.
+  std::vector<int> choice = w.choice();
   if (!memory.fits(choice)) choice = std::move(start);
   return Elimination{choice, objective(p, choice), 0};
 }
