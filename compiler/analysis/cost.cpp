@@ -19,9 +19,9 @@ namespace {
 
 double numel(const Type &t) { return static_cast<double>(t.numel()); }
 
-/// 2 * product of the sizes of the distinct indices of an einsum.
-double einsum_flops(std::span<const Type> operands, const std::string &spec) {
-  std::string lhs = spec.substr(0, spec.find("->"));
+/// The size of each index label of an einsum's inputs (`lhs`: the spec
+/// before "->").
+std::map<char, int64_t> label_sizes(std::span<const Type> operands, const std::string &lhs) {
   std::map<char, int64_t> size;
   size_t operand = 0, pos = 0;
   for (char ch : lhs) {
@@ -35,8 +35,14 @@ double einsum_flops(std::span<const Type> operands, const std::string &spec) {
     if (pos < t.shape.size()) size[ch] = std::max(size[ch], t.shape[pos]);
     ++pos;
   }
+  return size;
+}
+
+/// 2 * product of the sizes of the distinct indices of an einsum.
+double einsum_flops(std::span<const Type> operands, const std::string &spec) {
   double p = 2;
-  for (const auto &[c, n] : size) p *= static_cast<double>(n);
+  for (const auto &[c, n] : label_sizes(operands, spec.substr(0, spec.find("->"))))
+    p *= static_cast<double>(n);
   return p;
 }
 
@@ -346,12 +352,8 @@ double contraction_smallest_dim(std::span<const Type> operands, const std::strin
   const size_t comma = lhs.find(',');
   if (comma == std::string::npos) return 0;
   const std::string in[2] = {lhs.substr(0, comma), lhs.substr(comma + 1)};
-  std::map<char, int64_t> size;
-  for (int k = 0; k < 2; ++k)
-    for (size_t pos = 0; pos < in[k].size() && pos < operands[k].shape.size(); ++pos)
-      size[in[k][pos]] = std::max(size[in[k][pos]], operands[k].shape[pos]);
   double rows = 1, cols = 1, inner = 1;
-  for (const auto &[label, n] : size) {
+  for (const auto &[label, n] : label_sizes(operands, lhs)) {
     const bool a = in[0].find(label) != std::string::npos;
     const bool b = in[1].find(label) != std::string::npos;
     const bool kept = out.find(label) != std::string::npos;

@@ -167,33 +167,34 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
     return std::function<void()>([a] { *a = rt::matmul(*a, *a); });
   });
   profile.flops_per_s = 2.0 * static_cast<double>(side * side * side) / matmul_s;
-  // Thin products: smallest dimension s as the rows, the columns and the
-  // contracted length in turn (each 2 side^2 s flops), side / s times each so
-  // a step does three times the square product's flops.
-  // Only on request (--matmul-rates): docs/sharding.md, "Hardware profiles".
+  // Thin products, only on request (--matmul-rates; docs/sharding.md, "Hardware
+  // profiles"): smallest dimension s as the rows, the columns and the
+  // contracted length in turn (each 2 side^2 s flops), side / s times each so a
+  // step does three times the square product's flops. Without them the list
+  // stays empty: every product at the peak.
   profile.matmul_rates.clear();
-  for (const int64_t s : {int64_t{8}, int64_t{32}, int64_t{128}}) {
-    if (!o.matmul_rates) break;  // the list stays empty: every product at the peak
-    const double thin_s = time_everywhere(run, o.repeats, [&] {
-      using rt::DType, rt::Tensor;
-      auto t = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
-          Tensor::full(DType::F32, {side, s}, 0.5), Tensor::full(DType::F32, {s, side}, 0.5),
-          Tensor::full(DType::F32, {side, side}, 0.5)});
-      const int64_t reps = side / s;
-      return std::function<void()>([t, reps] {
-        const auto &[tall, wide, square] = std::tie((*t)[0], (*t)[1], (*t)[2]);
-        for (int64_t k = 0; k < reps; ++k) {
-          Tensor c = rt::matmul(tall, wide);  // contracted length s
-          c = rt::matmul(wide, square);       // s rows
-          c = rt::matmul(square, tall);       // s columns
-        }
+  if (o.matmul_rates) {
+    for (const int64_t s : {int64_t{8}, int64_t{32}, int64_t{128}}) {
+      const double thin_s = time_everywhere(run, o.repeats, [&] {
+        using rt::DType, rt::Tensor;
+        auto t = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
+            Tensor::full(DType::F32, {side, s}, 0.5), Tensor::full(DType::F32, {s, side}, 0.5),
+            Tensor::full(DType::F32, {side, side}, 0.5)});
+        const int64_t reps = side / s;
+        return std::function<void()>([t, reps] {
+          const auto &[tall, wide, square] = std::tie((*t)[0], (*t)[1], (*t)[2]);
+          for (int64_t k = 0; k < reps; ++k) {
+            Tensor c = rt::matmul(tall, wide);  // contracted length s
+            c = rt::matmul(wide, square);       // s rows
+            c = rt::matmul(square, tall);       // s columns
+          }
+        });
       });
-    });
-    profile.matmul_rates.push_back(
-        {static_cast<double>(s), 3 * 2.0 * static_cast<double>(side * side * side) / thin_s});
-  }
-  if (o.matmul_rates)
+      profile.matmul_rates.push_back(
+          {static_cast<double>(s), 3 * 2.0 * static_cast<double>(side * side * side) / thin_s});
+    }
     profile.matmul_rates.push_back({static_cast<double>(side), profile.flops_per_s});
+  }
   // Every device adds two 16 MiB f32 arrays (reads 32 MiB, writes 16 MiB).
   const int64_t len = int64_t{4} << 20;
   const double add_s = time_everywhere(run, o.repeats, [&] {
