@@ -31,13 +31,15 @@ JAX runs on the CPU with XLA_FLAGS=--xla_force_host_platform_device_count=N, N t
 mesh among the programs (8 for the defaults), set here before jax is imported.
 Without JAX (pip install jax) the script says so and exits 0. OPENBLAS_CORETYPE is removed from
 the executable's environment unless --keep-blas-env is given, so OpenBLAS chooses its kernels
-for the machine (AVX-512 where there is), as XLA does for JAX. --flush-denormals runs the
-executable and `spmdc run` with subnormals flushed to zero, as XLA's CPU runtime runs JAX
-(docs/runtime.md, "Subnormals"); without it they keep IEEE subnormals. Not a test: figures
-depend on the machine and its load. Usage:
+for the machine (AVX-512 where there is), as XLA does for JAX. The executable and `spmdc
+run` run with `--flush-denormals` (subnormals flushed to zero) because XLA's CPU runtime
+runs JAX that way: under jit on the CPU, float32 1e-30 * 1e-10 is 0 and exp(-100) is 0
+(NumPy: 1e-40 and 3.8e-44; checked with JAX 0.10.2). --keep-denormals times spmdc's IEEE
+default instead (docs/runtime.md, "Subnormals"), which is not like for like. Not a test:
+figures depend on the machine and its load. Usage:
 
   bench/vs_jax.py --spmdc build/compiler/spmdc [--rounds 5] [--iters 20] [--headline-only]
-                  [--flush-denormals]
+                  [--keep-denormals]
   bench/vs_jax.py --spmdc ... [--set NAME=SIZE ...] [grad:]FILE.spmd[:FN] ...
 
 (`grad:FILE.spmd:FN` times the gradient of shmap FN, as `spmdc grad` derives it.)
@@ -424,7 +426,7 @@ def bench_one(args, jax, np, path, fn, work, sets=()):
         np.save(p, x)
         inputs.append(x)
         flags += ['--in', f'{name}={p}']
-    if args.flush_denormals:
+    if not args.keep_denormals:
         flags.append('--flush-denormals')
     out_dir = os.path.join(work, 'out')
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -547,8 +549,12 @@ def main():
                     help='skip the overhead section (the small samples)')
     ap.add_argument('--set', action='append', default=[], metavar='NAME=SIZE',
                     help='sizes for the programs given on the command line')
+    ap.add_argument('--keep-denormals', action='store_true',
+                    help='run spmdc with IEEE subnormals (its default) instead of flushing '
+                         'them as XLA does for JAX')
     ap.add_argument('--flush-denormals', action='store_true',
-                    help='run spmdc (executable and spmdc run) with subnormals flushed, as XLA')
+                    help='the default (kept for old command lines): spmdc flushes subnormals, '
+                         'as XLA')
     ap.add_argument('--keep-blas-env', action='store_true',
                     help='keep OPENBLAS_CORETYPE in the executable\'s environment')
     ap.add_argument('files', nargs='*',
@@ -577,7 +583,7 @@ def main():
           f'devices), inputs placed by their in_specs; {machine_line()}; medians of '
           f'{args.rounds} rounds of {args.iters} iterations; executable OPENBLAS_CORETYPE='
           f'{EXE_ENV.get("OPENBLAS_CORETYPE", "(unset)")}; subnormals '
-          f'{"flushed" if args.flush_denormals else "kept"} by spmdc')
+          f'{"kept (IEEE) by spmdc, flushed by XLA" if args.keep_denormals else "flushed by both"}')
     print('wall: median step time (exe: its --iters timer; JAX: jit call to block_until_ready); '
           'cpu: CPU time per step of the whole process (all threads); ratios JAX / spmdc, '
           'per round, then the median (> 1: spmdc faster)')
