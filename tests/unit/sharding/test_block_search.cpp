@@ -262,7 +262,7 @@ TEST_CASE("block search: a training step's plan after block moves runs equal to 
   INFO(r.search->status);
   CHECK(without.search->block_moves == 0);
   CHECK(r.search->block_moves > 0);
-  CHECK(r.cost.live_bytes <= 0.6 * weights);
+  CHECK(r.cost.peak_bytes <= 0.6 * weights);
   // By evaluate(), independent of the search's objective.
   CHECK(r.cost.total_s() < without.cost.total_s());
   // The emitted program re-checks with automatic pbroadcasts off and runs
