@@ -53,10 +53,10 @@ constexpr double kCbcSecondsPerVariable = 1e-4;
 /// split rather than replicated and sliced locally (both free to reshard).
 constexpr double kParamByteTieBreak = 1e-18;
 /// Under a memory limit, at most this many searches (fit_estimate), each
-/// lowering the rows' limit by the last plan's overshoot, and by at least
-/// this share of the limit.
+/// lowering the rows' limit by the last plan's overshoot, and below that
+/// plan's rows count by at least this share of the limit.
 constexpr int kMemoryRounds = 4;
-constexpr double kMemoryRoundStep = 0.005;
+constexpr double kMemoryRoundStep = 1e-4;
 
 enum class NodeKind { Param, Op, Result, Copy };
 
@@ -90,7 +90,11 @@ class AutoBuilder {
     make_pairs();
     report_.build_seconds = process_cpu_seconds() - start;
     if (options_.memory_per_device && options_.fit_estimate) return fit_estimate(start);
-    if (options_.memory_per_device) rows_limit_ = *options_.memory_per_device;
+    if (options_.memory_per_device) {
+      rows_limit_ = *options_.memory_per_device;
+      report_.memory_rounds = 1;
+      report_.rows_limit = rows_limit_;
+    }
     std::optional<std::vector<size_t>> pick = solve(start);
     if (!pick) return std::nullopt;
     return no_worse_than_baselines(read_plan(*pick));
@@ -663,9 +667,9 @@ class AutoBuilder {
   /// block shapes they cannot state, and views they count as values of their
   /// own. The limit bounds the estimate (evaluate()'s peak_bytes): while the
   /// search's plan is estimated over it, the search runs again with its rows'
-  /// limit lowered by the overshoot below that plan's own rows count (so it
-  /// cannot answer that plan again), at most kMemoryRounds times within the
-  /// time limit. The first plan that fits is the answer (a lower rows'
+  /// limit lowered by the overshoot, and below that plan's own rows count (so
+  /// it cannot answer that plan again), at most kMemoryRounds times within
+  /// the time limit. The first plan that fits is the answer (a lower rows'
   /// limit only takes plans away), else the cheaper baseline that fits, else
   /// a memory-limit error.
   std::optional<Plan> fit_estimate(double start) {
@@ -675,7 +679,7 @@ class AutoBuilder {
     const AutoReport built = report_;
     DiagnosticEngine &user = *diags_;
     DiagnosticEngine quiet;  // a lowered rows' limit nothing fits is not the user's error
-    double solve_s = 0, least_peak = HUGE_VAL;
+    double solve_s = 0, reduce_s = 0, least_peak = HUGE_VAL;
     for (int round = 1;; ++round) {
       report_ = built;
       diags_ = round == 1 ? &user : &quiet;
@@ -683,42 +687,36 @@ class AutoBuilder {
       std::optional<std::vector<size_t>> pick = solve(start);
       diags_ = &user;
       solve_s += report_.solve_seconds;
+      reduce_s += report_.reduce_seconds;
       report_.solve_seconds = solve_s;
+      report_.reduce_seconds = reduce_s;
       report_.memory_rounds = round;
       report_.rows_limit = rows_limit_;
       if (!pick) {
         if (round == 1) return std::nullopt;  // (reported)
         break;
       }
-      Plan plan = no_worse_than_baselines(read_plan(*pick));
-      const PlanCost c = evaluate(p_, plan);
+      PlanCost c;
+      Plan plan = no_worse_than_baselines(read_plan(*pick), &c);
       if (c.peak_bytes <= limit) return plan;
       least_peak = std::min(least_peak, c.peak_bytes);
       if (round == kMemoryRounds || since(start) >= options_.time_limit_s) break;
-      rows_limit_ = std::min(rows_limit_, c.row_bytes) -
-                    std::max(c.peak_bytes - limit, kMemoryRoundStep * limit);
+      rows_limit_ =
+          std::min(rows_limit_ - (c.peak_bytes - limit), c.row_bytes - kMemoryRoundStep * limit);
     }
     // No plan of the search fits: the cheaper baseline that does.
-    BaselinePlans b = baseline_plans(p_);
-    std::optional<Plan> fallback;
-    double best = HUGE_VAL;
-    const char *taken = nullptr;
-    auto consider = [&](const char *name, const Plan &candidate) {
-      const PlanCost c = evaluate(p_, candidate);
-      if (!std::isfinite(c.total_s()) || c.peak_bytes > limit || c.total_s() >= best) return;
-      best = c.total_s();
-      taken = name;
-      fallback = candidate;
-    };
-    if (b.pure_dp) consider("pure DP", *b.pure_dp);
-    consider("replicated", b.replicated);
+    const Baseline *fallback = nullptr;
+    for (const Baseline &b : baselines())
+      if (std::isfinite(b.cost.total_s()) && b.cost.peak_bytes <= limit &&
+          (!fallback || b.cost.total_s() < fallback->cost.total_s()))
+        fallback = &b;
     if (fallback) {
-      report_.status = "answered with " + std::string(taken) +
+      report_.status = "answered with " + std::string(fallback->name) +
                        ": the search's plans are estimated over the memory limit (the least " +
                        std::to_string(static_cast<int64_t>(least_peak)) + " bytes)";
       report_.optimal = false;
-      report_.objective_s = best;
-      return fallback;
+      report_.objective_s = fallback->cost.total_s();
+      return fallback->plan;
     }
     auto &d = user.error(
         "memory-limit", f.span,
@@ -739,37 +737,53 @@ class AutoBuilder {
   /// proven optimal, a baseline can be cheaper — a transformer block's
   /// training step on 8 devices got a plan of 84.8 us where pure DP is
   /// 54.8 us — and then the cheapest baseline that fits is the answer.
-  Plan no_worse_than_baselines(Plan plan) {
-    if (report_.optimal && report_.shared_per_group == 0) return plan;
-    const double mine = evaluate(p_, plan).total_s();
+  Plan no_worse_than_baselines(Plan plan, PlanCost *cost = nullptr) {
+    if (report_.optimal && report_.shared_per_group == 0) {
+      if (cost) *cost = evaluate(p_, plan);
+      return plan;
+    }
+    const PlanCost own = evaluate(p_, plan);
+    const double mine = own.total_s();
     double best = mine;
-    const char *taken = nullptr;
-    BaselinePlans b = baseline_plans(p_);
-    std::optional<Plan> better;
-    auto consider = [&](const char *name, const Plan &candidate) {
-      PlanCost c = evaluate(p_, candidate);
-      if (!std::isfinite(c.total_s())) return;
-      if (options_.memory_per_device && c.peak_bytes > *options_.memory_per_device) return;
-      if (c.total_s() < best * (1 - 1e-9)) {
-        best = c.total_s();
-        taken = name;
-        better = candidate;
+    const Baseline *better = nullptr;
+    for (const Baseline &b : baselines()) {
+      if (!std::isfinite(b.cost.total_s())) continue;
+      if (options_.memory_per_device && b.cost.peak_bytes > *options_.memory_per_device) continue;
+      if (b.cost.total_s() < best * (1 - 1e-9)) {
+        best = b.cost.total_s();
+        better = &b;
       }
-    };
-    if (b.pure_dp) consider("pure DP", *b.pure_dp);
-    consider("replicated", b.replicated);
+    }
+    if (cost) *cost = better ? better->cost : own;
     if (!better) return plan;
     const std::string why = report_.shared_per_group > 0
                                 ? "its objective priced " +
                                       std::to_string(report_.shared_per_group) +
                                       " shared reshards once per consumer"
                                 : "not proven optimal: " + report_.status;
-    report_.status = "answered with " + std::string(taken) +
+    report_.status = "answered with " + std::string(better->name) +
                      ", which evaluate() prices below the search's plan (" + format_seconds(mine) +
                      "; " + why + ")";
     report_.optimal = false;
     report_.objective_s = best;
-    return *better;
+    return better->plan;
+  }
+
+  /// The two plans `--explain` prints next to the search's (pure DP, when
+  /// there is one, and replicated), priced once.
+  struct Baseline {
+    const char *name;
+    Plan plan;
+    PlanCost cost;
+  };
+  const std::vector<Baseline> &baselines() {
+    if (!baselines_) {
+      baselines_.emplace();
+      BaselinePlans b = baseline_plans(p_);
+      if (b.pure_dp) baselines_->push_back({"pure DP", *b.pure_dp, evaluate(p_, *b.pure_dp)});
+      baselines_->push_back({"replicated", b.replicated, evaluate(p_, b.replicated)});
+    }
+    return *baselines_;
   }
 
   /// A choice of the reduced problem as a choice of every root.
@@ -859,18 +873,21 @@ class AutoBuilder {
                               : std::max(options_.elimination_states, kNoCbcStates);
     const double t = process_cpu_seconds();
     std::optional<Relaxation> relaxed;  // with a memory limit
-    std::optional<MemoryModel> memory;
-    if (options_.memory_per_device) memory = memory_model();
-    // The exact reductions (reduce.h); the solvers see the reduced problem.
+    // The memory model and the exact reductions (reduce.h), made once: the
+    // reductions hold for every limit, so fit_estimate's later searches
+    // only lower the limit. The solvers see the reduced problem.
+    if (options_.memory_per_device && !memory_) memory_ = memory_model();
+    MemoryModel *memory = memory_ ? &*memory_ : nullptr;
     const PairwiseProblem *problem = &pairwise_;
     if (options_.simplify) {
-      reduced_ = reduce(pairwise_, memory ? &*memory : nullptr);
+      if (!reduced_) reduced_ = reduce(pairwise_, memory);
       problem = &reduced_->problem;
-      if (memory) memory = reduced_->memory;
+      if (memory) memory = &*reduced_->memory;
       report_.reduced_nodes = 0;
       for (const auto &costs : problem->unary) report_.reduced_nodes += costs.size() > 1 ? 1 : 0;
       report_.reduced_pairs = static_cast<int>(problem->pairs.size());
     }
+    if (memory) memory->limit = rows_limit_;
     report_.reduce_seconds = since(t);
     // The time limit counts from the start of the search, in CPU time.
     const double time_left = options_.time_limit_s - since(start);
@@ -1073,7 +1090,9 @@ class AutoBuilder {
   std::vector<int> var_of_;  // per node: its pairwise variable (roots only)
   std::vector<ValueUses> value_uses_;
   std::vector<std::vector<int>> neighbours_;  // per node: a copy node's roots (number_roots)
-  std::optional<Reduced> reduced_;            // pairwise_ reduced (with simplify)
+  std::optional<MemoryModel> memory_;         // the memory rows (their limit: rows_limit_)
+  std::optional<std::vector<Baseline>> baselines_;
+  std::optional<Reduced> reduced_;  // pairwise_ reduced (with simplify)
   IlpProblem ilp_;
   bool improved_by_blocks_ = false;  // improve_by_blocks() bettered the relaxation's plan
   Deadline deadline_;                // the preparation throws OutOfTime past it
