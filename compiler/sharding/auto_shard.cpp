@@ -54,7 +54,7 @@ constexpr double kCbcSecondsPerVariable = 1e-4;
 constexpr double kParamByteTieBreak = 1e-18;
 /// Under a memory limit, at most this many searches (fit_estimate), each
 /// lowering the rows' limit by the last plan's overshoot, and below that
-/// plan's rows count by at least this share of the limit.
+/// plan's rows count by at least this share of the limit (and a byte).
 constexpr int kMemoryRounds = 4;
 constexpr double kMemoryRoundStep = 1e-4;
 
@@ -701,8 +701,8 @@ class AutoBuilder {
       if (c.peak_bytes <= limit) return plan;
       least_peak = std::min(least_peak, c.peak_bytes);
       if (round == kMemoryRounds || since(start) >= options_.time_limit_s) break;
-      rows_limit_ =
-          std::min(rows_limit_ - (c.peak_bytes - limit), c.row_bytes - kMemoryRoundStep * limit);
+      rows_limit_ = std::min(rows_limit_ - (c.peak_bytes - limit),
+                             c.row_bytes - std::max(1.0, kMemoryRoundStep * limit));
     }
     // No plan of the search fits: the cheaper baseline that does.
     const Baseline *fallback = nullptr;
