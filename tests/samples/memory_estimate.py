@@ -10,7 +10,8 @@ device, by kind; the shmap `spmdc shard --auto` emits is built for the CPU
 and run with `--report-memory`, which counts every tensor a device holds.
 The estimate must be within +-15% of the executable's largest per-device
 peak, and under a limit within the limit (--explain never shows the plan
-"(over the limit)": --memory-per-device bounds the estimate). The interpreter's peaks (`spmdc run`, fused, and op by op with
+"(over the limit)": --memory-per-device bounds the estimate). The
+interpreter's peaks (`spmdc run`, fused, and op by op with
 --check-replication) are printed beside it for comparison.
 
 Usage: memory_estimate.py SPMDC REPO [--table]   (exit 0 when every sample is within)
