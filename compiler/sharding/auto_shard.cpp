@@ -57,6 +57,7 @@ constexpr double kParamByteTieBreak = 1e-18;
 /// plan's rows count by at least this share of the limit (and a byte).
 constexpr int kMemoryRounds = 4;
 constexpr double kMemoryRoundStep = 1e-4;
+constexpr int kRefineNodes = 200;
 
 enum class NodeKind { Param, Op, Result, Copy };
 
@@ -661,6 +662,14 @@ class AutoBuilder {
 
   double since(double t) const { return process_cpu_seconds() - t; }
 
+  /// fit_estimate refines (spends its searches left) when the problem the
+  /// solvers see has at most kRefineNodes nodes with a choice: its searches
+  /// are cheap (the global samples: tens; shard_bench's 100-op training
+  /// step: 375, which does not).
+  bool small_problem() const {
+    return (options_.simplify ? report_.reduced_nodes : report_.choice_nodes) <= kRefineNodes;
+  }
+
   /// Under a memory limit: the search's rows (memory_model) state what
   /// depends on one choice at a time; the resharded copies (which depend on
   /// two: the producer's layout and the consumer's) and fusion decided on
@@ -680,6 +689,14 @@ class AutoBuilder {
     DiagnosticEngine &user = *diags_;
     DiagnosticEngine quiet;  // a lowered rows' limit nothing fits is not the user's error
     double solve_s = 0, reduce_s = 0, least_peak = HUGE_VAL;
+    // A small problem (its searches are cheap) spends the searches left
+    // after a plan fits on rows' limits between the highest that gave a
+    // plan that fits and the lowest that gave one over: a higher limit can
+    // admit a cheaper plan that fits.
+    bool refine = false;  // (known after the first search's reductions)
+    std::optional<Plan> best;
+    AutoReport best_report;
+    double best_s = HUGE_VAL, fits_at = 0, over_at = limit;
     for (int round = 1;; ++round) {
       report_ = built;
       diags_ = round == 1 ? &user : &quiet;
@@ -696,13 +713,36 @@ class AutoBuilder {
         if (round == 1) return std::nullopt;  // (reported)
         break;
       }
+      if (round == 1) refine = small_problem();
       PlanCost c;
       Plan plan = no_worse_than_baselines(read_plan(*pick), &c);
-      if (c.peak_bytes <= limit) return plan;
-      least_peak = std::min(least_peak, c.peak_bytes);
+      if (c.peak_bytes <= limit) {
+        if (c.total_s() < best_s) {
+          best = std::move(plan);
+          best_report = report_;
+          best_s = c.total_s();
+        }
+        fits_at = rows_limit_;
+        if (!refine) break;
+      } else {
+        least_peak = std::min(least_peak, c.peak_bytes);
+        over_at = std::min(over_at, rows_limit_);
+      }
       if (round == kMemoryRounds || since(start) >= options_.time_limit_s) break;
-      rows_limit_ = std::min(rows_limit_ - (c.peak_bytes - limit),
-                             c.row_bytes - std::max(1.0, kMemoryRoundStep * limit));
+      if (best) {
+        if (over_at - fits_at <= std::max(1.0, kMemoryRoundStep * limit)) break;
+        rows_limit_ = (fits_at + over_at) / 2;
+      } else {
+        rows_limit_ = std::min(rows_limit_ - (c.peak_bytes - limit),
+                               c.row_bytes - std::max(1.0, kMemoryRoundStep * limit));
+      }
+    }
+    if (best) {
+      best_report.solve_seconds = solve_s;
+      best_report.reduce_seconds = reduce_s;
+      best_report.memory_rounds = report_.memory_rounds;
+      report_ = best_report;
+      return best;
     }
     // No plan of the search fits: the cheaper baseline that does.
     const Baseline *fallback = nullptr;
