@@ -30,12 +30,18 @@
 // sharding/block_search.h), for a before/after in one run; the column
 // `blk` counts the block moves made.
 //
+// Under a limit the search bounds the plan's estimate (evaluate()'s peak
+// bytes, column peak_MB), searching again with lower memory rows while its
+// plan is estimated over the limit (column `rnd`: the searches run);
+// --rows-only bounds the rows alone (AutoOptions::fit_estimate off), as
+// before, for a before/after in one run.
+//
 // --train makes each program a training step (training_program below: the
 // gradient of the stack's loss and the SGD update, weights `like` their
 // parameters), about 4x the forward's ops.
 //
 // Usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc] [--train]
-//                    [--no-blocks] [--memory BYTES | --memory-share F,...]
+//                    [--no-blocks] [--rows-only] [--memory BYTES | --memory-share F,...]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -121,6 +127,7 @@ int main(int argc, char **argv) {
   bool cbc = false;
   bool train = false;
   bool blocks_on = true;
+  bool fit_estimate = true;
   double memory = 0;
   std::vector<double> shares = {0, 0.6};
   for (int i = 1; i < argc; ++i) {
@@ -139,6 +146,8 @@ int main(int argc, char **argv) {
       train = true;
     } else if (!std::strcmp(argv[i], "--no-blocks")) {
       blocks_on = false;
+    } else if (!std::strcmp(argv[i], "--rows-only")) {
+      fit_estimate = false;
     } else if (!std::strcmp(argv[i], "--memory") && i + 1 < argc) {
       memory = std::atof(argv[++i]);
     } else if (!std::strcmp(argv[i], "--memory-share") && i + 1 < argc) {
@@ -150,16 +159,16 @@ int main(int argc, char **argv) {
       std::fprintf(
           stderr,
           "usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc] [--train] "
-          "[--no-blocks] [--memory BYTES | --memory-share F,...]\n");
+          "[--no-blocks] [--rows-only] [--memory BYTES | --memory-share F,...]\n");
       return 2;
     }
   }
   std::printf(
       "%7s %8s %7s %7s %9s %9s %9s %9s %9s %12s %13s %8s %8s %8s  %-6s %5s %5s %5s %-8s %7s "
-      "%11s %11s\n",
+      "%11s %11s %8s %3s\n",
       "ops", "limit_MB", "choices", "reduced", "compile_s", "prepare_s", "build_s", "reduce_s",
       "solve_s", "search_cpu_s", "search_wall_s", "vars", "rows", "follow", "solver", "elims",
-      "exact", "blk", "status", "gap_%", "plan_us", "pure_dp_us");
+      "exact", "blk", "status", "gap_%", "plan_us", "pure_dp_us", "peak_MB", "rnd");
   if (memory > 0) shares = {-1};  // the absolute limit
   for (int n : sizes) {
     int blocks = std::max(1, n / 4);
@@ -188,6 +197,7 @@ int main(int argc, char **argv) {
       options.time_limit_s = time_limit;
       if (cbc) options.elimination_states = 0;
       options.block_moves = blocks_on;
+      options.fit_estimate = fit_estimate;
       if (share < 0) options.memory_per_device = memory;
       if (share > 0) options.memory_per_device = share * replicated;
       spmd::sharding::AutoReport report;
@@ -201,7 +211,8 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "%s", spmd::render_diagnostics(diags, c.sources).c_str());
         return 1;
       }
-      double planned = spmd::sharding::evaluate(p, *plan).total_s();
+      const spmd::sharding::PlanCost planned_cost = spmd::sharding::evaluate(p, *plan);
+      double planned = planned_cost.total_s();
       double dp = spmd::sharding::baselines(p).pure_dp.total_s();
       // optimal; "in-gap": proven within AutoOptions::gap; else stopped by the time limit.
       const char *status = report.optimal                          ? "optimal"
@@ -214,12 +225,13 @@ int main(int argc, char **argv) {
           "%7d %8s %7d %7d %9.3f %9.3f %9.3f %9.3f %9.3f %12.3f %13.3f %8d %8d %8d  %-6s %5d %5d "
           "%5d "
           "%-8s "
-          "%7.2f %11.2f %11.2f\n",
+          "%7.2f %11.2f %11.2f %8.1f %3d\n",
           report.ops, limit, report.choice_nodes, report.reduced_nodes, compile_s, prepare_s,
           report.build_seconds, report.reduce_seconds, report.solve_seconds, search_cpu_s,
           search_wall_s, report.variables, report.rows, report.followers,
           solver_label(report.solver), report.eliminations, report.exact_runs, report.block_moves,
-          status, 100 * report.gap, planned * 1e6, dp * 1e6);
+          status, 100 * report.gap, planned * 1e6, dp * 1e6, planned_cost.peak_bytes / 1e6,
+          report.memory_rounds);
       std::fflush(stdout);
     }
   }

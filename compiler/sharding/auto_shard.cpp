@@ -52,6 +52,12 @@ constexpr double kCbcSecondsPerVariable = 1e-4;
 /// equal time towards the one that stores less — e.g. a batch that arrives
 /// split rather than replicated and sliced locally (both free to reshard).
 constexpr double kParamByteTieBreak = 1e-18;
+/// Under a memory limit, at most this many searches (fit_estimate), each
+/// lowering the rows' limit by the last plan's overshoot, and below that
+/// plan's rows count by at least this share of the limit (and a byte).
+constexpr int kMemoryRounds = 4;
+constexpr double kMemoryRoundStep = 1e-4;
+constexpr int kRefineNodes = 200;
 
 enum class NodeKind { Param, Op, Result, Copy };
 
@@ -68,7 +74,7 @@ struct Node {
 class AutoBuilder {
  public:
   AutoBuilder(Problem &p, const AutoOptions &options, AutoReport &report, DiagnosticEngine &diags)
-      : p_(p), options_(options), report_(report), diags_(diags) {}
+      : p_(p), options_(options), report_(report), diags_(&diags) {}
 
   std::optional<Plan> run() {
     const double start = options_.start_cpu_s.value_or(process_cpu_seconds());
@@ -84,6 +90,12 @@ class AutoBuilder {
     number_roots();
     make_pairs();
     report_.build_seconds = process_cpu_seconds() - start;
+    if (options_.memory_per_device && options_.fit_estimate) return fit_estimate(start);
+    if (options_.memory_per_device) {
+      rows_limit_ = *options_.memory_per_device;
+      report_.memory_rounds = 1;
+      report_.rows_limit = rows_limit_;
+    }
     std::optional<std::vector<size_t>> pick = solve(start);
     if (!pick) return std::nullopt;
     return no_worse_than_baselines(read_plan(*pick));
@@ -543,50 +555,93 @@ class AutoBuilder {
       params_min += smallest;
     }
     if (params_min <= limit) return true;
-    auto &d = diags_.error("memory-limit", f.span,
-                           "no layout of `" + f.name + "`'s parameters fits in " +
-                               std::to_string(static_cast<int64_t>(limit)) +
-                               " bytes per device: even split as finely as the mesh allows "
-                               "they take " +
-                               std::to_string(static_cast<int64_t>(params_min)) + " bytes");
+    auto &d = diags_->error("memory-limit", f.span,
+                            "no layout of `" + f.name + "`'s parameters fits in " +
+                                std::to_string(static_cast<int64_t>(limit)) +
+                                " bytes per device: even split as finely as the mesh allows "
+                                "they take " +
+                                std::to_string(static_cast<int64_t>(params_min)) + " bytes");
     d.fix = "raise --memory-per-device, or use a mesh with more devices";
     return false;
   }
 
-  // 5. Memory: parameters + live values at every program point <= the limit.
+  // 5. Memory: parameters + live values at every program point <= the
+  // rows' limit (rows_limit_: --memory-per-device, lowered by run() while
+  // the estimate of the search's plan is over it).
   MemoryModel memory_model() {
     MemoryModel m;
-    m.limit = *options_.memory_per_device;
-    // The bytes of value v, on the candidates of its producer's root (a
-    // constant when it has one): computed once per value, as a value is live
-    // at many points.
-    std::vector<std::optional<MemoryModel::Term>> bytes_of(p_.uses.size());
-    auto add = [&](ir::ValueId v, MemoryModel::Sum &sum) {
-      std::optional<MemoryModel::Term> &term = bytes_of[static_cast<size_t>(v)];
-      if (!term) {
-        const int r = nodes_[static_cast<size_t>(producer_node(v))].root;
-        const Node &n = nodes_[static_cast<size_t>(r)];
-        const Type &t = p_.type(v);
-        term.emplace();
-        term->node = n.cands.size() == 1 ? -1 : var_of_[static_cast<size_t>(r)];
-        for (size_t a = 0; a < n.cands.size(); ++a)
-          term->bytes.push_back(local_bytes(p_.mesh, t.shape, t.dtype, out(v, a)));
-      }
-      if (term->node < 0)
-        sum.constant += term->bytes[0];
-      else
-        sum.terms.push_back(*term);
+    m.limit = rows_limit_;
+    const ir::Function &f = p_.flat;
+    const size_t n_values = p_.uses.size();
+    // Bytes per candidate of `root` (a constant when it has one candidate).
+    auto term_on = [&](int root, auto &&bytes) {
+      const Node &n = nodes_[static_cast<size_t>(root)];
+      MemoryModel::Term term;
+      term.node = n.cands.size() == 1 ? -1 : var_of_[static_cast<size_t>(root)];
+      for (size_t a = 0; a < n.cands.size(); ++a) term.bytes.push_back(bytes(a));
+      return term;
     };
-    for (const ir::Param &param : p_.flat.params) add(param.value, m.shared);
+    // The bytes of value v on the candidates of its producer's root; an
+    // array constant's (made in the layout its first use needs, as
+    // evaluate() counts it) on its first consumer's. Computed once per
+    // value, as a value is live at many points.
+    std::vector<std::optional<MemoryModel::Term>> bytes_of(n_values);
+    auto value_term = [&](ir::ValueId v) -> const MemoryModel::Term & {
+      std::optional<MemoryModel::Term> &term = bytes_of[static_cast<size_t>(v)];
+      if (term) return *term;
+      const Type &t = p_.type(v);
+      if (!is_constant(v)) {
+        term = term_on(nodes_[static_cast<size_t>(producer_node(v))].root,
+                       [&](size_t a) { return local_bytes(p_.mesh, t.shape, t.dtype, out(v, a)); });
+        return *term;
+      }
+      const std::vector<Use> &uses = p_.uses[static_cast<size_t>(v)];
+      const int consumer = uses.empty() ? -1
+                           : uses.front().instr == Use::kReturn
+                               ? result_node_[static_cast<size_t>(uses.front().operand)]
+                               : op_node_[static_cast<size_t>(uses.front().instr)];
+      if (consumer < 0) {  // unread: no bytes (evaluate())
+        term.emplace();
+        term->node = -1;
+        term->bytes = {0.0};
+        return *term;
+      }
+      term = term_on(nodes_[static_cast<size_t>(consumer)].root, [&](size_t b) {
+        return local_bytes(p_.mesh, t.shape, t.dtype, requirement_at(uses.front(), b));
+      });
+      return *term;
+    };
+    // Instruction i's scratch (scratch_bytes) on its root's candidates, at
+    // its point, when some candidate has any.
+    std::vector<std::optional<MemoryModel::Term>> scratch(f.body.size());
+    for (size_t i = 0; i < f.body.size(); ++i) {
+      if (op_node_[i] < 0 || f.body[i].op != OpCode::Einsum) continue;
+      const Node &n = nodes_[static_cast<size_t>(op_node_[i])];
+      MemoryModel::Term term = term_on(n.root, [&](size_t b) {
+        return scratch_bytes(p_, static_cast<int>(i), strategy_at(n, b));
+      });
+      if (*std::max_element(term.bytes.begin(), term.bytes.end()) > 0) scratch[i] = std::move(term);
+    }
+    auto add = [](const MemoryModel::Term &term, MemoryModel::Sum &sum) {
+      if (term.node < 0)
+        sum.constant += term.bytes[0];
+      else
+        sum.terms.push_back(term);
+    };
+    for (const ir::Param &param : f.params) add(value_term(param.value), m.shared);
     // A point whose live values are a subset of another point's never peaks
     // above it (bytes are never negative), so it adds no constraint. Next
     // points share most of their values: comparing each with the last point
     // kept drops nearly all of them (a training step's 4,000 points become
     // the few hundred where a value dies), which keeps the memory model, and
-    // the reductions and relaxations over it, small.
+    // the reductions and relaxations over it, small. A point's scratch is an
+    // item only it holds (id n_values + i).
     std::vector<std::vector<ir::ValueId>> kept;
-    for (std::vector<ir::ValueId> &values : live_values(p_)) {
+    std::vector<std::vector<ir::ValueId>> points = live_values(p_);
+    for (size_t i = 0; i < points.size(); ++i) {
+      std::vector<ir::ValueId> &values = points[i];
       std::sort(values.begin(), values.end());
+      if (scratch[i]) values.push_back(static_cast<ir::ValueId>(n_values + i));
       auto contains = [](const std::vector<ir::ValueId> &a, const std::vector<ir::ValueId> &b) {
         return std::includes(a.begin(), a.end(), b.begin(), b.end());
       };
@@ -596,13 +651,124 @@ class AutoBuilder {
     }
     for (const std::vector<ir::ValueId> &values : kept) {
       MemoryModel::Sum point;
-      for (ir::ValueId v : values) add(v, point);
+      for (ir::ValueId v : values)
+        add(static_cast<size_t>(v) < n_values ? value_term(v)
+                                              : *scratch[static_cast<size_t>(v) - n_values],
+            point);
       m.points.push_back(std::move(point));
     }
     return m;
   }
 
   double since(double t) const { return process_cpu_seconds() - t; }
+
+  /// fit_estimate refines (spends its searches left) when the problem the
+  /// solvers see has at most kRefineNodes nodes with a choice: its searches
+  /// are cheap (the global samples: tens; shard_bench's 100-op training
+  /// step: 375, which does not).
+  bool small_problem() const {
+    return (options_.simplify ? report_.reduced_nodes : report_.choice_nodes) <= kRefineNodes;
+  }
+
+  /// Under a memory limit: the search's rows (memory_model) state what
+  /// depends on one choice at a time; the resharded copies (which depend on
+  /// two: the producer's layout and the consumer's) and fusion decided on
+  /// block shapes they cannot state, and views they count as values of their
+  /// own. The limit bounds the estimate (evaluate()'s peak_bytes): while the
+  /// search's plan is estimated over it, the search runs again with its rows'
+  /// limit lowered by the overshoot, and below that plan's own rows count (so
+  /// it cannot answer that plan again), at most kMemoryRounds times within
+  /// the time limit. The first plan that fits is the answer (a lower rows'
+  /// limit only takes plans away), else the cheaper baseline that fits, else
+  /// a memory-limit error.
+  std::optional<Plan> fit_estimate(double start) {
+    const double limit = *options_.memory_per_device;
+    const ir::Function &f = p_.flat;
+    rows_limit_ = limit;
+    const AutoReport built = report_;
+    DiagnosticEngine &user = *diags_;
+    DiagnosticEngine quiet;  // a lowered rows' limit nothing fits is not the user's error
+    double solve_s = 0, reduce_s = 0, least_peak = HUGE_VAL;
+    // A small problem (its searches are cheap) spends the searches left
+    // after a plan fits on rows' limits between the highest that gave a
+    // plan that fits and the lowest that gave one over: a higher limit can
+    // admit a cheaper plan that fits.
+    bool refine = false;  // (known after the first search's reductions)
+    std::optional<Plan> best;
+    AutoReport best_report;
+    double best_s = HUGE_VAL, fits_at = 0, over_at = limit;
+    for (int round = 1;; ++round) {
+      report_ = built;
+      diags_ = round == 1 ? &user : &quiet;
+      improved_by_blocks_ = false;
+      std::optional<std::vector<size_t>> pick = solve(start);
+      diags_ = &user;
+      solve_s += report_.solve_seconds;
+      reduce_s += report_.reduce_seconds;
+      report_.solve_seconds = solve_s;
+      report_.reduce_seconds = reduce_s;
+      report_.memory_rounds = round;
+      report_.rows_limit = rows_limit_;
+      if (!pick) {
+        if (round == 1) return std::nullopt;  // (reported)
+        break;
+      }
+      if (round == 1) refine = small_problem();
+      PlanCost c;
+      Plan plan = no_worse_than_baselines(read_plan(*pick), &c);
+      if (c.peak_bytes <= limit) {
+        if (c.total_s() < best_s) {
+          best = std::move(plan);
+          best_report = report_;
+          best_s = c.total_s();
+        }
+        fits_at = rows_limit_;
+        if (!refine) break;
+      } else {
+        least_peak = std::min(least_peak, c.peak_bytes);
+        over_at = std::min(over_at, rows_limit_);
+      }
+      if (round == kMemoryRounds || since(start) >= options_.time_limit_s) break;
+      if (best) {
+        if (over_at - fits_at <= std::max(1.0, kMemoryRoundStep * limit)) break;
+        rows_limit_ = (fits_at + over_at) / 2;
+      } else {
+        rows_limit_ = std::min(rows_limit_ - (c.peak_bytes - limit),
+                               c.row_bytes - std::max(1.0, kMemoryRoundStep * limit));
+      }
+    }
+    if (best) {
+      best_report.solve_seconds = solve_s;
+      best_report.reduce_seconds = reduce_s;
+      best_report.memory_rounds = report_.memory_rounds;
+      report_ = best_report;
+      return best;
+    }
+    // No plan of the search fits: the cheaper baseline that does.
+    const Baseline *fallback = nullptr;
+    for (const Baseline &b : baselines())
+      if (std::isfinite(b.cost.total_s()) && b.cost.peak_bytes <= limit &&
+          (!fallback || b.cost.total_s() < fallback->cost.total_s()))
+        fallback = &b;
+    if (fallback) {
+      report_.status = "answered with " + std::string(fallback->name) +
+                       ": the search's plans are estimated over the memory limit (the least " +
+                       std::to_string(static_cast<int64_t>(least_peak)) + " bytes)";
+      report_.optimal = false;
+      report_.objective_s = fallback->cost.total_s();
+      return fallback->plan;
+    }
+    auto &d = user.error(
+        "memory-limit", f.span,
+        "no plan for `" + f.name + "` found fits in " +
+            std::to_string(static_cast<int64_t>(limit)) +
+            " bytes per device: the least the search's plans are estimated to need is " +
+            std::to_string(static_cast<int64_t>(least_peak)) +
+            " (parameters, live values, resharded copies, array constants and einsum scratch, "
+            "per device)");
+    d.fix = "raise --memory-per-device, or split the parameters with written specs";
+    return std::nullopt;
+  }
 
   /// The search's plan against the two plans `--explain` prints next to it
   /// (pure DP and replicated), all priced by evaluate(). When the search's
@@ -611,37 +777,53 @@ class AutoBuilder {
   /// proven optimal, a baseline can be cheaper — a transformer block's
   /// training step on 8 devices got a plan of 84.8 us where pure DP is
   /// 54.8 us — and then the cheapest baseline that fits is the answer.
-  Plan no_worse_than_baselines(Plan plan) {
-    if (report_.optimal && report_.shared_per_group == 0) return plan;
-    const double mine = evaluate(p_, plan).total_s();
+  Plan no_worse_than_baselines(Plan plan, PlanCost *cost = nullptr) {
+    if (report_.optimal && report_.shared_per_group == 0) {
+      if (cost) *cost = evaluate(p_, plan);
+      return plan;
+    }
+    const PlanCost own = evaluate(p_, plan);
+    const double mine = own.total_s();
     double best = mine;
-    const char *taken = nullptr;
-    BaselinePlans b = baseline_plans(p_);
-    std::optional<Plan> better;
-    auto consider = [&](const char *name, const Plan &candidate) {
-      PlanCost c = evaluate(p_, candidate);
-      if (!std::isfinite(c.total_s())) return;
-      if (options_.memory_per_device && c.live_bytes > *options_.memory_per_device) return;
-      if (c.total_s() < best * (1 - 1e-9)) {
-        best = c.total_s();
-        taken = name;
-        better = candidate;
+    const Baseline *better = nullptr;
+    for (const Baseline &b : baselines()) {
+      if (!std::isfinite(b.cost.total_s())) continue;
+      if (options_.memory_per_device && b.cost.peak_bytes > *options_.memory_per_device) continue;
+      if (b.cost.total_s() < best * (1 - 1e-9)) {
+        best = b.cost.total_s();
+        better = &b;
       }
-    };
-    if (b.pure_dp) consider("pure DP", *b.pure_dp);
-    consider("replicated", b.replicated);
+    }
+    if (cost) *cost = better ? better->cost : own;
     if (!better) return plan;
     const std::string why = report_.shared_per_group > 0
                                 ? "its objective priced " +
                                       std::to_string(report_.shared_per_group) +
                                       " shared reshards once per consumer"
                                 : "not proven optimal: " + report_.status;
-    report_.status = "answered with " + std::string(taken) +
+    report_.status = "answered with " + std::string(better->name) +
                      ", which evaluate() prices below the search's plan (" + format_seconds(mine) +
                      "; " + why + ")";
     report_.optimal = false;
     report_.objective_s = best;
-    return *better;
+    return better->plan;
+  }
+
+  /// The two plans `--explain` prints next to the search's (pure DP, when
+  /// there is one, and replicated), priced once.
+  struct Baseline {
+    const char *name;
+    Plan plan;
+    PlanCost cost;
+  };
+  const std::vector<Baseline> &baselines() {
+    if (!baselines_) {
+      baselines_.emplace();
+      BaselinePlans b = baseline_plans(p_);
+      if (b.pure_dp) baselines_->push_back({"pure DP", *b.pure_dp, evaluate(p_, *b.pure_dp)});
+      baselines_->push_back({"replicated", b.replicated, evaluate(p_, b.replicated)});
+    }
+    return *baselines_;
   }
 
   /// A choice of the reduced problem as a choice of every root.
@@ -653,10 +835,10 @@ class AutoBuilder {
 
   void report_no_fit(const ir::Function &f) {
     auto &d =
-        diags_.error("memory-limit", f.span,
-                     "no plan for `" + f.name + "` fits in " +
-                         std::to_string(static_cast<int64_t>(*options_.memory_per_device)) +
-                         " bytes per device (parameters and the values live at once, per device)");
+        diags_->error("memory-limit", f.span,
+                      "no plan for `" + f.name + "` fits in " +
+                          std::to_string(static_cast<int64_t>(*options_.memory_per_device)) +
+                          " bytes per device (parameters and the values live at once, per device)");
     d.fix = "raise --memory-per-device, or split the parameters with written specs";
   }
 
@@ -731,18 +913,21 @@ class AutoBuilder {
                               : std::max(options_.elimination_states, kNoCbcStates);
     const double t = process_cpu_seconds();
     std::optional<Relaxation> relaxed;  // with a memory limit
-    std::optional<MemoryModel> memory;
-    if (options_.memory_per_device) memory = memory_model();
-    // The exact reductions (reduce.h); the solvers see the reduced problem.
+    // The memory model and the exact reductions (reduce.h), made once: the
+    // reductions hold for every limit, so fit_estimate's later searches
+    // only lower the limit. The solvers see the reduced problem.
+    if (options_.memory_per_device && !memory_) memory_ = memory_model();
+    MemoryModel *memory = memory_ ? &*memory_ : nullptr;
     const PairwiseProblem *problem = &pairwise_;
     if (options_.simplify) {
-      reduced_ = reduce(pairwise_, memory ? &*memory : nullptr);
+      if (!reduced_) reduced_ = reduce(pairwise_, memory);
       problem = &reduced_->problem;
-      if (memory) memory = reduced_->memory;
+      if (memory) memory = &*reduced_->memory;
       report_.reduced_nodes = 0;
       for (const auto &costs : problem->unary) report_.reduced_nodes += costs.size() > 1 ? 1 : 0;
       report_.reduced_pairs = static_cast<int>(problem->pairs.size());
     }
+    if (memory) memory->limit = rows_limit_;
     report_.reduce_seconds = since(t);
     // The time limit counts from the start of the search, in CPU time.
     const double time_left = options_.time_limit_s - since(start);
@@ -796,12 +981,12 @@ class AutoBuilder {
         return accept(*relaxed, "stopped (no CBC in this spmdc to close the gap)");
       }
       diags_
-          .error("search-needs-cbc", f.span,
-                 "this spmdc was built without CBC, and `" + f.name + "` needs it: " +
-                     (relaxed && !relaxed->too_wide
-                          ? std::string("the relaxation found no plan that fits the memory limit")
-                          : std::string("too many choices are live at once for the exact "
-                                        "dynamic program")))
+          ->error("search-needs-cbc", f.span,
+                  "this spmdc was built without CBC, and `" + f.name + "` needs it: " +
+                      (relaxed && !relaxed->too_wide
+                           ? std::string("the relaxation found no plan that fits the memory limit")
+                           : std::string("too many choices are live at once for the exact "
+                                         "dynamic program")))
           .fix =
           "install coinor-libcbc-dev (scripts/install-deps.sh) and reconfigure, or write "
           "more specs to shrink the search";
@@ -868,9 +1053,9 @@ class AutoBuilder {
     }
     if (sol.status == S::NoSolution) {
       diags_
-          .error("search-time-limit", f.span,
-                 "the sharding search found no plan for `" + f.name + "` within " +
-                     format_seconds(options_.time_limit_s))
+          ->error("search-time-limit", f.span,
+                  "the sharding search found no plan for `" + f.name + "` within " +
+                      format_seconds(options_.time_limit_s))
           .fix = "raise --time-limit, or write more specs to shrink the search";
       return std::nullopt;
     }
@@ -937,14 +1122,17 @@ class AutoBuilder {
   Problem &p_;
   const AutoOptions &options_;
   AutoReport &report_;
-  DiagnosticEngine &diags_;
+  DiagnosticEngine *diags_;  // the caller's; fit_estimate's later rounds: its own
+  double rows_limit_ = 0;    // the memory rows' limit (memory_model)
   std::vector<Node> nodes_;
   std::vector<int> param_node_, op_node_, result_node_;
   PairwiseProblem pairwise_;
   std::vector<int> var_of_;  // per node: its pairwise variable (roots only)
   std::vector<ValueUses> value_uses_;
   std::vector<std::vector<int>> neighbours_;  // per node: a copy node's roots (number_roots)
-  std::optional<Reduced> reduced_;            // pairwise_ reduced (with simplify)
+  std::optional<MemoryModel> memory_;         // the memory rows (their limit: rows_limit_)
+  std::optional<std::vector<Baseline>> baselines_;
+  std::optional<Reduced> reduced_;  // pairwise_ reduced (with simplify)
   IlpProblem ilp_;
   bool improved_by_blocks_ = false;  // improve_by_blocks() bettered the relaxation's plan
   Deadline deadline_;                // the preparation throws OutOfTime past it

@@ -69,6 +69,11 @@ struct AutoOptions {
   /// Under a memory limit, improve the relaxation's plan by block moves
   /// (block_search.h: a parameter with everything tied to it) before CBC.
   bool block_moves = true;
+  /// Under a memory limit, bound the estimate (evaluate()'s peak_bytes): while
+  /// the search's plan is estimated over the limit, search again with the
+  /// memory rows' limit lowered (auto_shard.cpp, fit_estimate). False: the
+  /// rows alone bound the plan (PlanCost::row_bytes; the solvers' tests).
+  bool fit_estimate = true;
 };
 
 struct AutoReport {
@@ -94,7 +99,12 @@ struct AutoReport {
   double objective_s = 0;     // the ILP's estimate of the plan
   double bound_s = 0;         // the proven lower bound (relaxation or CBC)
   double gap = 0;             // (objective - bound) / objective
-  std::string status;         // one line for humans
+  /// Under a memory limit: the searches run (fit_estimate) and the memory
+  /// rows' limit of the last (the limit, or lower where a plan's estimate was
+  /// over it). The status, bound and gap are the last search's.
+  int memory_rounds = 0;
+  double rows_limit = 0;
+  std::string status;  // one line for humans
 };
 
 /// The cheapest plan, or nullopt after reporting (memory limit infeasible,

@@ -128,9 +128,9 @@ class Explainer {
     Plan other = plan_;
     other.choice[i] = best;
     PlanCost oc = evaluate(p_, other);
-    if (memory_limit_ && oc.live_bytes > *memory_limit_) {
+    if (memory_limit_ && oc.peak_bytes > *memory_limit_) {
       out << "                " << seconds(here - best_cost)
-          << " faster here, but the plan would need " << bytes(oc.live_bytes)
+          << " faster here, but the plan would need " << bytes(oc.peak_bytes)
           << " per device, over the " << bytes(*memory_limit_) << " limit\n";
     } else {
       out << "                " << seconds(here - best_cost)
@@ -207,6 +207,10 @@ class Explainer {
     row("pure DP", b.pure_dp);
     row("replicated", b.replicated);
     if (memory_limit_) out << "  memory limit     " << bytes(*memory_limit_) << " per device\n";
+    if (memory_limit_ && search && search->memory_rounds > 1)
+      out << "  (the search's memory rows bounded at " << bytes(search->rows_limit) << " after "
+          << search->memory_rounds
+          << " searches, so that the estimate fits; docs/sharding.md, \"Memory\")\n";
     out << "\nmemory per device at this plan's peak (docs/sharding.md, \"Memory\")\n";
     for (size_t k = 0; k < kNumMemoryKinds; ++k) {
       char line[128];

@@ -429,11 +429,10 @@ Liveness liveness(const Problem &p, const Plan *plan) {
     }
   for (ir::ValueId v : f.returns) last[static_cast<size_t>(buffer[static_cast<size_t>(v)])] = n;
   for (int i = 0; i < n; ++i) {
-    // A constant is made at each use in the layout it needs (problem.h):
-    // under a plan, an array constant (full, iota) is a buffer from where it
-    // is made; a scalar one is folded into the loops that read it.
-    if (p.is_creation(i) && (plan == nullptr || f.type(f.body[i].results.at(0)).shape.empty()))
-      continue;
+    // A constant is made at each use in the layout it needs (problem.h): an
+    // array constant (full, iota) is a buffer from where it is made; a
+    // scalar one is folded into the loops that read it.
+    if (p.is_creation(i) && f.type(f.body[i].results.at(0)).shape.empty()) continue;
     const bool carry = p.carry_loop(i) != nullptr;
     const int e = group_end[static_cast<size_t>(i)];
     for (size_t k = 0; k < f.body[i].results.size(); ++k) {
@@ -567,21 +566,12 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
     }
     return b;
   };
-  // What a kernel allocates beyond its result while it runs, at its point:
-  // an einsum's operands copied into the gemm's order and its product
-  // before the transpose into the output's (rt::einsum_scratch_bytes, the
-  // runtime's own count of what it allocates). Scratch counts as temporaries.
+  // What a kernel allocates beyond its result while it runs, at its point
+  // (scratch_bytes). Scratch counts as temporaries.
   std::vector<double> scratch(static_cast<size_t>(n), 0.0);
-  for (int i = 0; i < n; ++i) {
-    const ir::Instr &in = f.body[static_cast<size_t>(i)];
-    if (in.op != OpCode::Einsum || plan.choice[static_cast<size_t>(i)] < 0) continue;
-    std::vector<Shape> shapes;
-    for (size_t k = 0; k < in.operands.size(); ++k)
-      shapes.push_back(local_shape(p.mesh, p.type(in.operands[k]).shape,
-                                   requirement(p, plan, {i, static_cast<int>(k)})));
-    scratch[static_cast<size_t>(i)] = static_cast<double>(
-        rt::einsum_scratch_bytes(in.attrs.einsum().spec, shapes, p.type(in.operands.at(0)).dtype));
-  }
+  for (int i = 0; i < n; ++i)
+    if (plan.choice[static_cast<size_t>(i)] >= 0)
+      scratch[static_cast<size_t>(i)] = scratch_bytes(p, i, plan.choice[static_cast<size_t>(i)]);
   // Two moments per instruction: just before it, when its operands'
   // reshards run (what lives on past the previous point, the values they
   // read, the copies), and after it (the values live at its point, the
@@ -598,13 +588,17 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
       if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
     return values;
   };
-  // What the search's memory rows bound: the live values as the rows count
-  // them (fused by global shapes, no constants, no views; problem.h).
-  double live_peak = 0;
-  for (const std::vector<ir::ValueId> &values : live_values(p)) {
-    double bytes = 0;
-    for (ir::ValueId v : values) bytes += bytes_of(v);
-    live_peak = std::max(live_peak, bytes);
+  // What the search's memory rows count (problem.h): the live values fused
+  // by global shapes, views as values of their own, no copies; constants
+  // and scratch as here.
+  double row_peak = 0;
+  {
+    const std::vector<std::vector<ir::ValueId>> rows = live_values(p);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      double bytes = scratch[i];
+      for (ir::ValueId v : rows[i]) bytes += bytes_of(v);
+      row_peak = std::max(row_peak, bytes);
+    }
   }
   double peak = 0;
   int at_peak = -1;
@@ -638,7 +632,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
       peak = pre;
     }
   }
-  c.live_bytes = c.param_bytes + live_peak;
+  c.row_bytes = c.param_bytes + row_peak;
   if (at_peak >= 0) {
     const auto at = static_cast<size_t>(at_peak);
     c.peak_by_kind[static_cast<size_t>(MemoryKind::Temporaries)] +=
@@ -648,6 +642,17 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   }
   c.peak_bytes = c.param_bytes + peak;
   return c;
+}
+
+double scratch_bytes(const Problem &p, int instr, int strategy) {
+  const ir::Instr &in = p.flat.body.at(static_cast<size_t>(instr));
+  if (in.op != OpCode::Einsum) return 0;
+  const Strategy &s = p.strategies.at(static_cast<size_t>(instr)).at(static_cast<size_t>(strategy));
+  std::vector<Shape> shapes;
+  for (size_t k = 0; k < in.operands.size(); ++k)
+    shapes.push_back(local_shape(p.mesh, p.type(in.operands[k]).shape, s.operands.at(k)));
+  return static_cast<double>(
+      rt::einsum_scratch_bytes(in.attrs.einsum().spec, shapes, p.type(in.operands.at(0)).dtype));
 }
 
 }  // namespace spmd::sharding

@@ -140,12 +140,15 @@ struct PlanCost {
   /// the values, fused as the backends fuse the blocks, array constants,
   /// reshape views sharing their operand's buffer, the resharded copies
   /// (each made just before its first reader) and einsum scratch. The
-  /// estimate.
+  /// estimate, and what --memory-per-device bounds.
   double peak_bytes = 0;
-  /// Parameters + the most bytes of values live at once as the search's
-  /// memory rows count them (live_values without a plan: no copies, no
-  /// scratch, no constants): what --memory-per-device bounds.
-  double live_bytes = 0;
+  /// Parameters + the most bytes live at once as the search's memory rows
+  /// count them (live_values without a plan: fused by global shapes, views
+  /// as values of their own, no resharded copies; array constants and
+  /// einsum scratch as peak_bytes counts them). The search bounds this by
+  /// its rows' limit, which it lowers while peak_bytes is over
+  /// --memory-per-device (auto_shard.h).
+  double row_bytes = 0;
   /// peak_bytes by kind of value, indexed by MemoryKind (sharding/memory_kinds.h):
   /// parameters, optimizer state, gradients, saved activations, inputs, temporaries.
   std::array<double, 6> peak_by_kind{};
@@ -153,8 +156,16 @@ struct PlanCost {
 };
 PlanCost evaluate(Problem &p, const Plan &plan);
 
+/// What instruction `instr` allocates beyond its result while it runs under
+/// its strategy `strategy`: an einsum's operands copied into the gemm's
+/// order and its product before the transpose into the output's
+/// (rt::einsum_scratch_bytes, the runtime's own count); 0 for other ops.
+double scratch_bytes(const Problem &p, int instr, int strategy);
+
 /// Per program point (after each instruction), the values live there that
-/// an instruction defines (parameters are live everywhere and not listed).
+/// an instruction defines (parameters are live everywhere and not listed;
+/// an array constant is, from where it is made, in the layout its first use
+/// needs; a scalar one is folded into the loops that read it).
 /// A value the backends keep in registers is not listed: the result of an
 /// elementwise op whose every reader is an elementwise op of the same shape
 /// in the same loop (fused into one loop with it, analysis/fusion.h). Ops

@@ -9,7 +9,9 @@ LIMIT` in its usage lines), the plan it finds under that memory limit:
 device, by kind; the shmap `spmdc shard --auto` emits is built for the CPU
 and run with `--report-memory`, which counts every tensor a device holds.
 The estimate must be within +-15% of the executable's largest per-device
-peak. The interpreter's peaks (`spmdc run`, fused, and op by op with
+peak, and under a limit within the limit (--explain never shows the plan
+"(over the limit)": --memory-per-device bounds the estimate). The
+interpreter's peaks (`spmdc run`, fused, and op by op with
 --check-replication) are printed beside it for comparison.
 
 Usage: memory_estimate.py SPMDC REPO [--table]   (exit 0 when every sample is within)
@@ -49,6 +51,11 @@ def header_limit(path):
 
 def estimate(spmdc, path, limit_args):
     out = run(spmdc, "shard", path, "--auto", *limit_args, "--explain").stdout
+    # --memory-per-device bounds the estimate: the plan --auto answers is
+    # never shown over the limit.
+    for line in out.splitlines():
+        if line.startswith("  this plan") and "(over the limit)" in line:
+            raise RuntimeError(f"{path} {' '.join(limit_args)}: the plan is over the limit:\n{line}")
     section = out.split("memory per device at this plan's peak", 1)[1]
     kinds = {}
     for line in section.splitlines()[1:]:

@@ -6,7 +6,7 @@ emitted step trains exactly like the unsharded one.
 
 For each sample, with the flags its header gives:
 - the weights' specs in the emitted program are the strategy's (DP: whole;
-  FSDP: split over the data axis; Megatron TP: w1 by columns, w2 by rows; EP:
+  FSDP: w1 split over the data axis, w2 whole; Megatron TP: w1 by columns, w2 by rows; EP:
   the experts' weights by expert, the router whole);
 - its collectives (`spmdc print --stats`: count and bytes moved per device)
   are the strategy's, by the hand formulas below (for a local block of B
@@ -124,13 +124,14 @@ SAMPLES = [
     ("train_dp", [], lambda: mlp_inputs(32768, 16, 64), mlp_loss,
      {"w1": {"P()"}, "w2": {"P()"}},
      {"psum": (3, reduced(8, 1 + 2 * 16 * 64))}),
-    # FSDP on (data: 8): each [256, 256] weight stored split over `data` (rows
-    # or columns cost the same), all_gathered before use, its gradient
-    # psum_scatter'd; the loss psum'd.
-    ("train_fsdp", ["--memory-per-device", "1.7MiB"], lambda: mlp_inputs(1024, 256, 256), mlp_loss,
-     {"w1": {"P(data)", "P(None, data)"}, "w2": {"P(data)", "P(None, data)"}},
-     {"all_gather": (2, 2 * gathered(8, 256 * 256)), "psum_scatter": (2, 2 * gathered(8, 256 * 256)),
-      "psum": (1, reduced(8, 1))}),
+    # FSDP for w1 on (data: 8): stored split over `data` (rows or columns
+    # cost the same), all_gathered before use, its gradient psum_scatter'd;
+    # w2 whole, its gradient psum'd, and the loss psum'd. Both split needs
+    # more memory (samples/global/train_fsdp.spmd).
+    ("train_fsdp", ["--memory-per-device", "1.85MiB"], lambda: mlp_inputs(1024, 256, 256), mlp_loss,
+     {"w1": {"P(data)", "P(None, data)"}, "w2": {"P()"}},
+     {"all_gather": (1, gathered(8, 256 * 256)), "psum_scatter": (1, gathered(8, 256 * 256)),
+      "psum": (2, reduced(8, 1) + reduced(8, 256 * 256))}),
     # Megatron on (model: 4): one psum of the [64, 256] output of h @ w2; the
     # batch is replicated, so the gradients need no reduction.
     ("train_tp", ["--memory-per-device", "2MiB"], lambda: mlp_inputs(64, 256, 1024), mlp_loss,
@@ -146,7 +147,7 @@ SAMPLES = [
     # back (a local [1, 4, 2, 8] block each way), the gate to the experts
     # ([1, 4, 2, 1]), the output's cotangent to the experts: 4 all_to_alls;
     # psums of the loss and of the replicated [8, 4] router's gradient.
-    ("train_ep", ["--memory-per-device", "7KiB"], moe_inputs, moe_loss,
+    ("train_ep", ["--memory-per-device", "7.5KiB"], moe_inputs, moe_loss,
      {"w1": {"P(expert)"}, "w2": {"P(expert)"}, "wg": {"P()"}},
      {"all_to_all": (4, 3 * exchanged(4, 64) + exchanged(4, 8)),
       "psum": (2, reduced(4, 1) + reduced(4, 8 * 4))}),

@@ -35,7 +35,7 @@ sharded f(w1: f32[4, 16] @ P(None, m), w2: f32[16, 4] @ P(m), a: f32[4, 16] @ P(
 )");
   CHECK(cost.param_bytes == 256);
   CHECK(cost.peak_bytes == 512);
-  CHECK(cost.live_bytes == 448);
+  CHECK(cost.row_bytes == 448);
 }
 
 TEST_CASE("memory estimate: an array constant is a buffer of the block its use needs",
