@@ -9,22 +9,57 @@
 //     times matrix, short, batched, large — through rt::einsum versus the best of
 //     cblas_sgemm and, where the output is one row or column, cblas_sgemv (transposes as
 //     flags), all on one thread as each of 8 device threads on a small machine (the
-//     header line names the vector ISA the CPU offers), and (d) f32 sums (rows, columns, all)
+//     header line names the vector ISA the CPU offers) — and, where installed
+//     (scripts/install-deps.sh installs both), the same products through libxsmm's
+//     libxsmm_sgemm (a JIT for small products, BLAS above) and BLIS's sgemm (its own
+//     library, opened at run time so that OpenBLAS stays the BLAS of everything else);
+//     "best" is the fastest library — and (d) f32 sums (rows, columns, all)
 //     through rt::reduce versus a sequential f32 loop. Prints milliseconds, elements/s or GFLOP/s
 //     and the runtime/baseline ratio (lower is better).
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <vector>
 
 #include "spmdrt/kernels.h"
+#include "spmdrt/parallel.h"
+
+#ifdef SPMD_BENCH_LIBXSMM
+#include <libxsmm.h>
+#endif
 
 using namespace spmd::rt;
 
 namespace {
+
+/// A column-major BLAS sgemm (Fortran's sgemm_, libxsmm_sgemm).
+using FortranSgemm = void (*)(const char *, const char *, const int *, const int *, const int *,
+                              const float *, const float *, const int *, const float *, const int *,
+                              const float *, float *, const int *);
+
+/// BLIS's sgemm_, from its own library opened privately (RTLD_LOCAL: its BLAS
+/// symbols do not replace OpenBLAS's for anything else); null when absent.
+FortranSgemm blis_sgemm() {
+  for (const char *path : {"/usr/lib/x86_64-linux-gnu/blis-serial/libblis.so.4",
+                           "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4",
+                           "/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4", "libblis.so.4"})
+    if (void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND))
+      if (void *f = dlsym(h, "sgemm_")) return reinterpret_cast<FortranSgemm>(f);
+  return nullptr;
+}
+
+/// Row-major C[m, n] = op(A) op(B) through a column-major sgemm: C^T = op(B)^T op(A)^T.
+void row_major_sgemm(FortranSgemm f, bool ta, bool tb, int m, int n, int k, const float *a, int lda,
+                     const float *b, int ldb, float *c) {
+  const float one = 1.0f, zero = 0.0f;
+  const char tra = ta ? 'T' : 'N', trb = tb ? 'T' : 'N';
+  f(&trb, &tra, &n, &m, &k, &one, b, &ldb, a, &lda, &zero, c, &n);
+}
 
 /// Best-of-n wall time in milliseconds.
 double time_ms(int repeats, const std::function<void()> &fn) {
@@ -92,6 +127,7 @@ int main() {
   // (c) Per-shape products, one BLAS thread (as under 8 device threads on 2 cores):
   // every class of kernels_gemm.cpp against the libraries' calls for the same product.
   openblas_set_num_threads(1);
+  set_threads(1);  // and the runtime's pool: one thread, as the libraries get
   struct Product {
     const char *cls, *what, *spec;
     Shape a, b;
@@ -201,12 +237,18 @@ int main() {
   const char *isa = __builtin_cpu_supports("avx512f")                                 ? "AVX-512"
                     : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "AVX2 + FMA"
                                                                                       : "baseline";
+  FortranSgemm xsmm = nullptr;
+#ifdef SPMD_BENCH_LIBXSMM
+  xsmm = reinterpret_cast<FortranSgemm>(&libxsmm_sgemm);
+#endif
+  const FortranSgemm blis = blis_sgemm();
   std::printf(
-      "products, one thread, CPU with %s: rt::einsum vs the best of cblas_sgemm and (one\n"
-      "output row or column) cblas_sgemv on the same operands, transposes as flags, ms:\n",
-      isa);
-  std::printf("  %-7s %-26s %5s %5s %5s %8s %8s %8s %7s %6s\n", "class", "shape", "m", "n", "k",
-              "rt", "sgemm", "sgemv", "GFLOP/s", "rt/lib");
+      "products, one thread, CPU with %s: rt::einsum vs the best library on the same operands,\n"
+      "transposes as flags: OpenBLAS's cblas_sgemm and (one output row or column) cblas_sgemv,\n"
+      "libxsmm_sgemm (%s), BLIS's sgemm (%s); ms:\n",
+      isa, xsmm ? "linked" : "not installed: -", blis ? "found" : "not installed: -");
+  std::printf("  %-7s %-26s %5s %5s %5s %8s %8s %8s %8s %8s %7s %6s %-6s\n", "class", "shape", "m",
+              "n", "k", "rt", "sgemm", "sgemv", "libxsmm", "blis", "GFLOP/s", "rt/lib", "best");
   for (const Product &p : products) {
     Tensor pa = random_tensor(DType::F32, p.a, 5), pb = random_tensor(DType::F32, p.b, 6);
     const Tensor ops[] = {pa, pb};
@@ -236,14 +278,43 @@ int main() {
                     vec, 1, 0.0f, ref.data(), 1);
       });
     }
-    const double lib_ms = gemv_ms > 0 ? std::min(gemm_ms, gemv_ms) : gemm_ms;
+    // The same product through a column-major sgemm, checked against cblas_sgemm's
+    // (a wrongly transposed call would time another product); -1: the library is absent.
+    const std::vector<float> want = ref;
+    std::vector<float> got(ref.size());
+    auto fortran_ms = [&](FortranSgemm f, const char *name) {
+      if (!f) return -1.0;
+      const double ms = time_ms(20, [&] {
+        for (int64_t e = 0; e < p.batch; ++e)
+          row_major_sgemm(f, p.trans_a, p.trans_b, int(p.m), int(p.n), int(p.k),
+                          pa.data<float>() + e * p.m * p.k, lda, pb.data<float>() + e * p.k * p.n,
+                          ldb, got.data() + e * p.m * p.n);
+      });
+      for (size_t i = 0; i < got.size(); ++i)
+        if (std::abs(got[i] - want[i]) > 1e-3f * (1.0f + std::abs(want[i]))) {
+          std::fprintf(stderr, "kernels_bench: %s's %s differs from cblas_sgemm's at %zu\n", name,
+                       p.what, i);
+          std::exit(1);
+        }
+      return ms;
+    };
+    const double xsmm_ms = fortran_ms(xsmm, "libxsmm"), blis_ms = fortran_ms(blis, "BLIS");
+    double lib_ms = gemm_ms;
+    const char *best = "sgemm";
+    for (const auto &[ms, name] :
+         {std::pair{gemv_ms, "sgemv"}, std::pair{xsmm_ms, "libxsmm"}, std::pair{blis_ms, "blis"}})
+      if (ms > 0 && ms < lib_ms) lib_ms = ms, best = name;
     const double pflops = 2.0 * p.batch * p.m * p.n * p.k;
-    char gemv_col[16] = "-";
-    if (gemv_ms > 0) std::snprintf(gemv_col, sizeof gemv_col, "%.3f", gemv_ms);
-    std::printf("  %-7s %-26s %5lld %5lld %5lld %8.3f %8.3f %8s %7.1f %6.2f\n", p.cls, p.what,
-                static_cast<long long>(p.m), static_cast<long long>(p.n),
-                static_cast<long long>(p.k), rt_ms, gemm_ms, gemv_col, pflops / (rt_ms * 1e6),
-                rt_ms / lib_ms);
+    auto column = [](double ms) {
+      char out[16] = "-";
+      if (ms > 0) std::snprintf(out, sizeof out, "%.3f", ms);
+      return std::string(out);
+    };
+    std::printf("  %-7s %-26s %5lld %5lld %5lld %8.3f %8.3f %8s %8s %8s %7.1f %6.2f %-6s\n", p.cls,
+                p.what, static_cast<long long>(p.m), static_cast<long long>(p.n),
+                static_cast<long long>(p.k), rt_ms, gemm_ms, column(gemv_ms).c_str(),
+                column(xsmm_ms).c_str(), column(blis_ms).c_str(), pflops / (rt_ms * 1e6),
+                rt_ms / lib_ms, best);
   }
 
   // (d) Sums: rt::reduce (accurate: f64 lanes, kernels.h's kSumLanes) against the

@@ -25,6 +25,8 @@ PKGS=(
   vim                            # editors/vim is tested in a headless Vim
   neovim                         # docs/lsp.md's Neovim (0.7) setup is tested headless
   fortunes-min fortunes          # English text for samples/gpt (/usr/share/games/fortunes)
+  libxsmm-dev libblis4-serial    # bench/kernels_bench's peers: small-GEMM JIT, BLIS (its libblas
+                                 # alternative ranks below OpenBLAS's, which stays the BLAS)
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -34,6 +34,14 @@ void gemm(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
 /// without AVX-512): each step is then s = fma(a, b, s) instead of s + a * b.
 bool gemm_fuses_multiply_add();
 
+/// Whether gemm computes this product with its own loop (the running sum over k in
+/// order, fused or not as above) rather than BLAS, BLIS or OpenBLAS's GEMV
+/// (kernels_gemm.cpp: the choice depends on the shape and the CPU).
+bool gemm_runs_own_loop(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n);
+
+/// "BLIS" where gemm hands products to BLIS on this machine; null otherwise.
+const char *gemm_peer_library();
+
 /// A bf16 element; a distinct type so dtype dispatch can template on it.
 struct BF16 {
   uint16_t bits;

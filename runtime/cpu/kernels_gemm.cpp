@@ -41,6 +41,16 @@
 // BLAS products' bits are OpenBLAS's. The choice depends on the CPU only, so `spmdc run` and an
 // executable on one machine take the same path and agree bit for bit.
 //
+// On AVX-512 the own loops lost to the libraries (bench/kernels_bench on a 2-core Xeon,
+// docs/backend.md, "Matrix products per shape class"): BLIS beat them on narrow, short and
+// GEMV products (1.1–2.4x), and OpenBLAS's GEMV beat paths 1 and 2. So on AVX-512, where
+// BLIS is installed (Debian's libblis4-serial; SPMDRT_BLIS=0 turns it off), paths 1–4 call
+// BLIS's sgemm/dgemm, tiled like path 5 (tiles fixed by the shape); without BLIS, GEMV and
+// vector times matrix call OpenBLAS's GEMV as on AVX2. BLIS is opened privately
+// (dlopen RTLD_LOCAL | RTLD_DEEPBIND) so that its BLAS symbols never replace OpenBLAS's.
+// Those products' bits are then the library's, the same in `spmdc run` and an executable
+// on one machine (gemm_runs_own_loop says which products keep the promise above).
+//
 // Before a thread's first BLAS product, warm_blas_buffer runs one 64 x 384 x 384 sgemm on
 // zeros (about 19 MFLOP, half a millisecond) whose result is thrown away (issue 32). On
 // the 2-core AVX2 development machine (a virtual machine, OpenBLAS 0.3.21 with its Zen
@@ -56,8 +66,10 @@
 // a buffer of its own. The
 // warm-up writes only its own scratch output: no result changes.
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "gemm_loops.h"
@@ -141,6 +153,38 @@ void loops_baseline(const GemmProduct<T> &g) {
     case GemmPath::Blas:
       break;
   }
+}
+
+/// A column-major (Fortran) BLAS gemm: sgemm_ or dgemm_.
+template <typename T>
+using FortranGemm = void (*)(const char *, const char *, const int *, const int *, const int *,
+                             const T *, const T *, const int *, const T *, const int *, const T *,
+                             T *, const int *);
+
+/// BLIS's sgemm_ and dgemm_, from its own library opened privately; null where it is not
+/// installed, where SPMDRT_BLIS=0, or where the CPU has no AVX-512 (not measured there).
+struct Blis {
+  FortranGemm<float> sgemm = nullptr;
+  FortranGemm<double> dgemm = nullptr;
+};
+
+const Blis &blis() {
+  static const Blis found = [] {
+    Blis b;
+    if (gemm_isa() != GemmIsa::Avx512) return b;
+    if (const char *env = std::getenv("SPMDRT_BLIS"); env && std::strcmp(env, "0") == 0) return b;
+    for (const char *path : {"/usr/lib/x86_64-linux-gnu/blis-serial/libblis.so.4",
+                             "/usr/lib/x86_64-linux-gnu/libblis.so.4", "libblis.so.4"}) {
+      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (!h) continue;
+      auto s = reinterpret_cast<FortranGemm<float>>(dlsym(h, "sgemm_"));
+      auto d = reinterpret_cast<FortranGemm<double>>(dlsym(h, "dgemm_"));
+      if (s && d) return Blis{s, d};
+      dlclose(h);
+    }
+    return b;
+  }();
+  return found;
 }
 
 /// Once per thread: one product big enough to touch the whole of OpenBLAS's work buffer
@@ -266,14 +310,69 @@ void blas_gemm(const GemmProduct<T> &g, bool trans_a, bool trans_b) {
   });
 }
 
+/// C = op(A) op(B) through BLIS (row-major C is column-major Cᵀ = op(B)ᵀ op(A)ᵀ), in
+/// tiles of tile_rows along C's longer side, like blas_gemm.
+template <typename T>
+void blis_gemm(const GemmProduct<T> &g, bool trans_a, bool trans_b) {
+  FortranGemm<T> f;
+  if constexpr (sizeof(T) == 4) {
+    f = blis().sgemm;
+  } else {
+    f = blis().dgemm;
+  }
+  const bool by_rows = g.m >= g.n;
+  const int64_t extent = by_rows ? g.m : g.n, other = by_rows ? g.n : g.m;
+  parallel_for(extent, tile_rows(extent, other * g.k), [&](int64_t lo, int64_t hi) {
+    const T *a = g.a.data, *b = g.b.data;
+    T *c = g.c + (by_rows ? lo * g.n : lo);
+    int m = int(g.m), n = int(g.n);
+    if (by_rows) {
+      a += trans_a ? lo : lo * g.a.ld;
+      m = int(hi - lo);
+    } else {
+      b += trans_b ? lo * g.b.ld : lo;
+      n = int(hi - lo);
+    }
+    const int k = int(g.k), lda = int(g.a.ld), ldb = int(g.b.ld), ldc = int(g.n);
+    const T one = 1, zero = 0;
+    const char tra = trans_a ? 'T' : 'N', trb = trans_b ? 'T' : 'N';
+    f(&trb, &tra, &n, &m, &k, &one, b, &ldb, a, &lda, &zero, c, &ldc);
+  });
+}
+
+/// Where paths 1–4 hand a product to a library instead (see the file comment).
+enum class Library { None, Blis, BlasGemv };
+
+template <typename T>
+Library library_for(GemmPath path) {
+  if (path == GemmPath::Blas) return Library::None;
+  const bool gemv = path == GemmPath::Gemv || path == GemmPath::VecMat;
+  switch (gemm_isa()) {
+    case GemmIsa::Avx512:
+      if (blis().sgemm) return Library::Blis;
+      return gemv ? Library::BlasGemv : Library::None;
+    case GemmIsa::Avx2Fma:
+      return gemv ? Library::BlasGemv : Library::None;
+    case GemmIsa::Baseline:
+      return Library::None;
+  }
+  return Library::None;
+}
+
 template <typename T>
 void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T *a, const T *b,
                 T *c) {
   use_single_threaded_blas();
   const GemmOperand<T> op_a{a, trans_a ? m : k, trans_a}, op_b{b, trans_b ? k : n, trans_b};
   const GemmProduct<T> g{choose_path<T>(trans_a, trans_b, m, n), m, n, k, op_a, op_b, c};
-  if ((g.path == GemmPath::Gemv || g.path == GemmPath::VecMat) && gemm_isa() == GemmIsa::Avx2Fma)
-    return blas_gemv(g, a, b);
+  switch (library_for<T>(g.path)) {
+    case Library::Blis:
+      return blis_gemm(g, trans_a, trans_b);
+    case Library::BlasGemv:
+      return blas_gemv(g, a, b);
+    case Library::None:
+      break;
+  }
   if (g.path == GemmPath::Narrow || g.path == GemmPath::Gemv) {
     // Rows are independent: any split gives the same bits.
     const int64_t rows = g.path == GemmPath::Gemv && n != 1 ? n : m;
@@ -290,6 +389,20 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
 }  // namespace
 
 bool gemm_fuses_multiply_add() { return gemm_isa() == GemmIsa::Avx2Fma; }
+
+bool gemm_runs_own_loop(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n) {
+  if (dtype == DType::F32) {
+    const GemmPath path = choose_path<float>(trans_a, trans_b, m, n);
+    return path != GemmPath::Blas && library_for<float>(path) == Library::None;
+  }
+  if (dtype == DType::F64) {
+    const GemmPath path = choose_path<double>(trans_a, trans_b, m, n);
+    return path != GemmPath::Blas && library_for<double>(path) == Library::None;
+  }
+  return true;
+}
+
+const char *gemm_peer_library() { return blis().sgemm ? "BLIS" : nullptr; }
 
 void gemm(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const std::byte *a, const std::byte *b, std::byte *c) {
