@@ -30,7 +30,7 @@
 // exactly rounded IEEE operations and selects, and no FMA is contracted.
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
     !defined(__INTEL_COMPILER) && defined(__OPTIMIZE__) && defined(__x86_64__)
-#define SPMDRT_FUSED_LOOP [[gnu::target_clones("avx2", "default")]] static void
+#define SPMDRT_FUSED_LOOP [[gnu::target_clones("avx512f", "avx2", "default")]] static void
 #else
 #define SPMDRT_FUSED_LOOP static void
 #endif
