@@ -405,8 +405,10 @@ bool reduces_rows(const Shape &shape, const std::vector<bool> &reduced) {
   bool seen = false;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
-    if (reduced[d]) seen = true;
-    else if (seen) return false;
+    if (reduced[d])
+      seen = true;
+    else if (seen)
+      return false;
   }
   return true;
 }

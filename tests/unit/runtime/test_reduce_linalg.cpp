@@ -130,7 +130,7 @@ TEST_CASE("max and min of rows: signed zeros, NaN payloads and infinities in ord
   Tensor x = Tensor::empty(DType::F32, {6, 40});
   for (int r = 0; r < 6; ++r) std::copy(rows[r].begin(), rows[r].end(), x.data<float>() + r * 40);
   const Tensor mx = reduce(ReduceOp::Max, x, last), mn = reduce(ReduceOp::Min, x, last);
-  const uint32_t want_max[] = {bits(-0.0f), bits(0.0f),  bits(nan_a),
+  const uint32_t want_max[] = {bits(-0.0f), bits(0.0f), bits(nan_a),
                                bits(-inf),  bits(3.5f), bits(nan_b)};
   const uint32_t want_min[] = {bits(-1.0f), bits(0.0f),   bits(nan_a),
                                bits(-inf),  bits(-7.25f), bits(nan_b)};
