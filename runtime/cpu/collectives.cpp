@@ -461,12 +461,40 @@ inline A combine(A acc, A x) {
   }
 }
 
+/// Whether out[0, count) overlaps any of `inputs`' first `count` elements.
+template <typename S>
+bool overlaps(std::span<const std::byte *const> inputs, int64_t count, const S *out) {
+  const auto *o = reinterpret_cast<const std::byte *>(out);
+  const auto bytes = static_cast<int64_t>(sizeof(S)) * count;
+  for (const std::byte *in : inputs)
+    if (in < o + bytes && o < in + bytes) return true;
+  return false;
+}
+
 /// out[i] = ((in_0[i] op in_1[i]) op in_2[i]) ... for i < count; bf16 accumulates
 /// in f32 and rounds once.
 template <typename S, ReduceOp kOp>
 void reduce_range(std::span<const std::byte *const> inputs, int64_t count, S *out) {
   using C = detail::Compute<S>;
   using A = typename C::type;
+  if constexpr (std::is_same_v<A, S>) {
+    // Accumulate in `out` itself, a chunk at a time (the same operations in the same
+    // order, without copying the first input in and the result out of a buffer).
+    if (inputs.size() >= 2 && !overlaps(inputs, count, out)) {
+      for (int64_t begin = 0; begin < count; begin += kChunk) {
+        const int64_t n = std::min(kChunk, count - begin);
+        S *__restrict dst = out + begin;
+        const S *__restrict in0 = reinterpret_cast<const S *>(inputs[0]) + begin;
+        const S *__restrict in1 = reinterpret_cast<const S *>(inputs[1]) + begin;
+        for (int64_t i = 0; i < n; ++i) dst[i] = combine<A, kOp>(in0[i], in1[i]);
+        for (size_t r = 2; r < inputs.size(); ++r) {
+          const S *__restrict in = reinterpret_cast<const S *>(inputs[r]) + begin;
+          for (int64_t i = 0; i < n; ++i) dst[i] = combine<A, kOp>(dst[i], in[i]);
+        }
+      }
+      return;
+    }
+  }
   A acc[kChunk];
   for (int64_t begin = 0; begin < count; begin += kChunk) {
     const int64_t n = std::min(kChunk, count - begin);

@@ -25,12 +25,13 @@
 // SPMDRT_FUSED_LOOP: how `spmdc build --target cpu` declares a fused loop that
 // calls vector_math.h's functions. Executables are compiled for baseline x86-64
 // (they run on any x86-64 machine), where such a loop runs 4 lanes wide; with
-// GCC on x86-64 it is also compiled for AVX2 (8 lanes) and the loader picks the
-// clone the CPU can run. The clones compute the same bits: vector_math.h is
-// exactly rounded IEEE operations and selects, and no FMA is contracted.
+// GCC on x86-64 it is also compiled for AVX-512 (16 lanes) and AVX2 (8 lanes) and
+// the loader picks the widest clone the CPU can run. The clones compute the same
+// bits: vector_math.h is exactly rounded IEEE operations and selects, and no FMA
+// is contracted.
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
     !defined(__INTEL_COMPILER) && defined(__OPTIMIZE__) && defined(__x86_64__)
-#define SPMDRT_FUSED_LOOP [[gnu::target_clones("avx2", "default")]] static void
+#define SPMDRT_FUSED_LOOP [[gnu::target_clones("avx512f", "avx2", "default")]] static void
 #else
 #define SPMDRT_FUSED_LOOP static void
 #endif

@@ -2,6 +2,8 @@
 //
 // Reductions are checked by hand and against a naive loop over several axis
 // sets; matmul and einsum against naive f64 loops written here.
+#include <bit>
+#include <limits>
 #include <map>
 
 #include "rt_test_util.h"
@@ -103,6 +105,46 @@ TEST_CASE("reduce over several axes against the defined order", "[runtime][reduc
       check_equal(mx, dtype, out_shape, ref_max);
     }
   }
+}
+
+TEST_CASE("max and min of rows: signed zeros, NaN payloads and infinities in order",
+          "[runtime][reduce]") {
+  // The sequential definition: acc = -inf (max) / +inf (min), then acc = acc if acc beats x
+  // or is NaN, else x. So among equal zeros the last one wins and the first NaN wins.
+  // Rows of 40 elements: whole 64-byte vectors and a tail.
+  const int64_t last[] = {1};
+  auto bits = [](float v) { return std::bit_cast<uint32_t>(v); };
+  const float nan_a = std::bit_cast<float>(0x7fc00001u), nan_b = std::bit_cast<float>(0xffc00002u);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<std::vector<float>> rows(6, std::vector<float>(40, -1.0f));
+  std::fill(rows[0].begin(), rows[0].begin() + 32, 0.0f);
+  rows[0][31] = -0.0f;  // the last zero is -0: max -0
+  rows[1].assign(40, -0.0f);
+  rows[1][39] = 0.0f;  // last zero +0 (in the tail)
+  rows[2][5] = nan_a;
+  rows[2][33] = nan_b;  // first NaN wins
+  rows[3].assign(40, -inf);
+  rows[4][17] = 3.5f;
+  rows[4][38] = -7.25f;
+  rows[5][36] = nan_b;  // a NaN in the tail only
+  Tensor x = Tensor::empty(DType::F32, {6, 40});
+  for (int r = 0; r < 6; ++r) std::copy(rows[r].begin(), rows[r].end(), x.data<float>() + r * 40);
+  const Tensor mx = reduce(ReduceOp::Max, x, last), mn = reduce(ReduceOp::Min, x, last);
+  const uint32_t want_max[] = {bits(-0.0f), bits(0.0f), bits(nan_a),
+                               bits(-inf),  bits(3.5f), bits(nan_b)};
+  const uint32_t want_min[] = {bits(-1.0f), bits(0.0f),   bits(nan_a),
+                               bits(-inf),  bits(-7.25f), bits(nan_b)};
+  for (int r = 0; r < 6; ++r) {
+    INFO("row " << r);
+    CHECK(bits(mx.data<float>()[r]) == want_max[r]);
+    CHECK(bits(mn.data<float>()[r]) == want_min[r]);
+  }
+  // Sums of rows of zeros: each lane starts at +0, so -0 + -0 sums to +0.
+  Tensor z = Tensor::empty(DType::F32, {2, 300});
+  std::fill(z.data<float>(), z.data<float>() + 600, -0.0f);
+  const Tensor zs = reduce(ReduceOp::Sum, z, last);
+  CHECK(bits(zs.data<float>()[0]) == bits(0.0f));
+  CHECK(bits(zs.data<float>()[1]) == bits(0.0f));
 }
 
 TEST_CASE("f32 sums of 10^6 elements stay within one rounding", "[runtime][reduce]") {
