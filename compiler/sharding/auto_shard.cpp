@@ -34,6 +34,7 @@
 #include "sharding/ilp.h"
 #include "sharding/lagrangian.h"
 #include "sharding/pairwise.h"
+#include "sharding/polish.h"
 #include "sharding/reduce.h"
 #include "support/cpu_time.h"
 
@@ -52,6 +53,12 @@ constexpr double kCbcSecondsPerVariable = 1e-4;
 /// equal time towards the one that stores less — e.g. a batch that arrives
 /// split rather than replicated and sliced locally (both free to reshard).
 constexpr double kParamByteTieBreak = 1e-18;
+/// The relaxation's last bests best_by_evaluate() compares (each costs an
+/// evaluate()).
+constexpr size_t kRelaxationPlans = 4;
+/// The share of the time limit the polish (polish.h) may take when the
+/// solvers spent the limit.
+constexpr double kPolishShare = 0.05;
 
 enum class NodeKind { Param, Op, Result, Copy };
 
@@ -86,7 +93,7 @@ class AutoBuilder {
     report_.build_seconds = process_cpu_seconds() - start;
     std::optional<std::vector<size_t>> pick = solve(start);
     if (!pick) return std::nullopt;
-    return no_worse_than_baselines(read_plan(*pick));
+    return no_worse_than_baselines(best_by_evaluate(*pick, start));
   }
 
  private:
@@ -604,6 +611,112 @@ class AutoBuilder {
 
   double since(double t) const { return process_cpu_seconds() - t; }
 
+  /// Whether a plan evaluate() priced at `c` fits the memory limit: the one
+  /// check of the answer against the limit (the search's own plans fit its
+  /// memory rows).
+  bool fits_limit(const PlanCost &c) const {
+    return !options_.memory_per_device || c.live_bytes <= *options_.memory_per_device;
+  }
+
+  /// A complete plan the search produced on its way (a choice of the
+  /// reduced problem's nodes): best_by_evaluate() prices it.
+  void saw(const std::vector<int> &choice) {
+    std::vector<size_t> all = picked(choice);
+    if (std::find(seen_.begin(), seen_.end(), all) == seen_.end()) seen_.push_back(std::move(all));
+  }
+
+  /// The search's plan (`pick`), or one evaluate() prices below it: the
+  /// cheapest by evaluate() that fits the limit of the plans the search
+  /// produced on its way (solve() keeps them: the exact solver's, the
+  /// relaxation's last bests, the local search's, the block moves', CBC's)
+  /// and of the cheapest of them polished by moves priced by evaluate()
+  /// (polish.h). Past the copy-node budget the solvers minimise an upper
+  /// bound of evaluate(), which can order plans otherwise. The plans are
+  /// ranked by plan_seconds() (evaluate()'s total, without its memory
+  /// walk) and evaluate() decides, in that order, the first that fits. The
+  /// report's objective is then evaluate()'s total of the answer. A plan
+  /// proven optimal for evaluate()'s own sum stands.
+  Plan best_by_evaluate(const std::vector<size_t> &pick, double start) {
+    if (report_.optimal && report_.shared_per_group == 0) return read_plan(pick);
+    struct Candidate {
+      std::vector<size_t> choice;
+      double seconds = 0;
+    };
+    std::vector<Candidate> plans;
+    plans.push_back({pick, plan_seconds(p_, read_plan(pick))});
+    for (const std::vector<size_t> &choice : seen_)
+      if (choice != pick) plans.push_back({choice, plan_seconds(p_, read_plan(choice))});
+    const double searched = plans.front().seconds;
+    report_.plans_compared = static_cast<int>(plans.size());
+    std::stable_sort(plans.begin(), plans.end(),
+                     [](const Candidate &x, const Candidate &y) { return x.seconds < y.seconds; });
+    // The polish (polish.h) from the cheapest, on every root's node, under
+    // the memory rows before the reductions (which the solvers' plans fit).
+    std::vector<int> from(plans.front().choice.begin(), plans.front().choice.end());
+    if (options_.polish && (!full_memory_ || full_memory_->fits(from))) {
+      PolishOptions po;
+      // Its own share of the time limit when the solvers spent it all.
+      po.time_limit_s =
+          std::max(options_.time_limit_s - since(start), kPolishShare * options_.time_limit_s);
+      // Block moves where block_search.h makes them: under a memory limit.
+      PolishResult r =
+          polish(p_, polish_nodes(), full_memory_ ? &*full_memory_ : nullptr,
+                 full_memory_ ? blocks(false) : std::vector<std::vector<int>>{}, from, po);
+      report_.polish_moves = r.moves + r.shared_moves + r.block_moves;
+      if (r.total_s < r.start_s)
+        plans.insert(plans.begin(),
+                     {std::vector<size_t>(r.choice.begin(), r.choice.end()), r.total_s});
+    }
+    if (options_.seen_plans)
+      for (const Candidate &c : plans) options_.seen_plans->push_back(read_plan(c.choice));
+    // evaluate() decides: the first in order that fits (the search's own
+    // plan when none does, as before).
+    std::optional<PlanCost> cost;
+    size_t taken = 0;
+    for (; taken < plans.size(); ++taken) {
+      const PlanCost c = evaluate(p_, read_plan(plans[taken].choice));
+      if (std::isfinite(c.total_s()) && fits_limit(c)) {
+        cost = c;
+        break;
+      }
+    }
+    if (!cost) return read_plan(pick);
+    const std::vector<size_t> &best = plans[taken].choice;
+    report_.objective_s = cost->total_s();
+    if (best != pick) {
+      report_.optimal = false;
+      char line[320];
+      std::snprintf(
+          line, sizeof line, "; evaluate() prices its plan at %s, this one at %s (%s)",
+          format_seconds(searched).c_str(), format_seconds(cost->total_s()).c_str(),
+          report_.polish_moves > 0 && taken == 0
+              ? (std::to_string(report_.polish_moves) + " moves priced by evaluate()").c_str()
+              : "a plan the search met on its way");
+      report_.status += line;
+    }
+    return read_plan(best);
+  }
+
+  /// The search's nodes (one per pairwise variable, before the
+  /// reductions) as polish.h moves them: a root's candidates set it, its
+  /// followers and the results tied to it.
+  std::vector<PolishNode> polish_nodes() const {
+    std::vector<PolishNode> out(pairwise_.unary.size());
+    for (const Node &n : nodes_) {
+      PolishNode &pn = out[static_cast<size_t>(var_of_[static_cast<size_t>(n.root)])];
+      pn.candidates = nodes_[static_cast<size_t>(n.root)].cands.size();
+      if (n.kind == NodeKind::Copy) continue;
+      PolishNode::Member m;
+      m.kind = n.kind == NodeKind::Param    ? PolishNode::Member::Kind::Param
+               : n.kind == NodeKind::Result ? PolishNode::Member::Kind::Result
+                                            : PolishNode::Member::Kind::Op;
+      m.index = n.index;
+      for (size_t a = 0; a < pn.candidates; ++a) m.at.push_back(strategy_at(n, a));
+      pn.members.push_back(std::move(m));
+    }
+    return out;
+  }
+
   /// The search's plan against the two plans `--explain` prints next to it
   /// (pure DP and replicated), all priced by evaluate(). When the search's
   /// objective is only an upper bound (past the copy-node budget, reshards
@@ -621,7 +734,7 @@ class AutoBuilder {
     auto consider = [&](const char *name, const Plan &candidate) {
       PlanCost c = evaluate(p_, candidate);
       if (!std::isfinite(c.total_s())) return;
-      if (options_.memory_per_device && c.live_bytes > *options_.memory_per_device) return;
+      if (!fits_limit(c)) return;
       if (c.total_s() < best * (1 - 1e-9)) {
         best = c.total_s();
         taken = name;
@@ -678,13 +791,13 @@ class AutoBuilder {
 
   /// The blocks of block_search.h (a parameter with everything tied to it)
   /// as nodes of the problem the solvers see.
-  std::vector<std::vector<int>> blocks() const {
+  std::vector<std::vector<int>> blocks(bool reduced = true) const {
     std::vector<int> reduced_of;
-    if (reduced_) reduced_of = reduced_node_of(*reduced_);
+    if (reduced_ && reduced) reduced_of = reduced_node_of(*reduced_);
     auto node = [&](int graph_node) {
       if (graph_node < 0) return -1;
       const int var = var_of_[static_cast<size_t>(nodes_[static_cast<size_t>(graph_node)].root)];
-      if (var < 0 || !reduced_) return var;
+      if (var < 0 || !reduced_ || !reduced) return var;
       return reduced_of[static_cast<size_t>(var)];
     };
     std::vector<std::vector<int>> out;
@@ -711,6 +824,7 @@ class AutoBuilder {
     if (bo.time_limit_s <= 0) return;
     BlockSearchResult b = block_search(problem, memory, blocks(), r.best->choice, bo);
     report_.block_moves = b.block_moves;
+    saw(b.plan.choice);
     if (b.plan.objective < r.best->objective) {
       r.best = std::move(b.plan);
       r.bound = std::min(r.bound, r.best->objective);
@@ -733,6 +847,7 @@ class AutoBuilder {
     std::optional<Relaxation> relaxed;  // with a memory limit
     std::optional<MemoryModel> memory;
     if (options_.memory_per_device) memory = memory_model();
+    full_memory_ = memory;
     // The exact reductions (reduce.h); the solvers see the reduced problem.
     const PairwiseProblem *problem = &pairwise_;
     if (options_.simplify) {
@@ -748,6 +863,7 @@ class AutoBuilder {
     const double time_left = options_.time_limit_s - since(start);
     if (states > 0 && !memory) {
       if (std::optional<Elimination> e = eliminate(*problem, states)) {
+        saw(e->choice);
         report_.solver = "dynamic program";
         report_.solve_seconds = since(t);
         report_.optimal = true;
@@ -771,6 +887,10 @@ class AutoBuilder {
         report_no_fit(f);
         return std::nullopt;
       }
+      // Its last few bests (the last is `best`).
+      const size_t n = relaxed->bests.size();
+      for (size_t k = n > kRelaxationPlans ? n - kRelaxationPlans : 0; k < n; ++k)
+        saw(relaxed->bests[k]);
       if (options_.block_moves && relaxed->best && relaxed->gap() > options_.gap)
         improve_by_blocks(*problem, *memory, *relaxed, start);
       if (relaxed->best && relaxed->gap() <= options_.gap) {
@@ -784,6 +904,7 @@ class AutoBuilder {
       // time limit still answers (with the gap to a simple proven bound).
       Elimination local = local_search(*problem);
       if (std::isfinite(local.objective)) {
+        saw(local.choice);
         relaxed.emplace();
         relaxed->best = std::move(local);
         relaxed->bound = std::min(lower_bound(*problem), relaxed->best->objective);
@@ -849,6 +970,18 @@ class AutoBuilder {
     report_.solve_seconds = since(t);
     using S = IlpSolution::Status;
     const bool cbc_plan = sol.status == S::Optimal || sol.status == S::Stopped;
+    // CBC's plan (the largest variable of each node's).
+    std::vector<int> pick(problem->unary.size(), 0);
+    for (size_t v = 0; v < problem->unary.size() && cbc_plan; ++v) {
+      if (first_var[v] < 0) continue;
+      int best = 0;
+      for (size_t a = 1; a < problem->unary[v].size(); ++a)
+        if (sol.values[static_cast<size_t>(first_var[v]) + a] >
+            sol.values[static_cast<size_t>(first_var[v] + best)])
+          best = static_cast<int>(a);
+      pick[v] = best;
+    }
+    if (cbc_plan) saw(pick);
     if (have_plan) {
       // The better of the two plans, and the better of the two bounds (CBC's
       // optimum proves the relaxation's plan optimal when it is no cheaper).
@@ -873,16 +1006,6 @@ class AutoBuilder {
                      format_seconds(options_.time_limit_s))
           .fix = "raise --time-limit, or write more specs to shrink the search";
       return std::nullopt;
-    }
-    std::vector<int> pick(problem->unary.size(), 0);
-    for (size_t v = 0; v < problem->unary.size(); ++v) {
-      if (first_var[v] < 0) continue;
-      int best = 0;
-      for (size_t a = 1; a < problem->unary[v].size(); ++a)
-        if (sol.values[static_cast<size_t>(first_var[v]) + a] >
-            sol.values[static_cast<size_t>(first_var[v] + best)])
-          best = static_cast<int>(a);
-      pick[v] = best;
     }
     report_.optimal = sol.status == S::Optimal;
     report_.objective_s = sol.objective / kTimeScale + constant;
@@ -946,8 +1069,10 @@ class AutoBuilder {
   std::vector<std::vector<int>> neighbours_;  // per node: a copy node's roots (number_roots)
   std::optional<Reduced> reduced_;            // pairwise_ reduced (with simplify)
   IlpProblem ilp_;
-  bool improved_by_blocks_ = false;  // improve_by_blocks() bettered the relaxation's plan
-  Deadline deadline_;                // the preparation throws OutOfTime past it
+  std::optional<MemoryModel> full_memory_;  // the memory rows before the reductions
+  std::vector<std::vector<size_t>> seen_;   // the complete plans the solvers produced (saw())
+  bool improved_by_blocks_ = false;         // improve_by_blocks() bettered the relaxation's plan
+  Deadline deadline_;                       // the preparation throws OutOfTime past it
 };
 
 }  // namespace
