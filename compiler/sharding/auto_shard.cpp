@@ -648,6 +648,9 @@ class AutoBuilder {
       if (choice != pick) plans.push_back({choice, plan_seconds(p_, read_plan(choice))});
     const double searched = plans.front().seconds;
     report_.plans_compared = static_cast<int>(plans.size());
+    // A plan within rounding of the search's does not displace it (the
+    // search's plan comes first among equals).
+    for (Candidate &c : plans) c.seconds = std::max(c.seconds, cheaper(searched));
     std::stable_sort(plans.begin(), plans.end(),
                      [](const Candidate &x, const Candidate &y) { return x.seconds < y.seconds; });
     // The polish (polish.h) from the cheapest, on every root's node, under
@@ -663,7 +666,7 @@ class AutoBuilder {
           polish(p_, polish_nodes(), full_memory_ ? &*full_memory_ : nullptr,
                  full_memory_ ? blocks(false) : std::vector<std::vector<int>>{}, from, po);
       report_.polish_moves = r.moves + r.shared_moves + r.block_moves;
-      if (r.total_s < r.start_s)
+      if (r.total_s < cheaper(plans.front().seconds))
         plans.insert(plans.begin(),
                      {std::vector<size_t>(r.choice.begin(), r.choice.end()), r.total_s});
     }
@@ -684,18 +687,25 @@ class AutoBuilder {
     const std::vector<size_t> &best = plans[taken].choice;
     report_.objective_s = cost->total_s();
     if (best != pick) {
+      // (Proven optimal only for the per-consumer pricing.)
+      if (report_.optimal) report_.status = "optimal for its per-consumer pricing";
       report_.optimal = false;
+      const std::string how = report_.polish_moves > 0 && taken == 0
+                                  ? "after " + std::to_string(report_.polish_moves) +
+                                        (report_.polish_moves == 1 ? " move" : " moves") +
+                                        " priced by evaluate()"
+                                  : "another plan it met on its way";
       char line[320];
-      std::snprintf(
-          line, sizeof line, "; evaluate() prices its plan at %s, this one at %s (%s)",
-          format_seconds(searched).c_str(), format_seconds(cost->total_s()).c_str(),
-          report_.polish_moves > 0 && taken == 0
-              ? (std::to_string(report_.polish_moves) + " moves priced by evaluate()").c_str()
-              : "a plan the search met on its way");
+      std::snprintf(line, sizeof line, "; answered with a plan %s cheaper by evaluate(), %s (%s)",
+                    format_seconds(searched - cost->total_s()).c_str(),
+                    format_seconds(cost->total_s()).c_str(), how.c_str());
       report_.status += line;
     }
     return read_plan(best);
   }
+
+  /// Below `seconds` by more than rounding.
+  static double cheaper(double seconds) { return seconds - 1e-9 * std::abs(seconds); }
 
   /// The search's nodes (one per pairwise variable, before the
   /// reductions) as polish.h moves them: a root's candidates set it, its
