@@ -184,18 +184,61 @@ class Polisher {
   }
 
   /// The layouts value x's readers can need (at most `cap`).
-  std::vector<const Sharding *> needs_of(ir::ValueId x, size_t cap) const {
-    std::vector<const Sharding *> out;
+  std::vector<const Sharding *> needs_of(ir::ValueId x, size_t cap) {
+    struct Need {
+      const Sharding *layout;
+      size_t last_node;
+      int nodes;
+    };
+    std::vector<Need> all;
     for (const Reader &r : readers_[static_cast<size_t>(x)])
       for (size_t a = 0; a < nodes_[r.node].candidates; ++a) {
         const Sharding &need = need_at(r, a);
-        bool seen = false;
-        for (const Sharding *s : out) seen = seen || *s == need;
-        if (seen) continue;
-        if (out.size() == cap) return out;
-        out.push_back(&need);
+        auto it =
+            std::find_if(all.begin(), all.end(), [&](const Need &n) { return *n.layout == need; });
+        if (it == all.end()) {
+          all.push_back({&need, r.node, 1});
+        } else if (it->last_node != r.node) {
+          it->last_node = r.node;
+          ++it->nodes;
+        }
       }
+    // Only a layout two readers can need (one reader alone is a single
+    // move) that costs a reshard to make (else each reader's own move sees
+    // all it changes).
+    std::vector<const Sharding *> out;
+    const Sharding *have = layout_of(x);
+    const Type &t = p_.type(x);
+    for (const Need &n : all)
+      if (n.nodes > 1 && out.size() < cap && have && *n.layout != *have &&
+          p_.connector->seconds(t.shape, t.dtype, *have, *n.layout) > 0)
+        out.push_back(n.layout);
     return out;
+  }
+
+  /// Whether moving `readers` onto `layout` of x may pay: their own costs
+  /// (compute and finish) rise by less than all the reshards around them
+  /// cost (a heuristic: the readers' second pass may keep fewer of them).
+  bool promising(ir::ValueId x, const std::vector<size_t> &readers, const Sharding &layout) {
+    double rise = 0, around = 0;
+    seen_values_.clear();
+    for (size_t v : readers) {
+      double least = HUGE_VAL;
+      for (size_t a = 0; a < nodes_[v].candidates; ++a) {
+        bool all = true;
+        for (const Reader &r : readers_[static_cast<size_t>(x)])
+          all = all && (r.node != v || need_at(r, a) == layout);
+        if (all) least = std::min(least, unary_[v][a] - unary_[v][static_cast<size_t>(choice_[v])]);
+      }
+      if (std::isfinite(least)) rise += least;
+      for (ir::ValueId y : affected_[v])
+        if (std::find(seen_values_.begin(), seen_values_.end(), y) == seen_values_.end()) {
+          seen_values_.push_back(y);
+          if (std::isfinite(value_cost_[static_cast<size_t>(y)]))
+            around += value_cost_[static_cast<size_t>(y)];
+        }
+    }
+    return rise < around;
   }
 
   /// Node v's cheapest candidate among those whose every read of x needs
@@ -269,17 +312,8 @@ class Polisher {
   /// the layouts' addresses (each a candidate's or a strategy's, which
   /// also names the value).
   double value_seconds(ir::ValueId x) {
-    const Sharding *have = nullptr;
-    const int prod = p_.producer[static_cast<size_t>(x)];
-    if (prod < 0) {
-      const auto k = static_cast<size_t>(-prod - 1);
-      have = &p_.param_candidates[k][static_cast<size_t>(param_at_[k])];
-    } else {
-      const int choice = plan_.choice[static_cast<size_t>(prod)];
-      if (choice < 0) return 0;  // a constant
-      have = &p_.strategies[static_cast<size_t>(prod)][static_cast<size_t>(choice)].results.at(
-          static_cast<size_t>(p_.producer_result[static_cast<size_t>(x)]));
-    }
+    const Sharding *have = layout_of(x);
+    if (!have) return 0;  // a constant
     const Type &t = p_.type(x);
     double s = 0;
     for_each_reshard(p_, plan_, x, *have, [&](const Sharding &need, Use u) {
@@ -308,6 +342,20 @@ class Polisher {
     return p_.strategies[k][at].operands[static_cast<size_t>(r.operand)];
   }
 
+  /// Value x's layout in the plan (a candidate's or a strategy's), or
+  /// nullptr for a constant.
+  const Sharding *layout_of(ir::ValueId x) const {
+    const int prod = p_.producer[static_cast<size_t>(x)];
+    if (prod < 0) {
+      const auto k = static_cast<size_t>(-prod - 1);
+      return &p_.param_candidates[k][static_cast<size_t>(param_at_[k])];
+    }
+    const int choice = plan_.choice[static_cast<size_t>(prod)];
+    if (choice < 0) return nullptr;
+    return &p_.strategies[static_cast<size_t>(prod)][static_cast<size_t>(choice)].results.at(
+        static_cast<size_t>(p_.producer_result[static_cast<size_t>(x)]));
+  }
+
   struct PairHash {
     size_t operator()(const std::pair<const Sharding *, const Sharding *> &k) const {
       return std::hash<const void *>()(k.first) * 31 + std::hash<const void *>()(k.second);
@@ -323,6 +371,7 @@ class Polisher {
   std::vector<std::vector<ir::ValueId>> affected_;
   std::vector<std::vector<size_t>> nodes_of_value_;
   std::vector<std::vector<Reader>> readers_;  // per value
+  std::vector<ir::ValueId> seen_values_;      // promising()'s
   std::vector<int> param_at_, result_at_;     // per parameter, result: its candidate
   std::unordered_map<std::pair<const Sharding *, const Sharding *>, double, PairHash> seconds_;
   std::vector<double> value_cost_;  // per value: reshard_seconds
@@ -417,6 +466,7 @@ PolishResult polish(Problem &p, const std::vector<PolishNode> &nodes, const Memo
       double best_change = -1e-12 * std::abs(base);
       best.clear();
       for (const Sharding *layout : w.needs_of(x, kMaxLayouts)) {
+        if (!w.promising(x, readers, *layout)) continue;
         for (size_t u : readers) {
           const int a = w.cheapest_needing(u, x, *layout);
           if (a >= 0) w.set(u, a);
@@ -442,11 +492,13 @@ PolishResult polish(Problem &p, const std::vector<PolishNode> &nodes, const Memo
       ++out.shared_moves;
       moved = true;
     }
-    // Block moves.
+    // Block moves, of the blocks next to a node this polish moved (the
+    // search's block moves swept them all from its plan already).
     for (const std::vector<int> &block : useful) {
       if (process_cpu_seconds() > deadline) break;
       if (std::none_of(block.begin(), block.end(), [&](int v) {
-            return dirty[static_cast<size_t>(v)] != 0 || next[static_cast<size_t>(v)] != 0;
+            return (round > 0 && dirty[static_cast<size_t>(v)] != 0) ||
+                   next[static_cast<size_t>(v)] != 0;
           }))
         continue;
       const auto anchor = static_cast<size_t>(block.front());
