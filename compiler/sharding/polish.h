@@ -14,18 +14,21 @@
 //   - one node to its cheapest candidate given the rest of the plan, every
 //     node in order, then only the nodes next to one that moved (they share
 //     a value with it);
-//   - the readers of a value onto one layout of it: for each layout they
-//     can need, each reader to its cheapest candidate needing it, then each
-//     to its cheapest — one reshard then serves them all, which a move of
-//     one reader alone never sees (per-consumer pricing overcounts exactly
-//     this);
+//   - the readers of a value (at most kMaxReaders nodes) onto one layout of
+//     it: for each layout two of them can need that costs a reshard from
+//     the value's own (at most kMaxLayouts), each reader to its cheapest
+//     candidate needing it, then each to its cheapest — one reshard then
+//     serves them all, which a move of one reader alone never sees
+//     (per-consumer pricing overprices exactly this); a layout is skipped
+//     when the readers' own costs rise by more than all the reshards
+//     around them cost;
 //   - block moves as block_search.h makes them (a parameter's node to each
 //     of its candidates, then every other member of its block to its
-//     cheapest given those set before it, twice over), the blocks with a
-//     node that moved;
+//     cheapest given those set before it, twice over), of the blocks with a
+//     node the other moves moved (block_search swept them all already);
 //
-// in rounds until one gains less than `min_gain` (relative), `max_rounds`
-// have run, or the time is spent. A move re-prices only the values its
+// in rounds until one moves nothing or gains less than `min_gain`
+// (relative), `max_rounds` have run, or the time is spent. A move re-prices only the values its
 // nodes produce or read (their reshards, with every use of each), so a
 // sweep costs about what evaluate() costs per candidate tried.
 #pragma once
