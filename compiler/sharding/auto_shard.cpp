@@ -661,10 +661,12 @@ class AutoBuilder {
       // Its own share of the time limit when the solvers spent it all.
       po.time_limit_s =
           std::max(options_.time_limit_s - since(start), kPolishShare * options_.time_limit_s);
-      // Block moves where block_search.h makes them: under a memory limit.
-      PolishResult r =
-          polish(p_, polish_nodes(), full_memory_ ? &*full_memory_ : nullptr,
-                 full_memory_ ? blocks(false) : std::vector<std::vector<int>>{}, from, po);
+      // Block moves where block_search.h makes them: under a memory limit,
+      // unless they are off.
+      PolishResult r = polish(
+          p_, polish_nodes(), full_memory_ ? &*full_memory_ : nullptr,
+          full_memory_ && options_.block_moves ? blocks(false) : std::vector<std::vector<int>>{},
+          from, po);
       report_.polish_moves = r.moves + r.shared_moves + r.block_moves;
       if (r.total_s < cheaper(plans.front().seconds))
         plans.insert(plans.begin(),
