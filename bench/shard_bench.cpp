@@ -128,6 +128,8 @@ int main(int argc, char **argv) {
   bool train = false;
   bool blocks_on = true;
   bool fit_estimate = true;
+  bool polish_on = true;
+  long max_copy_nodes = -1;  // -1: AutoOptions' default
   double memory = 0;
   std::vector<double> shares = {0, 0.6};
   for (int i = 1; i < argc; ++i) {
@@ -148,6 +150,10 @@ int main(int argc, char **argv) {
       blocks_on = false;
     } else if (!std::strcmp(argv[i], "--rows-only")) {
       fit_estimate = false;
+    } else if (!std::strcmp(argv[i], "--no-polish")) {
+      polish_on = false;
+    } else if (!std::strcmp(argv[i], "--max-copy-nodes") && i + 1 < argc) {
+      max_copy_nodes = std::atol(argv[++i]);
     } else if (!std::strcmp(argv[i], "--memory") && i + 1 < argc) {
       memory = std::atof(argv[++i]);
     } else if (!std::strcmp(argv[i], "--memory-share") && i + 1 < argc) {
@@ -159,7 +165,8 @@ int main(int argc, char **argv) {
       std::fprintf(
           stderr,
           "usage: shard_bench [--ops N,...] [--time-limit S] [--width W] [--cbc] [--train] "
-          "[--no-blocks] [--rows-only] [--memory BYTES | --memory-share F,...]\n");
+          "[--no-blocks] [--rows-only] [--no-polish] [--max-copy-nodes N] [--memory BYTES | "
+          "--memory-share F,...]\n");
       return 2;
     }
   }
@@ -198,6 +205,8 @@ int main(int argc, char **argv) {
       if (cbc) options.elimination_states = 0;
       options.block_moves = blocks_on;
       options.fit_estimate = fit_estimate;
+      options.polish = polish_on;
+      if (max_copy_nodes >= 0) options.max_copy_nodes = static_cast<size_t>(max_copy_nodes);
       if (share < 0) options.memory_per_device = memory;
       if (share > 0) options.memory_per_device = share * replicated;
       spmd::sharding::AutoReport report;

@@ -34,6 +34,7 @@
 #include "sharding/ilp.h"
 #include "sharding/lagrangian.h"
 #include "sharding/pairwise.h"
+#include "sharding/polish.h"
 #include "sharding/reduce.h"
 #include "support/cpu_time.h"
 
@@ -58,6 +59,12 @@ constexpr double kParamByteTieBreak = 1e-18;
 constexpr int kMemoryRounds = 4;
 constexpr double kMemoryRoundStep = 1e-4;
 constexpr int kRefineNodes = 200;
+/// The relaxation's last bests best_by_evaluate() compares (each costs an
+/// evaluate()).
+constexpr size_t kRelaxationPlans = 4;
+/// The share of the time limit the polish (polish.h) may take when the
+/// solvers spent the limit.
+constexpr double kPolishShare = 0.05;
 
 enum class NodeKind { Param, Op, Result, Copy };
 
@@ -98,7 +105,7 @@ class AutoBuilder {
     }
     std::optional<std::vector<size_t>> pick = solve(start);
     if (!pick) return std::nullopt;
-    return no_worse_than_baselines(read_plan(*pick));
+    return no_worse_than_baselines(best_by_evaluate(*pick, start));
   }
 
  private:
@@ -715,8 +722,8 @@ class AutoBuilder {
       }
       if (round == 1) refine = small_problem();
       PlanCost c;
-      Plan plan = no_worse_than_baselines(read_plan(*pick), &c);
-      if (c.peak_bytes <= limit) {
+      Plan plan = no_worse_than_baselines(best_by_evaluate(*pick, start), &c);
+      if (fits_limit(c)) {
         if (c.total_s() < best_s) {
           best = std::move(plan);
           best_report = report_;
@@ -747,7 +754,7 @@ class AutoBuilder {
     // No plan of the search fits: the cheaper baseline that does.
     const Baseline *fallback = nullptr;
     for (const Baseline &b : baselines())
-      if (std::isfinite(b.cost.total_s()) && b.cost.peak_bytes <= limit &&
+      if (std::isfinite(b.cost.total_s()) && fits_limit(b.cost) &&
           (!fallback || b.cost.total_s() < fallback->cost.total_s()))
         fallback = &b;
     if (fallback) {
@@ -770,6 +777,126 @@ class AutoBuilder {
     return std::nullopt;
   }
 
+  /// Whether a plan evaluate() priced at `c` fits the memory limit: the one
+  /// check of a plan against the limit, which bounds the estimate
+  /// (evaluate()'s peak_bytes; the search's own plans fit its memory rows).
+  bool fits_limit(const PlanCost &c) const {
+    return !options_.memory_per_device || c.peak_bytes <= *options_.memory_per_device;
+  }
+
+  /// A complete plan the search produced on its way (a choice of the
+  /// reduced problem's nodes): best_by_evaluate() prices it.
+  void saw(const std::vector<int> &choice) {
+    std::vector<size_t> all = picked(choice);
+    if (std::find(seen_.begin(), seen_.end(), all) == seen_.end()) seen_.push_back(std::move(all));
+  }
+
+  /// The search's plan (`pick`), or one evaluate() prices below it: the
+  /// cheapest by evaluate() that fits the limit of the plans the search
+  /// produced on its way (solve() keeps them: the exact solver's, the
+  /// relaxation's last bests, the local search's, the block moves', CBC's)
+  /// and of the cheapest of them polished by moves priced by evaluate()
+  /// (polish.h). Past the copy-node budget the solvers minimise an upper
+  /// bound of evaluate(), which can order plans otherwise. The plans are
+  /// ranked by plan_seconds() (evaluate()'s total, without its memory
+  /// walk) and evaluate() decides, in that order, the first that fits. The
+  /// report's objective is then evaluate()'s total of the answer. A plan
+  /// proven optimal for evaluate()'s own sum stands.
+  Plan best_by_evaluate(const std::vector<size_t> &pick, double start) {
+    answer_s_.reset();
+    if (report_.optimal && report_.shared_per_group == 0) return read_plan(pick);
+    struct Candidate {
+      std::vector<size_t> choice;
+      double seconds = 0;
+    };
+    std::vector<Candidate> plans;
+    plans.push_back({pick, plan_seconds(p_, read_plan(pick))});
+    for (const std::vector<size_t> &choice : seen_)
+      if (choice != pick) plans.push_back({choice, plan_seconds(p_, read_plan(choice))});
+    const double searched = plans.front().seconds;
+    report_.plans_compared = static_cast<int>(plans.size());
+    // A plan within rounding of the search's does not displace it (the
+    // search's plan comes first among equals).
+    for (Candidate &c : plans) c.seconds = std::max(c.seconds, cheaper(searched));
+    std::stable_sort(plans.begin(), plans.end(),
+                     [](const Candidate &x, const Candidate &y) { return x.seconds < y.seconds; });
+    // The polish (polish.h) from the cheapest, on every root's node, under
+    // the memory rows before the reductions (which the solvers' plans fit).
+    std::vector<int> from(plans.front().choice.begin(), plans.front().choice.end());
+    if (options_.polish && (!memory_ || memory_->fits(from))) {
+      PolishOptions po;
+      // Its own share of the time limit when the solvers spent it all.
+      po.time_limit_s =
+          std::max(options_.time_limit_s - since(start), kPolishShare * options_.time_limit_s);
+      // Block moves where block_search.h makes them: under a memory limit,
+      // unless they are off.
+      PolishResult r =
+          polish(p_, polish_nodes(), memory_ ? &*memory_ : nullptr,
+                 memory_ && options_.block_moves ? blocks(false) : std::vector<std::vector<int>>{},
+                 from, po);
+      report_.polish_moves = r.moves + r.shared_moves + r.block_moves;
+      if (r.total_s < cheaper(plans.front().seconds))
+        plans.insert(plans.begin(),
+                     {std::vector<size_t>(r.choice.begin(), r.choice.end()), r.total_s});
+    }
+    if (options_.seen_plans)
+      for (const Candidate &c : plans) options_.seen_plans->push_back(read_plan(c.choice));
+    // evaluate() decides: the first in order that fits (the search's own
+    // plan when none does, as before).
+    std::optional<PlanCost> cost;
+    size_t taken = 0;
+    for (; taken < plans.size(); ++taken) {
+      const PlanCost c = evaluate(p_, read_plan(plans[taken].choice));
+      if (std::isfinite(c.total_s()) && fits_limit(c)) {
+        cost = c;
+        break;
+      }
+    }
+    if (!cost) return read_plan(pick);
+    const std::vector<size_t> &best = plans[taken].choice;
+    report_.objective_s = cost->total_s();
+    answer_s_ = cost->total_s();
+    if (best != pick) {
+      // (Proven optimal only for the per-consumer pricing.)
+      if (report_.optimal) report_.status = "optimal for its per-consumer pricing";
+      report_.optimal = false;
+      const std::string how = report_.polish_moves > 0 && taken == 0
+                                  ? "after " + std::to_string(report_.polish_moves) +
+                                        (report_.polish_moves == 1 ? " move" : " moves") +
+                                        " priced by evaluate()"
+                                  : "another plan it met on its way";
+      char line[320];
+      std::snprintf(line, sizeof line, "; answered with a plan %s cheaper by evaluate(), %s (%s)",
+                    format_seconds(searched - cost->total_s()).c_str(),
+                    format_seconds(cost->total_s()).c_str(), how.c_str());
+      report_.status += line;
+    }
+    return read_plan(best);
+  }
+
+  /// Below `seconds` by more than rounding.
+  static double cheaper(double seconds) { return seconds - 1e-9 * std::abs(seconds); }
+
+  /// The search's nodes (one per pairwise variable, before the
+  /// reductions) as polish.h moves them: a root's candidates set it, its
+  /// followers and the results tied to it.
+  std::vector<PolishNode> polish_nodes() const {
+    std::vector<PolishNode> out(pairwise_.unary.size());
+    for (const Node &n : nodes_) {
+      PolishNode &pn = out[static_cast<size_t>(var_of_[static_cast<size_t>(n.root)])];
+      pn.candidates = nodes_[static_cast<size_t>(n.root)].cands.size();
+      if (n.kind == NodeKind::Copy) continue;
+      PolishNode::Member m;
+      m.kind = n.kind == NodeKind::Param    ? PolishNode::Member::Kind::Param
+               : n.kind == NodeKind::Result ? PolishNode::Member::Kind::Result
+                                            : PolishNode::Member::Kind::Op;
+      m.index = n.index;
+      for (size_t a = 0; a < pn.candidates; ++a) m.at.push_back(strategy_at(n, a));
+      pn.members.push_back(std::move(m));
+    }
+    return out;
+  }
+
   /// The search's plan against the two plans `--explain` prints next to it
   /// (pure DP and replicated), all priced by evaluate(). When the search's
   /// objective is only an upper bound (past the copy-node budget, reshards
@@ -788,7 +915,7 @@ class AutoBuilder {
     const Baseline *better = nullptr;
     for (const Baseline &b : baselines()) {
       if (!std::isfinite(b.cost.total_s())) continue;
-      if (options_.memory_per_device && b.cost.peak_bytes > *options_.memory_per_device) continue;
+      if (!fits_limit(b.cost)) continue;
       if (b.cost.total_s() < best * (1 - 1e-9)) {
         best = b.cost.total_s();
         better = &b;
@@ -860,13 +987,13 @@ class AutoBuilder {
 
   /// The blocks of block_search.h (a parameter with everything tied to it)
   /// as nodes of the problem the solvers see.
-  std::vector<std::vector<int>> blocks() const {
+  std::vector<std::vector<int>> blocks(bool reduced = true) const {
     std::vector<int> reduced_of;
-    if (reduced_) reduced_of = reduced_node_of(*reduced_);
+    if (reduced_ && reduced) reduced_of = reduced_node_of(*reduced_);
     auto node = [&](int graph_node) {
       if (graph_node < 0) return -1;
       const int var = var_of_[static_cast<size_t>(nodes_[static_cast<size_t>(graph_node)].root)];
-      if (var < 0 || !reduced_) return var;
+      if (var < 0 || !reduced_ || !reduced) return var;
       return reduced_of[static_cast<size_t>(var)];
     };
     std::vector<std::vector<int>> out;
@@ -893,6 +1020,7 @@ class AutoBuilder {
     if (bo.time_limit_s <= 0) return;
     BlockSearchResult b = block_search(problem, memory, blocks(), r.best->choice, bo);
     report_.block_moves = b.block_moves;
+    saw(b.plan.choice);
     if (b.plan.objective < r.best->objective) {
       r.best = std::move(b.plan);
       r.bound = std::min(r.bound, r.best->objective);
@@ -918,6 +1046,7 @@ class AutoBuilder {
     // only lower the limit. The solvers see the reduced problem.
     if (options_.memory_per_device && !memory_) memory_ = memory_model();
     MemoryModel *memory = memory_ ? &*memory_ : nullptr;
+    if (memory) memory->limit = rows_limit_;  // (the polish checks the full rows)
     const PairwiseProblem *problem = &pairwise_;
     if (options_.simplify) {
       if (!reduced_) reduced_ = reduce(pairwise_, memory);
@@ -933,6 +1062,7 @@ class AutoBuilder {
     const double time_left = options_.time_limit_s - since(start);
     if (states > 0 && !memory) {
       if (std::optional<Elimination> e = eliminate(*problem, states)) {
+        saw(e->choice);
         report_.solver = "dynamic program";
         report_.solve_seconds = since(t);
         report_.optimal = true;
@@ -956,6 +1086,10 @@ class AutoBuilder {
         report_no_fit(f);
         return std::nullopt;
       }
+      // Its last few bests (the last is `best`).
+      const size_t n = relaxed->bests.size();
+      for (size_t k = n > kRelaxationPlans ? n - kRelaxationPlans : 0; k < n; ++k)
+        saw(relaxed->bests[k]);
       if (options_.block_moves && relaxed->best && relaxed->gap() > options_.gap)
         improve_by_blocks(*problem, *memory, *relaxed, start);
       if (relaxed->best && relaxed->gap() <= options_.gap) {
@@ -969,6 +1103,7 @@ class AutoBuilder {
       // time limit still answers (with the gap to a simple proven bound).
       Elimination local = local_search(*problem);
       if (std::isfinite(local.objective)) {
+        saw(local.choice);
         relaxed.emplace();
         relaxed->best = std::move(local);
         relaxed->bound = std::min(lower_bound(*problem), relaxed->best->objective);
@@ -1034,6 +1169,18 @@ class AutoBuilder {
     report_.solve_seconds = since(t);
     using S = IlpSolution::Status;
     const bool cbc_plan = sol.status == S::Optimal || sol.status == S::Stopped;
+    // CBC's plan (the largest variable of each node's).
+    std::vector<int> pick(problem->unary.size(), 0);
+    for (size_t v = 0; v < problem->unary.size() && cbc_plan; ++v) {
+      if (first_var[v] < 0) continue;
+      int best = 0;
+      for (size_t a = 1; a < problem->unary[v].size(); ++a)
+        if (sol.values[static_cast<size_t>(first_var[v]) + a] >
+            sol.values[static_cast<size_t>(first_var[v] + best)])
+          best = static_cast<int>(a);
+      pick[v] = best;
+    }
+    if (cbc_plan) saw(pick);
     if (have_plan) {
       // The better of the two plans, and the better of the two bounds (CBC's
       // optimum proves the relaxation's plan optimal when it is no cheaper).
@@ -1058,16 +1205,6 @@ class AutoBuilder {
                       format_seconds(options_.time_limit_s))
           .fix = "raise --time-limit, or write more specs to shrink the search";
       return std::nullopt;
-    }
-    std::vector<int> pick(problem->unary.size(), 0);
-    for (size_t v = 0; v < problem->unary.size(); ++v) {
-      if (first_var[v] < 0) continue;
-      int best = 0;
-      for (size_t a = 1; a < problem->unary[v].size(); ++a)
-        if (sol.values[static_cast<size_t>(first_var[v]) + a] >
-            sol.values[static_cast<size_t>(first_var[v] + best)])
-          best = static_cast<int>(a);
-      pick[v] = best;
     }
     report_.optimal = sol.status == S::Optimal;
     report_.objective_s = sol.objective / kTimeScale + constant;
@@ -1134,8 +1271,10 @@ class AutoBuilder {
   std::optional<std::vector<Baseline>> baselines_;
   std::optional<Reduced> reduced_;  // pairwise_ reduced (with simplify)
   IlpProblem ilp_;
-  bool improved_by_blocks_ = false;  // improve_by_blocks() bettered the relaxation's plan
-  Deadline deadline_;                // the preparation throws OutOfTime past it
+  std::optional<double> answer_s_;         // evaluate()'s total of best_by_evaluate's answer
+  std::vector<std::vector<size_t>> seen_;  // the complete plans the solvers produced (saw())
+  bool improved_by_blocks_ = false;        // improve_by_blocks() bettered the relaxation's plan
+  Deadline deadline_;                      // the preparation throws OutOfTime past it
 };
 
 }  // namespace

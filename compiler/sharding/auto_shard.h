@@ -43,6 +43,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sharding/problem.h"
 #include "support/diagnostics.h"
@@ -74,6 +75,12 @@ struct AutoOptions {
   /// memory rows' limit lowered (auto_shard.cpp, fit_estimate). False: the
   /// rows alone bound the plan (PlanCost::row_bytes; the solvers' tests).
   bool fit_estimate = true;
+  /// Moves priced by evaluate() from the search's plan (polish.h), where its
+  /// plan is not proven optimal for evaluate()'s own sum.
+  bool polish = true;
+  /// Tests: receives every complete plan the search produced on its way
+  /// that the answer was chosen from (auto_shard.cpp, best_by_evaluate).
+  std::vector<Plan> *seen_plans = nullptr;
 };
 
 struct AutoReport {
@@ -96,7 +103,7 @@ struct AutoReport {
   int block_moves = 0;        // block moves made (block_search.h)
   std::string solver;         // "dynamic program", "Lagrangian relaxation ...", "CBC", ...
   bool optimal = false;       // proven optimal
-  double objective_s = 0;     // the ILP's estimate of the plan
+  double objective_s = 0;     // the plan's estimate (see plans_compared)
   double bound_s = 0;         // the proven lower bound (relaxation or CBC)
   double gap = 0;             // (objective - bound) / objective
   /// Under a memory limit: the searches run (fit_estimate) and the memory
@@ -105,6 +112,17 @@ struct AutoReport {
   int memory_rounds = 0;
   double rows_limit = 0;
   std::string status;  // one line for humans
+
+  /// Complete plans the search produced that best_by_evaluate (auto_shard.cpp)
+  /// priced by evaluate(), and moves its polish (polish.h) made; 0 when the
+  /// search's plan was proven optimal for evaluate()'s sum (objective_s is
+  /// then the ILP's objective, which is evaluate()'s total plus the
+  /// parameters' tie-break); otherwise objective_s is evaluate()'s total of
+  /// the answer, while bound_s and gap stay the search's own — past the
+  /// copy-node budget, of its per-consumer objective (an upper bound of
+  /// evaluate(), so bound_s is no proven bound of evaluate()'s optimum).
+  int plans_compared = 0;
+  int polish_moves = 0;
 };
 
 /// The cheapest plan, or nullopt after reporting (memory limit infeasible,

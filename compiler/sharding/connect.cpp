@@ -386,6 +386,12 @@ ReshardPlan Connector::connect(const Shape &global, DType dtype, const Sharding 
   return plan(global, dtype, src, dst);
 }
 
+double Connector::seconds(const Shape &global, DType dtype, const Sharding &src,
+                          const Sharding &dst) {
+  const ReshardPlan &p = plan(global, dtype, src, dst);
+  return p.possible ? p.seconds : HUGE_VAL;
+}
+
 double Connector::cost(const Shape &global, DType dtype, const Sharding &src, const Sharding &dst) {
   if (src == dst) return 0;
   if (!exhaustive_) {

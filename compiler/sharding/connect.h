@@ -79,6 +79,10 @@ class Connector {
   ReshardPlan connect(const Shape &global, DType dtype, const Sharding &src, const Sharding &dst);
   /// The plan's seconds only (the same search, no steps built).
   double cost(const Shape &global, DType dtype, const Sharding &src, const Sharding &dst);
+  /// connect()'s seconds (infinite when it is impossible), without copying
+  /// the plan: what evaluate() charges. cost() is an upper bound of it on
+  /// large meshes, where it plans the direct path only.
+  double seconds(const Shape &global, DType dtype, const Sharding &src, const Sharding &dst);
 
   const rt::Mesh &mesh() const { return mesh_; }
   const HardwareProfile &profile() const { return profile_; }

@@ -157,7 +157,8 @@ class Explainer {
       if (search->shared_per_group > 0)
         out << "; " << search->shared_per_group
             << " reshards several consumers can share, priced per consumer (too many to price "
-               "once: docs/sharding.md, \"One objective\")";
+               "once: docs/sharding.md, \"One objective\"), the plan then chosen and polished "
+               "by evaluate()";
       out << "\n";
     } else {
       out << "plan: propagation of the written specs (no search; `--auto` searches)\n";

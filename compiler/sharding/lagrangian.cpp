@@ -126,7 +126,10 @@ class Relaxer {
   void offer(const std::vector<int> &choice) {
     if (!m_.fits(choice)) return;
     double t = objective(p_, choice);
-    if (!out_.best || t < out_.best->objective) out_.best = Elimination{choice, t, 0};
+    if (!out_.best || t < out_.best->objective) {
+      out_.best = Elimination{choice, t, 0};
+      out_.bests.push_back(choice);
+    }
   }
 
   /// argmin of time_weight * T + lambda * weighed bytes; with time_weight 1

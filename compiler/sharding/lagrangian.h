@@ -65,6 +65,11 @@ struct Relaxation {
   bool labels_exceeded = false;  // one gave up at max_labels
   /// (best - bound) / best: how far above the optimum `best` may be.
   double gap() const;
+
+  /// Every choice that was `best` in turn, the last one `best` (auto_shard.h
+  /// prices them by evaluate(), which past the copy-node budget can order
+  /// them otherwise than T).
+  std::vector<std::vector<int>> bests;
 };
 
 /// The relaxation of `p` under `memory`; an unlimited optimum that fits is

@@ -288,6 +288,33 @@ ReshardKey reshard_key(const Problem &p, const Plan &plan, Use use) {
   return {std::move(need), varying.bits()};
 }
 
+void fill_varying_bits(Problem &p) {
+  p.varying_bits.resize(p.strategies.size());
+  for (size_t i = 0; i < p.strategies.size(); ++i)
+    for (size_t s = 0; s < p.strategies[i].size(); ++s)
+      p.varying_bits[i].push_back(
+          consumer_varying(p, static_cast<int>(i), static_cast<int>(s)).bits());
+}
+
+double reshard_seconds(Problem &p, const Plan &plan, ir::ValueId v) {
+  const Sharding *have = nullptr;
+  const int prod = p.producer[static_cast<size_t>(v)];
+  if (prod < 0) {
+    have = &plan.params.at(static_cast<size_t>(-prod - 1));
+  } else {
+    const int choice = plan.choice.at(static_cast<size_t>(prod));
+    if (choice < 0) return 0;  // a constant
+    have = &p.strategies[static_cast<size_t>(prod)][static_cast<size_t>(choice)].results.at(
+        static_cast<size_t>(p.producer_result[static_cast<size_t>(v)]));
+  }
+  const Type &t = p.type(v);
+  double s = 0;
+  for_each_reshard(p, plan, v, *have, [&](const Sharding &need, Use u) {
+    s += p.use_weight(v, u) * p.connector->seconds(t.shape, t.dtype, *have, need);
+  });
+  return s;
+}
+
 namespace {
 
 /// The fused groups of `p.flat` as analysis/fusion.h forms them: elementwise
@@ -481,15 +508,10 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   }
   // Each distinct (value, ReshardKey) is resharded once (per iteration of
   // the loop holding both), as lower_plan emits it.
-  std::set<std::pair<ir::ValueId, ReshardKey>> done;
   for (size_t v = 0; v < p.uses.size(); ++v) {
     auto have = value_sharding(p, plan, static_cast<ir::ValueId>(v));
     if (!have) continue;  // constants are made where they are needed
-    for (const Use &u : p.uses[v]) {
-      ReshardKey key = reshard_key(p, plan, u);
-      const Sharding need = key.first;
-      if (need == *have || !done.insert({static_cast<ir::ValueId>(v), std::move(key)}).second)
-        continue;
+    for_each_reshard(p, plan, static_cast<ir::ValueId>(v), *have, [&](const Sharding &need, Use u) {
       const Type &t = p.type(static_cast<ir::ValueId>(v));
       ReshardPlan r = p.connector->connect(t.shape, t.dtype, *have, need);
       if (!r.possible)
@@ -498,7 +520,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
       c.reshard_s += w * r.seconds;
       c.reshard_bytes += w * r.moved_bytes;
       c.collectives += static_cast<int64_t>(w) * r.collectives();
-    }
+    });
   }
   if (p.memory_kinds.empty())
     for (MemoryKind k : classify_values(p)) p.memory_kinds.push_back(static_cast<uint8_t>(k));

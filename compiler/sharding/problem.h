@@ -73,6 +73,9 @@ struct Problem {
   /// Per value of `flat`: its MemoryKind (sharding/memory_kinds.h), set by
   /// the first evaluate().
   std::vector<uint8_t> memory_kinds;
+  /// Per instruction and strategy: consumer_varying(...).bits(), set by the
+  /// first evaluate() or reshard_seconds().
+  std::vector<std::vector<uint64_t>> varying_bits;
 
   std::vector<ProblemLoop> loops;
   std::vector<int> loop_of;  // per instruction: its loop (index into loops), or -1
@@ -127,6 +130,44 @@ AxisSet consumer_varying(const Problem &p, int instr, int strategy);
 /// both price each key once.
 using ReshardKey = std::pair<Sharding, uint64_t>;
 ReshardKey reshard_key(const Problem &p, const Plan &plan, Use use);
+/// Fills p.varying_bits.
+void fill_varying_bits(Problem &p);
+
+/// Calls f(need, use) once per distinct ReshardKey the uses of value v need
+/// under `plan` (with the first use needing it) whose layout is not `have`,
+/// v's own: the reshards evaluate() prices. `need` refers into `plan` (a
+/// result's) or p.strategies (an operand's).
+template <typename F>
+void for_each_reshard(Problem &p, const Plan &plan, ir::ValueId v, const Sharding &have, F &&f) {
+  if (p.varying_bits.empty()) fill_varying_bits(p);
+  // A value has few distinct keys: a linear search beats a tree of layouts.
+  std::vector<std::pair<const Sharding *, uint64_t>> done;
+  for (const Use &u : p.uses[static_cast<size_t>(v)]) {
+    const Sharding *need = nullptr;
+    uint64_t varying = 0;
+    if (u.instr == Use::kReturn) {
+      need = &plan.results.at(static_cast<size_t>(u.operand));
+      varying = need->split_axes().bits();
+    } else {
+      const int s = plan.choice.at(static_cast<size_t>(u.instr));
+      need = &p.strategies[static_cast<size_t>(u.instr)][static_cast<size_t>(s)].operands.at(
+          static_cast<size_t>(u.operand));
+      varying = p.varying_bits[static_cast<size_t>(u.instr)][static_cast<size_t>(s)];
+    }
+    if (*need == have) continue;
+    bool seen = false;
+    for (const auto &d : done) seen = seen || (d.second == varying && *d.first == *need);
+    if (seen) continue;
+    done.push_back({need, varying});
+    f(*need, u);
+  }
+}
+
+/// What value v's reshards cost under `plan` (seconds), as evaluate() counts
+/// them: each ReshardKey once, at the weight of where it runs; infinite when
+/// one is impossible; 0 for a constant. evaluate()'s reshard_s is the sum
+/// over the values (sharding/polish.h prices moves by it).
+double reshard_seconds(Problem &p, const Plan &plan, ir::ValueId v);
 
 /// The estimate of a plan, per device, in the cost model of analysis/cost.h.
 struct PlanCost {
