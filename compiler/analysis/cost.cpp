@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/fusion.h"
 #include "ir/loops.h"
 
 namespace spmd {
@@ -46,55 +47,91 @@ double einsum_flops(std::span<const Type> operands, const std::string &spec) {
   return p;
 }
 
+double type_bytes(const Type &t) { return numel(t) * static_cast<double>(rt::dtype_size(t.dtype)); }
+
 void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Instr> &body,
-           double times, CostReport &r, int depth) {
-  if (depth > 1000) return;
+           const std::vector<ir::ValueId> &live_out, double times, CostReport &r, int depth);
+
+/// One fused group of elementwise ops (analysis/fusion.h) as the backends run
+/// it: one loop that reads each input once and writes only the outputs, so its
+/// bytes are those of its inputs and outputs, not of every member's operands
+/// and results; its flops are the members'.
+void count_group(const ir::Function &f, const std::vector<ir::Instr> &body,
+                 const fusion::FusedGroup &group, double times, CostReport &r) {
+  double flops = 0, bytes = 0;
   std::vector<Type> operands, results;
-  for (const ir::Instr &in : body) {
-    switch (op_kind(in.op)) {
-      case OpKind::Unary:
-      case OpKind::Binary:
-      case OpKind::Compare:
-      case OpKind::Logical:
-      case OpKind::Select:
-      case OpKind::Reduce:
-      case OpKind::Contraction: {
-        operands.clear();
-        results.clear();
-        for (ir::ValueId v : in.operands) operands.push_back(f.type(v));
-        for (ir::ValueId v : in.results) results.push_back(f.type(v));
-        const double one = op_flops(in.op, operands, results, in.attrs);
-        const double smallest = op_kind(in.op) == OpKind::Contraction
-                                    ? contraction_smallest_dim(operands, in.attrs.einsum().spec)
-                                    : 0;
-        double bytes = 0;
-        for (const Type &t : operands)
-          bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
-        for (const Type &t : results)
-          bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
-        r.op_bytes += times * bytes;
-        r.op_seconds_sum += times * op_seconds(one, bytes, r.profile, smallest);
-        double flops = times * one;
-        OpKind kind = op_kind(in.op);
-        (kind == OpKind::Reduce        ? r.reduction_flops
-         : kind == OpKind::Contraction ? r.einsum_flops
-                                       : r.elementwise_flops) += flops;
-        break;
-      }
-      case OpKind::Call: {
-        const ir::Function &callee = m.functions.at(static_cast<size_t>(in.attrs.call().callee));
-        count(m, callee, callee.body, times, r, depth + 1);
-        break;
-      }
-      case OpKind::Control:
-        // for k in range(...): the body once per iteration.
-        for (const ir::Region &region : in.regions)
-          count(m, f, region.body, times * static_cast<double>(ir::trip_count(in.attrs)), r,
-                depth + 1);
-        break;
-      default:  // creation, layout, collectives: no flops
-        break;
+  for (size_t i : group.members) {
+    const ir::Instr &in = body[i];
+    operands.clear();
+    results.clear();
+    for (ir::ValueId v : in.operands) operands.push_back(f.type(v));
+    for (ir::ValueId v : in.results) results.push_back(f.type(v));
+    flops += op_flops(in.op, operands, results, in.attrs);
+  }
+  for (ir::ValueId v : group.inputs) bytes += type_bytes(f.type(v));
+  for (ir::ValueId v : group.outputs) bytes += type_bytes(f.type(v));
+  r.op_bytes += times * bytes;
+  r.op_seconds_sum += times * op_seconds(flops, bytes, r.profile);
+  r.elementwise_flops += times * flops;
+}
+
+/// One instruction that is not in a fused group.
+void count_instr(const ir::Module &m, const ir::Function &f, const ir::Instr &in, double times,
+                 CostReport &r, int depth) {
+  switch (op_kind(in.op)) {
+    case OpKind::Unary:
+    case OpKind::Binary:
+    case OpKind::Compare:
+    case OpKind::Logical:
+    case OpKind::Select:
+    case OpKind::Reduce:
+    case OpKind::Contraction: {
+      std::vector<Type> operands, results;
+      for (ir::ValueId v : in.operands) operands.push_back(f.type(v));
+      for (ir::ValueId v : in.results) results.push_back(f.type(v));
+      const double one = op_flops(in.op, operands, results, in.attrs);
+      const double smallest = op_kind(in.op) == OpKind::Contraction
+                                  ? contraction_smallest_dim(operands, in.attrs.einsum().spec)
+                                  : 0;
+      double bytes = 0;
+      for (const Type &t : operands) bytes += type_bytes(t);
+      for (const Type &t : results) bytes += type_bytes(t);
+      r.op_bytes += times * bytes;
+      r.op_seconds_sum += times * op_seconds(one, bytes, r.profile, smallest);
+      double flops = times * one;
+      OpKind kind = op_kind(in.op);
+      (kind == OpKind::Reduce        ? r.reduction_flops
+       : kind == OpKind::Contraction ? r.einsum_flops
+                                     : r.elementwise_flops) += flops;
+      break;
     }
+    case OpKind::Call: {
+      const ir::Function &callee = m.functions.at(static_cast<size_t>(in.attrs.call().callee));
+      count(m, callee, callee.body, callee.returns, times, r, depth + 1);
+      break;
+    }
+    case OpKind::Control:
+      // for k in range(...): the body once per iteration.
+      for (const ir::Region &region : in.regions)
+        count(m, f, region.body, region.yields,
+              times * static_cast<double>(ir::trip_count(in.attrs)), r, depth + 1);
+      break;
+    default:  // creation, layout, collectives: no flops
+      break;
+  }
+}
+
+/// A block (a function's body or a loop body whose results are `live_out`),
+/// its elementwise ops grouped as the backends fuse them.
+void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Instr> &body,
+           const std::vector<ir::ValueId> &live_out, double times, CostReport &r, int depth) {
+  if (depth > 1000) return;
+  const fusion::FusionPlan plan = fusion::plan_fusion(f, body, live_out);
+  for (const fusion::Step &step : plan.steps) {
+    if (step.is_group)
+      count_group(f, body, plan.groups[step.index], times, r);
+    else
+      count_instr(m, f, body[step.index], times, r, depth);
   }
 }
 
@@ -345,6 +382,18 @@ double HardwareProfile::contraction_rate(double smallest_dim) const {
   return matmul_rates.back().flops_per_s;
 }
 
+double HardwareProfile::memory_rate(double bytes) const {
+  if (memory_rates.empty()) return mem_bw_bytes_per_s;
+  if (bytes <= memory_rates.front().bytes) return memory_rates.front().bw_bytes_per_s;
+  for (size_t k = 1; k < memory_rates.size(); ++k) {
+    const MemoryRate &lo = memory_rates[k - 1], &hi = memory_rates[k];
+    if (bytes > hi.bytes) continue;
+    const double t = std::log(bytes / lo.bytes) / std::log(hi.bytes / lo.bytes);
+    return lo.bw_bytes_per_s + t * (hi.bw_bytes_per_s - lo.bw_bytes_per_s);
+  }
+  return memory_rates.back().bw_bytes_per_s;
+}
+
 double contraction_smallest_dim(std::span<const Type> operands, const std::string &spec) {
   const size_t arrow = spec.find("->");
   if (operands.size() != 2 || arrow == std::string::npos) return 0;
@@ -371,8 +420,9 @@ double contraction_smallest_dim(std::span<const Type> operands, const std::strin
 double op_seconds(double flops, double bytes, const HardwareProfile &profile, double smallest_dim) {
   const double rate = profile.contraction_rate(smallest_dim);
   const double compute = rate > 0 ? flops / rate : 0;
-  if (profile.mem_bw_bytes_per_s <= 0) return compute;
-  return std::max(compute, bytes / profile.mem_bw_bytes_per_s);
+  const double bw = profile.memory_rate(bytes);
+  if (bw <= 0) return compute;
+  return std::max(compute, bytes / bw);
 }
 
 double collective_seconds(OpCode op, double moved_bytes, const HardwareProfile &profile) {
@@ -398,12 +448,14 @@ CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
   r.function = function.name;
   r.devices = static_cast<int>(module.mesh_of(function).num_devices());
   r.profile = profile;
-  count(module, function, function.body, 1.0, r, 0);
+  count(module, function, function.body, function.returns, 1.0, r, 0);
   r.comm = collective_stats(module, function);
   for (const auto &[op, s] : r.comm.by_op)
     if (moves_data(op)) r.comm_ops += s.count;
   r.profile = profile;
-  r.compute_s = profile.mem_bw_bytes_per_s > 0 || !profile.matmul_rates.empty() ? r.op_seconds_sum
+  r.compute_s = profile.mem_bw_bytes_per_s > 0 || !profile.memory_rates.empty() ||
+                        !profile.matmul_rates.empty()
+                    ? r.op_seconds_sum
                 : profile.flops_per_s > 0 ? r.flops() / profile.flops_per_s
                                           : 0;
   if (!profile.per_axis() && !profile.per_collective()) {

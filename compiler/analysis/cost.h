@@ -88,6 +88,15 @@ struct MatmulRate {
   bool operator==(const MatmulRate &) const = default;
 };
 
+/// The memory bandwidth an op whose operands and results add up to `bytes`
+/// reaches (per device): small ones stay in the caches, large ones stream
+/// from memory.
+struct MemoryRate {
+  double bytes = 0;
+  double bw_bytes_per_s = 0;
+  bool operator==(const MemoryRate &) const = default;
+};
+
 /// A machine as the cost model sees it (docs/sharding.md, "Hardware profiles").
 /// The mesh is laid over nodes row-major: device d (analysis/..., rt::Mesh's
 /// numbering, the last axis fastest) sits in node d / devices_per_node. A
@@ -115,6 +124,9 @@ struct HardwareProfile {
   /// Measured rates of thin matrix products, by increasing smallest
   /// dimension; empty: every product runs at flops_per_s.
   std::vector<MatmulRate> matmul_rates = {};
+  /// Measured memory bandwidths by increasing bytes an op reads and writes;
+  /// empty: every op at mem_bw_bytes_per_s.
+  std::vector<MemoryRate> memory_rates = {};
 
   /// The flop rate of a contraction whose smallest dimension is
   /// `smallest_dim` (0: not a matrix product; flops_per_s): interpolated
@@ -122,6 +134,11 @@ struct HardwareProfile {
   /// the dimension below the first (a product that thin is bound by the bytes
   /// it reads), the last rate above the last.
   double contraction_rate(double smallest_dim) const;
+  /// The memory bandwidth of an op that reads and writes `bytes`:
+  /// interpolated between memory_rates on a log scale of the bytes, the first
+  /// rate below the first entry and the last above the last;
+  /// mem_bw_bytes_per_s without memory_rates (0: not modelled).
+  double memory_rate(double bytes) const;
 
   LinkCost intra_node() const { return {latency_s, bw_bytes_per_s, intra_by_collective}; }
   /// The link of mesh axis `axis` of `mesh`.
@@ -185,7 +202,8 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
 double contraction_smallest_dim(std::span<const Type> operands, const std::string &spec);
 /// Seconds of one computing op: flops at the peak (for a contraction with
 /// `smallest_dim` > 0, at the profile's contraction_rate), or with memory
-/// bandwidth in the profile the larger of that and its bytes at that bandwidth.
+/// bandwidth in the profile the larger of that and its bytes at the profile's
+/// memory_rate(bytes).
 double op_seconds(double flops, double bytes, const HardwareProfile &profile,
                   double smallest_dim = 0);
 

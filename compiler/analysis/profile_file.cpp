@@ -22,7 +22,7 @@ class ProfileReader {
     if (!j.is_object()) return fail("", "a profile is a JSON object");
     if (!only_keys(j, "",
                    {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "matmul_rates",
-                    "intra_node", "devices_per_node", "inter_node", "axes"}))
+                    "memory_rates", "intra_node", "devices_per_node", "inter_node", "axes"}))
       return std::nullopt;
     HardwareProfile p;
     if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
@@ -39,8 +39,16 @@ class ProfileReader {
     auto mem = number(j, "memory_bw_bytes_per_s", false);
     if (!mem) return std::nullopt;
     p.mem_bw_bytes_per_s = *mem;
-    if (j.contains("matmul_rates") && !matmul_rates(j["matmul_rates"], p.matmul_rates))
-      return std::nullopt;
+    if (j.contains("matmul_rates")) {
+      auto rates = rate_list(j["matmul_rates"], "matmul_rates", "smallest_dim", 1, "flops_per_s");
+      if (!rates) return std::nullopt;
+      for (const auto &[dim, rate] : *rates) p.matmul_rates.push_back({dim, rate});
+    }
+    if (j.contains("memory_rates")) {
+      auto rates = rate_list(j["memory_rates"], "memory_rates", "bytes", 1, "bw_bytes_per_s");
+      if (!rates) return std::nullopt;
+      for (const auto &[bytes, rate] : *rates) p.memory_rates.push_back({bytes, rate});
+    }
     if (!j.contains("intra_node")) return fail("intra_node", "is required");
     auto intra = link(j["intra_node"], "intra_node");
     if (!intra) return std::nullopt;
@@ -73,39 +81,31 @@ class ProfileReader {
   }
 
  private:
-  /// `[{"smallest_dim": 8, "flops_per_s": 2e10}, ...]`, dimensions increasing.
-  bool matmul_rates(const Json &j, std::vector<MatmulRate> &out) {
-    if (!j.is_array() || j.empty()) {
-      fail("matmul_rates",
-           "must be a non-empty list of {\"smallest_dim\": ..., \"flops_per_s\": ...}");
-      return false;
-    }
+  /// `[{"<size>": 8, "<rate>": 2e10}, ...]` (matmul_rates, memory_rates):
+  /// (size, rate) pairs, sizes at least `min_size` and increasing, rates positive.
+  std::optional<std::vector<std::pair<double, double>>> rate_list(const Json &j,
+                                                                  const std::string &key,
+                                                                  const std::string &size_key,
+                                                                  double min_size,
+                                                                  const std::string &rate_key) {
+    const std::string shape = "{\"" + size_key + "\": ..., \"" + rate_key + "\": ...}";
+    if (!j.is_array() || j.empty()) return fail(key, "must be a non-empty list of " + shape);
+    std::vector<std::pair<double, double>> out;
     for (size_t k = 0; k < j.size(); ++k) {
-      const std::string at = "matmul_rates[" + std::to_string(k) + "]";
-      if (!j[k].is_object()) {
-        fail(at, "must be an object {\"smallest_dim\": ..., \"flops_per_s\": ...}");
-        return false;
-      }
-      if (!only_keys(j[k], at, {"smallest_dim", "flops_per_s"})) return false;
-      auto dim = number(j[k], "smallest_dim", true, at);
-      auto rate = number(j[k], "flops_per_s", true, at);
-      if (!dim || !rate) return false;
-      if (*dim < 1) {
-        fail(at + ".smallest_dim", "must be 1 or more");
-        return false;
-      }
-      if (*rate <= 0) {
-        fail(at + ".flops_per_s", "must be positive");
-        return false;
-      }
-      if (!out.empty() && *dim <= out.back().smallest_dim) {
-        fail(at + ".smallest_dim",
-             "must be larger than the one before (the list is in increasing order)");
-        return false;
-      }
-      out.push_back({*dim, *rate});
+      const std::string at = key + "[" + std::to_string(k) + "]";
+      if (!j[k].is_object()) return fail(at, "must be an object " + shape);
+      if (!only_keys(j[k], at, {size_key, rate_key})) return std::nullopt;
+      auto size = number(j[k], size_key, true, at);
+      auto rate = number(j[k], rate_key, true, at);
+      if (!size || !rate) return std::nullopt;
+      if (*size < min_size) return fail(at + "." + size_key, "must be 1 or more");
+      if (*rate <= 0) return fail(at + "." + rate_key, "must be positive");
+      if (!out.empty() && *size <= out.back().first)
+        return fail(at + "." + size_key,
+                    "must be larger than the one before (the list is in increasing order)");
+      out.emplace_back(*size, *rate);
     }
-    return true;
+    return out;
   }
 
   std::nullopt_t fail(const std::string &key, const std::string &what) {
@@ -255,6 +255,13 @@ std::string profile_json(const HardwareProfile &p) {
       o += std::string(k ? ",\n    " : "\n    ") +
            "{\"smallest_dim\": " + num(p.matmul_rates[k].smallest_dim) +
            ", \"flops_per_s\": " + num(p.matmul_rates[k].flops_per_s) + "}";
+    o += "\n  ],\n";
+  }
+  if (!p.memory_rates.empty()) {
+    o += "  \"memory_rates\": [";
+    for (size_t k = 0; k < p.memory_rates.size(); ++k)
+      o += std::string(k ? ",\n    " : "\n    ") + "{\"bytes\": " + num(p.memory_rates[k].bytes) +
+           ", \"bw_bytes_per_s\": " + num(p.memory_rates[k].bw_bytes_per_s) + "}";
     o += "\n  ],\n";
   }
   o += "  \"intra_node\": " + link_json(p.intra_node(), "");

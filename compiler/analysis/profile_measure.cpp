@@ -195,14 +195,34 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
     }
     profile.matmul_rates.push_back({static_cast<double>(side), profile.flops_per_s});
   }
-  // Every device adds two 16 MiB f32 arrays (reads 32 MiB, writes 16 MiB).
+  // Every device adds two f32 arrays of `len` elements into a third, `reps`
+  // times a step (the result replacing the last one's, whose buffer the
+  // runtime reuses, as a program's ops do): bytes read and written per second.
+  auto add_bandwidth = [&](int64_t len, int reps) {
+    const double add_s = time_everywhere(run, o.repeats, [&] {
+      using rt::DType, rt::Tensor;
+      auto t = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
+          Tensor::full(DType::F32, {len}, 0.5), Tensor::full(DType::F32, {len}, 0.25), Tensor()});
+      return std::function<void()>([t, reps] {
+        for (int k = 0; k < reps; ++k) (*t)[2] = rt::binary(rt::BinaryOp::Add, (*t)[0], (*t)[1]);
+      });
+    });
+    return 3.0 * 4.0 * static_cast<double>(len) * reps / add_s;
+  };
+  // 16 MiB arrays (48 MiB an add): what streams from memory.
   const int64_t len = int64_t{4} << 20;
-  const double add_s = time_everywhere(run, o.repeats, [&] {
-    auto a = std::make_shared<rt::Tensor>(rt::Tensor::full(rt::DType::F32, {len}, 0.5));
-    auto b = std::make_shared<rt::Tensor>(rt::Tensor::full(rt::DType::F32, {len}, 0.25));
-    return std::function<void()>([a, b] { *a = rt::binary(rt::BinaryOp::Add, *a, *b); });
-  });
-  profile.mem_bw_bytes_per_s = 3.0 * 4.0 * static_cast<double>(len) / add_s;
+  profile.mem_bw_bytes_per_s = add_bandwidth(len, 1);
+  // Adds of 192 KiB and 3 MiB, whose arrays the caches can hold, then the
+  // 48 MiB one (docs/sharding.md, "Hardware profiles").
+  profile.memory_rates.clear();
+  if (o.memory_rates) {
+    for (const int64_t n : {int64_t{16} << 10, int64_t{256} << 10}) {
+      const double bw = add_bandwidth(n, static_cast<int>(len / n / 4));
+      profile.memory_rates.push_back({3.0 * 4.0 * static_cast<double>(n), bw});
+    }
+    profile.memory_rates.push_back(
+        {3.0 * 4.0 * static_cast<double>(len), profile.mem_bw_bytes_per_s});
+  }
   return m;
 }
 
@@ -240,6 +260,15 @@ std::string format_measurements(const MeasuredProfile &m) {
   std::snprintf(line, sizeof line, "matmul %.3g flop/s, memory %.3g B/s per device\n",
                 p.flops_per_s, p.mem_bw_bytes_per_s);
   out += line;
+  if (!p.memory_rates.empty()) {
+    out += "memory by bytes an op reads and writes (bytes: B/s):";
+    for (const MemoryRate &r : p.memory_rates) {
+      std::snprintf(line, sizeof line, " %s: %.3g", format_bytes(r.bytes).c_str(),
+                    r.bw_bytes_per_s);
+      out += line;
+    }
+    out += "\n";
+  }
   if (!p.matmul_rates.empty()) {
     out += "thin contractions (smallest dimension: flop/s):";
     for (const MatmulRate &r : p.matmul_rates) {

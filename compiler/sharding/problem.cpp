@@ -138,6 +138,8 @@ int64_t flat_size(const ir::Module &module, const std::vector<ir::Instr> &body, 
   return size;
 }
 
+std::vector<int> fused_group_ends(const Problem &p, const Plan *plan);
+
 }  // namespace
 
 bool check_problem_size(const ir::Module &module, const ir::Function &function,
@@ -195,6 +197,25 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
   p.uses.assign(f.values.size(), {});
   for (size_t k = 0; k < f.params.size(); ++k)
     p.producer[static_cast<size_t>(f.params[k].value)] = -static_cast<int>(k) - 1;
+  // The elementwise ops' fused groups on the global shapes (each op's group,
+  // by its last member, or -1), as the memory rows see them: a value made and
+  // read only inside its group never goes to memory, so it costs no bytes
+  // (OpSignature::fused_operands). -2 marks a value read outside any group or
+  // returned.
+  const std::vector<int> group_end = fused_group_ends(p, nullptr);
+  std::vector<int> made_in(f.values.size(), -1), read_in(f.values.size(), -3);
+  for (size_t i = 0; i < f.body.size(); ++i) {
+    const int g = group_end[i];
+    for (ir::ValueId v : f.body[i].results) made_in[static_cast<size_t>(v)] = g;
+    for (ir::ValueId v : f.body[i].operands) {
+      int &r = read_in[static_cast<size_t>(v)];
+      r = (r == -3 || r == g) && g >= 0 ? g : -2;
+    }
+  }
+  for (ir::ValueId v : f.returns) read_in[static_cast<size_t>(v)] = -2;
+  for (const ProblemLoop &l : p.loops)  // the next values of a loop's carries
+    for (const ir::Region &r : l.loop.regions)
+      for (ir::ValueId v : r.yields) read_in[static_cast<size_t>(v)] = -2;
   for (size_t i = 0; i < f.body.size(); ++i) {
     const ir::Instr &in = f.body[i];
     OpSignature sig;
@@ -202,6 +223,12 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
     sig.attrs = in.attrs;
     for (ir::ValueId v : in.operands) sig.operands.push_back(f.type(v));
     for (ir::ValueId v : in.results) sig.results.push_back(f.type(v));
+    if (const int g = group_end[i]; g >= 0) {
+      for (ir::ValueId v : in.operands)
+        sig.fused_operands.push_back(made_in[static_cast<size_t>(v)] == g);
+      for (ir::ValueId v : in.results)
+        sig.fused_results.push_back(read_in[static_cast<size_t>(v)] == g);
+    }
     sig.rule = p.carry_loop(static_cast<int>(i)) != nullptr
                    ? carry_rule(sig)
                    : sharding_rule(in.op, sig.operands, sig.results, in.attrs);

@@ -97,11 +97,18 @@ std::optional<Strategy> make_strategy(const OpSignature &sig, const rt::Mesh &me
     local_results.push_back(
         {sig.results[r].dtype, local_shape(mesh, sig.results[r].shape, s.results[r]), {}});
   s.flops = op_flops(sig.op, local_operands, local_results, sig.attrs);
+  auto in_memory = [](const std::vector<bool> &fused, size_t k) {
+    return k >= fused.size() || !fused[k];
+  };
   double bytes = 0;
-  for (const Type &t : local_operands)
-    bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
-  for (const Type &t : local_results)
-    bytes += static_cast<double>(t.numel()) * static_cast<double>(rt::dtype_size(t.dtype));
+  for (size_t k = 0; k < local_operands.size(); ++k)
+    if (in_memory(sig.fused_operands, k))
+      bytes += static_cast<double>(local_operands[k].numel()) *
+               static_cast<double>(rt::dtype_size(local_operands[k].dtype));
+  for (size_t r = 0; r < local_results.size(); ++r)
+    if (in_memory(sig.fused_results, r))
+      bytes += static_cast<double>(local_results[r].numel()) *
+               static_cast<double>(rt::dtype_size(local_results[r].dtype));
   const double smallest = op_kind(sig.op) == OpKind::Contraction
                               ? contraction_smallest_dim(local_operands, sig.attrs.einsum().spec)
                               : 0;

@@ -45,6 +45,11 @@ struct OpSignature {
   std::vector<Type> operands;  // global types (variance empty)
   std::vector<Type> results;
   Attrs attrs;
+  /// Per operand and per result (empty: none): true for a value an elementwise
+  /// op's fused loop (analysis/fusion.h, decided on the global shapes) keeps in
+  /// registers — made and read inside one group — so the op neither reads nor
+  /// writes it in memory and its bytes do not count in the op's time.
+  std::vector<bool> fused_operands, fused_results;
 };
 
 struct StrategyOptions {

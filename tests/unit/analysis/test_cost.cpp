@@ -343,7 +343,8 @@ TEST_CASE("cost: profile files parse, print and parse back", "[cost][profile]") 
         "`intra_node.bw_bytes_per_s` is required");
   fails(R"({"name": "x", "flop_per_s": 1, )" + intra + "}",
         "`flop_per_s` is not a profile key (known: axes, description, devices_per_node, "
-        "flops_per_s, inter_node, intra_node, matmul_rates, memory_bw_bytes_per_s, name)");
+        "flops_per_s, inter_node, intra_node, matmul_rates, memory_bw_bytes_per_s, memory_rates, "
+        "name)");
 }
 
 TEST_CASE("cost: with memory bandwidth an op costs the slower of its flops and bytes",
@@ -434,6 +435,81 @@ TEST_CASE("cost: thin contractions run at the profile's measured matmul rates", 
         "`matmul_rates[0].flops_per_s` must be positive");
   fails(R"([{"smallest_dim": 8, "rate": 1}])",
         "`matmul_rates[0].rate` is not a profile key (known: flops_per_s, smallest_dim)");
+}
+
+}  // namespace
+}  // namespace spmd::test
+
+namespace spmd::test {
+namespace {
+
+TEST_CASE("cost: a fused chain of elementwise ops reads its inputs and writes its outputs once",
+          "[cost][profile]") {
+  HardwareProfile p{.name = "m", .flops_per_s = 1e12, .bw_bytes_per_s = 1e9, .latency_s = 1e-6};
+  p.mem_bw_bytes_per_s = 1e10;
+  // tanh(x * y + x) on f32[1000] per device: the backends run the three ops as
+  // one loop (analysis/fusion.h) that reads x and y and writes the result:
+  // 3 * 4000 bytes, 3000 flops. Priced op by op, the two intermediates would
+  // add 4 * 4000 bytes more (each written once and read once).
+  auto c = compile_ok(
+      "mesh M = (i: 4)\n"
+      "shmap f(x: f32[4000] @ P(i), y: f32[4000] @ P(i)) -> f32[4000] @ P(i) on M {\n"
+      "  return tanh(x * y + x)\n"
+      "}\n");
+  CostReport r = cost_of(*c, p);
+  CHECK(r.op_bytes == Approx(12000));
+  CHECK(r.elementwise_flops == Approx(3000));
+  CHECK(r.compute_s == Approx(12000 / 1e10));
+  // A reduction ends the group: sum(x * y) writes x * y for the sum to read
+  // (8000 + 4000 bytes), then the sum reads 4000 and writes a scalar (4 bytes).
+  auto d = compile_ok(
+      "mesh M = (i: 4)\n"
+      "shmap f(x: f32[4000] @ P(i), y: f32[4000] @ P(i)) -> f32[] @ P() on M {\n"
+      "  return psum(sum(x * y), i)\n"
+      "}\n");
+  CostReport s = cost_of(*d, p);
+  CHECK(s.op_bytes == Approx(12000 + 4004));
+}
+
+TEST_CASE("cost: memory bandwidth depends on how many bytes an op touches", "[cost][profile]") {
+  HardwareProfile p{.name = "m", .flops_per_s = 1e12, .bw_bytes_per_s = 1e9, .latency_s = 1e-6};
+  p.mem_bw_bytes_per_s = 1e9;
+  CHECK(p.memory_rate(1e6) == 1e9);  // no rates: the one bandwidth
+  p.memory_rates = {{1e4, 4e10}, {1e6, 2e10}, {1e8, 1e9}};
+  CHECK(p.memory_rate(100) == 4e10);             // below the first: the first
+  CHECK(p.memory_rate(1e5) == Approx(3e10));     // halfway from 1e4 to 1e6 on a log scale
+  CHECK(p.memory_rate(1e7) == Approx(1.05e10));  // halfway from 1e6 to 1e8
+  CHECK(p.memory_rate(1e9) == 1e9);              // above the last: the last
+  // x + y on f32[1000] per device touches 12000 bytes: log10(12000) = 4.079,
+  // so 0.0396 of the way from 1e4 to 1e6: 4e10 - 0.0396 * 2e10.
+  auto c = compile_ok(
+      "mesh M = (i: 4)\n"
+      "shmap f(x: f32[4000] @ P(i), y: f32[4000] @ P(i)) -> f32[4000] @ P(i) on M {\n"
+      "  return x + y\n"
+      "}\n");
+  const double t = (std::log10(12000.0) - 4) / 2;
+  CHECK(cost_of(*c, p).compute_s == Approx(12000 / (4e10 - t * 2e10)));
+
+  std::string error;
+  auto back = parse_profile(profile_json(p), "m.json", error);
+  INFO(error);
+  REQUIRE(back);
+  CHECK(back->memory_rates == p.memory_rates);
+  auto fails = [&](const std::string &rates, const std::string &message) {
+    CHECK_FALSE(parse_profile(R"({"name": "x", "flops_per_s": 1, "memory_rates": )" + rates +
+                                  R"(, "intra_node": {"latency_s": 0, "bw_bytes_per_s": 1}})",
+                              "p.json", error));
+    CHECK(error == "p.json: " + message);
+  };
+  fails("{}",
+        "`memory_rates` must be a non-empty list of {\"bytes\": ..., \"bw_bytes_per_s\": ...}");
+  fails(R"([{"bytes": 8e6, "bw_bytes_per_s": 1}, {"bytes": 1e6, "bw_bytes_per_s": 2}])",
+        "`memory_rates[1].bytes` must be larger than the one before (the list is in "
+        "increasing order)");
+  fails(R"([{"bytes": 1e6, "bw_bytes_per_s": 0}])",
+        "`memory_rates[0].bw_bytes_per_s` must be positive");
+  fails(R"([{"bytes": 1e6, "bw": 1}])",
+        "`memory_rates[0].bw` is not a profile key (known: bw_bytes_per_s, bytes)");
 }
 
 }  // namespace
