@@ -3,7 +3,7 @@
 # profile file that `spmdc cost --profile` reads: the file is checked (keys, positive
 # figures), and the communication time `spmdc cost` reports with it is recomputed here
 # from the file's alpha and beta and the bytes `spmdc cost --json` counts, the compute
-# time of thin products from its matmul rates. With
+# time of thin products from its matmul rates, of other ops from its memory rates. With
 # --devices-per-node the link inside a node and the one between nodes are fitted
 # apart. Given SPMDC_PROFILE (spmdc-profile) and MPIRUN, the same over MPI processes.
 # Usage: profile.sh SPMDC [SPMDC_PROFILE MPIRUN]
@@ -52,6 +52,9 @@ p = json.load(open(sys.argv[1]))
 name, levels = sys.argv[3], int(sys.argv[4])
 assert p["name"] == name, p
 keys = {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "intra_node"}
+# Memory rates unless --no-memory-rates (the run named "nodes").
+if name != "nodes":
+    keys.add("memory_rates")
 # Thin products' rates only where asked for (--matmul-rates: the run named "here").
 if name == "here":
     keys.add("matmul_rates")
@@ -70,6 +73,22 @@ for l in [p["intra_node"]] + ([p["inter_node"]] if levels == 2 else []):
     for f in [l] + list(l["collectives"].values()):
         assert f["latency_s"] >= 0 and f["bw_bytes_per_s"] > 0, l
 assert p["flops_per_s"] > 0 and p["memory_bw_bytes_per_s"] > 0, p
+# Memory bandwidth by the bytes an op touches: adds of 192 KiB, 3 MiB and 48 MiB,
+# the last one's being memory_bw_bytes_per_s.
+mr = p.get("memory_rates") or [{"bytes": b, "bw_bytes_per_s": p["memory_bw_bytes_per_s"]}
+                               for b in (196608, 3145728, 50331648)]
+assert [r["bytes"] for r in mr] == [196608, 3145728, 50331648], mr
+assert all(r["bw_bytes_per_s"] > 0 for r in mr), mr
+assert mr[-1]["bw_bytes_per_s"] == p["memory_bw_bytes_per_s"], mr
+import math
+def bandwidth(b):  # interpolated on a log scale of the bytes, clamped at the ends
+    if b <= mr[0]["bytes"]:
+        return mr[0]["bw_bytes_per_s"]
+    for lo, hi in zip(mr, mr[1:]):
+        if b <= hi["bytes"]:
+            t = math.log(b / lo["bytes"]) / math.log(hi["bytes"] / lo["bytes"])
+            return lo["bw_bytes_per_s"] + t * (hi["bw_bytes_per_s"] - lo["bw_bytes_per_s"])
+    return mr[-1]["bw_bytes_per_s"]
 prog = json.load(open(sys.argv[2]))["programs"][0]
 # psum of an f32[] over 4: 2 * 3/4 * 4 B at psum's figures; the gather of f32[1024]:
 # 3/4 * 4 KiB at all_gather's. Over nodes of 2 devices the axis of 4 crosses nodes:
@@ -82,7 +101,7 @@ got = prog["comm_s"]
 assert abs(got - want) <= 1e-9 * max(want, 1e-12) + 1e-15, (got, want)
 # The two ops that compute (sum of f32[256] -> f32[]: 256 flops, 1028 bytes) cost
 # the slower of flops and bytes.
-want_c = max(256 / p["flops_per_s"], 1028 / p["memory_bw_bytes_per_s"])
+want_c = max(256 / p["flops_per_s"], 1028 / bandwidth(1028))
 assert abs(prog["compute_s"] - want_c) <= 1e-9 * want_c, (prog["compute_s"], want_c)
 # Thin products: rates at smallest dimension 8, 32, 128 and the square 512 (the peak);
 # without them every product runs at flops_per_s.
@@ -95,8 +114,8 @@ assert rates[-1]["flops_per_s"] == p["flops_per_s"], rates
 # 5,120 elements read and written) and f32[64, 16] @ f32[16, 64] (16: halfway
 # between 8 and 32 on a log scale; 6,144 elements).
 r8, r32 = rates[0]["flops_per_s"], rates[1]["flops_per_s"]
-mem = p["memory_bw_bytes_per_s"]
-want_g = max(65536 / r8, 4 * 5120 / mem) + max(131072 / ((r8 + r32) / 2), 4 * 6144 / mem)
+want_g = max(65536 / r8, 4 * 5120 / bandwidth(4 * 5120)) + \
+    max(131072 / ((r8 + r32) / 2), 4 * 6144 / bandwidth(4 * 6144))
 got_g = json.load(open(sys.argv[5]))["programs"][0]["compute_s"]
 assert abs(got_g - want_g) <= 1e-9 * want_g, (got_g, want_g)
 print(f"ok   {name}: psum alpha {alpha * 1e6:.1f} us, beta {beta / 1e9:.2f} GB/s, "
@@ -107,7 +126,7 @@ check "$W/p.json" here 1
 
 # Two levels on the simulated mesh: 24 rows inside nodes, 24 between.
 if ! "$SPMDC" profile --devices 4 --devices-per-node 2 --max-bytes 262144 --repeats 1 \
-    --name nodes -o "$W/p2.json" 2>"$W/table2"; then
+    --no-memory-rates --name nodes -o "$W/p2.json" 2>"$W/table2"; then
   fail "spmdc profile --devices-per-node 2 exited $?"; cat "$W/table2"
 fi
 [[ $(grep -cE '^(psum|all_gather|psum_scatter|all_to_all) +intra ' "$W/table2") == 24 ]] ||
