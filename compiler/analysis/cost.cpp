@@ -511,9 +511,18 @@ std::string format_cost(const CostReport &r, const std::string &title) {
       << " (hardware intensity "
       << (p.bw_bytes_per_s > 0 ? fmt_num(p.flops_per_s / p.bw_bytes_per_s) : std::string("inf"))
       << " flop/B)\n";
-  if (p.mem_bw_bytes_per_s > 0)
-    out << "    memory: " << fmt_num(p.mem_bw_bytes_per_s) << " B/s (each op the slower of its "
-        << "flops and its bytes, " << fmt_num(r.op_bytes) << " bytes in all)\n";
+  if (p.mem_bw_bytes_per_s > 0 || !p.memory_rates.empty()) {
+    out << "    memory: ";
+    if (p.memory_rates.empty()) {
+      out << fmt_num(p.mem_bw_bytes_per_s) << " B/s";
+    } else {
+      for (size_t k = 0; k < p.memory_rates.size(); ++k)
+        out << (k ? ", " : "") << fmt_num(p.memory_rates[k].bw_bytes_per_s) << " B/s at "
+            << format_bytes(p.memory_rates[k].bytes);
+    }
+    out << " (each op, or fused loop of elementwise ops, the slower of its flops and its "
+        << "bytes, " << fmt_num(r.op_bytes) << " bytes in all)\n";
+  }
   if (p.devices_per_node > 0 && p.inter_node)
     out << "    across nodes of " << p.devices_per_node
         << " devices: " << fmt_num(p.inter_node->bw_bytes_per_s) << " B/s, alpha "

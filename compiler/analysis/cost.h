@@ -24,7 +24,10 @@
 // (n-1)/n of the large buffer, a ppermute the whole array; pbroadcast,
 // pscatter and axis_index move nothing.
 //
-// Time model: compute = flops / peak; communication = sum over collectives
+// Time model: compute = flops / peak (or, with memory bandwidth in the
+// profile, per op the slower of its flops and its bytes; the elementwise ops
+// the backends fuse into one loop — analysis/fusion.h — count as one op that
+// reads its inputs and writes its outputs once); communication = sum over collectives
 // that move data of (alpha + moved_bytes / bandwidth); the estimate is their
 // sum (no overlap) and the program is compute-bound when compute >=
 // communication, i.e. when its arithmetic intensity exceeds the hardware's
