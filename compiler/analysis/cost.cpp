@@ -121,11 +121,17 @@ void count_instr(const ir::Module &m, const ir::Function &f, const ir::Instr &in
   }
 }
 
-/// A block (a function's body or a loop body whose results are `live_out`),
-/// its elementwise ops grouped as the backends fuse them.
+/// A block (a function's body or a loop body whose results are `live_out`).
+/// With memory_rates in the profile (the cache-aware model, docs/sharding.md,
+/// "Hardware profiles"), its elementwise ops are grouped as the backends fuse
+/// them; otherwise each op reads and writes its own operands and results.
 void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Instr> &body,
            const std::vector<ir::ValueId> &live_out, double times, CostReport &r, int depth) {
   if (depth > 1000) return;
+  if (r.profile.memory_rates.empty()) {
+    for (const ir::Instr &in : body) count_instr(m, f, in, times, r, depth);
+    return;
+  }
   const fusion::FusionPlan plan = fusion::plan_fusion(f, body, live_out);
   for (const fusion::Step &step : plan.steps) {
     if (step.is_group)

@@ -443,10 +443,11 @@ TEST_CASE("cost: thin contractions run at the profile's measured matmul rates", 
 namespace spmd::test {
 namespace {
 
-TEST_CASE("cost: a fused chain of elementwise ops reads its inputs and writes its outputs once",
+TEST_CASE("cost: with memory rates a fused chain of elementwise ops reads its inputs and writes "
+          "its outputs once",
           "[cost][profile]") {
   HardwareProfile p{.name = "m", .flops_per_s = 1e12, .bw_bytes_per_s = 1e9, .latency_s = 1e-6};
-  p.mem_bw_bytes_per_s = 1e10;
+  p.memory_rates = {{1, 1e10}};  // the cache-aware model: one rate at every size
   // tanh(x * y + x) on f32[1000] per device: the backends run the three ops as
   // one loop (analysis/fusion.h) that reads x and y and writes the result:
   // 3 * 4000 bytes, 3000 flops. Priced op by op, the two intermediates would
@@ -460,6 +461,14 @@ TEST_CASE("cost: a fused chain of elementwise ops reads its inputs and writes it
   CHECK(r.op_bytes == Approx(12000));
   CHECK(r.elementwise_flops == Approx(3000));
   CHECK(r.compute_s == Approx(12000 / 1e10));
+  // Without memory rates every op pays its own: x * y (12000 bytes), + x (12000),
+  // tanh (8000).
+  HardwareProfile plain = p;
+  plain.memory_rates.clear();
+  plain.mem_bw_bytes_per_s = 1e10;
+  CostReport unfused = cost_of(*c, plain);
+  CHECK(unfused.op_bytes == Approx(32000));
+  CHECK(unfused.compute_s == Approx(32000 / 1e10));
   // A reduction ends the group: sum(x * y) writes x * y for the sum to read
   // (8000 + 4000 bytes), then the sum reads 4000 and writes a scalar (4 bytes).
   auto d = compile_ok(
