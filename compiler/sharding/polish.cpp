@@ -432,6 +432,16 @@ PolishResult polish(Problem &p, const std::vector<PolishNode> &nodes, const Memo
     if (process_cpu_seconds() > deadline) break;
     const double before = w.total();
     bool moved = false;
+    // Makes the best move found (its nodes' neighbours are looked at next round).
+    auto take_best = [&](int &count) {
+      for (const auto &[v, a] : best) {
+        w.set(v, a);
+        w.mark_around(v, next);
+      }
+      w.made(best);
+      ++count;
+      moved = true;
+    };
     // One node at a time.
     for (size_t v = 0; v < nodes.size(); ++v) {
       if (!dirty[v] || !movable(static_cast<int>(v))) continue;
@@ -484,13 +494,7 @@ PolishResult polish(Problem &p, const std::vector<PolishNode> &nodes, const Memo
         }
       }
       if (best.empty()) continue;
-      for (const auto &[v, a] : best) {
-        w.set(v, a);
-        w.mark_around(v, next);
-      }
-      w.made(best);
-      ++out.shared_moves;
-      moved = true;
+      take_best(out.shared_moves);
     }
     // Block moves, of the blocks next to a node this polish moved (the
     // search's block moves swept them all from its plan already).
@@ -529,13 +533,7 @@ PolishResult polish(Problem &p, const std::vector<PolishNode> &nodes, const Memo
         }
       }
       if (best.empty()) continue;
-      for (const auto &[v, a] : best) {
-        w.set(v, a);
-        w.mark_around(v, next);
-      }
-      w.made(best);
-      ++out.block_moves;
-      moved = true;
+      take_best(out.block_moves);
     }
     ++out.rounds;
     w.recount();
