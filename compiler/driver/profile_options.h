@@ -34,11 +34,12 @@ inline void add_profile_options(CLI::App *cmd, ProfileOptions &o, const std::str
   cmd->add_flag("--matmul-rates", o.measure.matmul_rates,
                 "Also time thin matrix products (smallest dimension 8, 32, 128) and write their "
                 "rates as matmul_rates (off by default: docs/sharding.md, \"Hardware profiles\")");
-  cmd->add_flag("--memory-rates", o.measure.memory_rates,
-                "Also time adds of 192 KiB and 3 MiB (the caches hold their arrays) and write "
-                "memory_rates: the cost model then prices fused elementwise loops at the "
-                "bandwidth of their bytes (off by default: docs/sharding.md, \"Hardware "
-                "profiles\")");
+  cmd->add_flag_callback(
+      "--no-memory-rates", [&o] { o.measure.memory_rates = false; },
+      "Do not time adds of 192 KiB and 3 MiB (memory_rates, which the cache-aware cost "
+      "model needs: fused elementwise loops priced at the bandwidth of their bytes); "
+      "every op is then priced op by op at the 48 MiB add's bandwidth "
+      "(docs/sharding.md, \"Hardware profiles\")");
   cmd->add_flag("-q,--quiet", o.quiet, "Do not print the table of measurements");
 }
 
