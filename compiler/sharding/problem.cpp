@@ -203,8 +203,8 @@ Problem make_problem(const ir::Module &module, const ir::Function &function,
   // (OpSignature::fused_operands). -2 marks a value read outside any group or
   // returned.
   // (Only in the cache-aware model: profiles with memory_rates.)
-  std::vector<int> group_end = fused_group_ends(p, nullptr);
-  if (profile.memory_rates.empty()) group_end.assign(group_end.size(), -1);
+  std::vector<int> group_end(f.body.size(), -1);
+  if (!profile.memory_rates.empty()) group_end = fused_group_ends(p, nullptr);
   std::vector<int> made_in(f.values.size(), -1), read_in(f.values.size(), -3);
   for (size_t i = 0; i < f.body.size(); ++i) {
     const int g = group_end[i];

@@ -280,32 +280,41 @@ void blas_gemv(const GemmProduct<T> &g, const T *a, const T *b) {
   });
 }
 
-/// C = op(A) op(B) through BLAS, in tiles of tile_rows along C's longer side.
-template <typename T>
-void blas_gemm(const GemmProduct<T> &g, bool trans_a, bool trans_b) {
-  warm_blas_buffer();
-  const auto ta = trans_a ? CblasTrans : CblasNoTrans;
-  const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+/// Runs `call(tile, ldc)` on each tile of C's longer side (tile_rows: fixed by the shape,
+/// never by the thread count), the tiles spread over the pool: `tile` is `g` with its
+/// rows (or columns) of C and of the operand they come from; ldc is C's whole row.
+template <typename T, typename Call>
+void for_each_tile(const GemmProduct<T> &g, Call &&call) {
   const bool by_rows = g.m >= g.n;
   const int64_t extent = by_rows ? g.m : g.n, other = by_rows ? g.n : g.m;
   parallel_for(extent, tile_rows(extent, other * g.k), [&](int64_t lo, int64_t hi) {
-    warm_blas_buffer();  // each worker thread has a buffer of its own
-    const T *a = g.a.data, *b = g.b.data;
-    T *c = g.c + (by_rows ? lo * g.n : lo);
-    int64_t m = g.m, n = g.n;
+    GemmProduct<T> t = g;
+    t.c = g.c + (by_rows ? lo * g.n : lo);
     if (by_rows) {
-      a += trans_a ? lo : lo * g.a.ld;
-      m = hi - lo;
+      t.a.data += g.a.transposed ? lo : lo * g.a.ld;
+      t.m = hi - lo;
     } else {
-      b += trans_b ? lo * g.b.ld : lo;
-      n = hi - lo;
+      t.b.data += g.b.transposed ? lo * g.b.ld : lo;
+      t.n = hi - lo;
     }
+    call(t, int(g.n));
+  });
+}
+
+/// C = op(A) op(B) through BLAS, in tiles of tile_rows along C's longer side.
+template <typename T>
+void blas_gemm(const GemmProduct<T> &g) {
+  warm_blas_buffer();
+  const auto ta = g.a.transposed ? CblasTrans : CblasNoTrans;
+  const auto tb = g.b.transposed ? CblasTrans : CblasNoTrans;
+  for_each_tile(g, [&](const GemmProduct<T> &t, int ldc) {
+    warm_blas_buffer();  // each worker thread has a buffer of its own
     if constexpr (sizeof(T) == 4) {
-      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(g.k), 1.0f, a, int(g.a.ld), b,
-                  int(g.b.ld), 0.0f, c, int(g.n));
+      cblas_sgemm(CblasRowMajor, ta, tb, int(t.m), int(t.n), int(t.k), 1.0f, t.a.data, int(t.a.ld),
+                  t.b.data, int(t.b.ld), 0.0f, t.c, ldc);
     } else {
-      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(g.k), 1.0, a, int(g.a.ld), b,
-                  int(g.b.ld), 0.0, c, int(g.n));
+      cblas_dgemm(CblasRowMajor, ta, tb, int(t.m), int(t.n), int(t.k), 1.0, t.a.data, int(t.a.ld),
+                  t.b.data, int(t.b.ld), 0.0, t.c, ldc);
     }
   });
 }
@@ -313,30 +322,18 @@ void blas_gemm(const GemmProduct<T> &g, bool trans_a, bool trans_b) {
 /// C = op(A) op(B) through BLIS (row-major C is column-major Cᵀ = op(B)ᵀ op(A)ᵀ), in
 /// tiles of tile_rows along C's longer side, like blas_gemm.
 template <typename T>
-void blis_gemm(const GemmProduct<T> &g, bool trans_a, bool trans_b) {
+void blis_gemm(const GemmProduct<T> &g) {
   FortranGemm<T> f;
   if constexpr (sizeof(T) == 4) {
     f = blis().sgemm;
   } else {
     f = blis().dgemm;
   }
-  const bool by_rows = g.m >= g.n;
-  const int64_t extent = by_rows ? g.m : g.n, other = by_rows ? g.n : g.m;
-  parallel_for(extent, tile_rows(extent, other * g.k), [&](int64_t lo, int64_t hi) {
-    const T *a = g.a.data, *b = g.b.data;
-    T *c = g.c + (by_rows ? lo * g.n : lo);
-    int m = int(g.m), n = int(g.n);
-    if (by_rows) {
-      a += trans_a ? lo : lo * g.a.ld;
-      m = int(hi - lo);
-    } else {
-      b += trans_b ? lo * g.b.ld : lo;
-      n = int(hi - lo);
-    }
-    const int k = int(g.k), lda = int(g.a.ld), ldb = int(g.b.ld), ldc = int(g.n);
+  const char tra = g.a.transposed ? 'T' : 'N', trb = g.b.transposed ? 'T' : 'N';
+  for_each_tile(g, [&](const GemmProduct<T> &t, int ldc) {
+    const int m = int(t.m), n = int(t.n), k = int(t.k), lda = int(t.a.ld), ldb = int(t.b.ld);
     const T one = 1, zero = 0;
-    const char tra = trans_a ? 'T' : 'N', trb = trans_b ? 'T' : 'N';
-    f(&trb, &tra, &n, &m, &k, &one, b, &ldb, a, &lda, &zero, c, &ldc);
+    f(&trb, &tra, &n, &m, &k, &one, t.b.data, &ldb, t.a.data, &lda, &zero, t.c, &ldc);
   });
 }
 
@@ -367,7 +364,7 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
   const GemmProduct<T> g{choose_path<T>(trans_a, trans_b, m, n), m, n, k, op_a, op_b, c};
   switch (library_for<T>(g.path)) {
     case Library::Blis:
-      return blis_gemm(g, trans_a, trans_b);
+      return blis_gemm(g);
     case Library::BlasGemv:
       return blas_gemv(g, a, b);
     case Library::None:
@@ -383,7 +380,7 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
                         [&](int64_t lo, int64_t hi) { gemm_loops(product_rows(g, lo, hi)); });
   }
   if (g.path != GemmPath::Blas) return gemm_loops(g);
-  blas_gemm(g, trans_a, trans_b);
+  blas_gemm(g);
 }
 
 }  // namespace
