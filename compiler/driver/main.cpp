@@ -65,6 +65,16 @@ void keep_freed_memory_for(const std::string &command) {
 #endif
 }
 
+/// Every repeatable option (--set, --mesh, --in, --lib-path, ...) takes one value per flag:
+/// CLI11's default lets a vector option swallow the words after it, so
+/// `spmdc build --set n=8 file.spmd` read the file name as a second size.
+void one_value_per_flag(CLI::App &app) {
+  for (CLI::Option *option : app.get_options())
+    if (!option->get_positional() && option->get_items_expected_max() > 1)
+      option->allow_extra_args(false);
+  for (CLI::App *sub : app.get_subcommands({})) one_value_per_flag(*sub);
+}
+
 int real_main(int argc, char **argv) {
   CLI::App app{
       "spmdc — a compiler for SPMD programs over a named device mesh.\n"
@@ -99,6 +109,7 @@ int real_main(int argc, char **argv) {
   register_exercises_command(app, common, commands);
   register_profile_command(app, commands);
   register_doc_commands(app, commands);
+  one_value_per_flag(app);
 
   // An unknown command word would otherwise read as "a subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
