@@ -423,7 +423,8 @@ class Reducer {
       for (const Node &node : nodes_)
         if (node.alive)
           for (const Mem &x : node.mem) ++count[static_cast<size_t>(x.sum)];
-      for (size_t s = 0; s < constants_.size(); ++s) sum(static_cast<int>(s)).terms.reserve(count[s]);
+      for (size_t s = 0; s < constants_.size(); ++s)
+        sum(static_cast<int>(s)).terms.reserve(count[s]);
       for (size_t v = 0; v < nodes_.size(); ++v) {
         if (!nodes_[v].alive) continue;
         for (Mem &x : nodes_[v].mem) sum(x.sum).terms.push_back({index[v], std::move(x.bytes)});
