@@ -124,7 +124,11 @@ class Relaxer {
 
   /// A plan that fits: the best so far when it is cheaper.
   void offer(const std::vector<int> &choice) {
-    if (!m_.fits(choice)) return;
+    if (m_.fits(choice)) offer_fitting(choice);
+  }
+
+  /// offer() of a plan known to fit.
+  void offer_fitting(const std::vector<int> &choice) {
     double t = objective(p_, choice);
     if (!out_.best || t < out_.best->objective) {
       out_.best = Elimination{choice, t, 0};
@@ -247,8 +251,12 @@ class Relaxer {
       return c;
     };
     size_t ok = 0, bad = first.size();
-    if (!m_.fits(mixed(ok)) || m_.fits(mixed(bad))) {
+    if (!m_.fits(mixed(ok))) {
       offer(mixed(bad));
+      return;
+    }
+    if (std::vector<int> all = mixed(bad); m_.fits(all)) {
+      offer_fitting(all);
       return;
     }
     // Each sum of the memory model at mixed(cut) is its value at `rest` plus
@@ -299,8 +307,9 @@ class Relaxer {
       (fits(mid) ? ok : bad) = mid;
     }
     // Sums in another order can round differently: the exact check decides.
+    // (mixed(0) fits: checked above.)
     while (ok > 0 && !m_.fits(mixed(ok))) --ok;
-    offer(mixed(ok));
+    offer_fitting(mixed(ok));
   }
 
   const PairwiseProblem &p_;

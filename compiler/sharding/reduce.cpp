@@ -417,9 +417,17 @@ class Reducer {
       };
       for (size_t s = 0; s < constants_.size(); ++s)
         sum(static_cast<int>(s)).constant = constants_[s];
+      // The nodes' bytes move into the model (finish() is the Reducer's
+      // last step): no copy of the ~10^5 small vectors a training step has.
+      std::vector<size_t> count(constants_.size(), 0);
+      for (const Node &node : nodes_)
+        if (node.alive)
+          for (const Mem &x : node.mem) ++count[static_cast<size_t>(x.sum)];
+      for (size_t s = 0; s < constants_.size(); ++s)
+        sum(static_cast<int>(s)).terms.reserve(count[s]);
       for (size_t v = 0; v < nodes_.size(); ++v) {
         if (!nodes_[v].alive) continue;
-        for (const Mem &x : nodes_[v].mem) sum(x.sum).terms.push_back({index[v], x.bytes});
+        for (Mem &x : nodes_[v].mem) sum(x.sum).terms.push_back({index[v], std::move(x.bytes)});
       }
       out_.memory = std::move(m);
     }
