@@ -58,7 +58,7 @@ void count(const ir::Module &m, const ir::Function &f, const std::vector<ir::Ins
 /// and results; its flops are the members'.
 void count_group(const ir::Function &f, const std::vector<ir::Instr> &body,
                  const fusion::FusedGroup &group, double times, CostReport &r) {
-  double flops = 0, bytes = 0;
+  double flops = 0, bytes = 0, transcendentals = 0;
   std::vector<Type> operands, results;
   for (size_t i : group.members) {
     const ir::Instr &in = body[i];
@@ -67,11 +67,12 @@ void count_group(const ir::Function &f, const std::vector<ir::Instr> &body,
     for (ir::ValueId v : in.operands) operands.push_back(f.type(v));
     for (ir::ValueId v : in.results) results.push_back(f.type(v));
     flops += op_flops(in.op, operands, results, in.attrs);
+    transcendentals += transcendental_elements(in.op, results);
   }
   for (ir::ValueId v : group.inputs) bytes += type_bytes(f.type(v));
   for (ir::ValueId v : group.outputs) bytes += type_bytes(f.type(v));
   r.op_bytes += times * bytes;
-  r.op_seconds_sum += times * op_seconds(flops, bytes, r.profile);
+  r.op_seconds_sum += times * op_seconds(flops, bytes, r.profile, 0, transcendentals);
   r.elementwise_flops += times * flops;
 }
 
@@ -97,7 +98,8 @@ void count_instr(const ir::Module &m, const ir::Function &f, const ir::Instr &in
       for (const Type &t : operands) bytes += type_bytes(t);
       for (const Type &t : results) bytes += type_bytes(t);
       r.op_bytes += times * bytes;
-      r.op_seconds_sum += times * op_seconds(one, bytes, r.profile, smallest);
+      r.op_seconds_sum += times * op_seconds(one, bytes, r.profile, smallest,
+                                             transcendental_elements(in.op, results));
       double flops = times * one;
       OpKind kind = op_kind(in.op);
       (kind == OpKind::Reduce        ? r.reduction_flops
@@ -337,6 +339,25 @@ std::optional<HardwareProfile> find_profile(const std::string &name) {
   return std::nullopt;
 }
 
+double transcendental_elements(OpCode op, std::span<const Type> results) {
+  switch (op) {
+    case OpCode::Exp:
+    case OpCode::Log:
+    case OpCode::Sin:
+    case OpCode::Cos:
+    case OpCode::Tanh:
+    case OpCode::Logistic:
+    case OpCode::Erf:
+    case OpCode::Log1p:
+    case OpCode::Expm1:
+    case OpCode::Cbrt:
+    case OpCode::Pow:
+      return numel(results[0]);
+    default:
+      return 0;
+  }
+}
+
 double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type> results,
                 const Attrs &attrs) {
   switch (op_kind(op)) {
@@ -423,9 +444,11 @@ double contraction_smallest_dim(std::span<const Type> operands, const std::strin
   return std::min({rows, cols, inner});
 }
 
-double op_seconds(double flops, double bytes, const HardwareProfile &profile, double smallest_dim) {
+double op_seconds(double flops, double bytes, const HardwareProfile &profile, double smallest_dim,
+                  double transcendentals) {
   const double rate = profile.contraction_rate(smallest_dim);
-  const double compute = rate > 0 ? flops / rate : 0;
+  double compute = rate > 0 ? flops / rate : 0;
+  if (profile.transcendental_rate > 0) compute += transcendentals / profile.transcendental_rate;
   const double bw = profile.memory_rate(bytes);
   if (bw <= 0) return compute;
   return std::max(compute, bytes / bw);

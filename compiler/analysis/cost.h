@@ -130,6 +130,10 @@ struct HardwareProfile {
   /// Measured memory bandwidths by increasing bytes an op reads and writes;
   /// empty: every op at mem_bw_bytes_per_s.
   std::vector<MemoryRate> memory_rates = {};
+  /// Elements per second per device of a transcendental function (tanh, exp, log, ...,
+  /// pow: transcendental_elements()), measured in cache; 0: not modelled (such an op
+  /// costs one flop per element, as an add does).
+  double transcendental_rate = 0;
 
   /// The flop rate of a contraction whose smallest dimension is
   /// `smallest_dim` (0: not a matrix product; flops_per_s): interpolated
@@ -197,18 +201,23 @@ struct CostReport {
 /// types, by the conventions above; 0 for calls and loops (count their bodies).
 double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type> results,
                 const Attrs &attrs);
+/// Elements of one instruction that compute a transcendental function (exp, log, sin,
+/// cos, tanh, sigmoid, erf, log1p, expm1, cbrt, and pow), counted by its (local) result
+/// type; 0 for every other op. Priced at HardwareProfile::transcendental_rate.
+double transcendental_elements(OpCode op, std::span<const Type> results);
 /// The smallest of a two-operand contraction's dimensions: the product of
 /// the sizes of the labels only the first operand has (its rows), of those
 /// only the second has (columns) and of the contracted ones (a label missing
 /// from a group counts 1, so a matrix-vector product's is 1); batch labels
 /// (in both operands and the result) do not count. 0 for other contractions.
 double contraction_smallest_dim(std::span<const Type> operands, const std::string &spec);
-/// Seconds of one computing op: flops at the peak (for a contraction with
-/// `smallest_dim` > 0, at the profile's contraction_rate), or with memory
-/// bandwidth in the profile the larger of that and its bytes at the profile's
-/// memory_rate(bytes).
+/// Seconds of one computing op (or fused group): flops at the peak (for a contraction
+/// with `smallest_dim` > 0, at the profile's contraction_rate) plus, with a
+/// transcendental_rate in the profile, its `transcendentals` elements at that rate;
+/// with memory bandwidth in the profile, the larger of that and its bytes at the
+/// profile's memory_rate(bytes).
 double op_seconds(double flops, double bytes, const HardwareProfile &profile,
-                  double smallest_dim = 0);
+                  double smallest_dim = 0, double transcendentals = 0);
 
 /// Seconds of one collective that sends `moved_bytes` per device under
 /// `profile`: alpha + moved_bytes / bandwidth for a collective that moves

@@ -22,7 +22,8 @@ class ProfileReader {
     if (!j.is_object()) return fail("", "a profile is a JSON object");
     if (!only_keys(j, "",
                    {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "matmul_rates",
-                    "memory_rates", "intra_node", "devices_per_node", "inter_node", "axes"}))
+                    "memory_rates", "transcendental_rate", "intra_node", "devices_per_node",
+                    "inter_node", "axes"}))
       return std::nullopt;
     HardwareProfile p;
     if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
@@ -49,6 +50,9 @@ class ProfileReader {
       if (!rates) return std::nullopt;
       for (const auto &[bytes, rate] : *rates) p.memory_rates.push_back({bytes, rate});
     }
+    auto transcendental = number(j, "transcendental_rate", false);
+    if (!transcendental) return std::nullopt;
+    p.transcendental_rate = *transcendental;
     if (!j.contains("intra_node")) return fail("intra_node", "is required");
     auto intra = link(j["intra_node"], "intra_node");
     if (!intra) return std::nullopt;
@@ -264,6 +268,8 @@ std::string profile_json(const HardwareProfile &p) {
            ", \"bw_bytes_per_s\": " + num(p.memory_rates[k].bw_bytes_per_s) + "}";
     o += "\n  ],\n";
   }
+  if (p.transcendental_rate > 0)
+    o += "  \"transcendental_rate\": " + num(p.transcendental_rate) + ",\n";
   o += "  \"intra_node\": " + link_json(p.intra_node(), "");
   if (p.devices_per_node > 0)
     o += ",\n  \"devices_per_node\": " + std::to_string(p.devices_per_node);

@@ -222,6 +222,20 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
     }
     profile.memory_rates.push_back(
         {3.0 * 4.0 * static_cast<double>(len), profile.mem_bw_bytes_per_s});
+    // tanh of 16K f32 elements (64 KiB in, 64 KiB out: in cache), the same number of
+    // elements per step as the 48 MiB add: elements per second, memory traffic
+    // included (op_seconds adds these to the flops' time and compares with the bytes').
+    const int64_t n = int64_t{16} << 10;
+    const int reps = static_cast<int>(len / n);
+    const double tanh_s = time_everywhere(run, o.repeats, [&] {
+      using rt::DType, rt::Tensor;
+      auto t = std::make_shared<std::vector<Tensor>>(
+          std::vector<Tensor>{Tensor::full(DType::F32, {n}, 0.5), Tensor()});
+      return std::function<void()>([t, reps] {
+        for (int k = 0; k < reps; ++k) (*t)[1] = rt::unary(rt::UnaryOp::Tanh, (*t)[0]);
+      });
+    });
+    profile.transcendental_rate = static_cast<double>(n) * reps / tanh_s;
   }
   return m;
 }
@@ -268,6 +282,11 @@ std::string format_measurements(const MeasuredProfile &m) {
       out += line;
     }
     out += "\n";
+  }
+  if (p.transcendental_rate > 0) {
+    std::snprintf(line, sizeof line, "transcendental functions (tanh, in cache): %.3g elements/s\n",
+                  p.transcendental_rate);
+    out += line;
   }
   if (!p.matmul_rates.empty()) {
     out += "thin contractions (smallest dimension: flop/s):";

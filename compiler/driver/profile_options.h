@@ -36,8 +36,9 @@ inline void add_profile_options(CLI::App *cmd, ProfileOptions &o, const std::str
                 "rates as matmul_rates (off by default: docs/sharding.md, \"Hardware profiles\")");
   cmd->add_flag_callback(
       "--no-memory-rates", [&o] { o.measure.memory_rates = false; },
-      "Do not time adds of 192 KiB and 3 MiB (memory_rates, which the cache-aware cost "
-      "model needs: fused elementwise loops priced at the bandwidth of their bytes); "
+      "Do not time adds of 192 KiB and 3 MiB nor tanh in cache (memory_rates and "
+      "transcendental_rate, which the cache-aware cost model needs: fused elementwise loops "
+      "priced at the bandwidth of their bytes and the rate of their exp/tanh/...); "
       "every op is then priced op by op at the 48 MiB add's bandwidth "
       "(docs/sharding.md, \"Hardware profiles\")");
   cmd->add_flag("-q,--quiet", o.quiet, "Do not print the table of measurements");

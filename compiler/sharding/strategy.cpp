@@ -112,7 +112,8 @@ std::optional<Strategy> make_strategy(const OpSignature &sig, const rt::Mesh &me
   const double smallest = op_kind(sig.op) == OpKind::Contraction
                               ? contraction_smallest_dim(local_operands, sig.attrs.einsum().spec)
                               : 0;
-  s.compute_s = op_seconds(s.flops, bytes, profile, smallest);
+  s.compute_s =
+      op_seconds(s.flops, bytes, profile, smallest, transcendental_elements(sig.op, local_results));
   for (const FinishStep &fs : s.finish) {
     double bytes = local_results.empty()
                        ? 0

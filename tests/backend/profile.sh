@@ -52,9 +52,10 @@ p = json.load(open(sys.argv[1]))
 name, levels = sys.argv[3], int(sys.argv[4])
 assert p["name"] == name, p
 keys = {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "intra_node"}
-# Memory rates unless --no-memory-rates (the run named "nodes").
+# Memory rates and the tanh rate unless --no-memory-rates (the run named "nodes").
 if name != "nodes":
-    keys.add("memory_rates")
+    keys |= {"memory_rates", "transcendental_rate"}
+    assert p["transcendental_rate"] > 0, p
 # Thin products' rates only where asked for (--matmul-rates: the run named "here").
 if name == "here":
     keys.add("matmul_rates")

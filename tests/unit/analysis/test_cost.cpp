@@ -344,7 +344,7 @@ TEST_CASE("cost: profile files parse, print and parse back", "[cost][profile]") 
   fails(R"({"name": "x", "flop_per_s": 1, )" + intra + "}",
         "`flop_per_s` is not a profile key (known: axes, description, devices_per_node, "
         "flops_per_s, inter_node, intra_node, matmul_rates, memory_bw_bytes_per_s, memory_rates, "
-        "name)");
+        "name, transcendental_rate)");
 }
 
 TEST_CASE("cost: with memory bandwidth an op costs the slower of its flops and bytes",
@@ -443,9 +443,10 @@ TEST_CASE("cost: thin contractions run at the profile's measured matmul rates", 
 namespace spmd::test {
 namespace {
 
-TEST_CASE("cost: with memory rates a fused chain of elementwise ops reads its inputs and writes "
-          "its outputs once",
-          "[cost][profile]") {
+TEST_CASE(
+    "cost: with memory rates a fused chain of elementwise ops reads its inputs and writes "
+    "its outputs once",
+    "[cost][profile]") {
   HardwareProfile p{.name = "m", .flops_per_s = 1e12, .bw_bytes_per_s = 1e9, .latency_s = 1e-6};
   p.memory_rates = {{1, 1e10}};  // the cache-aware model: one rate at every size
   // tanh(x * y + x) on f32[1000] per device: the backends run the three ops as
@@ -478,6 +479,46 @@ TEST_CASE("cost: with memory rates a fused chain of elementwise ops reads its in
       "}\n");
   CostReport s = cost_of(*d, p);
   CHECK(s.op_bytes == Approx(12000 + 4004));
+}
+
+TEST_CASE("cost: a transcendental_rate prices exp, tanh, ... per element", "[cost][profile]") {
+  HardwareProfile p{.name = "m", .flops_per_s = 1e12, .bw_bytes_per_s = 1e9, .latency_s = 1e-6};
+  p.memory_rates = {{1, 1e10}};
+  p.transcendental_rate = 1e8;
+  CHECK(op_seconds(2e9, 0, p, 0, 1e8) == Approx(2e-3 + 1.0));  // flops' time + elements'
+  CHECK(op_seconds(0, 4e10, p, 0, 1e8) == Approx(4.0));        // the bytes' time is larger
+  // tanh(x * y + x) on f32[1000] per device, one fused loop: 12000 bytes at 1e10 B/s
+  // (1.2 us), 3000 flops at 1e12 (3 ns) and 1000 tanh at 1e8 (10 us): 10.003 us.
+  auto c = compile_ok(
+      "mesh M = (i: 4)\n"
+      "shmap f(x: f32[4000] @ P(i), y: f32[4000] @ P(i)) -> f32[4000] @ P(i) on M {\n"
+      "  return tanh(x * y + x)\n"
+      "}\n");
+  CHECK(cost_of(*c, p).compute_s == Approx(3000 / 1e12 + 1000 / 1e8));
+  // Not fused (no memory rates): the tanh alone reads and writes 8000 bytes at
+  // 1e10 B/s (0.8 us) but computes 10 us.
+  HardwareProfile plain = p;
+  plain.memory_rates.clear();
+  plain.mem_bw_bytes_per_s = 1e10;
+  CHECK(cost_of(*c, plain).compute_s ==
+        Approx(12000 / 1e10 + 12000 / 1e10 + (1000 / 1e12 + 1000 / 1e8)));
+  // x * y + x has no transcendental: bytes only.
+  auto d = compile_ok(
+      "mesh M = (i: 4)\n"
+      "shmap f(x: f32[4000] @ P(i), y: f32[4000] @ P(i)) -> f32[4000] @ P(i) on M {\n"
+      "  return x * y + x\n"
+      "}\n");
+  CHECK(cost_of(*d, p).compute_s == Approx(12000 / 1e10));
+  const std::vector<Type> ten{{DType::F32, {10}, {}}};
+  CHECK(transcendental_elements(OpCode::Exp, ten) == 10);
+  CHECK(transcendental_elements(OpCode::Pow, ten) == 10);
+  CHECK(transcendental_elements(OpCode::Sqrt, ten) == 0);
+  CHECK(transcendental_elements(OpCode::Add, ten) == 0);
+  std::string error;
+  auto back = parse_profile(profile_json(p), "m.json", error);
+  INFO(error);
+  REQUIRE(back);
+  CHECK(back->transcendental_rate == 1e8);
 }
 
 TEST_CASE("cost: memory bandwidth depends on how many bytes an op touches", "[cost][profile]") {
