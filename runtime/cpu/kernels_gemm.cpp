@@ -51,6 +51,15 @@
 // Those products' bits are then the library's, the same in `spmdc run` and an executable
 // on one machine (gemm_runs_own_loop says which products keep the promise above).
 //
+// On AVX2 + FMA (measured on a 2-core AMD EPYC, Zen 1, docs/backend.md, "On AVX2"), BLIS
+// beat the narrow loops on large A (1.05-1.3x; tied or lost below kNarrowOnBlis elements
+// of A), the short ones (1.3-1.9x) and general products of batched attention's size
+// (128 x 128 x 64: 1.3x), while OpenBLAS's GEMV (tiled) beat both BLIS and paths 1 and 2,
+// and BLIS lost 2x at k = 16 and tied on 512^3. So there, with BLIS installed, short
+// products and narrow ones of at least kNarrowOnBlis elements of A call BLIS, general
+// products of at most kSmallOnBlis multiply-adds with k >= 32 too, and GEMV stays on
+// OpenBLAS.
+//
 // Before a thread's first BLAS product, warm_blas_buffer runs one 64 x 384 x 384 sgemm on
 // zeros (about 19 MFLOP, half a millisecond) whose result is thrown away (issue 32). On
 // the 2-core AVX2 development machine (a virtual machine, OpenBLAS 0.3.21 with its Zen
@@ -162,7 +171,7 @@ using FortranGemm = void (*)(const char *, const char *, const int *, const int 
                              T *, const int *);
 
 /// BLIS's sgemm_ and dgemm_, from its own library opened privately; null where it is not
-/// installed, where SPMDRT_BLIS=0, or where the CPU has no AVX-512 (not measured there).
+/// installed, where SPMDRT_BLIS=0, or where the CPU has neither AVX-512 nor AVX2 + FMA.
 struct Blis {
   FortranGemm<float> sgemm = nullptr;
   FortranGemm<double> dgemm = nullptr;
@@ -171,7 +180,7 @@ struct Blis {
 const Blis &blis() {
   static const Blis found = [] {
     Blis b;
-    if (gemm_isa() != GemmIsa::Avx512) return b;
+    if (gemm_isa() == GemmIsa::Baseline) return b;
     if (const char *env = std::getenv("SPMDRT_BLIS"); env && std::strcmp(env, "0") == 0) return b;
     for (const char *path : {"/usr/lib/x86_64-linux-gnu/blis-serial/libblis.so.4",
                              "/usr/lib/x86_64-linux-gnu/libblis.so.4", "libblis.so.4"}) {
@@ -337,11 +346,18 @@ void blis_gemm(const GemmProduct<T> &g) {
   });
 }
 
+/// The most multiply-adds of a general product small_on_blis gives BLIS.
+constexpr int64_t kSmallOnBlis = int64_t{1} << 21;
+
 /// Where paths 1–4 hand a product to a library instead (see the file comment).
 enum class Library { None, Blis, BlasGemv };
 
+/// The fewest elements of A (m k) of a narrow product that BLIS takes on AVX2 + FMA:
+/// below, the own loop tied or won (batched 8 x 256 x 16 x 256: BLIS 1.2x slower).
+constexpr int64_t kNarrowOnBlis = int64_t{1} << 17;
+
 template <typename T>
-Library library_for(GemmPath path) {
+Library library_for(GemmPath path, int64_t m, int64_t k) {
   if (path == GemmPath::Blas) return Library::None;
   const bool gemv = path == GemmPath::Gemv || path == GemmPath::VecMat;
   switch (gemm_isa()) {
@@ -349,11 +365,23 @@ Library library_for(GemmPath path) {
       if (blis().sgemm) return Library::Blis;
       return gemv ? Library::BlasGemv : Library::None;
     case GemmIsa::Avx2Fma:
-      return gemv ? Library::BlasGemv : Library::None;
+      // Measured on a 2-core AMD EPYC (docs/backend.md): OpenBLAS's GEMV beats paths 1
+      // and 2 and BLIS's; BLIS beats the short loop and the narrow one on large A.
+      if (gemv) return Library::BlasGemv;
+      if (!blis().sgemm || (path == GemmPath::Narrow && m * k < kNarrowOnBlis))
+        return Library::None;
+      return Library::Blis;
     case GemmIsa::Baseline:
       return Library::None;
   }
   return Library::None;
+}
+
+/// Whether a general product (path 5) calls BLIS instead of OpenBLAS: on AVX2 + FMA,
+/// small products with k >= 32 (measured on a 2-core AMD EPYC, docs/backend.md: BLIS
+/// 1.2-1.3x faster on batched 128 x 128 x 64; 2x slower at k = 16, tied on 512^3).
+bool small_on_blis(int64_t m, int64_t n, int64_t k) {
+  return gemm_isa() == GemmIsa::Avx2Fma && blis().sgemm && k >= 32 && m * n * k <= kSmallOnBlis;
 }
 
 template <typename T>
@@ -362,7 +390,7 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
   use_single_threaded_blas();
   const GemmOperand<T> op_a{a, trans_a ? m : k, trans_a}, op_b{b, trans_b ? k : n, trans_b};
   const GemmProduct<T> g{choose_path<T>(trans_a, trans_b, m, n), m, n, k, op_a, op_b, c};
-  switch (library_for<T>(g.path)) {
+  switch (library_for<T>(g.path, m, k)) {
     case Library::Blis:
       return blis_gemm(g);
     case Library::BlasGemv:
@@ -380,6 +408,7 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
                         [&](int64_t lo, int64_t hi) { gemm_loops(product_rows(g, lo, hi)); });
   }
   if (g.path != GemmPath::Blas) return gemm_loops(g);
+  if (small_on_blis(m, n, k)) return blis_gemm(g);
   blas_gemm(g);
 }
 
@@ -387,14 +416,14 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
 
 bool gemm_fuses_multiply_add() { return gemm_isa() == GemmIsa::Avx2Fma; }
 
-bool gemm_runs_own_loop(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n) {
+bool gemm_runs_own_loop(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
   if (dtype == DType::F32) {
     const GemmPath path = choose_path<float>(trans_a, trans_b, m, n);
-    return path != GemmPath::Blas && library_for<float>(path) == Library::None;
+    return path != GemmPath::Blas && library_for<float>(path, m, k) == Library::None;
   }
   if (dtype == DType::F64) {
     const GemmPath path = choose_path<double>(trans_a, trans_b, m, n);
-    return path != GemmPath::Blas && library_for<double>(path) == Library::None;
+    return path != GemmPath::Blas && library_for<double>(path, m, k) == Library::None;
   }
   return true;
 }

@@ -160,7 +160,10 @@ double lane_sum_row(const S *row, int64_t n) {
   if (n < kSplitRow) {
     for (int64_t i = 0; i < n; i += kLanes) add_to_f64(l, row + i, std::min(kLanes, n - i));
   } else {
-    parallel_for(kLanes / kLaneGroup, 1, [&](int64_t g0, int64_t g1) {
+    // One chunk of lanes per thread: a chunk reads its lanes of every block, so more
+    // chunks than threads would stream the row once per chunk (4x slower on one thread).
+    const int64_t groups = kLanes / kLaneGroup;
+    parallel_for(groups, (groups + threads() - 1) / threads(), [&](int64_t g0, int64_t g1) {
       const int64_t first = g0 * kLaneGroup, width = (g1 - g0) * kLaneGroup;
       for (int64_t i = 0; i + first < n; i += kLanes)
         add_to_f64(l + first, row + i + first, std::min(width, n - i - first));
@@ -207,76 +210,104 @@ void lane_sum_rows(const S *in, int64_t rows, int64_t n, S *o) {
 /// Column sums: out[t] = the lane sum over r of x[r * stride + t], t < width.
 ///
 /// The fold is a binary tree: its root adds the lanes with an even index to those
-/// with an odd one, the next level splits on bit 1 of the index, and so on, so
-/// evaluating it depth first needs one partial column vector per level instead
-/// of all kSumLanes lanes of every column. A leaf (lane j) reads whole rows
-/// j, j + L, j + 2L, ... (vectorised across the columns); a subtree whose first
-/// lane is past the last row holds only +0 lanes and is skipped, as in
-/// fold_lanes. Columns go a tile at a time so the partials stay in cache.
+/// with an odd one, the next level splits on bit 1 of the index, and so on (the
+/// subtree at depth d with prefix p holds the lanes whose low d bits are p), so
+/// evaluating it depth first needs one partial per level instead of all kSumLanes
+/// lanes of every column. The kGroup subtrees at depth kLow (kGroup = 2^kLow) each
+/// hold one of every kGroup consecutive lanes, so they are walked together: a leaf of
+/// the walk is kGroup consecutive lanes, which read kGroup consecutive rows of each
+/// block of kSumLanes rows (one contiguous run when a tile is the whole row; one lane
+/// at a time read 2 KB runs 1 MB apart and ran at a third of memory speed), and every
+/// level keeps kGroup partials. The kGroup subtrees are then folded as the tree's last
+/// kLow levels. A subtree whose first lane is past the last row holds only +0 lanes and
+/// is skipped, as in fold_lanes (adding +0 changes nothing: a lane is never -0). Columns
+/// go a tile at a time so the partials stay in cache. Each column's bits are the same
+/// whatever the tiles.
 template <typename S>
 class ColumnSums {
  public:
-  ColumnSums(const S *x, int64_t rows, int64_t stride) : x_(x), rows_(rows), stride_(stride) {}
+  static constexpr int64_t kMaxTile = 1024;
+
+  ColumnSums(const S *x, int64_t rows, int64_t stride, int64_t width)
+      : x_(x),
+        rows_(rows),
+        stride_(stride),
+        tile_(std::min(kMaxTile, width)),
+        partials_(std::make_unique_for_overwrite<double[]>(
+            static_cast<size_t>((kDepth - kLow + 1) * kGroup * tile_))) {}
 
   void run(int64_t width, S *out) {
-    for (int64_t t0 = 0; t0 < width; t0 += kTile) {
-      tw_ = std::min(kTile, width - t0);
+    for (int64_t t0 = 0; t0 < width; t0 += tile_) {
+      tw_ = std::min(tile_, width - t0);
       t0_ = t0;
-      node(0, 0);
-      const double *sum = partial(0);
-      for (int64_t t = 0; t < tw_; ++t) out[t0 + t] = round_sum<S>(sum[t]);
+      node(kLow, 0);
+      double *p = partial(kLow);  // subtree q at depth kLow: p + q * tw_
+      for (int64_t s = kGroup / 2; s >= 1; s /= 2) {
+        for (int64_t q = 0; q < s; ++q) add_to_f64(p + q * tw_, p + (q + s) * tw_, tw_);
+      }
+      for (int64_t t = 0; t < tw_; ++t) out[t0 + t] = round_sum<S>(p[t]);
     }
   }
 
  private:
-  static constexpr int64_t kTile = 512;
   static constexpr int kDepth = std::countr_zero(static_cast<uint64_t>(kLanes));
+  static constexpr int kLow = 3;
+  static constexpr int64_t kGroup = int64_t{1} << kLow;
 
-  double *partial(int level) { return partials_[static_cast<size_t>(level)].data(); }
+  double *partial(int level) { return partials_.get() + (level - kLow) * kGroup * tile_; }
 
-  /// Writes into partial(level) the subtree of the lanes whose index has the low
-  /// `level` bits equal to `prefix`.
+  /// Writes into partial(level) the kGroup subtrees of the lanes whose bits kLow to
+  /// level - 1 are those of `prefix` (its low kLow bits are 0): subtree q at q * tw_.
   void node(int level, int64_t prefix) {
     double *acc = partial(level);
-    if (level == kDepth) {  // lane `prefix`: rows prefix, prefix + L, ...
-      std::fill(acc, acc + tw_, 0.0);
-      for (int64_t r = prefix; r < rows_; r += kLanes) add_to_f64(acc, x_ + r * stride_ + t0_, tw_);
+    const int64_t n = kGroup * tw_;
+    if (level == kDepth) {  // lanes prefix + q: rows prefix + q, prefix + q + L, ...
+      std::fill(acc, acc + n, 0.0);
+      for (int64_t r = prefix; r < rows_; r += kLanes) {
+        const int64_t count = std::min(kGroup, rows_ - r);
+        if (tw_ == stride_) {
+          add_to_f64(acc, x_ + r * stride_, count * tw_);
+        } else {
+          for (int64_t q = 0; q < count; ++q)
+            add_to_f64(acc + q * tw_, x_ + (r + q) * stride_ + t0_, tw_);
+        }
+      }
       return;
     }
     node(level + 1, prefix);  // bit `level` clear: the left operand
+    std::copy(partial(level + 1), partial(level + 1) + n, acc);
     const int64_t right = prefix | (int64_t{1} << level);
-    if (right >= rows_) {  // only +0 lanes on the right
-      std::copy(partial(level + 1), partial(level + 1) + tw_, acc);
-      return;
-    }
-    std::copy(partial(level + 1), partial(level + 1) + tw_, acc);
+    if (right >= rows_) return;  // only +0 lanes on the right
     node(level + 1, right);
-    add_to_f64(acc, partial(level + 1), tw_);
+    add_to_f64(acc, partial(level + 1), n);
   }
 
   const S *x_;
-  int64_t rows_, stride_;
+  int64_t rows_, stride_, tile_;
   int64_t t0_ = 0, tw_ = 0;
-  std::array<std::array<double, kTile>, kDepth + 1> partials_{};
+  std::unique_ptr<double[]> partials_;
 };
 
 template <typename S>
 void lane_sum_columns(const S *x, int64_t rows, int64_t stride, int64_t width, S *out) {
-  auto sums = std::make_unique<ColumnSums<S>>(x, rows, stride);
-  sums->run(width, out);
+  ColumnSums<S>(x, rows, stride, width).run(width, out);
 }
 
 /// Column sums of `before` blocks [rows, width], in chunks of whole column tiles over
-/// the pool (each column is summed by one chunk, as one thread would).
+/// the pool (each column is summed by one chunk, as one thread would; the tiles never
+/// change a bit, so they may follow the thread count: as wide as ColumnSums takes,
+/// narrower where that leaves threads idle).
 template <typename S>
 void lane_sum_column_blocks(const S *in, int64_t before, int64_t rows, int64_t width, S *o) {
-  constexpr int64_t kColumns = 512;  // ColumnSums's tile
-  const int64_t per_block = (width + kColumns - 1) / kColumns;
+  const int64_t per_thread = (width + threads() - 1) / threads();
+  const int64_t columns =
+      std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, ColumnSums<S>::kMaxTile);
+  const int64_t per_block = (width + columns - 1) / columns;
   const int64_t items = before * per_block;
-  parallel_for(items, elementwise_grain(items, rows * kColumns), [&](int64_t lo, int64_t hi) {
+  parallel_for(items, elementwise_grain(items, rows * columns), [&](int64_t lo, int64_t hi) {
     for (int64_t item = lo; item < hi; ++item) {
-      const int64_t b = item / per_block, t0 = item % per_block * kColumns;
-      lane_sum_columns(in + b * rows * width + t0, rows, width, std::min(kColumns, width - t0),
+      const int64_t b = item / per_block, t0 = item % per_block * columns;
+      lane_sum_columns(in + b * rows * width + t0, rows, width, std::min(columns, width - t0),
                        o + b * width + t0);
     }
   });

@@ -37,13 +37,15 @@ struct Case {
 };
 
 /// Whether gemm runs its own loop (not BLAS) for the shape: the bits it promises
-/// (docs/runtime.md, "matmul"). One output row or column is OpenBLAS's GEMV on AVX2 + FMA;
-/// on AVX-512 with BLIS installed, every product is a library's.
+/// (docs/runtime.md, "matmul"). One output row or column is OpenBLAS's GEMV on AVX2 + FMA,
+/// where BLIS, when installed, takes short products and narrow ones of 2^17 or more
+/// elements of A; on AVX-512 with BLIS
+/// installed, every product is a library's.
 bool own_loop(DType dtype, const Case &c, bool trans_a, bool trans_b) {
   const auto column_bytes = c.n * static_cast<int64_t>(dtype_size(dtype));
   const bool shape_rule = c.n == 1 || c.m == 1 || column_bytes <= 64 || (c.m <= 8 && !trans_b);
   // The runtime's own answer must agree with the shape rule where the loops run.
-  const bool own = detail::gemm_runs_own_loop(dtype, trans_a, trans_b, c.m, c.n);
+  const bool own = detail::gemm_runs_own_loop(dtype, trans_a, trans_b, c.m, c.n, c.k);
   if (own) CHECK(shape_rule);
   return own;
 }

@@ -107,6 +107,32 @@ TEST_CASE("reduce over several axes against the defined order", "[runtime][reduc
   }
 }
 
+TEST_CASE("column sums over blocks of lanes and tiles against the defined order",
+          "[runtime][reduce]") {
+  // 1027 rows: four blocks of kSumLanes rows and 3 rows of a fifth (lanes past them are +0);
+  // 1100 columns: a tile of whole rows and a remainder; [2, 300, 5]: short whole rows.
+  for (const Shape &shape : {Shape{1027, 1100}, Shape{2, 300, 5}}) {
+    const int64_t rows = shape[shape.size() - 2], cols = shape.back();
+    const int64_t blocks = shape.size() == 3 ? shape[0] : 1;
+    for (DType dtype : {DType::F32, DType::F64}) {
+      Tensor x = random_tensor(dtype, shape, 11);
+      const int64_t axis[] = {static_cast<int64_t>(shape.size()) - 2};
+      Tensor sum = reduce(ReduceOp::Sum, x, axis);
+      std::vector<double> ref;
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t t = 0; t < cols; ++t) {
+          std::vector<double> column;
+          for (int64_t r = 0; r < rows; ++r) column.push_back(x.get((b * rows + r) * cols + t));
+          const double v = defined_sum(column);
+          ref.push_back(dtype == DType::F32 ? double(float(v)) : v);
+        }
+      }
+      const Shape out_shape = blocks > 1 ? Shape{blocks, cols} : Shape{cols};
+      check_equal(sum, dtype, out_shape, ref);  // bitwise: the defined order
+    }
+  }
+}
+
 TEST_CASE("max and min of rows: signed zeros, NaN payloads and infinities in order",
           "[runtime][reduce]") {
   // The sequential definition: acc = -inf (max) / +inf (min), then acc = acc if acc beats x
