@@ -467,13 +467,36 @@ class AutoBuilder {
         const Sharding &have = out(v, a);
         return have == k.first ? 0.0 : w * reshard(v, have, k.first);
       };
+      const size_t producer_cands = nodes_[static_cast<size_t>(vu.root)].cands.size();
       for (const Group &g : vu.groups) {
-        // The keys only this group needs, once each.
+        // The keys only this group needs, once each: each distinct key's
+        // copy cost per candidate of the producer priced once (the
+        // candidates of the group's root share most keys), then summed per
+        // candidate pair in the order of its keys.
         deadline_.check();
+        std::vector<const Key *> distinct;
+        // Per candidate b of the group's root: its keys' places in
+        // `distinct` (-1: a key with a copy node, priced there).
+        std::vector<std::vector<int>> index(g.keys.size());
+        for (size_t b = 0; b < g.keys.size(); ++b)
+          for (const Key &k : g.keys[b]) {
+            if (vu.copies.count(k)) {
+              index[b].push_back(-1);
+              continue;
+            }
+            size_t at = 0;
+            while (at < distinct.size() && !(*distinct[at] == k)) ++at;
+            if (at == distinct.size()) distinct.push_back(&k);
+            index[b].push_back(static_cast<int>(at));
+          }
+        std::vector<double> priced(producer_cands * distinct.size());
+        for (size_t a = 0; a < producer_cands; ++a)
+          for (size_t d = 0; d < distinct.size(); ++d)
+            priced[a * distinct.size() + d] = copy_cost(a, *distinct[d]);
         add_term(vu.root, g.root, [&](size_t a, size_t b) {
           double c = 0;
-          for (const Key &k : g.keys[b])
-            if (!vu.copies.count(k)) c += copy_cost(a, k);
+          for (int d : index[b])
+            if (d >= 0) c += priced[a * distinct.size() + static_cast<size_t>(d)];
           return c;
         });
         for (const auto &[k, z] : vu.copies) {

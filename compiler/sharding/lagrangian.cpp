@@ -300,17 +300,22 @@ class Relaxer {
         return base + (i > 0 ? sum[static_cast<size_t>(i - 1)] : 0.0);
       }
     };
+    std::vector<std::pair<int, double>> changes;  // (reused by every sum)
     auto prefix = [&](const MemoryModel::Sum &sum) {
       Prefix out;
       out.base = m_.at(sum, rest);
-      std::vector<std::pair<int, double>> changes;
+      changes.clear();
       for (const MemoryModel::Term &t : sum.terms) {
         const auto v = static_cast<size_t>(t.node);
         const double d =
             m_.bytes(t, static_cast<size_t>(first[v])) - m_.bytes(t, static_cast<size_t>(rest[v]));
         if (d != 0) changes.push_back({t.node, d});
       }
-      std::sort(changes.begin(), changes.end());
+      // (reduce.h's model lists each sum's terms by node: sorted already.)
+      if (!std::is_sorted(changes.begin(), changes.end()))
+        std::sort(changes.begin(), changes.end());
+      out.node.reserve(changes.size());
+      out.sum.reserve(changes.size());
       double running = 0;
       for (const auto &[v, d] : changes) {
         running += d;
