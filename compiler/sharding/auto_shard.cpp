@@ -467,13 +467,36 @@ class AutoBuilder {
         const Sharding &have = out(v, a);
         return have == k.first ? 0.0 : w * reshard(v, have, k.first);
       };
+      const size_t producer_cands = nodes_[static_cast<size_t>(vu.root)].cands.size();
       for (const Group &g : vu.groups) {
-        // The keys only this group needs, once each.
+        // The keys only this group needs, once each: each distinct key's
+        // copy cost per candidate of the producer priced once (the
+        // candidates of the group's root share most keys), then summed per
+        // candidate pair in the order of its keys.
         deadline_.check();
+        std::vector<const Key *> distinct;
+        // Per candidate b of the group's root: its keys' places in
+        // `distinct` (-1: a key with a copy node, priced there).
+        std::vector<std::vector<int>> index(g.keys.size());
+        for (size_t b = 0; b < g.keys.size(); ++b)
+          for (const Key &k : g.keys[b]) {
+            if (vu.copies.count(k)) {
+              index[b].push_back(-1);
+              continue;
+            }
+            size_t at = 0;
+            while (at < distinct.size() && !(*distinct[at] == k)) ++at;
+            if (at == distinct.size()) distinct.push_back(&k);
+            index[b].push_back(static_cast<int>(at));
+          }
+        std::vector<double> priced(producer_cands * distinct.size());
+        for (size_t a = 0; a < producer_cands; ++a)
+          for (size_t d = 0; d < distinct.size(); ++d)
+            priced[a * distinct.size() + d] = copy_cost(a, *distinct[d]);
         add_term(vu.root, g.root, [&](size_t a, size_t b) {
           double c = 0;
-          for (const Key &k : g.keys[b])
-            if (!vu.copies.count(k)) c += copy_cost(a, k);
+          for (int d : index[b])
+            if (d >= 0) c += priced[a * distinct.size() + static_cast<size_t>(d)];
           return c;
         });
         for (const auto &[k, z] : vu.copies) {
@@ -583,10 +606,9 @@ class AutoBuilder {
     // Bytes per candidate of `root` (a constant when it has one candidate).
     auto term_on = [&](int root, auto &&bytes) {
       const Node &n = nodes_[static_cast<size_t>(root)];
-      MemoryModel::Term term;
-      term.node = n.cands.size() == 1 ? -1 : var_of_[static_cast<size_t>(root)];
-      for (size_t a = 0; a < n.cands.size(); ++a) term.bytes.push_back(bytes(a));
-      return term;
+      std::vector<double> per_candidate;
+      for (size_t a = 0; a < n.cands.size(); ++a) per_candidate.push_back(bytes(a));
+      return m.term(n.cands.size() == 1 ? -1 : var_of_[static_cast<size_t>(root)], per_candidate);
     };
     // The bytes of value v on the candidates of its producer's root; an
     // array constant's (made in the layout its first use needs, as
@@ -608,9 +630,7 @@ class AutoBuilder {
                                ? result_node_[static_cast<size_t>(uses.front().operand)]
                                : op_node_[static_cast<size_t>(uses.front().instr)];
       if (consumer < 0) {  // unread: no bytes (evaluate())
-        term.emplace();
-        term->node = -1;
-        term->bytes = {0.0};
+        term = m.term(-1, {0.0});
         return *term;
       }
       term = term_on(nodes_[static_cast<size_t>(consumer)].root, [&](size_t b) {
@@ -624,14 +644,16 @@ class AutoBuilder {
     for (size_t i = 0; i < f.body.size(); ++i) {
       if (op_node_[i] < 0 || f.body[i].op != OpCode::Einsum) continue;
       const Node &n = nodes_[static_cast<size_t>(op_node_[i])];
-      MemoryModel::Term term = term_on(n.root, [&](size_t b) {
-        return scratch_bytes(p_, static_cast<int>(i), strategy_at(n, b));
-      });
-      if (*std::max_element(term.bytes.begin(), term.bytes.end()) > 0) scratch[i] = std::move(term);
+      const size_t k = nodes_[static_cast<size_t>(n.root)].cands.size();
+      std::vector<double> bytes;
+      for (size_t b = 0; b < k; ++b)
+        bytes.push_back(cached_scratch_bytes(p_, static_cast<int>(i), strategy_at(n, b)));
+      if (*std::max_element(bytes.begin(), bytes.end()) > 0)
+        scratch[i] = m.term(k == 1 ? -1 : var_of_[static_cast<size_t>(n.root)], bytes);
     }
-    auto add = [](const MemoryModel::Term &term, MemoryModel::Sum &sum) {
+    auto add = [&m](const MemoryModel::Term &term, MemoryModel::Sum &sum) {
       if (term.node < 0)
-        sum.constant += term.bytes[0];
+        sum.constant += m.bytes(term, 0);
       else
         sum.terms.push_back(term);
     };
@@ -644,7 +666,7 @@ class AutoBuilder {
     // the reductions and relaxations over it, small. A point's scratch is an
     // item only it holds (id n_values + i).
     std::vector<std::vector<ir::ValueId>> kept;
-    std::vector<std::vector<ir::ValueId>> points = live_values(p_);
+    std::vector<std::vector<ir::ValueId>> points = memory_rows(p_);
     for (size_t i = 0; i < points.size(); ++i) {
       std::vector<ir::ValueId> &values = points[i];
       std::sort(values.begin(), values.end());
@@ -658,6 +680,7 @@ class AutoBuilder {
     }
     for (const std::vector<ir::ValueId> &values : kept) {
       MemoryModel::Sum point;
+      point.terms.reserve(values.size());
       for (ir::ValueId v : values)
         add(static_cast<size_t>(v) < n_values ? value_term(v)
                                               : *scratch[static_cast<size_t>(v) - n_values],
@@ -744,7 +767,7 @@ class AutoBuilder {
       // training step: 5.6 ms from the relaxation's early plans, 2.24 ms from
       // a second search). best_by_evaluate() then compares every plan met in
       // all the searches, so it runs once the own plan fits, or in the last.
-      const PlanCost own = evaluate(p_, read_plan(*pick));
+      const PlanCost own = cost_of_pick(*pick);
       const bool own_fits = fits_limit(own);
       last_pick = *pick;
       const bool last = round == kMemoryRounds || since(start) >= options_.time_limit_s;
@@ -774,16 +797,19 @@ class AutoBuilder {
     }
     // No plan of the search fits: the cheaper baseline that does.
     const Baseline *fallback = nullptr;
-    for (const Baseline &b : baselines())
-      if (std::isfinite(b.cost.total_s()) && fits_limit(b.cost) &&
-          (!fallback || b.cost.total_s() < fallback->cost.total_s()))
+    for (Baseline &b : baselines()) {
+      if (!may_fit(b)) continue;
+      const PlanCost &c = cost_of(b);
+      if (std::isfinite(c.total_s()) && fits_limit(c) &&
+          (!fallback || c.total_s() < fallback->cost->total_s()))
         fallback = &b;
+    }
     if (fallback) {
       report_.status = "answered with " + std::string(fallback->name) +
                        ": the search's plans are estimated over the memory limit (the least " +
                        std::to_string(static_cast<int64_t>(least_peak)) + " bytes)";
       report_.optimal = false;
-      report_.objective_s = fallback->cost.total_s();
+      report_.objective_s = fallback->cost->total_s();
       return fallback->plan;
     }
     auto &d = user.error(
@@ -825,6 +851,7 @@ class AutoBuilder {
   /// proven optimal for evaluate()'s own sum stands.
   Plan best_by_evaluate(const std::vector<size_t> &pick, double start) {
     answer_s_.reset();
+    answer_.reset();
     if (report_.optimal && report_.shared_per_group == 0) return read_plan(pick);
     struct Candidate {
       std::vector<size_t> choice;
@@ -867,7 +894,7 @@ class AutoBuilder {
     std::optional<PlanCost> cost;
     size_t taken = 0;
     for (; taken < plans.size(); ++taken) {
-      const PlanCost c = evaluate(p_, read_plan(plans[taken].choice));
+      const PlanCost c = cost_of_pick(plans[taken].choice);
       if (std::isfinite(c.total_s()) && fits_limit(c)) {
         cost = c;
         break;
@@ -877,6 +904,9 @@ class AutoBuilder {
     const std::vector<size_t> &best = plans[taken].choice;
     report_.objective_s = cost->total_s();
     answer_s_ = cost->total_s();
+    Plan answer = read_plan(best);
+    answer_ = answer;
+    answer_cost_ = *cost;
     if (best != pick) {
       // (Proven optimal only for the per-consumer pricing.)
       if (report_.optimal) report_.status = "optimal for its per-consumer pricing";
@@ -892,7 +922,16 @@ class AutoBuilder {
                     format_seconds(cost->total_s()).c_str(), how.c_str());
       report_.status += line;
     }
-    return read_plan(best);
+    return answer;
+  }
+
+  /// evaluate() of the plan of `pick` (a choice of every root), each
+  /// plan priced once: fit_estimate prices its searches' own plans, and
+  /// best_by_evaluate() the plans it ranks.
+  PlanCost cost_of_pick(const std::vector<size_t> &pick) {
+    auto it = costs_.find(pick);
+    if (it == costs_.end()) it = costs_.emplace(pick, evaluate(p_, read_plan(pick))).first;
+    return it->second;
   }
 
   /// Below `seconds` by more than rounding.
@@ -926,23 +965,30 @@ class AutoBuilder {
   /// training step on 8 devices got a plan of 84.8 us where pure DP is
   /// 54.8 us — and then the cheapest baseline that fits is the answer.
   Plan no_worse_than_baselines(Plan plan, PlanCost *cost = nullptr) {
+    // best_by_evaluate() priced its answer, which is usually `plan`.
+    std::optional<PlanCost> known;
+    if (answer_ && answer_->choice == plan.choice && answer_->params == plan.params &&
+        answer_->results == plan.results)
+      known = answer_cost_;
     if (report_.optimal && report_.shared_per_group == 0) {
-      if (cost) *cost = evaluate(p_, plan);
+      if (cost) *cost = known ? *known : evaluate(p_, plan);
       return plan;
     }
-    const PlanCost own = evaluate(p_, plan);
+    const PlanCost own = known ? *known : evaluate(p_, plan);
     const double mine = own.total_s();
     double best = mine;
     const Baseline *better = nullptr;
-    for (const Baseline &b : baselines()) {
-      if (!std::isfinite(b.cost.total_s())) continue;
-      if (!fits_limit(b.cost)) continue;
-      if (b.cost.total_s() < best * (1 - 1e-9)) {
-        best = b.cost.total_s();
+    for (Baseline &b : baselines()) {
+      if (!may_fit(b)) continue;
+      const PlanCost &c = cost_of(b);
+      if (!std::isfinite(c.total_s())) continue;
+      if (!fits_limit(c)) continue;
+      if (c.total_s() < best * (1 - 1e-9)) {
+        best = c.total_s();
         better = &b;
       }
     }
-    if (cost) *cost = better ? better->cost : own;
+    if (cost) *cost = better ? *better->cost : own;
     if (!better) return plan;
     const std::string why = report_.shared_per_group > 0
                                 ? "its objective priced " +
@@ -959,19 +1005,38 @@ class AutoBuilder {
 
   /// The two plans `--explain` prints next to the search's (pure DP, when
   /// there is one, and replicated), priced once.
+  /// Each is priced by evaluate() when first needed (cost_of()): under a
+  /// memory limit a baseline whose parameters alone exceed it never is.
   struct Baseline {
     const char *name;
     Plan plan;
-    PlanCost cost;
+    std::optional<PlanCost> cost;
   };
-  const std::vector<Baseline> &baselines() {
+  std::vector<Baseline> &baselines() {
     if (!baselines_) {
       baselines_.emplace();
       BaselinePlans b = baseline_plans(p_);
-      if (b.pure_dp) baselines_->push_back({"pure DP", *b.pure_dp, evaluate(p_, *b.pure_dp)});
-      baselines_->push_back({"replicated", b.replicated, evaluate(p_, b.replicated)});
+      if (b.pure_dp) baselines_->push_back({"pure DP", std::move(*b.pure_dp), std::nullopt});
+      baselines_->push_back({"replicated", std::move(b.replicated), std::nullopt});
     }
     return *baselines_;
+  }
+  const PlanCost &cost_of(Baseline &b) {
+    if (!b.cost) b.cost = evaluate(p_, b.plan);
+    return *b.cost;
+  }
+  /// False when baseline b cannot fit the memory limit: its parameters'
+  /// blocks alone (evaluate()'s param_bytes, summed alike; its peak_bytes
+  /// adds the live values to them) exceed it.
+  bool may_fit(const Baseline &b) const {
+    if (!options_.memory_per_device || b.cost) return true;
+    const ir::Function &f = p_.flat;
+    double param_bytes = 0;
+    for (size_t k = 0; k < f.params.size(); ++k) {
+      const Type &t = f.type(f.params[k].value);
+      param_bytes += local_bytes(p_.mesh, t.shape, t.dtype, b.plan.params[k]);
+    }
+    return param_bytes <= *options_.memory_per_device;
   }
 
   /// A choice of the reduced problem as a choice of every root.
@@ -1097,7 +1162,7 @@ class AutoBuilder {
       ro.gap = options_.gap;
       ro.time_limit_s = time_left;
       ro.max_states = states;
-      relaxed = relax_memory(*problem, *memory, ro);
+      relaxed = relax_memory(*problem, *memory, ro, &relax_memo_);
       report_.eliminations = relaxed->eliminations;
       report_.exact_runs = relaxed->exact_runs;
       report_.solver = relaxed->heuristic           ? "Lagrangian relaxation by local search"
@@ -1291,8 +1356,12 @@ class AutoBuilder {
   std::optional<MemoryModel> memory_;         // the memory rows (their limit: rows_limit_)
   std::optional<std::vector<Baseline>> baselines_;
   std::optional<Reduced> reduced_;  // pairwise_ reduced (with simplify)
+  RelaxMemo relax_memo_;            // the relaxations' minimisations (of reduced_ and memory_)
   IlpProblem ilp_;
   std::optional<double> answer_s_;         // evaluate()'s total of best_by_evaluate's answer
+  std::optional<Plan> answer_;             // that answer
+  PlanCost answer_cost_;                   // and its evaluate()
+  std::map<std::vector<size_t>, PlanCost> costs_;  // cost_of_pick()
   std::vector<std::vector<size_t>> seen_;  // the complete plans the solvers produced (saw())
   bool improved_by_blocks_ = false;        // improve_by_blocks() bettered the relaxation's plan
   Deadline deadline_;                      // the preparation throws OutOfTime past it

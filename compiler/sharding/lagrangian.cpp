@@ -29,8 +29,8 @@ constexpr int kExactRuns = 4;
 
 class Relaxer {
  public:
-  Relaxer(const PairwiseProblem &p, const MemoryModel &m, const RelaxOptions &o)
-      : p_(p), m_(m), o_(o), work_(p), start_(process_cpu_seconds()) {
+  Relaxer(const PairwiseProblem &p, const MemoryModel &m, const RelaxOptions &o, RelaxMemo *memo)
+      : p_(p), m_(m), o_(o), memo_(memo), work_(p), start_(process_cpu_seconds()) {
     out_.bound = -HUGE_VAL;
   }
 
@@ -91,7 +91,7 @@ class Relaxer {
     int at = -1;
     double most = -HUGE_VAL;
     for (size_t q = 0; q < m_.points.size(); ++q) {
-      double b = m_.points[q].at(choice);
+      double b = m_.at(m_.points[q], choice);
       if (b > most) {
         most = b;
         at = static_cast<int>(q);
@@ -107,8 +107,8 @@ class Relaxer {
     auto add = [&](const MemoryModel::Sum &sum, double share) {
       w.constant += share * sum.constant;
       for (const MemoryModel::Term &t : sum.terms)
-        for (size_t a = 0; a < t.bytes.size(); ++a)
-          w.w[static_cast<size_t>(t.node)][a] += share * t.bytes[a];
+        for (size_t a = 0; a < t.size; ++a)
+          w.w[static_cast<size_t>(t.node)][a] += share * m_.bytes(t, a);
     };
     add(m_.shared, 1);
     for (int q : points)
@@ -138,7 +138,37 @@ class Relaxer {
 
   /// argmin of time_weight * T + lambda * weighed bytes; with time_weight 1
   /// its value is g(lambda) + lambda * (L - constant), a lower bound.
-  std::optional<Trial> solve(const Weights &w, double lambda, double time_weight) {
+  std::optional<Trial> solve(const std::vector<int> &points, const Weights &w, double lambda,
+                             double time_weight) {
+    RelaxMemo::Key key{points, lambda, time_weight, out_.too_wide};
+    std::optional<Elimination> e;
+    if (memo_) {
+      if (auto it = memo_->runs.find(key); it != memo_->runs.end()) {
+        const RelaxMemo::Run &run = it->second;
+        out_.eliminations += run.eliminated ? 1 : 0;
+        if (run.too_wide) out_.too_wide = out_.heuristic = true;
+        out_.local_searches += run.local ? 1 : 0;
+        e = run.e;
+      }
+    }
+    if (!e) {
+      RelaxMemo::Run run;
+      e = minimise(w, lambda, time_weight, run);
+      if (memo_) {
+        run.e = *e;
+        memo_->runs.emplace(std::move(key), std::move(run));
+      }
+    }
+    if (!std::isfinite(e->objective)) return std::nullopt;
+    if (time_weight == 1 && !out_.heuristic)
+      out_.bound = std::max(out_.bound, e->objective + lambda * (w.constant - m_.limit));
+    Trial t{e->choice, objective(p_, e->choice), weighed(w, e->choice)};
+    offer(t.choice);
+    return t;
+  }
+
+  /// The minimisation of solve(), recorded in `run`.
+  Elimination minimise(const Weights &w, double lambda, double time_weight, RelaxMemo::Run &run) {
     // Forbidden candidates and pairs (infinite costs) stay forbidden.
     auto scaled = [time_weight](double c) { return std::isinf(c) ? c : time_weight * c; };
     for (size_t v = 0; v < p_.unary.size(); ++v)
@@ -154,22 +184,19 @@ class Relaxer {
     if (!out_.too_wide) {
       e = eliminate(work_, o_.max_states);
       ++out_.eliminations;
-      if (!e) out_.too_wide = out_.heuristic = true;
+      run.eliminated = true;
+      if (!e) out_.too_wide = out_.heuristic = run.too_wide = true;
     }
     if (!e) {
       e = local_search(work_);
       ++out_.local_searches;
+      run.local = true;
     }
     if (time_weight == 0) work_.pairs = p_.pairs;
-    if (!std::isfinite(e->objective)) return std::nullopt;
-    if (time_weight == 1 && !out_.heuristic)
-      out_.bound = std::max(out_.bound, e->objective + lambda * (w.constant - m_.limit));
-    Trial t{e->choice, objective(p_, e->choice), weighed(w, e->choice)};
-    offer(t.choice);
-    return t;
+    return std::move(*e);
   }
 
-  std::optional<Trial> solve_time_only() { return solve(weights({}), 0, 1); }
+  std::optional<Trial> solve_time_only() { return solve({}, weights({}), 0, 1); }
 
   /// The hull search over lambda for the points `points`, from the plan
   /// `low` that does not fit; returns the last plan on the fitting side.
@@ -177,7 +204,7 @@ class Relaxer {
     const Weights w = weights(points);
     low.bytes = weighed(w, low.choice);
     // The least weighed memory (time ignored): over the limit, nothing fits.
-    std::optional<Trial> high = solve(w, 1, 0);
+    std::optional<Trial> high = solve(points, w, 1, 0);
     if (!high) return std::nullopt;
     if (high->bytes > m_.limit * (1 + kTolerance)) {
       // Proven only when `high` is the exact minimum.
@@ -188,7 +215,7 @@ class Relaxer {
       if (!(low.bytes > high->bytes)) break;
       double lambda = std::max(0.0, (high->time - low.time) / (low.bytes - high->bytes));
       double line = low.time + lambda * low.bytes;
-      std::optional<Trial> t = solve(w, lambda, 1);
+      std::optional<Trial> t = solve(points, w, lambda, 1);
       if (!t) break;
       // The multiplier of the best bound at this point, for exact().
       const double g = t->time + lambda * (t->bytes - m_.limit);
@@ -273,17 +300,22 @@ class Relaxer {
         return base + (i > 0 ? sum[static_cast<size_t>(i - 1)] : 0.0);
       }
     };
+    std::vector<std::pair<int, double>> changes;  // (reused by every sum)
     auto prefix = [&](const MemoryModel::Sum &sum) {
       Prefix out;
-      out.base = sum.at(rest);
-      std::vector<std::pair<int, double>> changes;
+      out.base = m_.at(sum, rest);
+      changes.clear();
       for (const MemoryModel::Term &t : sum.terms) {
         const auto v = static_cast<size_t>(t.node);
         const double d =
-            t.bytes[static_cast<size_t>(first[v])] - t.bytes[static_cast<size_t>(rest[v])];
+            m_.bytes(t, static_cast<size_t>(first[v])) - m_.bytes(t, static_cast<size_t>(rest[v]));
         if (d != 0) changes.push_back({t.node, d});
       }
-      std::sort(changes.begin(), changes.end());
+      // (reduce.h's model lists each sum's terms by node: sorted already.)
+      if (!std::is_sorted(changes.begin(), changes.end()))
+        std::sort(changes.begin(), changes.end());
+      out.node.reserve(changes.size());
+      out.sum.reserve(changes.size());
       double running = 0;
       for (const auto &[v, d] : changes) {
         running += d;
@@ -315,6 +347,7 @@ class Relaxer {
   const PairwiseProblem &p_;
   const MemoryModel &m_;
   const RelaxOptions &o_;
+  RelaxMemo *memo_;  // or nullptr
   PairwiseProblem work_;
   double start_;                                     // process CPU seconds
   std::map<int, std::pair<double, double>> lambda_;  // per point searched: (best bound, its lambda)
@@ -325,8 +358,8 @@ class Relaxer {
 }  // namespace
 
 Relaxation relax_memory(const PairwiseProblem &p, const MemoryModel &memory,
-                        const RelaxOptions &options) {
-  return Relaxer(p, memory, options).run();
+                        const RelaxOptions &options, RelaxMemo *memo) {
+  return Relaxer(p, memory, options, memo).run();
 }
 
 }  // namespace spmd::sharding

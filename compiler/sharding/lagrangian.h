@@ -30,7 +30,9 @@
 // cannot finish in time.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "sharding/pairwise.h"
@@ -72,9 +74,30 @@ struct Relaxation {
   std::vector<std::vector<int>> bests;
 };
 
+/// The minimisations a relaxation ran, for later relaxations of the same
+/// problem and memory sums under another limit (auto_shard.h's searches
+/// after the first lower the limit only): each minimisation depends on the
+/// points weighed, lambda and the time's weight, not on the limit, and the
+/// hull search of a lower limit retraces the first steps of the last one.
+/// A minimisation found here is taken as it is (with the count of the
+/// eliminations and local searches it ran), not run again.
+struct RelaxMemo {
+  struct Run {
+    bool eliminated = false;  // an elimination ran (and gave up when `too_wide`)
+    bool too_wide = false;
+    bool local = false;  // a local search ran
+    Elimination e;
+  };
+  /// (points, lambda, time weight, whether eliminate() had given up before)
+  using Key = std::tuple<std::vector<int>, double, double, bool>;
+  std::map<Key, Run> runs;
+};
+
 /// The relaxation of `p` under `memory`; an unlimited optimum that fits is
-/// returned as optimal at once.
+/// returned as optimal at once. With `memo`, minimisations recorded there
+/// (by earlier calls on the same p and memory sums) are not run again, and
+/// new ones are recorded.
 Relaxation relax_memory(const PairwiseProblem &p, const MemoryModel &memory,
-                        const RelaxOptions &options);
+                        const RelaxOptions &options, RelaxMemo *memo = nullptr);
 
 }  // namespace spmd::sharding

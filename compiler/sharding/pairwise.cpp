@@ -24,27 +24,26 @@ std::vector<int> classes(const std::vector<std::vector<double>> &items, std::vec
 
 }  // namespace
 
-double MemoryModel::Sum::at(const std::vector<int> &choice) const {
-  double total = constant;
-  for (const Term &t : terms)
-    total += t.bytes[static_cast<size_t>(choice[static_cast<size_t>(t.node)])];
-  return total;
+MemoryModel::Term MemoryModel::term(int node, const std::vector<double> &bytes) {
+  Term t{node, static_cast<uint32_t>(pool.size()), static_cast<uint32_t>(bytes.size())};
+  pool.insert(pool.end(), bytes.begin(), bytes.end());
+  return t;
 }
 
 bool MemoryModel::fits(const std::vector<int> &choice) const {
   // shared + max(points) <= limit exactly when every shared + point is: the
   // same sums, compared one by one.
-  const double base = shared.at(choice);
+  const double base = at(shared, choice);
   if (points.empty()) return base + 0.0 <= limit;
   for (const Sum &point : points)
-    if (base + point.at(choice) > limit) return false;
+    if (base + at(point, choice) > limit) return false;
   return true;
 }
 
 double MemoryModel::peak(const std::vector<int> &choice) const {
   double most = 0;
-  for (const Sum &point : points) most = std::max(most, point.at(choice));
-  return shared.at(choice) + most;
+  for (const Sum &point : points) most = std::max(most, at(point, choice));
+  return at(shared, choice) + most;
 }
 
 namespace {
@@ -144,18 +143,19 @@ Elimination local_search_within(const PairwiseProblem &p, const MemoryModel &mem
   const size_t n = p.unary.size();
   PlanWalker w(p, memory, start);
   using Move = PlanWalker::Move;
+  Move best, single, block;  // (reused: no allocation per candidate)
   for (int round = 0; round < max_rounds; ++round) {
     bool moved = false;
     for (size_t v = 0; v < n; ++v) {
       if (p.unary[v].size() < 2) continue;
       const int from = w.at(v);
-      Move best;
+      best.clear();
       double best_change = 0;
       for (size_t a = 0; a < p.unary[v].size(); ++a) {
         if (static_cast<int>(a) == from) continue;
         // v alone, then v with each neighbour at its cheapest given v = a.
-        Move single = {{v, static_cast<int>(a)}};
-        Move block = single;
+        single.assign(1, {v, static_cast<int>(a)});
+        block = single;
         w.set(v, static_cast<int>(a));
         for (size_t k : w.pairs_of(v)) {
           const PairwiseProblem::Pair &pair = p.pairs[k];
@@ -214,11 +214,12 @@ void add_memory_rows(IlpProblem &ilp, const MemoryModel &m, const std::vector<in
     for (const MemoryModel::Term &t : sum.terms) {
       int first = first_var[static_cast<size_t>(t.node)];
       if (first < 0) {
-        constant += t.bytes[0];
+        constant += m.bytes(t, 0);
         continue;
       }
-      for (size_t a = 0; a < t.bytes.size(); ++a)
-        if (t.bytes[a] != 0) terms.push_back({first + static_cast<int>(a), t.bytes[a] * scale});
+      for (size_t a = 0; a < t.size; ++a)
+        if (m.bytes(t, a) != 0)
+          terms.push_back({first + static_cast<int>(a), m.bytes(t, a) * scale});
     }
     return constant;
   };

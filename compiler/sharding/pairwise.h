@@ -21,6 +21,7 @@
 // lagrangian.h bounds and solves the limited problem by elimination.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -40,20 +41,38 @@ struct PairwiseProblem {
 /// The bytes per device a choice stores: `shared` at every program point
 /// (the parameters) plus, at each point, the values live there; a plan fits
 /// when shared + the largest point is at most `limit`.
+///
+/// A term's bytes (per candidate of its node) lie in one array, `pool`,
+/// which the terms of every sum share: a value live at many points (a
+/// training step's model has ~10^6 terms over ~2,000 points) stores its
+/// bytes once, and a sum is read from two small arrays, not from a heap
+/// vector per term.
 struct MemoryModel {
   struct Term {
-    int node = 0;               // a node with more than one candidate
-    std::vector<double> bytes;  // per candidate of that node
+    int node = 0;         // a node with more than one candidate
+    uint32_t offset = 0;  // its bytes: pool[offset + a] for candidate a
+    uint32_t size = 0;    // the node's candidates
   };
   struct Sum {
     std::vector<Term> terms;
     double constant = 0;  // the bytes of nodes with one candidate
-    double at(const std::vector<int> &choice) const;
   };
+  std::vector<double> pool;  // the terms' bytes
   Sum shared;
   std::vector<Sum> points;
   double limit = 0;
 
+  /// A term of node `node` with `bytes` (per candidate), stored in the pool.
+  Term term(int node, const std::vector<double> &bytes);
+  /// Term t's bytes of candidate a.
+  double bytes(const Term &t, size_t a) const { return pool[t.offset + a]; }
+  /// Sum `sum` (shared or a point) for a choice of every node.
+  double at(const Sum &sum, const std::vector<int> &choice) const {
+    double total = sum.constant;
+    for (const Term &t : sum.terms)
+      total += pool[t.offset + static_cast<size_t>(choice[static_cast<size_t>(t.node)])];
+    return total;
+  }
   /// shared + the largest point, for a choice of every node.
   double peak(const std::vector<int> &choice) const;
   /// peak(choice) <= limit, stopping at the first point over it.

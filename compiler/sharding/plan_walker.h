@@ -25,7 +25,7 @@ class PlanWalker {
         m_(m),
         choice_(std::move(choice)),
         pairs_of_(p.unary.size()),
-        where_(p.unary.size()),
+        where_begin_(p.unary.size() + 1, 0),
         point_(m.points.size()),
         delta_(m.points.size(), 0),
         marked_(m.points.size(), 0),
@@ -34,11 +34,21 @@ class PlanWalker {
       pairs_of_[static_cast<size_t>(p.pairs[k].u)].push_back(k);
       pairs_of_[static_cast<size_t>(p.pairs[k].v)].push_back(k);
     }
-    for (const MemoryModel::Term &t : m.shared.terms)
-      where_[static_cast<size_t>(t.node)].push_back({-1, &t.bytes});
-    for (size_t q = 0; q < m.points.size(); ++q)
-      for (const MemoryModel::Term &t : m.points[q].terms)
-        where_[static_cast<size_t>(t.node)].push_back({static_cast<int>(q), &t.bytes});
+    // Each node's terms, the shared sum's first, then the points' in order
+    // (one array: a training step's model has ~10^6 terms).
+    auto each_term = [&](auto &&f) {
+      for (const MemoryModel::Term &t : m.shared.terms) f(-1, t);
+      for (size_t q = 0; q < m.points.size(); ++q)
+        for (const MemoryModel::Term &t : m.points[q].terms) f(static_cast<int>(q), t);
+    };
+    each_term(
+        [&](int, const MemoryModel::Term &t) { ++where_begin_[static_cast<size_t>(t.node) + 1]; });
+    for (size_t v = 0; v < p.unary.size(); ++v) where_begin_[v + 1] += where_begin_[v];
+    where_.resize(where_begin_.back());
+    std::vector<uint32_t> next(where_begin_.begin(), where_begin_.end() - 1);
+    each_term([&](int sum, const MemoryModel::Term &t) {
+      where_[next[static_cast<size_t>(t.node)]++] = {sum, t.offset};
+    });
     recount();
   }
 
@@ -49,8 +59,8 @@ class PlanWalker {
   void set(size_t v, int a) { choice_[v] = a; }
 
   void recount() {
-    shared_ = m_.shared.at(choice_);
-    for (size_t q = 0; q < point_.size(); ++q) point_[q] = m_.points[q].at(choice_);
+    shared_ = m_.at(m_.shared, choice_);
+    for (size_t q = 0; q < point_.size(); ++q) point_[q] = m_.at(m_.points[q], choice_);
   }
 
   double pair_cost(size_t k) const {
@@ -145,17 +155,18 @@ class PlanWalker {
 
  private:
   struct Where {
-    int sum = -1;  // a point's index, or -1 for the shared sum
-    const std::vector<double> *bytes = nullptr;
+    int sum = -1;         // a point's index, or -1 for the shared sum
+    uint32_t offset = 0;  // the term's bytes in m_.pool
   };
 
   void gather(const Move &move) {
     shared_delta_ = 0;
     touched_.clear();
     for (const auto &[v, a] : move)
-      for (const Where &w : where_[v]) {
-        const double d =
-            (*w.bytes)[static_cast<size_t>(a)] - (*w.bytes)[static_cast<size_t>(choice_[v])];
+      for (uint32_t k = where_begin_[v]; k < where_begin_[v + 1]; ++k) {
+        const Where &w = where_[k];
+        const double d = m_.pool[w.offset + static_cast<size_t>(a)] -
+                         m_.pool[w.offset + static_cast<size_t>(choice_[v])];
         if (w.sum < 0) {
           shared_delta_ += d;
           continue;
@@ -177,7 +188,9 @@ class PlanWalker {
   const MemoryModel &m_;
   std::vector<int> choice_;
   std::vector<std::vector<size_t>> pairs_of_;
-  std::vector<std::vector<Where>> where_;
+  // Node v's terms: where_[where_begin_[v]] up to where_[where_begin_[v + 1]].
+  std::vector<uint32_t> where_begin_;
+  std::vector<Where> where_;
   double shared_ = 0, shared_delta_ = 0;
   std::vector<double> point_, delta_;
   std::vector<char> marked_, pair_mark_;

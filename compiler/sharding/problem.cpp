@@ -622,7 +622,8 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   std::vector<double> scratch(static_cast<size_t>(n), 0.0);
   for (int i = 0; i < n; ++i)
     if (plan.choice[static_cast<size_t>(i)] >= 0)
-      scratch[static_cast<size_t>(i)] = scratch_bytes(p, i, plan.choice[static_cast<size_t>(i)]);
+      scratch[static_cast<size_t>(i)] =
+          cached_scratch_bytes(p, i, plan.choice[static_cast<size_t>(i)]);
   // Two moments per instruction: just before it, when its operands'
   // reshards run (what lives on past the previous point, the values they
   // read, the copies), and after it (the values live at its point, the
@@ -644,7 +645,7 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   // and scratch as here.
   double row_peak = 0;
   {
-    const std::vector<std::vector<ir::ValueId>> rows = live_values(p);
+    const std::vector<std::vector<ir::ValueId>> &rows = memory_rows(p);
     for (size_t i = 0; i < rows.size(); ++i) {
       double bytes = scratch[i];
       for (ir::ValueId v : rows[i]) bytes += bytes_of(v);
@@ -693,6 +694,22 @@ PlanCost evaluate(Problem &p, const Plan &plan) {
   }
   c.peak_bytes = c.param_bytes + peak;
   return c;
+}
+
+double cached_scratch_bytes(Problem &p, int instr, int strategy) {
+  // (Propagation appends strategies to an op's list: the cache grows with it.)
+  if (p.scratch.size() < p.strategies.size()) p.scratch.resize(p.strategies.size());
+  std::vector<double> &known = p.scratch.at(static_cast<size_t>(instr));
+  const size_t listed = p.strategies[static_cast<size_t>(instr)].size();
+  if (known.size() < listed) known.resize(listed, -1);
+  double &b = known.at(static_cast<size_t>(strategy));
+  if (b < 0) b = scratch_bytes(p, instr, strategy);
+  return b;
+}
+
+const std::vector<std::vector<ir::ValueId>> &memory_rows(Problem &p) {
+  if (!p.row_points) p.row_points = live_values(p);
+  return *p.row_points;
 }
 
 double scratch_bytes(const Problem &p, int instr, int strategy) {

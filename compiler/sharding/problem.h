@@ -76,6 +76,12 @@ struct Problem {
   /// Per instruction and strategy: consumer_varying(...).bits(), set by the
   /// first evaluate() or reshard_seconds().
   std::vector<std::vector<uint64_t>> varying_bits;
+  /// live_values(*this) without a plan (the search's memory rows), set by
+  /// the first evaluate() or memory_rows().
+  std::optional<std::vector<std::vector<ir::ValueId>>> row_points;
+  /// Per instruction and strategy: scratch_bytes(), or -1 until
+  /// cached_scratch_bytes() computes it (the strategies listed then).
+  std::vector<std::vector<double>> scratch;
 
   std::vector<ProblemLoop> loops;
   std::vector<int> loop_of;  // per instruction: its loop (index into loops), or -1
@@ -202,6 +208,8 @@ PlanCost evaluate(Problem &p, const Plan &plan);
 /// order and its product before the transpose into the output's
 /// (rt::einsum_scratch_bytes, the runtime's own count); 0 for other ops.
 double scratch_bytes(const Problem &p, int instr, int strategy);
+/// scratch_bytes(), each computed once (Problem::scratch).
+double cached_scratch_bytes(Problem &p, int instr, int strategy);
 
 /// Per program point (after each instruction), the values live there that
 /// an instruction defines (parameters are live everywhere and not listed;
@@ -214,5 +222,7 @@ double scratch_bytes(const Problem &p, int instr, int strategy);
 /// backends see the shmap), the global shapes without one (the search's
 /// memory rows, which hold for every plan).
 std::vector<std::vector<ir::ValueId>> live_values(const Problem &p, const Plan *plan = nullptr);
+/// live_values(p) without a plan, computed once (Problem::row_points).
+const std::vector<std::vector<ir::ValueId>> &memory_rows(Problem &p);
 
 }  // namespace spmd::sharding

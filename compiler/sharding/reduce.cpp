@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <stdexcept>
@@ -27,8 +28,8 @@ constexpr size_t kMaxJoined = 256;
 constexpr size_t kMaxSeriesPair = size_t{1} << 12;
 
 struct Mem {
-  int sum = 0;                // 0: shared; q + 1: point q
-  std::vector<double> bytes;  // per candidate
+  int sum = 0;          // 0: shared; q + 1: point q
+  uint32_t offset = 0;  // its bytes per candidate of the node: Reducer::pool_[offset...]
 };
 
 struct Node {
@@ -64,6 +65,8 @@ class Reducer {
     out_.original_id[n] = static_cast<int>(out_.children.size());
     for (const PairwiseProblem::Pair &q : p.pairs) add_pair(q.u, q.v, q.cost, false);
     if (m) {
+      pool_ = m->pool;
+      exclusive_from_ = pool_.size();
       constants_.assign(m->points.size() + 1, 0);
       add_sum(m->shared, 0);
       for (size_t q = 0; q < m->points.size(); ++q) add_sum(m->points[q], static_cast<int>(q) + 1);
@@ -121,17 +124,29 @@ class Reducer {
         q.cost[a * khi + b] += flip ? cost[b * klo + a] : cost[a * khi + b];
   }
 
+  /// A copy of the pool's bytes at `offset` (a node's `k` candidates).
+  uint32_t copy_bytes(uint32_t offset, size_t k) {
+    const auto at = static_cast<uint32_t>(pool_.size());
+    pool_.resize(pool_.size() + k);
+    for (size_t a = 0; a < k; ++a) pool_[at + a] = pool_[offset + a];
+    return at;
+  }
+
   void add_sum(const MemoryModel::Sum &sum, int index) {
     constants_[static_cast<size_t>(index)] += sum.constant;
     for (const MemoryModel::Term &t : sum.terms) {
       Node &n = nodes_[static_cast<size_t>(t.node)];
-      // The sums come in index order, so this one's entry, if any, is the last.
-      auto it = n.mem.empty() || n.mem.back().sum != index ? n.mem.end() : n.mem.end() - 1;
-      if (it == n.mem.end()) {
-        n.mem.push_back(Mem{index, std::vector<double>(n.ids.size(), 0)});
-        it = n.mem.end() - 1;
+      // The sums come in index order, so this one's entry, if any, is the
+      // last. A node's first term in a sum shares the model's bytes; a
+      // second makes the sum of the two its own (from exclusive_from_ on,
+      // each vector belongs to one entry and may change in place).
+      if (n.mem.empty() || n.mem.back().sum != index) {
+        n.mem.push_back(Mem{index, t.offset});
+        continue;
       }
-      for (size_t a = 0; a < t.bytes.size(); ++a) it->bytes[a] += t.bytes[a];
+      Mem &x = n.mem.back();
+      if (x.offset < exclusive_from_) x.offset = copy_bytes(x.offset, n.ids.size());
+      for (size_t a = 0; a < t.size; ++a) pool_[x.offset + a] += pool_[t.offset + a];
     }
   }
 
@@ -158,9 +173,10 @@ class Reducer {
   /// Memory terms that are equal for every candidate are constants.
   void constant_terms(int v) {
     Node &n = nodes_[static_cast<size_t>(v)];
+    const size_t k = n.ids.size();
     for (size_t t = n.mem.size(); t-- > 0;) {
-      const std::vector<double> &b = n.mem[t].bytes;
-      if (std::all_of(b.begin(), b.end(), [&](double x) { return x == b[0]; })) {
+      const auto b = pool_.begin() + n.mem[t].offset;
+      if (std::all_of(b, b + static_cast<long>(k), [&](double x) { return x == b[0]; })) {
         constants_[static_cast<size_t>(n.mem[t].sum)] += b[0];
         n.mem.erase(n.mem.begin() + static_cast<long>(t));
       }
@@ -169,12 +185,11 @@ class Reducer {
 
   /// Whether candidate b of v is no worse than a in everything; `bytes`: the
   /// distinct byte vectors of v's memory terms (distinct_bytes()).
-  bool dominates(int v, size_t b, size_t a,
-                 const std::vector<const std::vector<double> *> &bytes) const {
+  bool dominates(int v, size_t b, size_t a, const std::vector<uint32_t> &bytes) const {
     const Node &n = nodes_[static_cast<size_t>(v)];
     if (!(n.unary[b] <= n.unary[a])) return false;
-    for (const std::vector<double> *m : bytes)
-      if (!((*m)[b] <= (*m)[a])) return false;
+    for (uint32_t m : bytes)
+      if (!(pool_[m + b] <= pool_[m + a])) return false;
     for (int qi : n.pairs) {
       const Pair &q = pairs_[static_cast<size_t>(qi)];
       if (!q.alive) continue;
@@ -189,15 +204,17 @@ class Reducer {
   /// points has one term per point, all with its bytes: dominance need only
   /// compare each distinct vector once (a training step's nodes hold ~100
   /// terms and a few distinct vectors).
-  std::vector<const std::vector<double> *> distinct_bytes(int v) const {
+  std::vector<uint32_t> distinct_bytes(int v) const {
     // Each term against the last few kept (equal terms come in runs): a
     // repeat missed only costs a comparison later.
-    std::vector<const std::vector<double> *> out;
+    const auto k = static_cast<long>(size(v));
+    std::vector<uint32_t> out;
     for (const Mem &m : nodes_[static_cast<size_t>(v)].mem) {
       bool seen = false;
       for (size_t i = out.size(); i-- > 0 && out.size() - i <= 8 && !seen;)
-        seen = *out[i] == m.bytes;
-      if (!seen) out.push_back(&m.bytes);
+        seen = out[i] == m.offset || std::equal(pool_.begin() + out[i], pool_.begin() + out[i] + k,
+                                                pool_.begin() + m.offset);
+      if (!seen) out.push_back(m.offset);
     }
     return out;
   }
@@ -207,7 +224,7 @@ class Reducer {
     const size_t k = size(v);
     std::vector<bool> gone(k, false);
     bool any = false;
-    const std::vector<const std::vector<double> *> bytes = distinct_bytes(v);
+    const std::vector<uint32_t> bytes = distinct_bytes(v);
     for (size_t a = 0; a < k; ++a)
       for (size_t b = 0; b < k; ++b) {
         if (b == a || gone[b] || !dominates(v, b, a, bytes)) continue;
@@ -252,7 +269,27 @@ class Reducer {
     };
     pick(n.ids);
     pick(n.unary);
-    for (Mem &m : n.mem) pick(m.bytes);
+    // Each distinct vector once (the entries of one value, live at many
+    // points, share theirs): a new vector, as others may share the old.
+    std::vector<std::pair<uint32_t, uint32_t>> done;  // (old, new), the last few
+    for (Mem &m : n.mem) {
+      uint32_t to = 0;
+      bool seen = false;
+      for (size_t i = done.size(); i-- > 0 && done.size() - i <= 8 && !seen;)
+        if (done[i].first == m.offset) {
+          to = done[i].second;
+          seen = true;
+        }
+      if (!seen) {
+        to = static_cast<uint32_t>(pool_.size());
+        for (size_t a : keep) {
+          const double x = pool_[m.offset + a];
+          pool_.push_back(x);
+        }
+        done.push_back({m.offset, to});
+      }
+      m.offset = to;
+    }
   }
 
   void kill_pair(int qi) {
@@ -274,7 +311,7 @@ class Reducer {
       push(o);
     }
     constant_ += n.unary[0];
-    for (const Mem &m : n.mem) constants_[static_cast<size_t>(m.sum)] += m.bytes[0];
+    for (const Mem &m : n.mem) constants_[static_cast<size_t>(m.sum)] += pool_[m.offset];
     out_.fixed_ids.push_back(n.ids[0]);
     n.alive = false;
   }
@@ -302,10 +339,11 @@ class Reducer {
         for (size_t b = 0; b < kv && !beaten; ++b) {
           if (b == a || !(through[b] <= through[a])) continue;
           bool smaller = true;
-          for (const Mem &m : leaf.mem) smaller = smaller && m.bytes[b] <= m.bytes[a];
+          for (const Mem &m : leaf.mem)
+            smaller = smaller && pool_[m.offset + b] <= pool_[m.offset + a];
           if (!smaller) continue;
           bool same = through[b] == through[a];
-          for (const Mem &m : leaf.mem) same = same && m.bytes[b] == m.bytes[a];
+          for (const Mem &m : leaf.mem) same = same && pool_[m.offset + b] == pool_[m.offset + a];
           beaten = !same || b < a;  // of identical ones the first stays
         }
         if (!beaten) joined.push_back({i, a});
@@ -326,22 +364,36 @@ class Reducer {
     }
     std::vector<Mem> moved;
     for (const Mem &m : leaf.mem) {
-      Mem j{m.sum, {}};
-      for (auto [i, a] : joined) j.bytes.push_back(m.bytes[a]);
-      moved.push_back(std::move(j));
+      // (The entries of one value share their vector: the last one made
+      // serves a repeat.)
+      if (!moved.empty() && leaf.mem[moved.size() - 1].offset == m.offset) {
+        moved.push_back({m.sum, moved.back().offset});
+        continue;
+      }
+      Mem j{m.sum, static_cast<uint32_t>(pool_.size())};
+      for (auto [i, a] : joined) {
+        const double x = pool_[m.offset + a];
+        pool_.push_back(x);
+      }
+      moved.push_back(j);
     }
     kill_pair(qi);
     leaf.alive = false;
     restrict(u, rows);
     un.ids = std::move(ids);
     for (size_t k = 0; k < joined.size(); ++k) un.unary[k] += extra[k];
-    for (Mem &m : moved) {
+    for (const Mem &m : moved) {
       auto it =
           std::find_if(un.mem.begin(), un.mem.end(), [&](const Mem &x) { return x.sum == m.sum; });
       if (it == un.mem.end()) {
-        un.mem.push_back(std::move(m));
-      } else {
-        for (size_t k = 0; k < joined.size(); ++k) it->bytes[k] += m.bytes[k];
+        un.mem.push_back(m);
+      } else {  // (a new vector: the old one may be shared)
+        const auto to = static_cast<uint32_t>(pool_.size());
+        for (size_t k = 0; k < joined.size(); ++k) {
+          const double x = pool_[it->offset + k] + pool_[m.offset + k];
+          pool_.push_back(x);
+        }
+        it->offset = to;
       }
     }
     ++out_.joined_leaves;
@@ -417,17 +469,27 @@ class Reducer {
       };
       for (size_t s = 0; s < constants_.size(); ++s)
         sum(static_cast<int>(s)).constant = constants_[s];
-      // The nodes' bytes move into the model (finish() is the Reducer's
-      // last step): no copy of the ~10^5 small vectors a training step has.
       std::vector<size_t> count(constants_.size(), 0);
       for (const Node &node : nodes_)
         if (node.alive)
           for (const Mem &x : node.mem) ++count[static_cast<size_t>(x.sum)];
       for (size_t s = 0; s < constants_.size(); ++s)
         sum(static_cast<int>(s)).terms.reserve(count[s]);
+      // The vectors the surviving entries use, each once, in node order
+      // (the order a sum reads them in).
+      std::vector<uint32_t> moved_to(pool_.size(), UINT32_MAX);
       for (size_t v = 0; v < nodes_.size(); ++v) {
         if (!nodes_[v].alive) continue;
-        for (Mem &x : nodes_[v].mem) sum(x.sum).terms.push_back({index[v], std::move(x.bytes)});
+        const size_t k = nodes_[v].ids.size();
+        for (const Mem &x : nodes_[v].mem) {
+          uint32_t &to = moved_to[x.offset];
+          if (to == UINT32_MAX) {
+            to = static_cast<uint32_t>(m.pool.size());
+            m.pool.insert(m.pool.end(), pool_.begin() + x.offset,
+                          pool_.begin() + x.offset + static_cast<long>(k));
+          }
+          sum(x.sum).terms.push_back({index[v], to, static_cast<uint32_t>(k)});
+        }
       }
       out_.memory = std::move(m);
     }
@@ -440,6 +502,8 @@ class Reducer {
   std::vector<Pair> pairs_;
   std::map<std::pair<int, int>, int> pair_of_;
   std::vector<double> constants_;  // per memory sum
+  std::vector<double> pool_;       // the entries' bytes (Mem::offset)
+  size_t exclusive_from_ = 0;      // add_sum's vectors: one entry's each
   double constant_ = 0;            // the costs of removed nodes
   std::deque<int> queue_;
   std::vector<bool> queued_;

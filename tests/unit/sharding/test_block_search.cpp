@@ -53,10 +53,10 @@ Fsdp fsdp() {
   Fsdp f;
   f.p.unary = {{0, 0}, {4, 1}, {4, 1}, {4, 2}, {0, 3}};
   for (int v = 0; v < 3; ++v) f.p.pairs.push_back({v, v + 1, {0, 10, 10, 0}});
-  f.m.shared.terms.push_back({0, {4, 1}});
+  f.m.shared.terms.push_back(f.m.term(0, {4, 1}));
   MemoryModel::Sum point;
-  point.terms.push_back({2, {4, 1}});
-  point.terms.push_back({4, {4, 1}});
+  point.terms.push_back(f.m.term(2, {4, 1}));
+  point.terms.push_back(f.m.term(4, {4, 1}));
   f.m.points.push_back(point);
   f.m.limit = 9;
   return f;
@@ -90,8 +90,8 @@ TEST_CASE("block search: a block move that would break the limit is not made", "
   // Here the weight is stored whole either way and split S stores more (5):
   // every plan with S split peaks at 4 + 5 + at least 1 = 10, over the limit
   // of 9, so the block move is not made and the start is the optimum.
-  f.m.shared.terms[0].bytes = {4, 4};
-  f.m.points[0].terms[0].bytes = {4, 5};
+  f.m.shared.terms[0] = f.m.term(0, {4, 4});
+  f.m.points[0].terms[0] = f.m.term(2, {4, 5});
   REQUIRE(f.m.fits(f.start));
   CHECK(optimum_within(f.p, f.m) == Approx(15));
   sharding::BlockSearchResult r = sharding::block_search(f.p, f.m, f.blocks, f.start);
@@ -122,10 +122,9 @@ TEST_CASE("block search: never worse than its start, always within the limit", "
     MemoryModel m;
     m.points.resize(2);
     for (int v = 0; v < n; ++v) {
-      MemoryModel::Term t{v, {}};
-      for (size_t a = 0; a < p.unary[static_cast<size_t>(v)].size(); ++a)
-        t.bytes.push_back(bytes(rng));
-      (v == 0 ? m.shared : m.points[static_cast<size_t>(v % 2)]).terms.push_back(t);
+      std::vector<double> b;
+      for (size_t a = 0; a < p.unary[static_cast<size_t>(v)].size(); ++a) b.push_back(bytes(rng));
+      (v == 0 ? m.shared : m.points[static_cast<size_t>(v % 2)]).terms.push_back(m.term(v, b));
     }
     // The limit: what the first candidate of every node stores, so that
     // start fits.

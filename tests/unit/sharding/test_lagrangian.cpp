@@ -70,11 +70,11 @@ std::pair<PairwiseProblem, MemoryModel> random_problem(std::mt19937 &rng) {
     MemoryModel::Sum sum;
     sum.constant = real(0, 2);
     for (int k = 0; k < terms; ++k) {
-      MemoryModel::Term t;
-      t.node = uniform(0, n - 1);
-      for (size_t a = 0; a < p.unary[static_cast<size_t>(t.node)].size(); ++a)
-        t.bytes.push_back(static_cast<double>(uniform(1, 64)));
-      sum.terms.push_back(t);
+      const int node = uniform(0, n - 1);
+      std::vector<double> bytes;
+      for (size_t a = 0; a < p.unary[static_cast<size_t>(node)].size(); ++a)
+        bytes.push_back(static_cast<double>(uniform(1, 64)));
+      sum.terms.push_back(m.term(node, bytes));
     }
     return sum;
   };
@@ -128,6 +128,52 @@ TEST_CASE("lagrangian: bound, plan and infeasibility against exhaustive search",
   // The relaxation is not exact, but it closes most small problems.
   INFO(proven_optimal << " of " << feasible << " feasible runs proven optimal");
   CHECK(proven_optimal * 2 >= feasible);
+}
+
+TEST_CASE("lagrangian: a relaxation replaying an earlier one's minimisations answers as a new one",
+          "[sharding][lagrangian]") {
+  // auto_shard's later searches relax the same problem under a lower limit
+  // with the first's minimisations recorded (RelaxMemo): each answer, bound
+  // and count must be what a relaxation without the record gives, with the
+  // elimination exact (max_states large) and too wide (1).
+  int replayed = 0;
+  for (int seed = 0; seed < 300; ++seed) {
+    std::mt19937 rng(static_cast<unsigned>(seed));
+    auto [p, m] = random_problem(rng);
+    Exhaustive e = exhaustive(p, m);
+    const double high = e.least_peak + std::uniform_real_distribution<double>(0.3, 1.1)(rng) *
+                                           (e.most_peak - e.least_peak);
+    const double low = e.least_peak + std::uniform_real_distribution<double>(-0.1, 0.3)(rng) *
+                                          (e.most_peak - e.least_peak);
+    for (size_t states : {size_t{1} << 16, size_t{1}}) {
+      INFO("seed " << seed << ", max_states " << states);
+      sharding::RelaxOptions o;
+      o.max_states = states;
+      sharding::RelaxMemo memo;
+      for (double limit : {high, low, high}) {
+        m.limit = limit;
+        const size_t recorded = memo.runs.size();
+        sharding::Relaxation with = sharding::relax_memory(p, m, o, &memo);
+        sharding::Relaxation fresh = sharding::relax_memory(p, m, o);
+        replayed += recorded > 0 && memo.runs.size() == recorded ? 1 : 0;
+        CHECK(with.best.has_value() == fresh.best.has_value());
+        if (with.best && fresh.best) {
+          CHECK(with.best->choice == fresh.best->choice);
+          CHECK(with.best->objective == fresh.best->objective);
+        }
+        CHECK(with.bests == fresh.bests);
+        CHECK(with.bound == fresh.bound);
+        CHECK(with.infeasible == fresh.infeasible);
+        CHECK(with.too_wide == fresh.too_wide);
+        CHECK(with.heuristic == fresh.heuristic);
+        CHECK(with.eliminations == fresh.eliminations);
+        CHECK(with.local_searches == fresh.local_searches);
+        CHECK(with.exact_runs == fresh.exact_runs);
+      }
+    }
+  }
+  // The third relaxation (the first's limit again) runs nothing new.
+  CHECK(replayed >= 300);
 }
 
 TEST_CASE(

@@ -90,11 +90,11 @@ TEST_CASE("local search within a memory limit: fits, no worse than its start, bl
     auto sum = [&](int terms) {
       sharding::MemoryModel::Sum s;
       for (int k = 0; k < terms; ++k) {
-        sharding::MemoryModel::Term t;
-        t.node = static_cast<int>(rng() % static_cast<unsigned>(n));
-        for (size_t a = 0; a < p.unary[static_cast<size_t>(t.node)].size(); ++a)
-          t.bytes.push_back(bytes(rng));
-        s.terms.push_back(t);
+        const int node = static_cast<int>(rng() % static_cast<unsigned>(n));
+        std::vector<double> b;
+        for (size_t a = 0; a < p.unary[static_cast<size_t>(node)].size(); ++a)
+          b.push_back(bytes(rng));
+        s.terms.push_back(m.term(node, b));
       }
       return s;
     };
@@ -126,8 +126,8 @@ TEST_CASE("local search within a memory limit: fits, no worse than its start, bl
   p.unary = {{2.0, 1.0}, {2.0, 1.0}};
   p.pairs.push_back({0, 1, {0.0, 10.0, 10.0, 0.0}});
   sharding::MemoryModel m;
-  m.shared.terms.push_back({0, {8.0, 2.0}});
-  m.points.push_back({{{1, {8.0, 2.0}}}, 0.0});
+  m.shared.terms.push_back(m.term(0, {8.0, 2.0}));
+  m.points.push_back({{m.term(1, {8.0, 2.0})}, 0.0});
   m.limit = 16;
   sharding::Elimination e = sharding::local_search_within(p, m, {0, 0});
   CHECK(e.choice == std::vector<int>{1, 1});

@@ -61,11 +61,11 @@ std::pair<PairwiseProblem, MemoryModel> random_problem(std::mt19937 &rng, bool m
     MemoryModel::Sum sum;
     sum.constant = uniform(0, 3);
     for (int k = 0; k < terms; ++k) {
-      MemoryModel::Term t;
-      t.node = uniform(0, n - 1);
-      for (size_t a = 0; a < p.unary[static_cast<size_t>(t.node)].size(); ++a)
-        t.bytes.push_back(uniform(1, 8));
-      sum.terms.push_back(t);
+      const int node = uniform(0, n - 1);
+      std::vector<double> bytes;
+      for (size_t a = 0; a < p.unary[static_cast<size_t>(node)].size(); ++a)
+        bytes.push_back(uniform(1, 8));
+      sum.terms.push_back(m.term(node, bytes));
     }
     return sum;
   };
@@ -122,9 +122,9 @@ TEST_CASE("reduce: the reduced optimum equals the brute-force optimum and choice
         CHECK(std::abs(reduced - original) <= 1e-9);
       }
       if (with_memory) {
-        CHECK(rm->shared.at(y) == m.shared.at(x));
+        CHECK(rm->at(rm->shared, y) == m.at(m.shared, x));
         for (size_t q = 0; q < m.points.size(); ++q)
-          CHECK(rm->points[q].at(y) == m.points[q].at(x));
+          CHECK(rm->at(rm->points[q], y) == m.at(m.points[q], x));
       }
     });
     // The optimum is unchanged.
