@@ -74,9 +74,16 @@ def tolerance_ok(x, y, bf16):
         return False
     if x.dtype.kind in 'biu':
         return np.array_equal(x, y)
-    scale = max(1.0, float(np.max(np.abs(y)))) if y.size else 1.0
+    # NaN where the other has NaN, the same infinity where it has one; the finite
+    # values within the tolerance, scaled by the largest finite magnitude.
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    finite = np.isfinite(y)
+    if not np.array_equal(np.isnan(x), np.isnan(y)) or \
+            not np.array_equal(x[np.isinf(y)], y[np.isinf(y)]) or not np.all(np.isfinite(x[finite])):
+        return False
+    scale = max(1.0, float(np.max(np.abs(y[finite])))) if finite.any() else 1.0
     tol = (2.0 ** -7 if bf16 else 1e-6) * scale
-    return bool(np.all(np.abs(x.astype(np.float64) - y.astype(np.float64)) <= tol))
+    return bool(np.all(np.abs(x[finite] - y[finite]) <= tol))
 
 
 def printed_header(stdout):
