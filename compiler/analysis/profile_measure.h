@@ -32,7 +32,8 @@ struct MeasureOptions {
   double max_bytes = 16 << 20;   // largest collective buffer
   int repeats = 3;               // rounds per size; the fastest counts
   bool matmul_rates = false;     // also time thin products (HardwareProfile::matmul_rates)
-  bool memory_rates = true;      // also time adds of two smaller sizes and tanh (memory_rates, transcendental_rate)
+  // Also time adds of two smaller sizes and tanh (memory_rates, transcendental_rate).
+  bool memory_rates = true;
 };
 
 /// One measured collective: `bytes` is nccl-tests' buffer size, `moved` what

@@ -756,7 +756,7 @@ class AutoBuilder {
       report_.memory_rounds = round;
       report_.rows_limit = rows_limit_;
       if (!pick) {
-        if (round == 1) return std::nullopt;  // (reported)
+        if (round == 1) return std::nullopt;           // (reported)
         if (!best && last_pick) consider(*last_pick);  // the plans met before
         break;
       }
@@ -1358,9 +1358,9 @@ class AutoBuilder {
   std::optional<Reduced> reduced_;  // pairwise_ reduced (with simplify)
   RelaxMemo relax_memo_;            // the relaxations' minimisations (of reduced_ and memory_)
   IlpProblem ilp_;
-  std::optional<double> answer_s_;         // evaluate()'s total of best_by_evaluate's answer
-  std::optional<Plan> answer_;             // that answer
-  PlanCost answer_cost_;                   // and its evaluate()
+  std::optional<double> answer_s_;  // evaluate()'s total of best_by_evaluate's answer
+  std::optional<Plan> answer_;      // that answer
+  PlanCost answer_cost_;            // and its evaluate()
   std::map<std::vector<size_t>, PlanCost> costs_;  // cost_of_pick()
   std::vector<std::vector<size_t>> seen_;  // the complete plans the solvers produced (saw())
   bool improved_by_blocks_ = false;        // improve_by_blocks() bettered the relaxation's plan
