@@ -28,6 +28,7 @@ Usage: bench/validate_cost.py --spmdc BUILD/compiler/spmdc [--profile FILE]
 (defaults: mlp b=512 h=256 f=1024; block b=16 s=64 h=128 f=512)
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -145,6 +146,8 @@ def main():
     ap.add_argument("--mpi", action="store_true",
                     help="run the executables and measure the profile as 8 MPI processes")
     ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="write the programs, executables and profile into DIR and keep them")
     a = ap.parse_args()
     defaults = {"mlp": (512, 256, 1024), "block": (16, 128, 512)}[a.model]
     a.b, a.h, a.f = (v if v is not None else dv for v, dv in zip((a.b, a.h, a.f), defaults))
@@ -161,7 +164,10 @@ def main():
                    OMPI_MCA_btl_vader_single_copy_mechanism="none",
                    OMPI_MCA_mpi_yield_when_idle="1")
         launch = [a.mpirun, "--oversubscribe", "-np", "8"]
-    with tempfile.TemporaryDirectory(prefix="validate_cost_") as d:
+    if a.keep:
+        os.makedirs(a.keep, exist_ok=True)
+    with (contextlib.nullcontext(a.keep) if a.keep
+          else tempfile.TemporaryDirectory(prefix="validate_cost_")) as d:
         profile = a.profile
         if not profile:
             profile = os.path.join(d, "here.json")

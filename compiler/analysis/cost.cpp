@@ -72,7 +72,7 @@ void count_group(const ir::Function &f, const std::vector<ir::Instr> &body,
   for (ir::ValueId v : group.inputs) bytes += type_bytes(f.type(v));
   for (ir::ValueId v : group.outputs) bytes += type_bytes(f.type(v));
   r.op_bytes += times * bytes;
-  r.op_seconds_sum += times * op_seconds(flops, bytes, r.profile, 0, transcendentals);
+  r.op_seconds_sum += times * op_seconds(flops, bytes, r.profile, {}, transcendentals);
   r.elementwise_flops += times * flops;
 }
 
@@ -91,14 +91,14 @@ void count_instr(const ir::Module &m, const ir::Function &f, const ir::Instr &in
       for (ir::ValueId v : in.operands) operands.push_back(f.type(v));
       for (ir::ValueId v : in.results) results.push_back(f.type(v));
       const double one = op_flops(in.op, operands, results, in.attrs);
-      const double smallest = op_kind(in.op) == OpKind::Contraction
-                                  ? contraction_smallest_dim(operands, in.attrs.einsum().spec)
-                                  : 0;
+      const Contraction product = op_kind(in.op) == OpKind::Contraction
+                                      ? contraction_of(operands, in.attrs.einsum().spec)
+                                      : Contraction{};
       double bytes = 0;
       for (const Type &t : operands) bytes += type_bytes(t);
       for (const Type &t : results) bytes += type_bytes(t);
       r.op_bytes += times * bytes;
-      r.op_seconds_sum += times * op_seconds(one, bytes, r.profile, smallest,
+      r.op_seconds_sum += times * op_seconds(one, bytes, r.profile, product,
                                              transcendental_elements(in.op, results));
       double flops = times * one;
       OpKind kind = op_kind(in.op);
@@ -394,19 +394,46 @@ double link_seconds(double moved_bytes, const LinkCost &link) {
 
 }  // namespace
 
-double HardwareProfile::contraction_rate(double smallest_dim) const {
-  if (smallest_dim <= 0 || matmul_rates.empty()) return flops_per_s;
-  const MatmulRate &first = matmul_rates.front();
-  if (smallest_dim <= first.smallest_dim)
-    return first.flops_per_s * smallest_dim / first.smallest_dim;
-  for (size_t k = 1; k < matmul_rates.size(); ++k) {
-    const MatmulRate &lo = matmul_rates[k - 1], &hi = matmul_rates[k];
-    if (smallest_dim > hi.smallest_dim) continue;
-    const double t =
-        std::log(smallest_dim / lo.smallest_dim) / std::log(hi.smallest_dim / lo.smallest_dim);
+namespace {
+
+/// The rate at `dim` in `rates` (by increasing smallest dimension, not
+/// empty): interpolated on a log scale of the dimension, in proportion to it
+/// below the first entry, the last entry's rate above the last.
+double interpolate_rate(const std::vector<MatmulRate> &rates, double dim) {
+  const MatmulRate &first = rates.front();
+  if (dim <= first.smallest_dim) return first.flops_per_s * dim / first.smallest_dim;
+  for (size_t k = 1; k < rates.size(); ++k) {
+    const MatmulRate &lo = rates[k - 1], &hi = rates[k];
+    if (dim > hi.smallest_dim) continue;
+    const double t = std::log(dim / lo.smallest_dim) / std::log(hi.smallest_dim / lo.smallest_dim);
     return lo.flops_per_s + t * (hi.flops_per_s - lo.flops_per_s);
   }
-  return matmul_rates.back().flops_per_s;
+  return rates.back().flops_per_s;
+}
+
+}  // namespace
+
+double HardwareProfile::contraction_rate(double smallest_dim) const {
+  if (smallest_dim <= 0 || matmul_rates.empty()) return flops_per_s;
+  return interpolate_rate(matmul_rates, smallest_dim);
+}
+
+std::string HardwareProfile::layout_key(const rt::GemmShape &g) {
+  std::string key{g.trans_a ? 't' : 'n', g.trans_b ? 't' : 'n', '/'};
+  const int64_t smallest = std::min({g.m, g.n, g.k});
+  key += g.k == smallest ? 'k' : g.m == smallest ? 'm' : 'n';
+  return key;
+}
+
+double HardwareProfile::contraction_rate(const rt::GemmShape &g) const {
+  if (g.batch <= 0) return flops_per_s;
+  const auto smallest = static_cast<double>(std::min({g.m, g.n, g.k}));
+  const auto it = matmul_layout_rates.find(layout_key(g));
+  if (it == matmul_layout_rates.end() || it->second.empty()) return contraction_rate(smallest);
+  std::vector<MatmulRate> rates = it->second;
+  for (const MatmulRate &r : matmul_rates)
+    if (r.smallest_dim > rates.back().smallest_dim) rates.push_back(r);
+  return interpolate_rate(rates, smallest);
 }
 
 double HardwareProfile::memory_rate(double bytes) const {
@@ -444,10 +471,25 @@ double contraction_smallest_dim(std::span<const Type> operands, const std::strin
   return std::min({rows, cols, inner});
 }
 
-double op_seconds(double flops, double bytes, const HardwareProfile &profile, double smallest_dim,
-                  double transcendentals) {
-  const double rate = profile.contraction_rate(smallest_dim);
+Contraction contraction_of(std::span<const Type> operands, const std::string &spec) {
+  Contraction c;
+  if (operands.size() != 2) return c;
+  const rt::Shape shapes[2] = {operands[0].shape, operands[1].shape};
+  c.gemm = rt::einsum_gemm_shape(spec, shapes);
+  // Each copy reads and writes its elements once.
+  c.copied_bytes = 2.0 * static_cast<double>(c.gemm.copied_elements) *
+                   static_cast<double>(rt::dtype_size(operands[0].dtype));
+  return c;
+}
+
+double op_seconds(double flops, double bytes, const HardwareProfile &profile,
+                  const Contraction &product, double transcendentals) {
+  const double rate = profile.contraction_rate(product.gemm);
   double compute = rate > 0 ? flops / rate : 0;
+  if (product.copied_bytes > 0) {
+    const double copy_bw = profile.memory_rate(product.copied_bytes);
+    if (copy_bw > 0) compute += product.copied_bytes / copy_bw;
+  }
   if (profile.transcendental_rate > 0) compute += transcendentals / profile.transcendental_rate;
   const double bw = profile.memory_rate(bytes);
   if (bw <= 0) return compute;
@@ -483,7 +525,7 @@ CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
     if (moves_data(op)) r.comm_ops += s.count;
   r.profile = profile;
   r.compute_s = profile.mem_bw_bytes_per_s > 0 || !profile.memory_rates.empty() ||
-                        !profile.matmul_rates.empty()
+                        !profile.matmul_rates.empty() || !profile.matmul_layout_rates.empty()
                     ? r.op_seconds_sum
                 : profile.flops_per_s > 0 ? r.flops() / profile.flops_per_s
                                           : 0;
@@ -551,6 +593,16 @@ std::string format_cost(const CostReport &r, const std::string &title) {
     }
     out << " (each op, or fused loop of elementwise ops, the slower of its flops and its "
         << "bytes, " << fmt_num(r.op_bytes) << " bytes in all)\n";
+  }
+  if (!p.matmul_rates.empty() || !p.matmul_layout_rates.empty()) {
+    out << "    thin products:";
+    for (size_t k = 0; k < p.matmul_rates.size(); ++k)
+      out << (k ? ", " : " ") << fmt_num(p.matmul_rates[k].flops_per_s) << " flop/s at "
+          << fmt_num(p.matmul_rates[k].smallest_dim);
+    if (!p.matmul_layout_rates.empty())
+      out << (p.matmul_rates.empty() ? " " : "; ") << p.matmul_layout_rates.size()
+          << " lists by gemm layout and thinnest dimension";
+    out << " (each product at the rate of its smallest dimension)\n";
   }
   if (p.devices_per_node > 0 && p.inter_node)
     out << "    across nodes of " << p.devices_per_node

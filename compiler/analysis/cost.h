@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "analysis/stats.h"
+#include "spmdrt/kernels.h"
 #include "ir/ir.h"
 
 namespace spmd {
@@ -127,6 +128,12 @@ struct HardwareProfile {
   /// Measured rates of thin matrix products, by increasing smallest
   /// dimension; empty: every product runs at flops_per_s.
   std::vector<MatmulRate> matmul_rates = {};
+  /// Measured rates of thin products by the layout of the gemm the CPU runtime
+  /// runs and which of its dimensions is the smallest, keyed "<layout>/<thin>"
+  /// (layout_key()): "nn/m", "tn/k", ... ("t": that operand read transposed in
+  /// place). Each list by increasing smallest dimension; above its last entry
+  /// matmul_rates takes over. A product whose key has no list: matmul_rates.
+  std::map<std::string, std::vector<MatmulRate>> matmul_layout_rates = {};
   /// Measured memory bandwidths by increasing bytes an op reads and writes;
   /// empty: every op at mem_bw_bytes_per_s.
   std::vector<MemoryRate> memory_rates = {};
@@ -141,6 +148,15 @@ struct HardwareProfile {
   /// the dimension below the first (a product that thin is bound by the bytes
   /// it reads), the last rate above the last.
   double contraction_rate(double smallest_dim) const;
+  /// The flop rate of the gemms of `gemm` (batch 0: not a product;
+  /// flops_per_s): interpolated in matmul_layout_rates' list for its layout
+  /// and thinnest dimension, then in matmul_rates above that list's last entry;
+  /// contraction_rate(smallest dimension) when the profile has no such list.
+  double contraction_rate(const rt::GemmShape &gemm) const;
+  /// The key of matmul_layout_rates for `gemm`: "nn", "tn", "nt" or "tt" (a
+  /// "t" for each operand read transposed), "/", and "m", "n" or "k", the
+  /// smallest dimension (ties: k, then m).
+  static std::string layout_key(const rt::GemmShape &gemm);
   /// The memory bandwidth of an op that reads and writes `bytes`:
   /// interpolated between memory_rates on a log scale of the bytes, the first
   /// rate below the first entry and the last above the last;
@@ -211,13 +227,23 @@ double transcendental_elements(OpCode op, std::span<const Type> results);
 /// from a group counts 1, so a matrix-vector product's is 1); batch labels
 /// (in both operands and the result) do not count. 0 for other contractions.
 double contraction_smallest_dim(std::span<const Type> operands, const std::string &spec);
-/// Seconds of one computing op (or fused group): flops at the peak (for a contraction
-/// with `smallest_dim` > 0, at the profile's contraction_rate) plus, with a
-/// transcendental_rate in the profile, its `transcendentals` elements at that rate;
-/// with memory bandwidth in the profile, the larger of that and its bytes at the
-/// profile's memory_rate(bytes).
+/// A contraction as the CPU runtime computes it: its gemms
+/// (rt::einsum_gemm_shape) and the bytes its copies around them read and
+/// write. Default: not a product.
+struct Contraction {
+  rt::GemmShape gemm = {};
+  double copied_bytes = 0;
+};
+/// The Contraction of einsum `spec` over operands of these (local) types
+/// (not a product unless there are two operands).
+Contraction contraction_of(std::span<const Type> operands, const std::string &spec);
+/// Seconds of one computing op (or fused group): flops at the peak (for a contraction,
+/// at the profile's contraction_rate of its gemms, plus its copies' bytes at the
+/// memory_rate of those bytes) plus, with a transcendental_rate in the profile, its
+/// `transcendentals` elements at that rate; with memory bandwidth in the profile, the
+/// larger of that and its bytes at the profile's memory_rate(bytes).
 double op_seconds(double flops, double bytes, const HardwareProfile &profile,
-                  double smallest_dim = 0, double transcendentals = 0);
+                  const Contraction &product = {}, double transcendentals = 0);
 
 /// Seconds of one collective that sends `moved_bytes` per device under
 /// `profile`: alpha + moved_bytes / bandwidth for a collective that moves

@@ -22,7 +22,7 @@ class ProfileReader {
     if (!j.is_object()) return fail("", "a profile is a JSON object");
     if (!only_keys(j, "",
                    {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "matmul_rates",
-                    "memory_rates", "transcendental_rate", "intra_node", "devices_per_node",
+                    "matmul_layout_rates", "memory_rates", "transcendental_rate", "intra_node", "devices_per_node",
                     "inter_node", "axes"}))
       return std::nullopt;
     HardwareProfile p;
@@ -44,6 +44,25 @@ class ProfileReader {
       auto rates = rate_list(j["matmul_rates"], "matmul_rates", "smallest_dim", 1, "flops_per_s");
       if (!rates) return std::nullopt;
       for (const auto &[dim, rate] : *rates) p.matmul_rates.push_back({dim, rate});
+    }
+    if (j.contains("matmul_layout_rates")) {
+      const Json &by = j["matmul_layout_rates"];
+      if (!by.is_object())
+        return fail("matmul_layout_rates",
+                    "must be an object of lists, keyed \"nn/m\", \"tn/k\", ... (layout/thin)");
+      for (auto it = by.begin(); it != by.end(); ++it) {
+        const std::string &key = it.key();
+        const bool valid = key.size() == 4 && (key[0] == 'n' || key[0] == 't') &&
+                           (key[1] == 'n' || key[1] == 't') && key[2] == '/' &&
+                           (key[3] == 'm' || key[3] == 'n' || key[3] == 'k');
+        if (!valid)
+          return fail("matmul_layout_rates." + key,
+                      "is not a layout key: nn, tn, nt or tt, a slash, and m, n or k");
+        auto rates = rate_list(it.value(), "matmul_layout_rates." + key, "smallest_dim", 1,
+                               "flops_per_s");
+        if (!rates) return std::nullopt;
+        for (const auto &[dim, rate] : *rates) p.matmul_layout_rates[key].push_back({dim, rate});
+      }
     }
     if (j.contains("memory_rates")) {
       auto rates = rate_list(j["memory_rates"], "memory_rates", "bytes", 1, "bw_bytes_per_s");
@@ -260,6 +279,19 @@ std::string profile_json(const HardwareProfile &p) {
            "{\"smallest_dim\": " + num(p.matmul_rates[k].smallest_dim) +
            ", \"flops_per_s\": " + num(p.matmul_rates[k].flops_per_s) + "}";
     o += "\n  ],\n";
+  }
+  if (!p.matmul_layout_rates.empty()) {
+    o += "  \"matmul_layout_rates\": {";
+    bool first = true;
+    for (const auto &[key, rates] : p.matmul_layout_rates) {
+      o += std::string(first ? "\n    " : ",\n    ") + Json(key).dump() + ": [";
+      first = false;
+      for (size_t k = 0; k < rates.size(); ++k)
+        o += std::string(k ? ", " : "") + "{\"smallest_dim\": " + num(rates[k].smallest_dim) +
+             ", \"flops_per_s\": " + num(rates[k].flops_per_s) + "}";
+      o += "]";
+    }
+    o += "\n  },\n";
   }
   if (!p.memory_rates.empty()) {
     o += "  \"memory_rates\": [";

@@ -5,7 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "spmdrt/kernels.h"
 
@@ -15,13 +19,39 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// The median of `rounds` (not empty), the mean of the middle two when even.
+/// The median, not the fastest: a program's steps are timed by their median,
+/// and on a machine with fewer cores than devices the fastest of a few rounds
+/// is one where the scheduler happened to run every device evenly (at 8
+/// devices on 2 cores it rated a 512^3 product ~20% faster than the median).
+double median(std::vector<double> rounds) {
+  std::sort(rounds.begin(), rounds.end());
+  const size_t n = rounds.size();
+  return n % 2 ? rounds[n / 2] : (rounds[n / 2 - 1] + rounds[n / 2]) / 2;
+}
+
+/// The longest time any device measured from its own `start` (taken right
+/// after a barrier) to now (right after the closing barrier). Not device 0's
+/// alone: with more devices than cores a device may run only after the others
+/// have started, and from its late start it would time less than the whole.
+double longest(rt::DeviceContext &ctx, Clock::time_point start) {
+  rt::Tensor t = rt::Tensor::full(rt::DType::F64, {1},
+                                  std::chrono::duration<double>(Clock::now() - start).count());
+  std::vector<int> every_axis(ctx.mesh().axes().size());
+  for (size_t a = 0; a < every_axis.size(); ++a) every_axis[a] = static_cast<int>(a);
+  t = ctx.all_reduce(t, every_axis, rt::ReduceOp::Max);
+  double seconds = 0;
+  std::memcpy(&seconds, t.raw(), sizeof seconds);
+  return seconds;
+}
+
 /// Seconds per call of `op` over `axis` with a buffer of `len` f32 per device
-/// (all_gather's buffer is its output), the best of `repeats` rounds; each
+/// (all_gather's buffer is its output), the median of `repeats` rounds; each
 /// round runs enough calls to take a few milliseconds.
 double time_collective(const MeshRunner &run, OpCode op, int axis, int64_t len, int64_t group,
                        int repeats) {
   const int calls = static_cast<int>(std::clamp<int64_t>((int64_t{8} << 20) / (len * 4), 2, 200));
-  double best = HUGE_VAL;
+  std::vector<double> rounds;
   for (int r = 0; r < repeats; ++r) {
     double seconds = 0;
     run([&](rt::DeviceContext &ctx) {
@@ -48,20 +78,20 @@ double time_collective(const MeshRunner &run, OpCode op, int axis, int64_t len, 
         }
       }
       ctx.barrier();
-      if (ctx.device() == 0)
-        seconds = std::chrono::duration<double>(Clock::now() - t0).count() / calls;
+      const double elapsed = longest(ctx, t0);
+      if (ctx.device() == 0) seconds = elapsed / calls;
     });
-    best = std::min(best, seconds);
+    rounds.push_back(seconds);
   }
-  return best;
+  return median(rounds);
 }
 
-/// Seconds per call of `step` on every device at once, the best of `repeats`
+/// Seconds per call of `step` on every device at once, the median of `repeats`
 /// rounds of 3 calls.
 double time_everywhere(const MeshRunner &run, int repeats,
                        const std::function<std::function<void()>()> &make_step) {
   const int calls = 3;
-  double best = HUGE_VAL;
+  std::vector<double> rounds;
   for (int r = 0; r < repeats; ++r) {
     double seconds = 0;
     run([&](rt::DeviceContext &ctx) {
@@ -70,12 +100,12 @@ double time_everywhere(const MeshRunner &run, int repeats,
       const auto t0 = Clock::now();
       for (int k = 0; k < calls; ++k) step();
       ctx.barrier();
-      if (ctx.device() == 0)
-        seconds = std::chrono::duration<double>(Clock::now() - t0).count() / calls;
+      const double elapsed = longest(ctx, t0);
+      if (ctx.device() == 0) seconds = elapsed / calls;
     });
-    best = std::min(best, seconds);
+    rounds.push_back(seconds);
   }
-  return best;
+  return median(rounds);
 }
 
 }  // namespace
@@ -167,32 +197,46 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
     return std::function<void()>([a] { *a = rt::matmul(*a, *a); });
   });
   profile.flops_per_s = 2.0 * static_cast<double>(side * side * side) / matmul_s;
-  // Thin products, only on request (--matmul-rates; docs/sharding.md, "Hardware
-  // profiles"): smallest dimension s as the rows, the columns and the
-  // contracted length in turn (each 2 side^2 s flops), side / s times each so a
-  // step does three times the square product's flops. Without them the list
-  // stays empty: every product at the peak.
+  // Thin products (docs/sharding.md, "Hardware profiles"): for each layout of
+  // the gemm (an operand read transposed in place or not) and each of its
+  // dimensions, products whose dimension is s = 8, 32, 128 and the other two
+  // 256, 512 / s of them a step (each step 4 * 256^3 flops: ~10 ms on 8
+  // devices sharing 2 cores, a few of the scheduler's time slices). matmul_rates
+  // gets the plain layout's three products together (the rate of a product
+  // thin in an unknown dimension); the square product tops both lists.
   profile.matmul_rates.clear();
+  profile.matmul_layout_rates.clear();
   if (o.matmul_rates) {
-    for (const int64_t s : {int64_t{8}, int64_t{32}, int64_t{128}}) {
-      const double thin_s = time_everywhere(run, o.repeats, [&] {
-        using rt::DType, rt::Tensor;
-        auto t = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
-            Tensor::full(DType::F32, {side, s}, 0.5), Tensor::full(DType::F32, {s, side}, 0.5),
-            Tensor::full(DType::F32, {side, side}, 0.5)});
-        const int64_t reps = side / s;
-        return std::function<void()>([t, reps] {
-          const auto &[tall, wide, square] = std::tie((*t)[0], (*t)[1], (*t)[2]);
-          for (int64_t k = 0; k < reps; ++k) {
-            Tensor c = rt::matmul(tall, wide);  // contracted length s
-            c = rt::matmul(wide, square);       // s rows
-            c = rt::matmul(square, tall);       // s columns
-          }
-        });
-      });
-      profile.matmul_rates.push_back(
-          {static_cast<double>(s), 3 * 2.0 * static_cast<double>(side * side * side) / thin_s});
+    constexpr int64_t thin_side = 256;
+    const std::vector<int64_t> thin_dims{8, 32, 128};
+    std::map<int64_t, double> plain_seconds;  // s: the nn products' seconds, summed
+    for (const char *layout : {"nn", "tn", "nt", "tt"}) {
+      const bool ta = layout[0] == 't', tb = layout[1] == 't';
+      const std::string spec = std::string(ta ? "ji" : "ij") + "," + (tb ? "kj" : "jk") + "->ik";
+      for (const char thin : {'m', 'n', 'k'})
+        for (const int64_t s : thin_dims) {
+          const int64_t m = thin == 'm' ? s : thin_side, n = thin == 'n' ? s : thin_side,
+                        k = thin == 'k' ? s : thin_side;
+          const double seconds = time_everywhere(run, o.repeats, [&] {
+            using rt::DType, rt::Tensor;
+            auto t = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
+                Tensor::full(DType::F32, ta ? rt::Shape{k, m} : rt::Shape{m, k}, 0.5),
+                Tensor::full(DType::F32, tb ? rt::Shape{n, k} : rt::Shape{k, n}, 0.5)});
+            const int64_t reps = 2 * thin_side / s;
+            return std::function<void()>([t, reps, spec] {
+              for (int64_t r = 0; r < reps; ++r) rt::Tensor c = rt::einsum(spec, *t);
+            });
+          });
+          const double flops = 4.0 * static_cast<double>(thin_side * thin_side * thin_side);
+          profile.matmul_layout_rates[std::string(layout) + "/" + thin].push_back(
+              {static_cast<double>(s), flops / seconds});
+          if (!ta && !tb) plain_seconds[s] += seconds;
+        }
     }
+    for (const auto &[s, seconds] : plain_seconds)
+      profile.matmul_rates.push_back(
+          {static_cast<double>(s),
+           3 * 4.0 * static_cast<double>(thin_side * thin_side * thin_side) / seconds});
     profile.matmul_rates.push_back({static_cast<double>(side), profile.flops_per_s});
   }
   // Every device adds two f32 arrays of `len` elements into a third, `reps`
@@ -291,6 +335,14 @@ std::string format_measurements(const MeasuredProfile &m) {
   if (!p.matmul_rates.empty()) {
     out += "thin contractions (smallest dimension: flop/s):";
     for (const MatmulRate &r : p.matmul_rates) {
+      std::snprintf(line, sizeof line, " %.0f: %.3g", r.smallest_dim, r.flops_per_s);
+      out += line;
+    }
+    out += "\n";
+  }
+  for (const auto &[key, rates] : p.matmul_layout_rates) {
+    out += "  layout " + key + ":";
+    for (const MatmulRate &r : rates) {
       std::snprintf(line, sizeof line, " %.0f: %.3g", r.smallest_dim, r.flops_per_s);
       out += line;
     }

@@ -30,8 +30,8 @@ struct MeasureOptions {
   int64_t devices = 8;           // devices of the mesh
   int64_t devices_per_node = 0;  // 0 or devices: one node
   double max_bytes = 16 << 20;   // largest collective buffer
-  int repeats = 3;               // rounds per size; the fastest counts
-  bool matmul_rates = false;     // also time thin products (HardwareProfile::matmul_rates)
+  int repeats = 5;               // rounds per size; their median counts
+  bool matmul_rates = true;      // time thin products (matmul_rates, matmul_layout_rates)
   // Also time adds of two smaller sizes and tanh (memory_rates, transcendental_rate).
   bool memory_rates = true;
 };

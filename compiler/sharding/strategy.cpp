@@ -109,11 +109,11 @@ std::optional<Strategy> make_strategy(const OpSignature &sig, const rt::Mesh &me
     if (in_memory(sig.fused_results, r))
       bytes += static_cast<double>(local_results[r].numel()) *
                static_cast<double>(rt::dtype_size(local_results[r].dtype));
-  const double smallest = op_kind(sig.op) == OpKind::Contraction
-                              ? contraction_smallest_dim(local_operands, sig.attrs.einsum().spec)
-                              : 0;
+  const Contraction product = op_kind(sig.op) == OpKind::Contraction
+                                  ? contraction_of(local_operands, sig.attrs.einsum().spec)
+                                  : Contraction{};
   s.compute_s =
-      op_seconds(s.flops, bytes, profile, smallest, transcendental_elements(sig.op, local_results));
+      op_seconds(s.flops, bytes, profile, product, transcendental_elements(sig.op, local_results));
   for (const FinishStep &fs : s.finish) {
     double bytes = local_results.empty()
                        ? 0

@@ -341,4 +341,30 @@ int64_t einsum_scratch_bytes(std::string_view spec_text, std::span<const Shape> 
   return std::max(widened + scratch + out, widened + out + result) - result;
 }
 
+GemmShape einsum_gemm_shape(std::string_view spec_text, std::span<const Shape> shapes) {
+  const EinsumSpec spec = parse_einsum(spec_text, shapes.size());
+  GemmShape g;
+  if (shapes.size() != 2 || shapes[0].size() != spec.inputs[0].size() ||
+      shapes[1].size() != spec.inputs[1].size())
+    return g;
+  const ContractionPlan c = plan_contraction(spec, shapes[0], shapes[1]);
+  g.batch = c.nb;
+  g.m = c.m;
+  g.k = c.k;
+  g.n = c.n;
+  g.trans_a = c.trans_a;
+  g.trans_b = c.trans_b;
+  // What einsum_compute copies: each operand summed over its private indices,
+  // each one not in gemm order (nor transposed in place), the product when its
+  // letters are not the output's order.
+  const int64_t a = num_elements(shapes[0]), b = num_elements(shapes[1]);
+  const int64_t a_kept = c.nb * c.m * c.k, b_kept = c.nb * c.k * c.n, out = c.nb * c.m * c.n;
+  if (c.reduce_a) g.copied_elements += a;
+  if (c.reduce_b) g.copied_elements += b;
+  if (!c.trans_a && c.ta != c.a_order) g.copied_elements += a_kept;
+  if (!c.trans_b && c.tb != c.b_order) g.copied_elements += b_kept;
+  if (c.product_term != spec.output) g.copied_elements += out;
+  return g;
+}
+
 }  // namespace spmd::rt

@@ -16,7 +16,7 @@ W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails+1)); }
 
-if ! "$SPMDC" profile --devices 4 --max-bytes 262144 --repeats 1 --matmul-rates --name here -o "$W/p.json" \
+if ! "$SPMDC" profile --devices 4 --max-bytes 262144 --repeats 1 --name here -o "$W/p.json" \
     2>"$W/table"; then
   fail "spmdc profile exited $?"; cat "$W/table"
 fi
@@ -35,6 +35,9 @@ shmap g(a: f32[64, 8] @ P(), b: f32[8, 64] @ P(), c: f32[64, 16] @ P(), d: f32[1
 SPMD
 grep -qE '^thin contractions \(smallest dimension: flop/s\): 8: [0-9.e+]+ 32: ' "$W/table" ||
   fail "no thin contractions line in the table"
+# One line per gemm layout (nn, tn, nt, tt) and thinnest dimension (m, n, k).
+[[ $(grep -cE '^  layout (nn|tn|nt|tt)/[mnk]: 8: [0-9.e+]+ 32: [0-9.e+]+ 128: ' "$W/table") == 12 ]] ||
+  fail "expected 12 layout lines in the table"
 cat >"$W/f.spmd" <<'SPMD'
 mesh M = (i: 4)
 shmap f(x: f32[1024] @ P(i)) -> (s: f32[] @ P(), g: f32[1024] @ P()) on M {
@@ -52,13 +55,11 @@ p = json.load(open(sys.argv[1]))
 name, levels = sys.argv[3], int(sys.argv[4])
 assert p["name"] == name, p
 keys = {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "intra_node"}
-# Memory rates and the tanh rate unless --no-memory-rates (the run named "nodes").
+# Memory rates, the tanh rate and thin products' rates unless --no-memory-rates and
+# --no-matmul-rates (the run named "nodes").
 if name != "nodes":
-    keys |= {"memory_rates", "transcendental_rate"}
+    keys |= {"memory_rates", "transcendental_rate", "matmul_rates", "matmul_layout_rates"}
     assert p["transcendental_rate"] > 0, p
-# Thin products' rates only where asked for (--matmul-rates: the run named "here").
-if name == "here":
-    keys.add("matmul_rates")
 if levels == 2:
     keys |= {"devices_per_node", "inter_node"}
 assert set(p) == keys, p
@@ -111,10 +112,19 @@ rates = p.get("matmul_rates") or [{"smallest_dim": d, "flops_per_s": p["flops_pe
 assert [r["smallest_dim"] for r in rates] == [8, 32, 128, 512], rates
 assert all(r["flops_per_s"] > 0 for r in rates), rates
 assert rates[-1]["flops_per_s"] == p["flops_per_s"], rates
-# g: f32[64, 8] @ f32[8, 64] (smallest dimension 8: 65,536 flops at the rate for 8;
-# 5,120 elements read and written) and f32[64, 16] @ f32[16, 64] (16: halfway
-# between 8 and 32 on a log scale; 6,144 elements).
-r8, r32 = rates[0]["flops_per_s"], rates[1]["flops_per_s"]
+# By layout: nn, tn, nt, tt times m, n, k, each at 8, 32, 128.
+layouts = p.get("matmul_layout_rates", {})
+if name != "nodes":
+    assert set(layouts) == {a + b + "/" + t for a in "nt" for b in "nt" for t in "mnk"}, layouts
+    for key, lr in layouts.items():
+        assert [r["smallest_dim"] for r in lr] == [8, 32, 128], (key, lr)
+        assert all(r["flops_per_s"] > 0 for r in lr), (key, lr)
+# g: f32[64, 8] @ f32[8, 64] (a plain gemm thinnest in its contracted length 8:
+# 65,536 flops at the nn/k rate for 8; 5,120 elements read and written) and
+# f32[64, 16] @ f32[16, 64] (16: halfway between 8 and 32 on a log scale; 6,144
+# elements); without layout rates, matmul_rates'.
+by = layouts.get("nn/k", rates)
+r8, r32 = by[0]["flops_per_s"], by[1]["flops_per_s"]
 want_g = max(65536 / r8, 4 * 5120 / bandwidth(4 * 5120)) + \
     max(131072 / ((r8 + r32) / 2), 4 * 6144 / bandwidth(4 * 6144))
 got_g = json.load(open(sys.argv[5]))["programs"][0]["compute_s"]
@@ -127,7 +137,7 @@ check "$W/p.json" here 1
 
 # Two levels on the simulated mesh: 24 rows inside nodes, 24 between.
 if ! "$SPMDC" profile --devices 4 --devices-per-node 2 --max-bytes 262144 --repeats 1 \
-    --no-memory-rates --name nodes -o "$W/p2.json" 2>"$W/table2"; then
+    --no-memory-rates --no-matmul-rates --name nodes -o "$W/p2.json" 2>"$W/table2"; then
   fail "spmdc profile --devices-per-node 2 exited $?"; cat "$W/table2"
 fi
 [[ $(grep -cE '^(psum|all_gather|psum_scatter|all_to_all) +intra ' "$W/table2") == 24 ]] ||

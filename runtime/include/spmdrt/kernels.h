@@ -124,6 +124,20 @@ Tensor einsum(std::string_view spec, std::span<const Tensor> operands);
 /// model of `spmdc shard` counts it (docs/sharding.md, "Memory").
 int64_t einsum_scratch_bytes(std::string_view spec, std::span<const Shape> shapes, DType dtype);
 
+/// The matrix products einsum(spec, two operands of `shapes`) runs: `batch`
+/// gemms of m x k times k x n, each operand read transposed in place
+/// (`trans_a`, `trans_b`: a gemm flag) or copied into gemm order first, and
+/// the elements einsum copies around the gemms (operands summed over private
+/// indices or permuted, the product permuted into the output's order). The
+/// cost model prices a product by this shape and layout (docs/sharding.md,
+/// "Hardware profiles"). batch 0 for a one-operand einsum.
+struct GemmShape {
+  int64_t batch = 0, m = 0, k = 0, n = 0;
+  bool trans_a = false, trans_b = false;
+  int64_t copied_elements = 0;
+};
+GemmShape einsum_gemm_shape(std::string_view spec, std::span<const Shape> shapes);
+
 Tensor reshape(const Tensor &x, const Shape &shape);
 /// Permutes dimensions: result dim i is input dim perm[i].
 Tensor transpose(const Tensor &x, std::span<const int64_t> perm);

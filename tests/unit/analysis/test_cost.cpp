@@ -343,8 +343,8 @@ TEST_CASE("cost: profile files parse, print and parse back", "[cost][profile]") 
         "`intra_node.bw_bytes_per_s` is required");
   fails(R"({"name": "x", "flop_per_s": 1, )" + intra + "}",
         "`flop_per_s` is not a profile key (known: axes, description, devices_per_node, "
-        "flops_per_s, inter_node, intra_node, matmul_rates, memory_bw_bytes_per_s, memory_rates, "
-        "name, transcendental_rate)");
+        "flops_per_s, inter_node, intra_node, matmul_layout_rates, matmul_rates, "
+        "memory_bw_bytes_per_s, memory_rates, name, transcendental_rate)");
 }
 
 TEST_CASE("cost: with memory bandwidth an op costs the slower of its flops and bytes",
@@ -437,6 +437,95 @@ TEST_CASE("cost: thin contractions run at the profile's measured matmul rates", 
         "`matmul_rates[0].rate` is not a profile key (known: flops_per_s, smallest_dim)");
 }
 
+TEST_CASE("cost: a product's gemm shape and layout pick its measured rate", "[cost][profile]") {
+  // The gemms the runtime runs (rt::einsum_gemm_shape), worked out by hand.
+  auto gemm = [](const std::string &spec, rt::Shape a, rt::Shape b) {
+    const rt::Shape shapes[2] = {std::move(a), std::move(b)};
+    return rt::einsum_gemm_shape(spec, shapes);
+  };
+  rt::GemmShape g = gemm("ij,jk->ik", {64, 8}, {8, 256});
+  CHECK((g.batch == 1 && g.m == 64 && g.k == 8 && g.n == 256));
+  CHECK((!g.trans_a && !g.trans_b && g.copied_elements == 0));
+  CHECK(HardwareProfile::layout_key(g) == "nn/k");
+  // x^T y: a is read transposed in place (a gemm flag), nothing copied.
+  g = gemm("ij,ik->jk", {512, 128}, {512, 256});
+  CHECK((g.m == 128 && g.k == 512 && g.n == 256 && g.trans_a && !g.trans_b));
+  CHECK(g.copied_elements == 0);
+  CHECK(HardwareProfile::layout_key(g) == "tn/m");
+  g = gemm("ik,jk->ij", {512, 256}, {128, 256});
+  CHECK(HardwareProfile::layout_key(g) == "nt/n");
+  // Batched attention scores: b batch, s rows, t columns, e contracted; k is read
+  // transposed; the product "bst" is already the output's order.
+  g = gemm("bse,bte->bst", {2, 64, 32}, {2, 64, 32});
+  CHECK((g.batch == 2 && g.m == 64 && g.n == 64 && g.k == 32 && !g.trans_a && g.trans_b));
+  CHECK(g.copied_elements == 0);
+  // The output wants "ts" order: the 2x64x64 product is copied into it; and an
+  // operand whose letters are in neither gemm order ("sbe") is copied first.
+  g = gemm("bse,bte->bts", {2, 64, 32}, {2, 64, 32});
+  CHECK(g.copied_elements == 2 * 64 * 64);
+  g = gemm("sbe,bte->bst", {64, 2, 32}, {2, 64, 32});
+  CHECK(g.copied_elements == 64 * 2 * 32);
+  // A private index summed out of b first (k is in b only and not in the output).
+  g = gemm("ij,jk->i", {4, 8}, {8, 16});
+  CHECK(g.copied_elements == 8 * 16);
+  CHECK(gemm("ij,jk->ik", {4, 8, 1}, {8, 16}).batch == 0);  // shapes that do not match: none
+
+  HardwareProfile p{.name = "l", .flops_per_s = 8e10, .bw_bytes_per_s = 1e9, .latency_s = 1e-6};
+  p.matmul_rates = {{8, 1e10}, {32, 3e10}, {512, 8e10}};
+  p.matmul_layout_rates["tn/m"] = {{8, 5e9}, {128, 2e10}};
+  const rt::GemmShape tn_m{.batch = 1, .m = 32, .k = 512, .n = 256, .trans_a = true};
+  // Halfway from 8 to 128 on a log scale is 32: 5e9 + 0.5 * 1.5e10.
+  CHECK(p.contraction_rate(tn_m) == Approx(1.25e10));
+  // Above the list's last entry matmul_rates takes over: 256 is halfway from 128 to 512.
+  rt::GemmShape wide = tn_m;
+  wide.m = 256;
+  wide.n = 1024;
+  CHECK(p.contraction_rate(wide) == Approx(2e10 + 0.5 * 6e10));
+  // A layout without a list: matmul_rates by the smallest dimension.
+  CHECK(p.contraction_rate(rt::GemmShape{.batch = 1, .m = 32, .k = 512, .n = 256}) ==
+        Approx(3e10));
+  CHECK(p.contraction_rate(rt::GemmShape{}) == 8e10);  // not a product
+
+  // x^T @ y through the cost model: 2*128*512*256 flops at the tn/m rate for 128
+  // (the list's last, 2e10), and with memory rates the copy of a transposed
+  // product (64x64 elements of f32, read and written) at the cache's bandwidth.
+  auto c = compile_ok(
+      "mesh M = (i: 2)\n"
+      "shmap f(x: f32[512, 128] @ P(), y: f32[512, 256] @ P()) -> f32[128, 256] @ P() on M {\n"
+      "  return einsum(\"ij,ik->jk\", x, y)\n"
+      "}\n");
+  CHECK(cost_of(*c, p).compute_s == Approx(2.0 * 128 * 512 * 256 / 2e10));
+  p.memory_rates = {{1e3, 1e12}, {1e9, 1e12}};
+  c = compile_ok(
+      "mesh M = (i: 2)\n"
+      "shmap f(q: f32[2, 64, 32] @ P(), k: f32[2, 64, 32] @ P()) -> f32[2, 64, 64] @ P() on M {\n"
+      "  return einsum(\"bse,bte->bts\", q, k)\n"
+      "}\n");
+  // nt/k (k = 32): matmul_rates' 3e10 (no nt list); the copy: 2 * 8192 * 4 bytes at 1e12.
+  const double flops = 2.0 * 2 * 64 * 64 * 32, copy = 2.0 * 2 * 64 * 64 * 4;
+  const double bytes = 4.0 * (2 * 64 * 32 * 2 + 2 * 64 * 64);
+  CHECK(cost_of(*c, p).compute_s == Approx(std::max(flops / 3e10 + copy / 1e12, bytes / 1e12)));
+
+  std::string error;
+  auto back = parse_profile(profile_json(p), "l.json", error);
+  INFO(error);
+  REQUIRE(back);
+  CHECK(back->matmul_layout_rates == p.matmul_layout_rates);
+  auto fails = [&](const std::string &rates, const std::string &message) {
+    CHECK_FALSE(parse_profile(R"({"name": "x", "flops_per_s": 1, "matmul_layout_rates": )" +
+                                  rates +
+                                  R"(, "intra_node": {"latency_s": 0, "bw_bytes_per_s": 1}})",
+                              "p.json", error));
+    CHECK(error == "p.json: " + message);
+  };
+  fails("[]", "`matmul_layout_rates` must be an object of lists, keyed \"nn/m\", \"tn/k\", ... "
+              "(layout/thin)");
+  fails(R"({"nx/m": [{"smallest_dim": 8, "flops_per_s": 1}]})",
+        "`matmul_layout_rates.nx/m` is not a layout key: nn, tn, nt or tt, a slash, and m, n or k");
+  fails(R"({"nn/m": [{"smallest_dim": 8, "flops_per_s": 0}]})",
+        "`matmul_layout_rates.nn/m[0].flops_per_s` must be positive");
+}
+
 }  // namespace
 }  // namespace spmd::test
 
@@ -485,8 +574,8 @@ TEST_CASE("cost: a transcendental_rate prices exp, tanh, ... per element", "[cos
   HardwareProfile p{.name = "m", .flops_per_s = 1e12, .bw_bytes_per_s = 1e9, .latency_s = 1e-6};
   p.memory_rates = {{1, 1e10}};
   p.transcendental_rate = 1e8;
-  CHECK(op_seconds(2e9, 0, p, 0, 1e8) == Approx(2e-3 + 1.0));  // flops' time + elements'
-  CHECK(op_seconds(0, 4e10, p, 0, 1e8) == Approx(4.0));        // the bytes' time is larger
+  CHECK(op_seconds(2e9, 0, p, {}, 1e8) == Approx(2e-3 + 1.0));  // flops' time + elements'
+  CHECK(op_seconds(0, 4e10, p, {}, 1e8) == Approx(4.0));        // the bytes' time is larger
   // tanh(x * y + x) on f32[1000] per device, one fused loop: 12000 bytes at 1e10 B/s
   // (1.2 us), 3000 flops at 1e12 (3 ns) and 1000 tanh at 1e8 (10 us): 10.003 us.
   auto c = compile_ok(
