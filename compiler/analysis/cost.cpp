@@ -490,6 +490,9 @@ double op_seconds(double flops, double bytes, const HardwareProfile &profile,
     const double copy_bw = profile.memory_rate(product.copied_bytes);
     if (copy_bw > 0) compute += product.copied_bytes / copy_bw;
   }
+  if (product.gemm.batch > 0)
+    compute +=
+        profile.matmul_op_s + static_cast<double>(product.gemm.batch) * profile.matmul_gemm_s;
   if (profile.transcendental_rate > 0) compute += transcendentals / profile.transcendental_rate;
   const double bw = profile.memory_rate(bytes);
   if (bw <= 0) return compute;
@@ -525,7 +528,8 @@ CostReport estimate_cost(const ir::Module &module, const ir::Function &function,
     if (moves_data(op)) r.comm_ops += s.count;
   r.profile = profile;
   r.compute_s = profile.mem_bw_bytes_per_s > 0 || !profile.memory_rates.empty() ||
-                        !profile.matmul_rates.empty() || !profile.matmul_layout_rates.empty()
+                        !profile.matmul_rates.empty() || !profile.matmul_layout_rates.empty() ||
+                        profile.matmul_op_s > 0 || profile.matmul_gemm_s > 0
                     ? r.op_seconds_sum
                 : profile.flops_per_s > 0 ? r.flops() / profile.flops_per_s
                                           : 0;
@@ -604,6 +608,9 @@ std::string format_cost(const CostReport &r, const std::string &title) {
           << " lists by gemm layout and thinnest dimension";
     out << " (each product at the rate of its smallest dimension)\n";
   }
+  if (p.matmul_op_s > 0 || p.matmul_gemm_s > 0)
+    out << "    each product op " << format_seconds(p.matmul_op_s) << ", each gemm in it "
+        << format_seconds(p.matmul_gemm_s) << " more\n";
   if (p.devices_per_node > 0 && p.inter_node)
     out << "    across nodes of " << p.devices_per_node
         << " devices: " << fmt_num(p.inter_node->bw_bytes_per_s) << " B/s, alpha "

@@ -141,6 +141,12 @@ struct HardwareProfile {
   /// pow: transcendental_elements()), measured in cache; 0: not modelled (such an op
   /// costs one flop per element, as an add does).
   double transcendental_rate = 0;
+  /// Fixed seconds of one contraction op (the runtime's einsum: reading its spec,
+  /// planning the gemms, allocating the result) and of each gemm it calls (a
+  /// batched product calls one per batch element), measured on tiny products;
+  /// 0: not modelled. A product costs these on top of its flops.
+  double matmul_op_s = 0;
+  double matmul_gemm_s = 0;
 
   /// The flop rate of a contraction whose smallest dimension is
   /// `smallest_dim` (0: not a matrix product; flops_per_s): interpolated
@@ -239,7 +245,7 @@ struct Contraction {
 Contraction contraction_of(std::span<const Type> operands, const std::string &spec);
 /// Seconds of one computing op (or fused group): flops at the peak (for a contraction,
 /// at the profile's contraction_rate of its gemms, plus its copies' bytes at the
-/// memory_rate of those bytes) plus, with a transcendental_rate in the profile, its
+/// memory_rate of those bytes, plus matmul_op_s and matmul_gemm_s for each gemm) plus, with a transcendental_rate in the profile, its
 /// `transcendentals` elements at that rate; with memory bandwidth in the profile, the
 /// larger of that and its bytes at the profile's memory_rate(bytes).
 double op_seconds(double flops, double bytes, const HardwareProfile &profile,

@@ -22,7 +22,8 @@ class ProfileReader {
     if (!j.is_object()) return fail("", "a profile is a JSON object");
     if (!only_keys(j, "",
                    {"name", "description", "flops_per_s", "memory_bw_bytes_per_s", "matmul_rates",
-                    "matmul_layout_rates", "memory_rates", "transcendental_rate", "intra_node", "devices_per_node",
+                    "matmul_layout_rates", "matmul_op_s", "matmul_gemm_s", "memory_rates",
+                    "transcendental_rate", "intra_node", "devices_per_node",
                     "inter_node", "axes"}))
       return std::nullopt;
     HardwareProfile p;
@@ -68,6 +69,12 @@ class ProfileReader {
       auto rates = rate_list(j["memory_rates"], "memory_rates", "bytes", 1, "bw_bytes_per_s");
       if (!rates) return std::nullopt;
       for (const auto &[bytes, rate] : *rates) p.memory_rates.push_back({bytes, rate});
+    }
+    for (const auto &[key, field] : {std::pair{"matmul_op_s", &HardwareProfile::matmul_op_s},
+                                     std::pair{"matmul_gemm_s", &HardwareProfile::matmul_gemm_s}}) {
+      auto seconds = number(j, key, false);
+      if (!seconds) return std::nullopt;
+      p.*field = *seconds;
     }
     auto transcendental = number(j, "transcendental_rate", false);
     if (!transcendental) return std::nullopt;
@@ -300,6 +307,8 @@ std::string profile_json(const HardwareProfile &p) {
            ", \"bw_bytes_per_s\": " + num(p.memory_rates[k].bw_bytes_per_s) + "}";
     o += "\n  ],\n";
   }
+  if (p.matmul_op_s > 0) o += "  \"matmul_op_s\": " + num(p.matmul_op_s) + ",\n";
+  if (p.matmul_gemm_s > 0) o += "  \"matmul_gemm_s\": " + num(p.matmul_gemm_s) + ",\n";
   if (p.transcendental_rate > 0)
     o += "  \"transcendental_rate\": " + num(p.transcendental_rate) + ",\n";
   o += "  \"intra_node\": " + link_json(p.intra_node(), "");

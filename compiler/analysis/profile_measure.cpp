@@ -206,6 +206,7 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
   // thin in an unknown dimension); the square product tops both lists.
   profile.matmul_rates.clear();
   profile.matmul_layout_rates.clear();
+  profile.matmul_op_s = profile.matmul_gemm_s = 0;
   if (o.matmul_rates) {
     constexpr int64_t thin_side = 256;
     const std::vector<int64_t> thin_dims{8, 32, 128};
@@ -238,6 +239,23 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
           {static_cast<double>(s),
            3 * 4.0 * static_cast<double>(thin_side * thin_side * thin_side) / seconds});
     profile.matmul_rates.push_back({static_cast<double>(side), profile.flops_per_s});
+    // The fixed costs of a product: 200 einsums of 4 x 4 matrices a step, batched
+    // 1 and 65 times; the difference per extra batch element is a gemm's, the
+    // rest of the unbatched one the op's.
+    auto tiny = [&](int64_t batch) {
+      return time_everywhere(run, o.repeats, [&] {
+        using rt::DType, rt::Tensor;
+        auto t = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
+            Tensor::full(DType::F32, {batch, 4, 4}, 0.5),
+            Tensor::full(DType::F32, {batch, 4, 4}, 0.5)});
+        return std::function<void()>([t] {
+          for (int r = 0; r < 200; ++r) rt::Tensor c = rt::einsum("bij,bjk->bik", *t);
+        });
+      }) / 200;
+    };
+    const double one = tiny(1), many = tiny(65);
+    profile.matmul_gemm_s = std::max(0.0, (many - one) / 64);
+    profile.matmul_op_s = std::max(0.0, one - profile.matmul_gemm_s);
   }
   // Every device adds two f32 arrays of `len` elements into a third, `reps`
   // times a step (the result replacing the last one's, whose buffer the
@@ -339,6 +357,11 @@ std::string format_measurements(const MeasuredProfile &m) {
       out += line;
     }
     out += "\n";
+  }
+  if (p.matmul_op_s > 0 || p.matmul_gemm_s > 0) {
+    std::snprintf(line, sizeof line, "each product op %s, each gemm in it %s more\n",
+                  format_seconds(p.matmul_op_s).c_str(), format_seconds(p.matmul_gemm_s).c_str());
+    out += line;
   }
   for (const auto &[key, rates] : p.matmul_layout_rates) {
     out += "  layout " + key + ":";

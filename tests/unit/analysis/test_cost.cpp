@@ -343,8 +343,8 @@ TEST_CASE("cost: profile files parse, print and parse back", "[cost][profile]") 
         "`intra_node.bw_bytes_per_s` is required");
   fails(R"({"name": "x", "flop_per_s": 1, )" + intra + "}",
         "`flop_per_s` is not a profile key (known: axes, description, devices_per_node, "
-        "flops_per_s, inter_node, intra_node, matmul_layout_rates, matmul_rates, "
-        "memory_bw_bytes_per_s, memory_rates, name, transcendental_rate)");
+        "flops_per_s, inter_node, intra_node, matmul_gemm_s, matmul_layout_rates, matmul_op_s, "
+        "matmul_rates, memory_bw_bytes_per_s, memory_rates, name, transcendental_rate)");
 }
 
 TEST_CASE("cost: with memory bandwidth an op costs the slower of its flops and bytes",
@@ -505,12 +505,18 @@ TEST_CASE("cost: a product's gemm shape and layout pick its measured rate", "[co
   const double flops = 2.0 * 2 * 64 * 64 * 32, copy = 2.0 * 2 * 64 * 64 * 4;
   const double bytes = 4.0 * (2 * 64 * 32 * 2 + 2 * 64 * 64);
   CHECK(cost_of(*c, p).compute_s == Approx(std::max(flops / 3e10 + copy / 1e12, bytes / 1e12)));
+  // Fixed costs: the op once, each of its 2 gemms (b = 2) once.
+  p.matmul_op_s = 1e-5;
+  p.matmul_gemm_s = 1e-6;
+  CHECK(cost_of(*c, p).compute_s ==
+        Approx(std::max(flops / 3e10 + copy / 1e12 + 1e-5 + 2e-6, bytes / 1e12)));
 
   std::string error;
   auto back = parse_profile(profile_json(p), "l.json", error);
   INFO(error);
   REQUIRE(back);
   CHECK(back->matmul_layout_rates == p.matmul_layout_rates);
+  CHECK((back->matmul_op_s == 1e-5 && back->matmul_gemm_s == 1e-6));
   auto fails = [&](const std::string &rates, const std::string &message) {
     CHECK_FALSE(parse_profile(R"({"name": "x", "flops_per_s": 1, "matmul_layout_rates": )" +
                                   rates +
