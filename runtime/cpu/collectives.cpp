@@ -461,50 +461,77 @@ inline A combine(A acc, A x) {
   }
 }
 
-/// Whether out[0, count) overlaps any of `inputs`' first `count` elements.
+/// Whether out[0, count) overlaps any of `inputs`' first `span` elements.
 template <typename S>
-bool overlaps(std::span<const std::byte *const> inputs, int64_t count, const S *out) {
+bool overlaps(std::span<const std::byte *const> inputs, int64_t span, int64_t count, const S *out) {
   const auto *o = reinterpret_cast<const std::byte *>(out);
-  const auto bytes = static_cast<int64_t>(sizeof(S)) * count;
+  const auto in_bytes = static_cast<int64_t>(sizeof(S)) * span;
+  const auto out_bytes = static_cast<int64_t>(sizeof(S)) * count;
   for (const std::byte *in : inputs)
-    if (in < o + bytes && o < in + bytes) return true;
+    if (in < o + out_bytes && o < in + in_bytes) return true;
   return false;
 }
 
-/// out[i] = ((in_0[i] op in_1[i]) op in_2[i]) ... for i < count; bf16 accumulates
-/// in f32 and rounds once.
+/// For each of `rows` rows of `run` elements, `stride` elements apart in every input:
+/// out[row * run + i] = ((in_0[row * stride + i] op in_1[...]) op in_2[...]) ...;
+/// bf16 accumulates in f32 and rounds once. Works a tile of about kChunk elements at
+/// a time (whole short rows, or a piece of a long one), each input in turn over the
+/// tile: the order per element is the rank order whatever the tiling.
 template <typename S, ReduceOp kOp>
-void reduce_range(std::span<const std::byte *const> inputs, int64_t count, S *out) {
+void reduce_rows(std::span<const std::byte *const> inputs, int64_t rows, int64_t run,
+                 int64_t stride, S *out) {
   using C = detail::Compute<S>;
   using A = typename C::type;
-  if constexpr (std::is_same_v<A, S>) {
-    // Accumulate in `out` itself, a chunk at a time (the same operations in the same
-    // order, without copying the first input in and the result out of a buffer).
-    if (inputs.size() >= 2 && !overlaps(inputs, count, out)) {
-      for (int64_t begin = 0; begin < count; begin += kChunk) {
-        const int64_t n = std::min(kChunk, count - begin);
-        S *__restrict dst = out + begin;
-        const S *__restrict in0 = reinterpret_cast<const S *>(inputs[0]) + begin;
-        const S *__restrict in1 = reinterpret_cast<const S *>(inputs[1]) + begin;
-        for (int64_t i = 0; i < n; ++i) dst[i] = combine<A, kOp>(in0[i], in1[i]);
-        for (size_t r = 2; r < inputs.size(); ++r) {
-          const S *__restrict in = reinterpret_cast<const S *>(inputs[r]) + begin;
-          for (int64_t i = 0; i < n; ++i) dst[i] = combine<A, kOp>(dst[i], in[i]);
+  if (rows == 0 || run == 0) return;
+  const int64_t piece = std::min(run, kChunk);  // elements of a row in a tile
+  const int64_t tile_rows = std::max<int64_t>(1, kChunk / piece);
+  auto in_row = [&](size_t r, int64_t row, int64_t begin) {
+    return reinterpret_cast<const S *>(inputs[r]) + row * stride + begin;
+  };
+  // Accumulate in `out` itself (the same operations in the same order, without copying
+  // the first input in and the result out of a buffer) unless it overlaps an input.
+  bool in_place = false;
+  if constexpr (std::is_same_v<A, S>)
+    in_place = inputs.size() >= 2 && !overlaps(inputs, (rows - 1) * stride + run, rows * run, out);
+  A acc[kChunk];
+  for (int64_t row0 = 0; row0 < rows; row0 += tile_rows) {
+    const int64_t nrows = std::min(tile_rows, rows - row0);
+    for (int64_t begin = 0; begin < run; begin += piece) {
+      const int64_t n = std::min(piece, run - begin);
+      if constexpr (std::is_same_v<A, S>) {
+        if (in_place) {
+          for (int64_t row = row0; row < row0 + nrows; ++row) {
+            S *__restrict dst = out + row * run + begin;
+            const S *__restrict in0 = in_row(0, row, begin);
+            const S *__restrict in1 = in_row(1, row, begin);
+            for (int64_t i = 0; i < n; ++i) dst[i] = combine<A, kOp>(in0[i], in1[i]);
+          }
+          for (size_t r = 2; r < inputs.size(); ++r)
+            for (int64_t row = row0; row < row0 + nrows; ++row) {
+              S *__restrict dst = out + row * run + begin;
+              const S *__restrict in = in_row(r, row, begin);
+              for (int64_t i = 0; i < n; ++i) dst[i] = combine<A, kOp>(dst[i], in[i]);
+            }
+          continue;
         }
       }
-      return;
+      for (int64_t row = row0; row < row0 + nrows; ++row) {
+        A *a = acc + (row - row0) * n;
+        const S *first = in_row(0, row, begin);
+        for (int64_t i = 0; i < n; ++i) a[i] = C::load(first[i]);
+      }
+      for (size_t r = 1; r < inputs.size(); ++r)
+        for (int64_t row = row0; row < row0 + nrows; ++row) {
+          A *a = acc + (row - row0) * n;
+          const S *in = in_row(r, row, begin);
+          for (int64_t i = 0; i < n; ++i) a[i] = combine<A, kOp>(a[i], C::load(in[i]));
+        }
+      for (int64_t row = row0; row < row0 + nrows; ++row) {
+        const A *a = acc + (row - row0) * n;
+        S *dst = out + row * run + begin;
+        for (int64_t i = 0; i < n; ++i) dst[i] = C::store(a[i]);
+      }
     }
-  }
-  A acc[kChunk];
-  for (int64_t begin = 0; begin < count; begin += kChunk) {
-    const int64_t n = std::min(kChunk, count - begin);
-    const S *first = reinterpret_cast<const S *>(inputs[0]) + begin;
-    for (int64_t i = 0; i < n; ++i) acc[i] = C::load(first[i]);
-    for (size_t r = 1; r < inputs.size(); ++r) {
-      const S *in = reinterpret_cast<const S *>(inputs[r]) + begin;
-      for (int64_t i = 0; i < n; ++i) acc[i] = combine<A, kOp>(acc[i], C::load(in[i]));
-    }
-    for (int64_t i = 0; i < n; ++i) out[begin + i] = C::store(acc[i]);
   }
 }
 
@@ -525,6 +552,12 @@ std::vector<const std::byte *> at_offset(const std::vector<Tensor> &inputs, int6
 void detail::reduce_in_rank_order(ReduceOp op, DType dtype,
                                   std::span<const std::byte *const> inputs, int64_t count,
                                   std::byte *out) {
+  reduce_rows_in_rank_order(op, dtype, inputs, 1, count, count, out);
+}
+
+void detail::reduce_rows_in_rank_order(ReduceOp op, DType dtype,
+                                       std::span<const std::byte *const> inputs, int64_t rows,
+                                       int64_t run, int64_t stride, std::byte *out) {
   if (inputs.empty()) fail("reduction over an empty group");
   dispatch_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
@@ -534,13 +567,14 @@ void detail::reduce_in_rank_order(ReduceOp op, DType dtype,
     }
     switch (op) {
       case ReduceOp::Sum:
-        if constexpr (!std::is_same_v<S, bool>) reduce_range<S, ReduceOp::Sum>(inputs, count, dst);
+        if constexpr (!std::is_same_v<S, bool>)
+          reduce_rows<S, ReduceOp::Sum>(inputs, rows, run, stride, dst);
         break;
       case ReduceOp::Max:
-        reduce_range<S, ReduceOp::Max>(inputs, count, dst);
+        reduce_rows<S, ReduceOp::Max>(inputs, rows, run, stride, dst);
         break;
       case ReduceOp::Min:
-        reduce_range<S, ReduceOp::Min>(inputs, count, dst);
+        reduce_rows<S, ReduceOp::Min>(inputs, rows, run, stride, dst);
         break;
     }
   });
@@ -876,12 +910,10 @@ Tensor SimulatedFabric::reduce_scatter(int64_t device, const Tensor &x,
   const int64_t outer = num_elements(Shape(x.shape().begin(), x.shape().begin() + d));
   const int64_t inner = num_elements(Shape(x.shape().begin() + d + 1, x.shape().end()));
   const int64_t run = block * inner;  // contiguous elements of my block per outer index
-  const auto esize = static_cast<int64_t>(dtype_size(x.dtype()));
-  for (int64_t o = 0; o < outer; ++o) {
-    detail::reduce_in_rank_order(ReduceOp::Sum, x.dtype(),
-                                 at_offset(rv->inputs, o * extent * inner + rank * run), run,
-                                 out.raw() + o * run * esize);
-  }
+  // Over a later dimension my block is `outer` rows of `run` elements, `extent * inner`
+  // apart: reduced a tile of rows at a time, no call or allocation per row.
+  detail::reduce_rows_in_rank_order(ReduceOp::Sum, x.dtype(), at_offset(rv->inputs, rank * run),
+                                    outer, run, extent * inner, out.raw());
   depart(*rv, device);
   return out;
 }
@@ -898,10 +930,24 @@ Tensor SimulatedFabric::all_to_all(int64_t device, const Tensor &x, const std::v
   const auto in_strides = detail::row_major_strides(x.shape());
   const auto out_strides = detail::row_major_strides(out_shape);
   const auto esize = static_cast<int64_t>(dtype_size(x.dtype()));
-  for (int64_t s = 0; s < n; ++s) {
-    const std::byte *src = rv->inputs[s].raw() + rank * block[sd] * in_strides[sd] * esize;
-    std::byte *dst = out.raw() + s * block[cd] * out_strides[cd] * esize;
-    detail::strided_copy(dst, out_strides, src, in_strides, block, esize);
+  // The result is written in order: for each index of the dimensions before cd, each
+  // member's block of the rest in turn (a member's whole block when cd is 0).
+  const Shape head(block.begin(), block.begin() + cd);
+  const std::span<const int64_t> sub_block(block.begin() + cd, block.end());
+  const std::span<const int64_t> sub_in(in_strides.begin() + cd, in_strides.end());
+  const std::span<const int64_t> sub_out(out_strides.begin() + cd, out_strides.end());
+  const int64_t heads = num_elements(head);
+  for (int64_t h = 0; h < heads; ++h) {
+    int64_t in_off = rank * block[sd] * in_strides[sd], out_off = 0;
+    for (int64_t d = cd - 1, rest = h; d >= 0; --d) {
+      const int64_t i = rest % block[d];
+      rest /= block[d];
+      in_off += i * in_strides[d];
+      out_off += i * out_strides[d];
+    }
+    for (int64_t s = 0; s < n; ++s)
+      detail::strided_copy(out.raw() + (out_off + s * block[cd] * out_strides[cd]) * esize, sub_out,
+                           rv->inputs[s].raw() + in_off * esize, sub_in, sub_block, esize);
   }
   depart(*rv, device);
   return out;
