@@ -328,20 +328,27 @@ const EinsumPlan &einsum_plan(std::string_view spec, std::span<const Tensor> ope
   return cache.get(spec, operands);
 }
 
-Tensor summed(const Tensor &x, const std::vector<int64_t> &axes) {
-  return axes.empty() ? x : reduce(ReduceOp::Sum, x, axes);
+/// x with `axes` summed out, in `scratch` when there are any (else x itself: no copy).
+const Tensor &summed(const Tensor &x, const std::vector<int64_t> &axes, Tensor &scratch) {
+  if (axes.empty()) return x;
+  return scratch = reduce(ReduceOp::Sum, x, axes);
 }
 
-Tensor permuted(const Tensor &x, const std::vector<int64_t> &perm) {
-  return perm.empty() ? x : transpose(x, perm);
+/// x permuted by `perm`, in `scratch` when it is one (else x itself: no copy).
+const Tensor &permuted(const Tensor &x, const std::vector<int64_t> &perm, Tensor &scratch) {
+  if (perm.empty()) return x;
+  return scratch = transpose(x, perm);
 }
 
 /// The same temporaries as einsum_scratch_bytes prices: the summed operands, their
 /// copies in gemm order, the product and (when out of order) its transpose.
 Tensor einsum_compute(const EinsumPlan &plan, std::span<const Tensor> operands) {
-  if (plan.operands == 1) return permuted(summed(operands[0], plan.sum_a), plan.out_perm);
-  const Tensor a3 = permuted(summed(operands[0], plan.sum_a), plan.perm_a);
-  const Tensor b3 = permuted(summed(operands[1], plan.sum_b), plan.perm_b);
+  Tensor sum_a, perm_a;
+  if (plan.operands == 1)
+    return permuted(summed(operands[0], plan.sum_a, sum_a), plan.out_perm, perm_a);
+  Tensor sum_b, perm_b;
+  const Tensor &a3 = permuted(summed(operands[0], plan.sum_a, sum_a), plan.perm_a, perm_a);
+  const Tensor &b3 = permuted(summed(operands[1], plan.sum_b, sum_b), plan.perm_b, perm_b);
   const DType dtype = a3.dtype();
   Tensor product = Tensor::empty(dtype, plan.product_shape);  // every gemm writes all of it
   const auto esize = static_cast<int64_t>(dtype_size(dtype));
@@ -355,7 +362,8 @@ Tensor einsum_compute(const EinsumPlan &plan, std::span<const Tensor> operands) 
                      b3.raw() + i * k * n * esize, product.raw() + i * m * n * esize);
     });
   }
-  return permuted(product, plan.out_perm);
+  if (plan.out_perm.empty()) return product;
+  return transpose(product, plan.out_perm);
 }
 
 }  // namespace
