@@ -18,6 +18,12 @@
 // one rendezvous); per-tensor sizes grow 4x from 8 B while K of them fit in
 // --max-bytes; median time of a round of K and the speedup.
 //
+// Strided mode (--strided, threads): reduce_scatter, all_gather and all_to_all on
+// f32[rows, 1024] per device over dimension 0 and over dimension 1 (all_to_all: each
+// split/concat pair), for 64 KiB, 1 MiB and 4 MiB per device (reduce_scatter and
+// all_to_all: the input; all_gather: the output); median microseconds of one call (each
+// after a barrier, best median of --rounds rounds) and the dim-1 / dim-0 ratio.
+//
 // Message sizes double from 8 B to --max-bytes (default 64 MB). Size is the
 // per-device buffer as nccl-tests counts it (all_gather: the output;
 // reduce_scatter: the input). Prints size, element count (f32), time per call
@@ -210,6 +216,75 @@ int combined_main(int64_t devices, int64_t max_bytes, int64_t k) {
   return 0;
 }
 
+/// Strided mode: median microseconds of one call of `fn` on each device (a barrier
+/// before and after each call; device 0's clock).
+double measure_call(const Mesh &mesh, int iterations, const Shape &shape,
+                    const std::function<Tensor(DeviceContext &, const Tensor &)> &fn) {
+  std::vector<double> us;
+  run_on_mesh(mesh, [&](DeviceContext &ctx) {
+    const Tensor x = Tensor::full(DType::F32, shape, 1.0);
+    fn(ctx, x);  // warm-up
+    for (int i = 0; i < iterations; ++i) {
+      ctx.barrier();
+      const auto start = std::chrono::steady_clock::now();
+      fn(ctx, x);
+      ctx.barrier();
+      const auto stop = std::chrono::steady_clock::now();
+      if (ctx.device() == 0)
+        us.push_back(std::chrono::duration<double>(stop - start).count() * 1e6);
+    }
+  });
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+int strided_main(int64_t devices, int rounds) {
+  const Mesh mesh({{"d", devices}});
+  const int64_t cols = 1024;
+  std::printf(
+      "# simulated CPU mesh: %lld devices (threads), f32[rows, %lld] per device;\n"
+      "# median us of one call, best of %d rounds; ratio = dim 1 / dim 0\n",
+      static_cast<long long>(devices), static_cast<long long>(cols), rounds);
+  std::printf("#%-16s %10s %-16s %12s %12s %7s\n", "collective", "size(B)", "dims", "dim0(us)",
+              "dim1(us)", "ratio");
+  using Fn = std::function<Tensor(DeviceContext &, const Tensor &)>;
+  auto best = [&](int iterations, const Shape &shape, const Fn &fn) {
+    double out = 1e300;
+    for (int r = 0; r < rounds; ++r) out = std::min(out, measure_call(mesh, iterations, shape, fn));
+    return out;
+  };
+  for (int64_t bytes : {int64_t{64} << 10, int64_t{1} << 20, int64_t{4} << 20}) {
+    const int64_t rows = bytes / 4 / cols;
+    const int iterations = bytes <= (int64_t{1} << 20) ? 30 : 10;
+    auto row = [&](const char *name, const char *dims, double d0, double d1) {
+      std::printf(" %-16s %10lld %-16s %12.1f %12.1f %7.2f\n", name, static_cast<long long>(bytes),
+                  dims, d0, d1, d1 / d0);
+      std::fflush(stdout);
+    };
+    auto scatter = [](int64_t d) {
+      return Fn(
+          [d](DeviceContext &ctx, const Tensor &x) { return ctx.reduce_scatter(x, {0}, d, true); });
+    };
+    row("reduce_scatter", "0 vs 1", best(iterations, {rows, cols}, scatter(0)),
+        best(iterations, {rows, cols}, scatter(1)));
+    auto gather = [](int64_t d) {
+      return Fn(
+          [d](DeviceContext &ctx, const Tensor &x) { return ctx.all_gather(x, {0}, d, true); });
+    };
+    row("all_gather", "0 vs 1", best(iterations, {rows / devices, cols}, gather(0)),
+        best(iterations, {rows, cols / devices}, gather(1)));
+    auto to_all = [](int64_t sd, int64_t cd) {
+      return Fn(
+          [sd, cd](DeviceContext &ctx, const Tensor &x) { return ctx.all_to_all(x, {0}, sd, cd); });
+    };
+    const double a00 = best(iterations, {rows, cols}, to_all(0, 0));
+    row("all_to_all", "(0,0) vs (1,1)", a00, best(iterations, {rows, cols}, to_all(1, 1)));
+    row("all_to_all", "(0,0) vs (0,1)", a00, best(iterations, {rows, cols}, to_all(0, 1)));
+    row("all_to_all", "(0,0) vs (1,0)", a00, best(iterations, {rows, cols}, to_all(1, 0)));
+  }
+  return 0;
+}
+
 #ifdef SPMDC_BENCH_MPI
 /// The largest over the processes of the median microseconds of one call of
 /// `once` (each call timed alone: on a shared machine the median shrugs off the
@@ -329,6 +404,7 @@ int main(int argc, char **argv) {
   int rounds = 3;
   bool mpi = false;
   int64_t combined = 0;
+  bool strided = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--devices") && i + 1 < argc) {
       devices = std::atoll(argv[++i]);
@@ -338,13 +414,16 @@ int main(int argc, char **argv) {
       rounds = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--mpi")) {
       mpi = true;
+    } else if (!std::strcmp(argv[i], "--strided")) {
+      strided = true;
     } else if (!std::strcmp(argv[i], "--combined") && i + 1 < argc) {
       combined = std::atoll(argv[++i]);
     } else {
       std::fprintf(stderr,
                    "usage: %s [--devices N] [--max-bytes BYTES] [--combined K]\n"
+                   "       %s [--devices N] [--rounds R] --strided\n"
                    "       mpirun -np N %s --mpi [--max-bytes BYTES] [--rounds R]\n",
-                   argv[0], argv[0]);
+                   argv[0], argv[0], argv[0]);
       return 2;
     }
   }
@@ -356,6 +435,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "--combined K needs K >= 1 and the threads mode\n");
     return 2;
   }
+  if (strided) return strided_main(devices, rounds);
   if (combined > 0) return combined_main(devices, max_bytes, combined);
   if (!mpi) return threads_main(devices, max_bytes);
 #ifdef SPMDC_BENCH_MPI

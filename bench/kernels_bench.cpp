@@ -15,17 +15,25 @@
 //     library, opened at run time so that OpenBLAS stays the BLAS of everything else);
 //     "best" is the fastest library — and (d) f32 sums (rows, columns, all)
 //     through rt::reduce versus a sequential f32 loop. Prints milliseconds, elements/s or GFLOP/s
-//     and the runtime/baseline ratio (lower is better).
+//     and the runtime/baseline ratio (lower is better). (e) Per-op overhead (alone with
+//     --overhead): chains of 400 tiny ops — an einsum "bij,jk->bik" of f32[8,8,8] by f32[8,8],
+//     and a row sum then subtract (sum(t, axes=(1,)), reshape, t - s on f32[8,8]) — on one
+//     thread (microseconds per op) and as a step of 8 simulated devices on the machine's cores
+//     (run_on_mesh, as an executable runs a shmap of them: median step ms and wall us per op
+//     per device).
 #include <cblas.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
+#include "spmdrt/collectives.h"
 #include "spmdrt/kernels.h"
 #include "spmdrt/parallel.h"
 
@@ -73,9 +81,83 @@ double time_ms(int repeats, const std::function<void()> &fn) {
   return best;
 }
 
+/// (e) Fixed per-op cost: chains of kChain tiny ops, where the arithmetic is nothing.
+constexpr int kChain = 400;
+
+Tensor einsum_chain(const Tensor &x, const Tensor &w) {
+  Tensor t = x;
+  for (int i = 0; i < kChain; ++i) {
+    const Tensor ops[] = {t, w};
+    t = einsum("bij,jk->bik", ops);
+  }
+  return t;
+}
+
+Tensor sum_sub_chain(const Tensor &x) {
+  Tensor t = x;
+  const int64_t axes[] = {1};
+  for (int i = 0; i < kChain / 2; ++i) {  // kChain ops: a sum, then a subtract
+    const Tensor s = reduce(ReduceOp::Sum, t, axes);
+    t = binary(BinaryOp::Sub, t, reshape(s, {t.shape()[0], 1}));
+  }
+  return t;
+}
+
+/// Median milliseconds of one step of `devices` simulated devices each running `chain`
+/// (a barrier before and after each step, as the steps of an executable are timed).
+double mesh_step_ms(int64_t devices, int steps, const std::function<Tensor()> &chain) {
+  std::vector<double> ms;
+  run_on_mesh(Mesh({{"d", devices}}), [&](DeviceContext &ctx) {
+    chain();  // warm-up
+    for (int s = 0; s < steps; ++s) {
+      ctx.barrier();
+      const auto start = std::chrono::steady_clock::now();
+      chain();
+      ctx.barrier();
+      const auto stop = std::chrono::steady_clock::now();
+      if (ctx.device() == 0)
+        ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    }
+  });
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void per_op_overhead() {
+  set_threads(1);  // as under device threads: ops do not split
+  const Tensor x = random_tensor(DType::F32, {8, 8, 8}, 8),
+               w = random_tensor(DType::F32, {8, 8}, 9);
+  const Tensor r = random_tensor(DType::F32, {8, 8}, 10);
+  const int64_t devices = 8;
+  std::printf("per-op overhead: chains of %d tiny ops, f32 (x [8,8,8], w [8,8]; t [8,8]):\n",
+              kChain);
+  std::printf("  %-34s %12s %14s %16s\n", "chain", "1 thread us/op", "8 devices step ms",
+              "us/op/device");
+  struct Chain {
+    const char *what;
+    std::function<Tensor()> run;
+  };
+  const Chain chains[] = {{"einsum bij,jk->bik", [&] { return einsum_chain(x, w); }},
+                          {"sum(t, axes=(1,)); t - reshape(s)", [&] { return sum_sub_chain(r); }}};
+  for (const Chain &c : chains) {
+    const double one_ms = time_ms(30, [&] { c.run(); });
+    const double step_ms = mesh_step_ms(devices, 21, c.run);
+    std::printf("  %-34s %12.3f %14.3f %16.2f\n", c.what, one_ms * 1e3 / kChain, step_ms,
+                step_ms * 1e3 / kChain);
+  }
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  if (argc > 1 && !std::strcmp(argv[1], "--overhead")) {
+    per_op_overhead();
+    return 0;
+  }
+  if (argc > 1) {
+    std::fprintf(stderr, "usage: %s [--overhead]\n", argv[0]);
+    return 2;
+  }
   const int64_t n = 8 << 20;
   Tensor x = random_tensor(DType::F32, {n}, 1);
   Tensor a = random_tensor(DType::F32, {n}, 2);
@@ -355,5 +437,6 @@ int main() {
     std::printf("  %-18s rt %7.3f ms (%6.2f G elements/s)  loop %7.3f ms  ratio rt/loop %.2f\n",
                 sc.what, rt_ms, rows * cols / (rt_ms * 1e6), loop_ms, rt_ms / loop_ms);
   }
+  per_op_overhead();
   return 0;
 }

@@ -124,6 +124,12 @@ void strided_copy(std::byte *dst, std::span<const int64_t> dst_strides, const st
 void reduce_in_rank_order(ReduceOp op, DType dtype, std::span<const std::byte *const> inputs,
                           int64_t count, std::byte *out);
 
+/// reduce_in_rank_order over `rows` rows of `run` elements that lie `stride` elements
+/// apart in every input, into consecutive rows of `out` (reduce_scatter over a later
+/// dimension): the same order per element, a tile of rows at a time.
+void reduce_rows_in_rank_order(ReduceOp op, DType dtype, std::span<const std::byte *const> inputs,
+                               int64_t rows, int64_t run, int64_t stride, std::byte *out);
+
 /// Visits the contiguous runs of `block` inside a row-major array of shape
 /// `global`, in row-major order, calling run(global_offset, block_offset, count)
 /// (in elements). A run covers the block's extent along the last dimension it

@@ -5,6 +5,7 @@
 // detail::strided_copy (element size 1, 2, 4 or 8 bytes), so they never convert
 // values.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "internal.h"
@@ -248,16 +249,16 @@ Tensor concat(std::span<const Tensor> parts, int64_t axis) {
   const size_t esize = dtype_size(first.dtype());
   const int64_t outer = num_elements(Shape(out_shape.begin(), out_shape.begin() + ax));
   const int64_t inner = num_elements(Shape(out_shape.begin() + ax + 1, out_shape.end()));
-  const int64_t out_row = out_shape[ax] * inner;
-  int64_t column = 0;
-  for (const Tensor &p : parts) {
-    const int64_t row = p.shape()[ax] * inner;
-    const int64_t extent[2] = {outer, row};
-    const int64_t dst_strides[2] = {out_row, 1};
-    const int64_t src_strides[2] = {row, 1};
-    detail::strided_copy(out.raw() + column * esize, dst_strides, p.raw(), src_strides, extent,
-                         esize);
-    column += row;
+  // Row by row of the result, each part's row in turn: the result is written in
+  // order (one pass over each page, not one per part), a memcpy per part's row.
+  std::byte *dst = out.raw();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Tensor &p : parts) {
+      const auto bytes = static_cast<size_t>(p.shape()[ax] * inner) * esize;
+      if (bytes == 0) continue;
+      std::memcpy(dst, p.raw() + static_cast<size_t>(o) * bytes, bytes);
+      dst += bytes;
+    }
   }
   return out;
 }

@@ -6,7 +6,10 @@
 // in f32 (operands widened exactly) and each output element is rounded to bf16 once.
 // einsum reduces indices private to one operand, then maps the contraction onto
 // batched gemms: an operand is transposed (copied) only when its letters are in
-// neither the order the gemm reads nor that order with the last two groups swapped.
+// neither the order the gemm reads nor that order with the last two groups swapped,
+// and the product only when its letters are not in the output's order. The spec is
+// parsed, checked and planned once per (spec, operand shapes) on each thread
+// (EinsumPlanCache): a tiny einsum called again costs its allocations and its gemm.
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -143,21 +146,6 @@ std::vector<int64_t> positions(const std::string &from, const std::string &order
   return perm;
 }
 
-/// Sums out the indices of `term` that are not in `keep`; updates `term`.
-Tensor sum_out(const Tensor &x, std::string &term, const std::string &keep) {
-  std::vector<int64_t> axes;
-  std::string remaining;
-  for (size_t i = 0; i < term.size(); ++i) {
-    if (keep.find(term[i]) == std::string::npos) {
-      axes.push_back(static_cast<int64_t>(i));
-    } else {
-      remaining += term[i];
-    }
-  }
-  term = remaining;
-  return axes.empty() ? x : reduce(ReduceOp::Sum, x, axes);
-}
-
 /// How einsum_compute maps a two-operand contraction onto batched gemms,
 /// from the operands' shapes alone (einsum_scratch_bytes prices the same
 /// plan): the terms left after summing out private indices, the gemm's
@@ -216,31 +204,166 @@ ContractionPlan plan_contraction(const EinsumSpec &spec, const Shape &shape_a,
   return c;
 }
 
-Tensor einsum_compute(const EinsumSpec &spec, std::span<const Tensor> operands) {
+/// Everything einsum works out from the spec and the operands' shapes alone, as
+/// index lists (no letters): what each operand sums out, how it is permuted into
+/// gemm order (empty: used where it lies), the gemm's sizes, and how the product
+/// is permuted into the output's order (empty: already in it). Built once per
+/// (spec, shapes) and cached (EinsumPlanCache), so a small einsum called again
+/// parses, validates and plans nothing.
+struct EinsumPlan {
+  size_t operands = 0;
+  std::vector<int64_t> sum_a, sum_b;    // axes of each operand summed out first
+  std::vector<int64_t> perm_a, perm_b;  // into gemm order; empty: none
+  bool trans_a = false, trans_b = false;
+  int64_t nb = 1, m = 1, k = 1, n = 1;
+  Shape product_shape;            // the product, its letters batch, free a, free b
+  std::vector<int64_t> out_perm;  // product -> output; empty: none
+};
+
+std::vector<int64_t> summed_axes(const std::string &term, const std::string &keep) {
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < term.size(); ++i)
+    if (keep.find(term[i]) == std::string::npos) axes.push_back(static_cast<int64_t>(i));
+  return axes;
+}
+
+/// positions(from, order), or empty when that is the identity.
+std::vector<int64_t> permutation_or_none(const std::string &from, const std::string &order) {
+  std::vector<int64_t> perm = positions(from, order);
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return perm;
+  return {};
+}
+
+/// Parses and validates `spec_text` against the operands' shapes (throwing what
+/// einsum reports) and plans the computation.
+EinsumPlan make_einsum_plan(std::string_view spec_text, std::span<const Tensor> operands) {
+  const EinsumSpec spec = parse_einsum(spec_text, operands.size());
+  std::map<char, int64_t> sizes;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const std::string &term = spec.inputs[i];
+    if (static_cast<int64_t>(term.size()) != operands[i].rank()) {
+      fail("einsum \"" + std::string(spec_text) + "\": operand " + std::to_string(i) +
+           " has shape " + shape_str(operands[i].shape()) + " but the spec names " +
+           std::to_string(term.size()) + " indices");
+    }
+    for (size_t d = 0; d < term.size(); ++d) {
+      auto [it, inserted] = sizes.emplace(term[d], operands[i].shape()[d]);
+      if (!inserted && it->second != operands[i].shape()[d]) {
+        fail("einsum \"" + std::string(spec_text) + "\": index '" + std::string(1, term[d]) +
+             "' has sizes " + std::to_string(it->second) + " and " +
+             std::to_string(operands[i].shape()[d]));
+      }
+    }
+  }
+  EinsumPlan plan;
+  plan.operands = operands.size();
   if (operands.size() == 1) {
-    std::string term = spec.inputs[0];
-    Tensor reduced = sum_out(operands[0], term, spec.output);
-    return transpose(reduced, positions(term, spec.output));
+    const std::string &term = spec.inputs[0];
+    plan.sum_a = summed_axes(term, spec.output);
+    plan.out_perm = permutation_or_none(kept_letters(term, spec.output), spec.output);
+    return plan;
   }
   const ContractionPlan c = plan_contraction(spec, operands[0].shape(), operands[1].shape());
-  std::string ta = spec.inputs[0], tb = spec.inputs[1];
-  Tensor a = sum_out(operands[0], ta, tb + spec.output);
-  Tensor b = sum_out(operands[1], tb, ta + spec.output);
-  const Tensor a3 = c.trans_a ? a : transpose(a, positions(ta, c.a_order));
-  const Tensor b3 = c.trans_b ? b : transpose(b, positions(tb, c.b_order));
-  Tensor product = Tensor::empty(a.dtype(), {c.nb, c.m, c.n});  // every gemm writes all of it
-  const auto esize = static_cast<int64_t>(dtype_size(a.dtype()));
-  parallel_for(c.nb, batch_grain(c.m, c.n, c.k), [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      detail::gemm(a.dtype(), c.trans_a, c.trans_b, c.m, c.n, c.k, a3.raw() + i * c.m * c.k * esize,
-                   b3.raw() + i * c.k * c.n * esize, product.raw() + i * c.m * c.n * esize);
-  });
-  Shape product_shape;
-  for (char ch : c.product_term) {
-    product_shape.push_back(ta.find(ch) != std::string::npos ? a.shape()[ta.find(ch)]
-                                                             : b.shape()[tb.find(ch)]);
+  const std::string &in_a = spec.inputs[0], &in_b = spec.inputs[1];
+  plan.sum_a = summed_axes(in_a, in_b + spec.output);
+  plan.sum_b = summed_axes(in_b, in_a + spec.output);
+  if (!c.trans_a) plan.perm_a = permutation_or_none(c.ta, c.a_order);
+  if (!c.trans_b) plan.perm_b = permutation_or_none(c.tb, c.b_order);
+  plan.trans_a = c.trans_a;
+  plan.trans_b = c.trans_b;
+  plan.nb = c.nb;
+  plan.m = c.m;
+  plan.k = c.k;
+  plan.n = c.n;
+  for (char ch : c.product_term) plan.product_shape.push_back(sizes.at(ch));
+  plan.out_perm = permutation_or_none(c.product_term, spec.output);
+  return plan;
+}
+
+/// The plans this thread used last, keyed by spec text and operand shapes (a
+/// plan does not depend on the dtype). A hit compares the spec and the shapes,
+/// allocating nothing; a miss plans and replaces the oldest entry. Each device
+/// thread has its own: no locks, and which plans are cached never changes a
+/// result (a plan is a function of its key).
+class EinsumPlanCache {
+ public:
+  /// The plan for these operands, valid until this thread's next einsum.
+  const EinsumPlan &get(std::string_view spec, std::span<const Tensor> operands) {
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      const Entry &e = entries_[i];
+      if (e.shapes.size() == operands.size() && e.spec == spec && matches(e.shapes, operands))
+        return e.plan;
+    }
+    Entry fresh{std::string(spec), {}, make_einsum_plan(spec, operands)};
+    for (const Tensor &t : operands) fresh.shapes.push_back(t.shape());
+    if (entries_.size() < kEntries) {
+      entries_.push_back(std::move(fresh));
+      return entries_.back().plan;
+    }
+    Entry &slot = entries_[next_];
+    next_ = (next_ + 1) % kEntries;
+    slot = std::move(fresh);
+    return slot.plan;
   }
-  return transpose(reshape(product, product_shape), positions(c.product_term, spec.output));
+
+ private:
+  static constexpr size_t kEntries = 32;
+  struct Entry {
+    std::string spec;
+    std::vector<Shape> shapes;
+    EinsumPlan plan;
+  };
+  static bool matches(const std::vector<Shape> &shapes, std::span<const Tensor> operands) {
+    for (size_t i = 0; i < shapes.size(); ++i)
+      if (shapes[i] != operands[i].shape()) return false;
+    return true;
+  }
+  std::vector<Entry> entries_;
+  size_t next_ = 0;
+};
+
+const EinsumPlan &einsum_plan(std::string_view spec, std::span<const Tensor> operands) {
+  thread_local EinsumPlanCache cache;
+  return cache.get(spec, operands);
+}
+
+/// x with `axes` summed out, in `scratch` when there are any (else x itself: no copy).
+const Tensor &summed(const Tensor &x, const std::vector<int64_t> &axes, Tensor &scratch) {
+  if (axes.empty()) return x;
+  return scratch = reduce(ReduceOp::Sum, x, axes);
+}
+
+/// x permuted by `perm`, in `scratch` when it is one (else x itself: no copy).
+const Tensor &permuted(const Tensor &x, const std::vector<int64_t> &perm, Tensor &scratch) {
+  if (perm.empty()) return x;
+  return scratch = transpose(x, perm);
+}
+
+/// The same temporaries as einsum_scratch_bytes prices: the summed operands, their
+/// copies in gemm order, the product and (when out of order) its transpose.
+Tensor einsum_compute(const EinsumPlan &plan, std::span<const Tensor> operands) {
+  Tensor sum_a, perm_a;
+  if (plan.operands == 1)
+    return permuted(summed(operands[0], plan.sum_a, sum_a), plan.out_perm, perm_a);
+  Tensor sum_b, perm_b;
+  const Tensor &a3 = permuted(summed(operands[0], plan.sum_a, sum_a), plan.perm_a, perm_a);
+  const Tensor &b3 = permuted(summed(operands[1], plan.sum_b, sum_b), plan.perm_b, perm_b);
+  const DType dtype = a3.dtype();
+  Tensor product = Tensor::empty(dtype, plan.product_shape);  // every gemm writes all of it
+  const auto esize = static_cast<int64_t>(dtype_size(dtype));
+  const int64_t m = plan.m, n = plan.n, k = plan.k;
+  if (plan.nb == 1) {
+    detail::gemm(dtype, plan.trans_a, plan.trans_b, m, n, k, a3.raw(), b3.raw(), product.raw());
+  } else {
+    parallel_for(plan.nb, batch_grain(m, n, k), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        detail::gemm(dtype, plan.trans_a, plan.trans_b, m, n, k, a3.raw() + i * m * k * esize,
+                     b3.raw() + i * k * n * esize, product.raw() + i * m * n * esize);
+    });
+  }
+  if (plan.out_perm.empty()) return product;
+  return transpose(product, plan.out_perm);
 }
 
 }  // namespace
@@ -267,24 +390,7 @@ Tensor matmul(const Tensor &a, const Tensor &b) {
 }
 
 Tensor einsum(std::string_view spec_text, std::span<const Tensor> operands) {
-  EinsumSpec spec = parse_einsum(spec_text, operands.size());
-  std::map<char, int64_t> sizes;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const std::string &term = spec.inputs[i];
-    if (static_cast<int64_t>(term.size()) != operands[i].rank()) {
-      fail("einsum \"" + std::string(spec_text) + "\": operand " + std::to_string(i) +
-           " has shape " + shape_str(operands[i].shape()) + " but the spec names " +
-           std::to_string(term.size()) + " indices");
-    }
-    for (size_t d = 0; d < term.size(); ++d) {
-      auto [it, inserted] = sizes.emplace(term[d], operands[i].shape()[d]);
-      if (!inserted && it->second != operands[i].shape()[d]) {
-        fail("einsum \"" + std::string(spec_text) + "\": index '" + std::string(1, term[d]) +
-             "' has sizes " + std::to_string(it->second) + " and " +
-             std::to_string(operands[i].shape()[d]));
-      }
-    }
-  }
+  const EinsumPlan &plan = einsum_plan(spec_text, operands);  // parses and validates once
   if (operands.size() == 2 && operands[0].dtype() != operands[1].dtype()) {
     fail("einsum: operand dtypes differ");
   }
@@ -293,9 +399,9 @@ Tensor einsum(std::string_view spec_text, std::span<const Tensor> operands) {
   if (dtype == DType::BF16) {  // compute in f32, round once at the end
     std::vector<Tensor> wide;
     for (const Tensor &t : operands) wide.push_back(cast(t, DType::F32));
-    return cast(einsum_compute(spec, wide), DType::BF16);
+    return cast(einsum_compute(plan, wide), DType::BF16);
   }
-  return einsum_compute(spec, operands);
+  return einsum_compute(plan, operands);
 }
 
 int64_t einsum_scratch_bytes(std::string_view spec_text, std::span<const Shape> shapes,

@@ -2,7 +2,8 @@
 //
 // Buffers are 64-byte aligned and reference counted (std::shared_ptr<std::byte[]>
 // with an aligned operator delete); freed buffers of 256 KiB and more are kept
-// (up to 256 MiB in all) for the next allocation of the same size. Under a
+// (up to 256 MiB in all) for the next allocation of the same size, and each thread
+// keeps a few freed buffers of each size up to 4 KiB for its own next ones. Under a
 // MeterScope each buffer is counted on its thread's MemoryMeter until freed
 // (--report-memory). Also home of the small shared
 // helpers of internal.h (strides, errors, strided copy).
@@ -62,6 +63,54 @@ BufferPool &pool() {
   return *p;
 }
 
+/// Set when this thread's SmallBuffers is destroyed (a buffer freed later in the
+/// thread's exit goes straight back to operator delete).
+thread_local constinit bool small_buffers_gone = false;
+
+/// Freed small buffers (up to kMaxBytes), kept by the thread that frees them for its
+/// next allocation of the same size. A 64-byte-aligned operator new costs glibc a
+/// memalign (an oversized chunk, split, its ends freed again), which was most of the
+/// fixed cost of a tiny op (bench/kernels_bench --overhead). Bounded: kPerSize
+/// buffers of each 64-byte size, under 0.5 MiB a thread at most.
+class SmallBuffers {
+ public:
+  static constexpr size_t kMaxBytes = 4096;
+  static constexpr size_t kPerSize = 4;
+
+  SmallBuffers() = default;
+  SmallBuffers(const SmallBuffers &) = delete;
+  SmallBuffers &operator=(const SmallBuffers &) = delete;
+  ~SmallBuffers() {
+    small_buffers_gone = true;
+    for (size_t i = 0; i < kSizes; ++i)
+      for (size_t j = 0; j < count_[i]; ++j) ::operator delete(slots_[i][j], kAlignment);
+  }
+  /// A kept buffer of `rounded` bytes (a multiple of 64, at most kMaxBytes), or null.
+  std::byte *take(size_t rounded) {
+    const size_t i = rounded / 64 - 1;
+    return count_[i] ? slots_[i][--count_[i]] : nullptr;
+  }
+  /// False when this size is full (the caller frees the buffer).
+  bool keep(std::byte *p, size_t rounded) {
+    const size_t i = rounded / 64 - 1;
+    if (count_[i] == kPerSize) return false;
+    slots_[i][count_[i]++] = p;
+    return true;
+  }
+
+ private:
+  static constexpr size_t kSizes = kMaxBytes / 64;
+  std::byte *slots_[kSizes][kPerSize] = {};
+  size_t count_[kSizes] = {};
+};
+
+/// This thread's SmallBuffers, or null once it has been destroyed.
+SmallBuffers *small_buffers() {
+  if (small_buffers_gone) return nullptr;
+  thread_local SmallBuffers buffers;
+  return &buffers;
+}
+
 /// The meter of this thread's innermost MeterScope (null: none).
 std::shared_ptr<MemoryMeter> &current_meter() {
   thread_local std::shared_ptr<MemoryMeter> meter;
@@ -72,10 +121,19 @@ std::shared_ptr<std::byte[]> allocate_buffer(size_t bytes) {
   // Always allocate at least one cache line so a zero-element tensor is defined().
   const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
   const bool pooled = rounded >= BufferPool::kMinBytes;
-  std::byte *memory = pooled ? pool().take(rounded) : nullptr;
+  const bool small = rounded <= SmallBuffers::kMaxBytes;
+  std::byte *memory = nullptr;
+  if (pooled) {
+    memory = pool().take(rounded);
+  } else if (SmallBuffers *cache = small ? small_buffers() : nullptr) {
+    memory = cache->take(rounded);
+  }
   if (!memory) memory = static_cast<std::byte *>(::operator new(rounded, kAlignment));
-  auto release = [rounded, pooled](std::byte *p) {
-    if (!pooled || !pool().keep(p, rounded)) ::operator delete(p, kAlignment);
+  auto release = [rounded, pooled, small](std::byte *p) {
+    if (pooled && pool().keep(p, rounded)) return;
+    if (SmallBuffers *cache = small ? small_buffers() : nullptr; cache && cache->keep(p, rounded))
+      return;
+    ::operator delete(p, kAlignment);
   };
   const std::shared_ptr<MemoryMeter> &meter = current_meter();
   if (!meter) return std::shared_ptr<std::byte[]>(memory, release);

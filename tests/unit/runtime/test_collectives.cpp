@@ -457,6 +457,66 @@ TEST_CASE("one-phase (small) and two-phase (large) collectives give the referenc
   }
 }
 
+TEST_CASE("collectives over a later dimension give the reference's bits, in rank order",
+          "[runtime][collectives]") {
+  // psum_scatter, all_gather and all_to_all over dimension 1 (and 2 of a rank-3 input),
+  // where a member's block is strided rows: f32, bf16 and i32, one- and two-phase sizes,
+  // each against slices and concats computed here; the sum of element e is
+  // ((x0[e] + x1[e]) + x2[e]) + ..., accumulated in f32 for bf16 and rounded once.
+  const int64_t devices = 8;
+  const Mesh mesh({{"d", devices}});
+  for (DType dtype : {DType::F32, DType::BF16, DType::I32}) {
+    // The last two: reduce_scatter's rows span several tiles of its 4096-element chunk,
+    // and a row longer than a chunk is reduced in pieces.
+    for (const Shape &shape :
+         {Shape{4, 16}, Shape{64, 256}, Shape{3, 32, 40}, Shape{5000, 16}, Shape{3, 8 * 4500}}) {
+      CAPTURE(dtype_name(dtype), shape);
+      const auto rank = static_cast<int64_t>(shape.size());
+      auto input = [&](int64_t d) {  // magnitudes 1..1000: the order shows in the bits
+        Tensor x = random_tensor(DType::F32, shape, 300 + d);
+        x = binary(BinaryOp::Mul, x, Tensor::scalar(DType::F32, std::pow(10.0, d % 4)));
+        return cast(x, dtype);
+      };
+      const DType wide = dtype == DType::BF16 ? DType::F32 : dtype;
+      Tensor sum;
+      for (int64_t d = 0; d < devices; ++d) {
+        const Tensor x = cast(input(d), wide);
+        sum = d == 0 ? x : binary(BinaryOp::Add, sum, x);
+      }
+      sum = cast(sum, dtype);
+      auto part = [&](const Tensor &t, int64_t dim, int64_t b) {  // block b of n along dim
+        std::vector<int64_t> start(rank, 0), limit(t.shape()), stride(rank, 1);
+        const int64_t size = t.shape()[dim] / devices;
+        start[dim] = b * size;
+        limit[dim] = (b + 1) * size;
+        return slice(t, start, limit, stride);
+      };
+      const int64_t last = rank - 1;
+      std::vector<Tensor> scattered(devices), gathered(devices), swapped(devices), moved(devices);
+      run_on_mesh(mesh, [&](DeviceContext &ctx) {
+        const int64_t me = ctx.device();
+        const Tensor x = input(me);
+        scattered[me] = ctx.reduce_scatter(x, {0}, last, true);
+        gathered[me] = ctx.all_gather(part(x, last, me), {0}, last, true);
+        swapped[me] = ctx.all_to_all(x, {0}, last, last);
+        moved[me] = ctx.all_to_all(x, {0}, last, 0);
+      });
+      for (int64_t d = 0; d < devices; ++d) {
+        CAPTURE(d);
+        CHECK(scattered[d].bitwise_equal(part(sum, last, d)));
+        std::vector<Tensor> blocks, mine;
+        for (int64_t s = 0; s < devices; ++s) {
+          blocks.push_back(part(input(s), last, s));
+          mine.push_back(part(input(s), last, d));
+        }
+        CHECK(gathered[d].bitwise_equal(concat(blocks, last)));
+        CHECK(swapped[d].bitwise_equal(concat(mine, last)));
+        CHECK(moved[d].bitwise_equal(concat(mine, 0)));
+      }
+    }
+  }
+}
+
 TEST_CASE("a small ppermute waits only for the sender; a sender runs ahead a bounded way",
           "[runtime][collectives]") {
   // Rank 0 only sends, so it never waits for a receiver; 200 rounds is far

@@ -5,6 +5,7 @@
 #include <bit>
 #include <limits>
 #include <map>
+#include <thread>
 
 #include "rt_test_util.h"
 
@@ -350,6 +351,64 @@ TEST_CASE("einsum against naive loops", "[runtime][linalg]") {
   CHECK_THROWS_WITH(einsum("bij,bkj->bik", ops), Catch::Contains("has sizes"));
   CHECK_THROWS_AS(einsum("bij->bik", ops), RuntimeError);
   CHECK_THROWS_AS(einsum("ij,jk->ik", ops), RuntimeError);
+}
+
+TEST_CASE("einsum plans once per spec and shapes: every shape and dtype of one spec is right",
+          "[runtime][linalg]") {
+  // einsum caches its plan per thread, keyed by spec text and operand shapes. One spec
+  // with operands of several shapes and dtypes, interleaved, more keys than the cache
+  // holds (so some are planned again), each against integer loops: small integer
+  // values make every product and sum exact in every dtype, bf16 included.
+  auto ints = [](DType dtype, const Shape &shape, int64_t seed) {
+    std::vector<double> values(static_cast<size_t>(num_elements(shape)));
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<double>((static_cast<int64_t>(i) * 7 + seed * 3) % 7 - 3);
+    return make(dtype, shape, values);
+  };
+  auto expected = [](const Tensor &x, const Tensor &w) {  // "bij,jk->bik"
+    const int64_t nb = x.shape()[0], ni = x.shape()[1], nj = x.shape()[2], nk = w.shape()[1];
+    std::vector<double> out;
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t i = 0; i < ni; ++i)
+        for (int64_t k = 0; k < nk; ++k) {
+          double s = 0;
+          for (int64_t j = 0; j < nj; ++j) s += x.get((b * ni + i) * nj + j) * w.get(j * nk + k);
+          out.push_back(s);
+        }
+    return out;
+  };
+  std::vector<Tensor> first;  // the first round's results, to compare with the second's bits
+  for (int round = 0; round < 2; ++round) {
+    int64_t seed = 0;
+    size_t case_index = 0;
+    for (int64_t nb = 1; nb <= 12; ++nb)  // 36 shapes: over the 32 cached
+      for (int64_t nj : {int64_t{1}, int64_t{3}, int64_t{8}})
+        for (DType dtype : {DType::F32, DType::F64, DType::I32, DType::BF16}) {
+          CAPTURE(round, nb, nj, dtype_name(dtype));
+          const Tensor x = ints(dtype, {nb, 2 + nb % 3, nj}, ++seed);
+          const Tensor w = ints(dtype, {nj, 1 + nb % 5}, ++seed);
+          const Tensor ops[] = {x, w};
+          const Tensor r = einsum("bij,jk->bik", ops);
+          check_equal(r, dtype, {nb, 2 + nb % 3, 1 + nb % 5}, expected(x, w));
+          if (round == 0) {
+            first.push_back(r);
+          } else {
+            CHECK(r.bitwise_equal(first[case_index]));
+          }
+          ++case_index;
+        }
+  }
+  // A cached plan does not vouch for other shapes: a mismatch is still reported.
+  const Tensor bad[] = {ints(DType::F32, {2, 3, 4}, 1), ints(DType::F32, {5, 2}, 2)};
+  CHECK_THROWS_WITH(einsum("bij,jk->bik", bad), Catch::Contains("has sizes"));
+  const Tensor mixed[] = {ints(DType::F32, {2, 3, 4}, 1), ints(DType::F64, {4, 2}, 2)};
+  CHECK_THROWS_WITH(einsum("bij,jk->bik", mixed), Catch::Contains("dtypes differ"));
+  // Another thread (an empty cache) computes the same bits.
+  const Tensor ops[] = {ints(DType::F32, {3, 4, 8}, 5), ints(DType::F32, {8, 6}, 6)};
+  const Tensor here = einsum("bij,jk->bik", ops);
+  Tensor there;
+  std::thread([&] { there = einsum("bij,jk->bik", ops); }).join();
+  CHECK(here.bitwise_equal(there));
 }
 
 TEST_CASE("einsum_scratch_bytes is what einsum allocates beyond its result",
