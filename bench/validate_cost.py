@@ -24,7 +24,7 @@ same way (`mpirun -np 8 spmdc-profile`, the program beside spmdc).
 
 Usage: bench/validate_cost.py --spmdc BUILD/compiler/spmdc [--profile FILE]
          [--model mlp|block] [--mpi [--mpirun mpirun]] [--b B] [--s S] [--h H]
-         [--f F] [--iters 10] [--rounds 3]
+         [--f F] [--iters 10] [--rounds 3] [--keep DIR]
 (defaults: mlp b=512 h=256 f=1024; block b=16 s=64 h=128 f=512)
 """
 import argparse
@@ -210,7 +210,7 @@ def main():
             np.save(path, v)
             flags += ["--in", f"{k}={path}"]
         reference = None
-        rows = []
+        built = []
         for name, plan in plans.items():
             auto = plan.pop("auto")
             tag = name.replace(" ", "")
@@ -243,14 +243,18 @@ def main():
                 got = np.load(os.path.join(out, f"{k}.npy"))
                 scale = max(1.0, float(np.max(np.abs(ref))))
                 err = max(err, float(np.max(np.abs(got - ref))) / scale)
-            times = []
-            for _ in range(a.rounds):
+            built.append((name + (f" ({chosen})" if chosen else ""), est_ms,
+                          cost["compute_s"] * 1e3, cost["comm_s"] * 1e3, exe, err))
+        # The timed runs, interleaved: every plan once a round, so that a machine
+        # that slows down or speeds up during the runs moves every plan alike.
+        times = [[] for _ in built]
+        for _ in range(a.rounds):
+            for i, (name, _, _, _, exe, _) in enumerate(built):
                 t = must(run([*launch, exe, *flags, "-q", "--iters", str(a.iters), "--warmup",
                               "2"], env=env), f"timed executable ({name})")
-                times.append(float(re.search(r"median ([0-9.]+) ms", t.stderr).group(1)))
-            rows.append((name + (f" ({chosen})" if chosen else ""), est_ms,
-                         cost["compute_s"] * 1e3, cost["comm_s"] * 1e3,
-                         statistics.median(times), err))
+                times[i].append(float(re.search(r"median ([0-9.]+) ms", t.stderr).group(1)))
+        rows = [(name, est, comp, comm, statistics.median(ts), err)
+                for (name, est, comp, comm, _, err), ts in zip(built, times)]
         wide = max(42, *(len(r[0]) for r in rows))
         print(f"{'plan':<{wide}} {'estimate':>10} {'compute':>9} {'comm':>9} {'measured':>10} "
               f"{'est/meas':>9} {'vs unsharded':>13}")

@@ -523,6 +523,7 @@ int run_program(const std::string &prog, const Options &options, Executor &exec,
 int program_main(int argc, char **argv, const std::vector<ProgramFunction> &functions,
                  const std::string &default_fn, const std::string &target,
                  const std::string &built_by, const Executors &executors) {
+  keep_freed_memory();
   const std::string prog = program_name(argc > 0 ? argv[0] : nullptr);
   Options options;
   bool help = false;

@@ -10,6 +10,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -116,6 +120,17 @@ std::shared_ptr<MemoryMeter> &current_meter() {
   thread_local std::shared_ptr<MemoryMeter> meter;
   return meter;
 }
+
+}  // namespace
+
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; setting it stops its own tuning
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
+namespace {
 
 std::shared_ptr<std::byte[]> allocate_buffer(size_t bytes) {
   // Always allocate at least one cache line so a zero-element tensor is defined().

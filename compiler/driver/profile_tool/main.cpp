@@ -19,6 +19,7 @@
 
 int main(int argc, char **argv) {
   using namespace spmd;
+  rt::keep_freed_memory();  // as the executables it measures for do
   driver::ProfileOptions o;
   o.name = "measured-mpi";
   CLI::App app(
