@@ -16,8 +16,7 @@
 //   all_reduce: split the flat array into n slices; MPI_Alltoallv hands every
 //     rank its slice from all members; it reduces them in rank order
 //     (detail::reduce_in_rank_order) and MPI_Allgatherv assembles the result.
-//   reduce_scatter: an all-to-all (MPI_Alltoallv) of the packed blocks, then the
-//     same reduction.
+//   reduce_scatter: MPI_Alltoall of the packed blocks, then the same reduction.
 #include <mpi.h>
 
 #include <climits>
@@ -162,7 +161,9 @@ class MpiFabric final : public Fabric {
     const int count = count_of(num_elements(out_shape), "psum_scatter");
     if (deterministic_) {
       Tensor blocks = Tensor::empty(x.dtype(), packed.shape());  // [sender][my block]
-      exchange_blocks(packed, blocks, n, count, c);
+      check_mpi(MPI_Alltoall(packed.raw(), count, mpi_type(x.dtype()), blocks.raw(), count,
+                             mpi_type(x.dtype()), c),
+                "MPI_Alltoall");
       Tensor out = Tensor::empty(x.dtype(), out_shape);
       reduce_slices(ReduceOp::Sum, blocks, n, count, out.raw());
       return out;
@@ -183,7 +184,9 @@ class MpiFabric final : public Fabric {
     const Tensor packed = pack_blocks(x, split_dim, n);  // [n, ..., b, ...]
     Tensor received = Tensor::empty(x.dtype(), packed.shape());
     const int count = count_of(x.numel() / n, "all_to_all");
-    exchange_blocks(packed, received, n, count, c);
+    check_mpi(MPI_Alltoall(packed.raw(), count, mpi_type(x.dtype()), received.raw(), count,
+                           mpi_type(x.dtype()), c),
+              "MPI_Alltoall");
     // received[s] is sender s's block; concatenate along concat_dim in sender order.
     Shape stacked = x.shape();
     stacked[split_dim] /= n;
@@ -220,24 +223,6 @@ class MpiFabric final : public Fabric {
   void barrier(int64_t) override { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
  private:
-  /// Block r of `packed` (`count` elements each) to member r, and member r's
-  /// block for this rank into block r of `received`: an all-to-all. Through
-  /// MPI_Alltoallv, as all_reduce's exchange, not MPI_Alltoall: with more
-  /// processes than cores Open MPI's MPI_Alltoall (a pairwise exchange in n - 1
-  /// synchronised steps at these sizes) ran a 1 MiB psum_scatter over 8
-  /// processes on 2 cores in 6.6-9 ms, twice the whole all_reduce of the same
-  /// buffer (docs/runtime.md).
-  static void exchange_blocks(const Tensor &packed, Tensor &received, int64_t n, int count,
-                              MPI_Comm c) {
-    const std::vector<int> counts(static_cast<size_t>(n), count);
-    std::vector<int> offsets(static_cast<size_t>(n));
-    for (int64_t r = 0; r < n; ++r) offsets[r] = count_of(r * int64_t{count}, "all_to_all");
-    const MPI_Datatype type = mpi_type(packed.dtype());
-    check_mpi(MPI_Alltoallv(packed.raw(), counts.data(), offsets.data(), type, received.raw(),
-                            counts.data(), offsets.data(), type, c),
-              "MPI_Alltoallv");
-  }
-
   /// The communicator of the ranks that differ from `device` only along `axes`.
   MPI_Comm comm(int64_t device, const std::vector<int> &axes) {
     auto it = comms_.find(axes);
