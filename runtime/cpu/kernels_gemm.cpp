@@ -210,9 +210,20 @@ void warm_blas_buffer() {
 }
 
 /// OpenBLAS runs on one thread: the pool (spmdrt/parallel.h) splits products instead.
+/// OpenBLAS's pthreads build starts a server thread per further core when it loads, and
+/// each polls for work with sched_yield for 2^28 cycles (a tenth of a second or more)
+/// before it sleeps; with no work ever queued (one thread) that is only lost CPU time,
+/// taken from the device threads while a run starts: on the 2-core AMD EPYC it was up to
+/// 36 ms of CPU per process, 1-2 ms per step of a 20-step timing of the s = 128
+/// transformer block (issue 32). So its servers are stopped (blas_thread_shutdown_, which
+/// OpenBLAS also calls before a fork; absent elsewhere: nothing to stop). One thread
+/// computes as before: the same bits.
 void use_single_threaded_blas() {
   static const bool once = [] {
     openblas_set_num_threads(1);
+    using Shutdown = int (*)();
+    if (auto stop = reinterpret_cast<Shutdown>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_")))
+      stop();
     return true;
   }();
   (void)once;
@@ -427,6 +438,16 @@ bool gemm_runs_own_loop(DType dtype, bool trans_a, bool trans_b, int64_t m, int6
   }
   return true;
 }
+
+}  // namespace spmd::rt::detail
+
+namespace spmd::rt {
+
+void single_threaded_blas() { detail::use_single_threaded_blas(); }
+
+}  // namespace spmd::rt
+
+namespace spmd::rt::detail {
 
 const char *gemm_peer_library() { return blis().sgemm ? "BLIS" : nullptr; }
 
