@@ -390,9 +390,13 @@ Library library_for(GemmPath path, int64_t m, int64_t k) {
 
 /// Whether a general product (path 5) calls BLIS instead of OpenBLAS: on AVX2 + FMA,
 /// small products with k >= 32 (measured on a 2-core AMD EPYC, docs/backend.md: BLIS
-/// 1.2-1.3x faster on batched 128 x 128 x 64; 2x slower at k = 16, tied on 512^3).
-bool small_on_blis(int64_t m, int64_t n, int64_t k) {
-  return gemm_isa() == GemmIsa::Avx2Fma && blis().sgemm && k >= 32 && m * n * k <= kSmallOnBlis;
+/// 1.2-1.3x faster on batched 128 x 128 x 64; 2x slower at k = 16, tied on 512^3),
+/// except A @ Bᵀ (B transposed, A not: attention's q kᵀ), where BLIS lost to OpenBLAS
+/// (128 x 128 x 32: 28-46 against 19-24 us, 128 x 128 x 64: 42.5 against 30.8 us;
+/// with A transposed too or neither, BLIS won or tied).
+bool small_on_blis(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
+  return gemm_isa() == GemmIsa::Avx2Fma && blis().sgemm && k >= 32 && m * n * k <= kSmallOnBlis &&
+         (trans_a || !trans_b);
 }
 
 template <typename T>
@@ -419,7 +423,7 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
                         [&](int64_t lo, int64_t hi) { gemm_loops(product_rows(g, lo, hi)); });
   }
   if (g.path != GemmPath::Blas) return gemm_loops(g);
-  if (small_on_blis(m, n, k)) return blis_gemm(g);
+  if (small_on_blis(trans_a, trans_b, m, n, k)) return blis_gemm(g);
   blas_gemm(g);
 }
 
