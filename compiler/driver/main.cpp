@@ -19,6 +19,7 @@
 #include "driver/commands.h"
 #include "driver/large_blocks.h"
 #include "driver/version.h"
+#include "spmdrt/parallel.h"
 #include "spmdrt/tensor.h"
 #include "support/suggest.h"
 
@@ -63,7 +64,10 @@ void keep_freed_memory_for(const std::string &command) {
     }
   // The commands that run programs allocate the same arrays every step, as
   // executables do (spmdrt/tensor.h): `spmdc profile` then measures what they pay.
-  if (command == "run" || command == "profile") spmd::rt::keep_freed_memory();
+  if (command == "run" || command == "profile") {
+    spmd::rt::keep_freed_memory();
+    spmd::rt::single_threaded_blas();  // as executables do
+  }
 #else
   (void)command;
 #endif

@@ -210,9 +210,20 @@ void warm_blas_buffer() {
 }
 
 /// OpenBLAS runs on one thread: the pool (spmdrt/parallel.h) splits products instead.
+/// OpenBLAS's pthreads build starts a server thread per further core when it loads, and
+/// each polls for work with sched_yield for 2^28 cycles (a tenth of a second or more)
+/// before it sleeps; with no work ever queued (one thread) that is only lost CPU time,
+/// taken from the device threads while a run starts: on the 2-core AMD EPYC it was up to
+/// 36 ms of CPU per process, 1-2 ms per step of a 20-step timing of the s = 128
+/// transformer block (issue 32). So its servers are stopped (blas_thread_shutdown_, which
+/// OpenBLAS also calls before a fork; absent elsewhere: nothing to stop). One thread
+/// computes as before: the same bits.
 void use_single_threaded_blas() {
   static const bool once = [] {
     openblas_set_num_threads(1);
+    using Shutdown = int (*)();
+    if (auto stop = reinterpret_cast<Shutdown>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_")))
+      stop();
     return true;
   }();
   (void)once;
@@ -379,9 +390,13 @@ Library library_for(GemmPath path, int64_t m, int64_t k) {
 
 /// Whether a general product (path 5) calls BLIS instead of OpenBLAS: on AVX2 + FMA,
 /// small products with k >= 32 (measured on a 2-core AMD EPYC, docs/backend.md: BLIS
-/// 1.2-1.3x faster on batched 128 x 128 x 64; 2x slower at k = 16, tied on 512^3).
-bool small_on_blis(int64_t m, int64_t n, int64_t k) {
-  return gemm_isa() == GemmIsa::Avx2Fma && blis().sgemm && k >= 32 && m * n * k <= kSmallOnBlis;
+/// 1.2-1.3x faster on batched 128 x 128 x 64; 2x slower at k = 16, tied on 512^3),
+/// except A @ Bᵀ (B transposed, A not: attention's q kᵀ), where BLIS lost to OpenBLAS
+/// (128 x 128 x 32: 28-46 against 19-24 us, 128 x 128 x 64: 42.5 against 30.8 us;
+/// with A transposed too or neither, BLIS won or tied).
+bool small_on_blis(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
+  return gemm_isa() == GemmIsa::Avx2Fma && blis().sgemm && k >= 32 && m * n * k <= kSmallOnBlis &&
+         (trans_a || !trans_b);
 }
 
 template <typename T>
@@ -408,7 +423,7 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
                         [&](int64_t lo, int64_t hi) { gemm_loops(product_rows(g, lo, hi)); });
   }
   if (g.path != GemmPath::Blas) return gemm_loops(g);
-  if (small_on_blis(m, n, k)) return blis_gemm(g);
+  if (small_on_blis(trans_a, trans_b, m, n, k)) return blis_gemm(g);
   blas_gemm(g);
 }
 
@@ -427,6 +442,16 @@ bool gemm_runs_own_loop(DType dtype, bool trans_a, bool trans_b, int64_t m, int6
   }
   return true;
 }
+
+}  // namespace spmd::rt::detail
+
+namespace spmd::rt {
+
+void single_threaded_blas() { detail::use_single_threaded_blas(); }
+
+}  // namespace spmd::rt
+
+namespace spmd::rt::detail {
 
 const char *gemm_peer_library() { return blis().sgemm ? "BLIS" : nullptr; }
 

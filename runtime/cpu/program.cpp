@@ -524,6 +524,7 @@ int program_main(int argc, char **argv, const std::vector<ProgramFunction> &func
                  const std::string &default_fn, const std::string &target,
                  const std::string &built_by, const Executors &executors) {
   keep_freed_memory();
+  single_threaded_blas();
   const std::string prog = program_name(argc > 0 ? argv[0] : nullptr);
   Options options;
   bool help = false;

@@ -16,10 +16,12 @@
 #include "analysis/profile_file.h"
 #include "driver/profile_options.h"
 #include "spmdrt/mpi.h"
+#include "spmdrt/parallel.h"
 
 int main(int argc, char **argv) {
   using namespace spmd;
   rt::keep_freed_memory();  // as the executables it measures for do
+  rt::single_threaded_blas();
   driver::ProfileOptions o;
   o.name = "measured-mpi";
   CLI::App app(

@@ -52,6 +52,13 @@ void parallel_for(int64_t n, int64_t grain, Fn &&fn) {
 /// The threads ops may use: the pool's workers plus one calling thread.
 int threads();
 
+/// Puts OpenBLAS on one thread (the pool splits products instead) and stops the server
+/// threads it started when it loaded, which otherwise poll with sched_yield for a tenth
+/// of a second or more (kernels_gemm.cpp). The first product does it too; call it at
+/// the start of a process to stop them earlier: executables (program_main), spmdc and
+/// spmdc-profile do.
+void single_threaded_blas();
+
 /// Sets threads(); false (nothing changed) when n < 1. The pool starts at the first
 /// parallel_for that splits; a running pool is resized (its workers finish the chunks
 /// they hold first).
