@@ -154,30 +154,14 @@ int threads_main(int64_t devices, int64_t max_bytes) {
   return 0;
 }
 
-/// Combined mode: `k` tensors of `bytes` each (per device) through `op`, as k
-/// separate calls or as one combined call (`psum((a, b, ...))`,
-/// `all_gather((a, b, ...))`, `psum_scatter((a, b, ...))`: one packed buffer,
-/// one rendezvous). Median microseconds per round of the k tensors.
-double measure_combined(const Mesh &mesh, Op op, int64_t bytes, int64_t k, bool combined,
-                        int iterations) {
-  const int64_t n = mesh.num_devices();
+/// Median microseconds of one call of the step `make(ctx)` returns for each
+/// device: a warm-up call, then `iterations` calls with a barrier before and
+/// after each (device 0's clock).
+double median_call_us(const Mesh &mesh, int iterations,
+                      const std::function<std::function<void()>(DeviceContext &)> &make) {
   std::vector<double> us;
   run_on_mesh(mesh, [&](DeviceContext &ctx) {
-    std::vector<Tensor> xs;
-    for (int64_t j = 0; j < k; ++j)
-      xs.push_back(Tensor::full(DType::F32, {input_count(op, bytes / 4, n)}, 1.0));
-    auto once = [&] {  // (all k results alive at the end either way, as in a program)
-      std::vector<Tensor> out;
-      if (!combined) {
-        for (const Tensor &x : xs) out.push_back(call(ctx, op, x));
-      } else if (op == Op::AllReduce) {
-        out = ctx.all_reduce(xs, {0}, ReduceOp::Sum);
-      } else if (op == Op::AllGather) {
-        out = ctx.all_gather(xs, {0}, 0, true);
-      } else {
-        out = ctx.reduce_scatter(xs, {0}, 0, true);
-      }
-    };
+    const std::function<void()> once = make(ctx);
     once();  // warm-up
     for (int i = 0; i < iterations; ++i) {
       ctx.barrier();
@@ -191,6 +175,33 @@ double measure_combined(const Mesh &mesh, Op op, int64_t bytes, int64_t k, bool 
   });
   std::sort(us.begin(), us.end());
   return us[us.size() / 2];
+}
+
+/// Combined mode: `k` tensors of `bytes` each (per device) through `op`, as k
+/// separate calls or as one combined call (`psum((a, b, ...))`,
+/// `all_gather((a, b, ...))`, `psum_scatter((a, b, ...))`: one packed buffer,
+/// one rendezvous). Median microseconds per round of the k tensors.
+double measure_combined(const Mesh &mesh, Op op, int64_t bytes, int64_t k, bool combined,
+                        int iterations) {
+  const int64_t n = mesh.num_devices();
+  return median_call_us(mesh, iterations, [&](DeviceContext &ctx) {
+    std::vector<Tensor> xs;
+    for (int64_t j = 0; j < k; ++j)
+      xs.push_back(Tensor::full(DType::F32, {input_count(op, bytes / 4, n)}, 1.0));
+    return std::function<void()>([&ctx, op, combined, xs] {
+      // (all k results alive at the end either way, as in a program)
+      std::vector<Tensor> out;
+      if (!combined) {
+        for (const Tensor &x : xs) out.push_back(call(ctx, op, x));
+      } else if (op == Op::AllReduce) {
+        out = ctx.all_reduce(xs, {0}, ReduceOp::Sum);
+      } else if (op == Op::AllGather) {
+        out = ctx.all_gather(xs, {0}, 0, true);
+      } else {
+        out = ctx.reduce_scatter(xs, {0}, 0, true);
+      }
+    });
+  });
 }
 
 int combined_main(int64_t devices, int64_t max_bytes, int64_t k) {
@@ -216,26 +227,13 @@ int combined_main(int64_t devices, int64_t max_bytes, int64_t k) {
   return 0;
 }
 
-/// Strided mode: median microseconds of one call of `fn` on each device (a barrier
-/// before and after each call; device 0's clock).
+/// Strided mode: median microseconds of one call of `fn` on each device.
 double measure_call(const Mesh &mesh, int iterations, const Shape &shape,
                     const std::function<Tensor(DeviceContext &, const Tensor &)> &fn) {
-  std::vector<double> us;
-  run_on_mesh(mesh, [&](DeviceContext &ctx) {
-    const Tensor x = Tensor::full(DType::F32, shape, 1.0);
-    fn(ctx, x);  // warm-up
-    for (int i = 0; i < iterations; ++i) {
-      ctx.barrier();
-      const auto start = std::chrono::steady_clock::now();
-      fn(ctx, x);
-      ctx.barrier();
-      const auto stop = std::chrono::steady_clock::now();
-      if (ctx.device() == 0)
-        us.push_back(std::chrono::duration<double>(stop - start).count() * 1e6);
-    }
+  return median_call_us(mesh, iterations, [&](DeviceContext &ctx) {
+    return std::function<void()>(
+        [&ctx, &fn, x = Tensor::full(DType::F32, shape, 1.0)] { fn(ctx, x); });
   });
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
 }
 
 int strided_main(int64_t devices, int rounds) {

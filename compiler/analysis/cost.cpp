@@ -449,26 +449,8 @@ double HardwareProfile::memory_rate(double bytes) const {
 }
 
 double contraction_smallest_dim(std::span<const Type> operands, const std::string &spec) {
-  const size_t arrow = spec.find("->");
-  if (operands.size() != 2 || arrow == std::string::npos) return 0;
-  const std::string lhs = spec.substr(0, arrow), out = spec.substr(arrow + 2);
-  const size_t comma = lhs.find(',');
-  if (comma == std::string::npos) return 0;
-  const std::string in[2] = {lhs.substr(0, comma), lhs.substr(comma + 1)};
-  double rows = 1, cols = 1, inner = 1;
-  for (const auto &[label, n] : label_sizes(operands, lhs)) {
-    const bool a = in[0].find(label) != std::string::npos;
-    const bool b = in[1].find(label) != std::string::npos;
-    const bool kept = out.find(label) != std::string::npos;
-    const double d = static_cast<double>(n);
-    if (a && b)
-      inner *= kept ? 1 : d;  // a batch label when kept
-    else if (a)
-      rows *= d;
-    else
-      cols *= d;
-  }
-  return std::min({rows, cols, inner});
+  const rt::GemmShape g = contraction_of(operands, spec).gemm;
+  return g.batch > 0 ? static_cast<double>(std::min({g.m, g.n, g.k})) : 0;
 }
 
 Contraction contraction_of(std::span<const Type> operands, const std::string &spec) {

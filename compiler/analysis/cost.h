@@ -43,8 +43,8 @@
 #include <vector>
 
 #include "analysis/stats.h"
-#include "spmdrt/kernels.h"
 #include "ir/ir.h"
+#include "spmdrt/kernels.h"
 
 namespace spmd {
 
@@ -227,11 +227,12 @@ double op_flops(OpCode op, std::span<const Type> operands, std::span<const Type>
 /// cos, tanh, sigmoid, erf, log1p, expm1, cbrt, and pow), counted by its (local) result
 /// type; 0 for every other op. Priced at HardwareProfile::transcendental_rate.
 double transcendental_elements(OpCode op, std::span<const Type> results);
-/// The smallest of a two-operand contraction's dimensions: the product of
-/// the sizes of the labels only the first operand has (its rows), of those
-/// only the second has (columns) and of the contracted ones (a label missing
-/// from a group counts 1, so a matrix-vector product's is 1); batch labels
-/// (in both operands and the result) do not count. 0 for other contractions.
+/// The smallest of a two-operand contraction's gemm dimensions (contraction_of):
+/// the product of the sizes of the labels only the first operand keeps (its
+/// rows), of those only the second keeps (columns) and of the contracted ones
+/// (a label missing from a group counts 1, so a matrix-vector product's is 1);
+/// batch labels (in both operands and the result) do not count. 0 for other
+/// contractions.
 double contraction_smallest_dim(std::span<const Type> operands, const std::string &spec);
 /// A contraction as the CPU runtime computes it: its gemms
 /// (rt::einsum_gemm_shape) and the bytes its copies around them read and
@@ -245,9 +246,9 @@ struct Contraction {
 Contraction contraction_of(std::span<const Type> operands, const std::string &spec);
 /// Seconds of one computing op (or fused group): flops at the peak (for a contraction,
 /// at the profile's contraction_rate of its gemms, plus its copies' bytes at the
-/// memory_rate of those bytes, plus matmul_op_s and matmul_gemm_s for each gemm) plus, with a transcendental_rate in the profile, its
-/// `transcendentals` elements at that rate; with memory bandwidth in the profile, the
-/// larger of that and its bytes at the profile's memory_rate(bytes).
+/// memory_rate of those bytes, plus matmul_op_s and matmul_gemm_s for each gemm) plus, with a
+/// transcendental_rate in the profile, its `transcendentals` elements at that rate; with memory
+/// bandwidth in the profile, the larger of that and its bytes at the profile's memory_rate(bytes).
 double op_seconds(double flops, double bytes, const HardwareProfile &profile,
                   const Contraction &product = {}, double transcendentals = 0);
 

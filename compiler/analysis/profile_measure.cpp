@@ -45,57 +45,15 @@ double longest(rt::DeviceContext &ctx, Clock::time_point start) {
   return seconds;
 }
 
-/// Seconds per call of `op` over `axis` with a buffer of `len` f32 per device
-/// (all_gather's buffer is its output), the median of `repeats` rounds; each
-/// round runs enough calls to take a few milliseconds.
-double time_collective(const MeshRunner &run, OpCode op, int axis, int64_t len, int64_t group,
-                       int repeats) {
-  const int calls = static_cast<int>(std::clamp<int64_t>((int64_t{8} << 20) / (len * 4), 2, 200));
+/// Seconds per call of the step `make_step(ctx)` returns for each device, every
+/// device running `calls` of them at once, the median of `repeats` rounds.
+double time_rounds(const MeshRunner &run, int repeats, int calls,
+                   const std::function<std::function<void()>(rt::DeviceContext &)> &make_step) {
   std::vector<double> rounds;
   for (int r = 0; r < repeats; ++r) {
     double seconds = 0;
     run([&](rt::DeviceContext &ctx) {
-      const std::vector<int> axes{axis};
-      rt::Tensor x =
-          rt::Tensor::full(rt::DType::F32, {op == OpCode::AllGather ? len / group : len}, 1.0);
-      ctx.barrier();
-      const auto t0 = Clock::now();
-      for (int k = 0; k < calls; ++k) {
-        rt::Tensor y;
-        switch (op) {
-          case OpCode::AllGather:
-            y = ctx.all_gather(x, axes, 0, true);
-            break;
-          case OpCode::PsumScatter:
-            y = ctx.reduce_scatter(x, axes, 0, true);
-            break;
-          case OpCode::AllToAll:
-            y = ctx.all_to_all(x, axes, 0, 0);
-            break;
-          default:
-            y = ctx.all_reduce(x, axes, rt::ReduceOp::Sum);
-            break;
-        }
-      }
-      ctx.barrier();
-      const double elapsed = longest(ctx, t0);
-      if (ctx.device() == 0) seconds = elapsed / calls;
-    });
-    rounds.push_back(seconds);
-  }
-  return median(rounds);
-}
-
-/// Seconds per call of `step` on every device at once, the median of `repeats`
-/// rounds of 3 calls.
-double time_everywhere(const MeshRunner &run, int repeats,
-                       const std::function<std::function<void()>()> &make_step) {
-  const int calls = 3;
-  std::vector<double> rounds;
-  for (int r = 0; r < repeats; ++r) {
-    double seconds = 0;
-    run([&](rt::DeviceContext &ctx) {
-      std::function<void()> step = make_step();
+      const std::function<void()> step = make_step(ctx);
       ctx.barrier();
       const auto t0 = Clock::now();
       for (int k = 0; k < calls; ++k) step();
@@ -106,6 +64,42 @@ double time_everywhere(const MeshRunner &run, int repeats,
     rounds.push_back(seconds);
   }
   return median(rounds);
+}
+
+/// Seconds per call of `op` over `axis` with a buffer of `len` f32 per device
+/// (all_gather's buffer is its output), the median of `repeats` rounds; each
+/// round runs enough calls to take a few milliseconds.
+double time_collective(const MeshRunner &run, OpCode op, int axis, int64_t len, int64_t group,
+                       int repeats) {
+  const int calls = static_cast<int>(std::clamp<int64_t>((int64_t{8} << 20) / (len * 4), 2, 200));
+  return time_rounds(run, repeats, calls, [&](rt::DeviceContext &ctx) {
+    const rt::Tensor x =
+        rt::Tensor::full(rt::DType::F32, {op == OpCode::AllGather ? len / group : len}, 1.0);
+    return std::function<void()>([&ctx, op, axes = std::vector<int>{axis}, x] {
+      rt::Tensor y;
+      switch (op) {
+        case OpCode::AllGather:
+          y = ctx.all_gather(x, axes, 0, true);
+          break;
+        case OpCode::PsumScatter:
+          y = ctx.reduce_scatter(x, axes, 0, true);
+          break;
+        case OpCode::AllToAll:
+          y = ctx.all_to_all(x, axes, 0, 0);
+          break;
+        default:
+          y = ctx.all_reduce(x, axes, rt::ReduceOp::Sum);
+          break;
+      }
+    });
+  });
+}
+
+/// Seconds per call of `step` on every device at once, the median of `repeats`
+/// rounds of 3 calls.
+double time_everywhere(const MeshRunner &run, int repeats,
+                       const std::function<std::function<void()>()> &make_step) {
+  return time_rounds(run, repeats, 3, [&](rt::DeviceContext &) { return make_step(); });
 }
 
 }  // namespace
@@ -209,6 +203,7 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
   profile.matmul_op_s = profile.matmul_gemm_s = 0;
   if (o.matmul_rates) {
     constexpr int64_t thin_side = 256;
+    constexpr double step_flops = 4.0 * thin_side * thin_side * thin_side;
     const std::vector<int64_t> thin_dims{8, 32, 128};
     std::map<int64_t, double> plain_seconds;  // s: the nn products' seconds, summed
     for (const char *layout : {"nn", "tn", "nt", "tt"}) {
@@ -228,30 +223,32 @@ MeasuredProfile measure_profile(const MeasureOptions &o, const MeshRunner &run) 
               for (int64_t r = 0; r < reps; ++r) rt::Tensor c = rt::einsum(spec, *t);
             });
           });
-          const double flops = 4.0 * static_cast<double>(thin_side * thin_side * thin_side);
-          profile.matmul_layout_rates[std::string(layout) + "/" + thin].push_back(
-              {static_cast<double>(s), flops / seconds});
+          const rt::GemmShape gemm{
+              .batch = 1, .m = m, .k = k, .n = n, .trans_a = ta, .trans_b = tb};
+          profile.matmul_layout_rates[HardwareProfile::layout_key(gemm)].push_back(
+              {static_cast<double>(s), step_flops / seconds});
           if (!ta && !tb) plain_seconds[s] += seconds;
         }
     }
     for (const auto &[s, seconds] : plain_seconds)
-      profile.matmul_rates.push_back(
-          {static_cast<double>(s),
-           3 * 4.0 * static_cast<double>(thin_side * thin_side * thin_side) / seconds});
+      profile.matmul_rates.push_back({static_cast<double>(s), 3 * step_flops / seconds});
     profile.matmul_rates.push_back({static_cast<double>(side), profile.flops_per_s});
     // The fixed costs of a product: 200 einsums of 4 x 4 matrices a step, batched
     // 1 and 65 times; the difference per extra batch element is a gemm's, the
     // rest of the unbatched one the op's.
     auto tiny = [&](int64_t batch) {
-      return time_everywhere(run, o.repeats, [&] {
-        using rt::DType, rt::Tensor;
-        auto t = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
-            Tensor::full(DType::F32, {batch, 4, 4}, 0.5),
-            Tensor::full(DType::F32, {batch, 4, 4}, 0.5)});
-        return std::function<void()>([t] {
-          for (int r = 0; r < 200; ++r) rt::Tensor c = rt::einsum("bij,bjk->bik", *t);
-        });
-      }) / 200;
+      return time_everywhere(run, o.repeats,
+                             [&] {
+                               using rt::DType, rt::Tensor;
+                               auto t = std::make_shared<std::vector<Tensor>>(std::vector<Tensor>{
+                                   Tensor::full(DType::F32, {batch, 4, 4}, 0.5),
+                                   Tensor::full(DType::F32, {batch, 4, 4}, 0.5)});
+                               return std::function<void()>([t] {
+                                 for (int r = 0; r < 200; ++r)
+                                   rt::Tensor c = rt::einsum("bij,bjk->bik", *t);
+                               });
+                             }) /
+             200;
     };
     const double one = tiny(1), many = tiny(65);
     profile.matmul_gemm_s = std::max(0.0, (many - one) / 64);

@@ -159,6 +159,9 @@ struct ContractionPlan {
   bool trans_a = false, trans_b = false;
   int64_t nb = 1, m = 1, k = 1, n = 1;
   std::string product_term;
+  // What einsum copies: an operand into gemm order (neither in it nor transposable
+  // in place), the product into the output's order.
+  bool copy_a = false, copy_b = false, permute_product = false;
 };
 
 std::string kept_letters(const std::string &term, const std::string &keep) {
@@ -201,6 +204,9 @@ ContractionPlan plan_contraction(const EinsumSpec &spec, const Shape &shape_a,
   c.trans_a = c.ta != c.a_order && c.ta == a_swapped;
   c.trans_b = c.tb != c.b_order && c.tb == b_swapped;
   c.product_term = c.batch + c.free_a + c.free_b;
+  c.copy_a = !c.trans_a && c.ta != c.a_order;
+  c.copy_b = !c.trans_b && c.tb != c.b_order;
+  c.permute_product = c.product_term != spec.output;
   return c;
 }
 
@@ -268,8 +274,8 @@ EinsumPlan make_einsum_plan(std::string_view spec_text, std::span<const Tensor> 
   const std::string &in_a = spec.inputs[0], &in_b = spec.inputs[1];
   plan.sum_a = summed_axes(in_a, in_b + spec.output);
   plan.sum_b = summed_axes(in_b, in_a + spec.output);
-  if (!c.trans_a) plan.perm_a = permutation_or_none(c.ta, c.a_order);
-  if (!c.trans_b) plan.perm_b = permutation_or_none(c.tb, c.b_order);
+  if (c.copy_a) plan.perm_a = positions(c.ta, c.a_order);
+  if (c.copy_b) plan.perm_b = positions(c.tb, c.b_order);
   plan.trans_a = c.trans_a;
   plan.trans_b = c.trans_b;
   plan.nb = c.nb;
@@ -277,7 +283,7 @@ EinsumPlan make_einsum_plan(std::string_view spec_text, std::span<const Tensor> 
   plan.k = c.k;
   plan.n = c.n;
   for (char ch : c.product_term) plan.product_shape.push_back(sizes.at(ch));
-  plan.out_perm = permutation_or_none(c.product_term, spec.output);
+  if (c.permute_product) plan.out_perm = positions(c.product_term, spec.output);
   return plan;
 }
 
@@ -436,9 +442,9 @@ int64_t einsum_scratch_bytes(std::string_view spec_text, std::span<const Shape> 
     const int64_t b = elements(shapes[1], spec.inputs[1], c.tb) * esize;
     if (c.reduce_a) scratch += a;
     if (c.reduce_b) scratch += b;
-    if (!c.trans_a && c.ta != c.a_order) scratch += a;  // copied into gemm order
-    if (!c.trans_b && c.tb != c.b_order) scratch += b;
-    if (c.product_term != spec.output) scratch += out;  // the product, then its transpose
+    if (c.copy_a) scratch += a;  // copied into gemm order
+    if (c.copy_b) scratch += b;
+    if (c.permute_product) scratch += out;  // the product, then its transpose
   }
   if (!bf16) return scratch;
   // Computed on f32 copies of the operands; the peak is either inside that
@@ -460,16 +466,14 @@ GemmShape einsum_gemm_shape(std::string_view spec_text, std::span<const Shape> s
   g.n = c.n;
   g.trans_a = c.trans_a;
   g.trans_b = c.trans_b;
-  // What einsum_compute copies: each operand summed over its private indices,
-  // each one not in gemm order (nor transposed in place), the product when its
-  // letters are not the output's order.
-  const int64_t a = num_elements(shapes[0]), b = num_elements(shapes[1]);
-  const int64_t a_kept = c.nb * c.m * c.k, b_kept = c.nb * c.k * c.n, out = c.nb * c.m * c.n;
-  if (c.reduce_a) g.copied_elements += a;
-  if (c.reduce_b) g.copied_elements += b;
-  if (!c.trans_a && c.ta != c.a_order) g.copied_elements += a_kept;
-  if (!c.trans_b && c.tb != c.b_order) g.copied_elements += b_kept;
-  if (c.product_term != spec.output) g.copied_elements += out;
+  // What einsum_compute copies (einsum_scratch_bytes' temporaries): each operand
+  // summed over its private indices (counted by the elements it reads), copied
+  // into gemm order, the product permuted into the output's order.
+  if (c.reduce_a) g.copied_elements += num_elements(shapes[0]);
+  if (c.reduce_b) g.copied_elements += num_elements(shapes[1]);
+  if (c.copy_a) g.copied_elements += c.nb * c.m * c.k;
+  if (c.copy_b) g.copied_elements += c.nb * c.k * c.n;
+  if (c.permute_product) g.copied_elements += c.nb * c.m * c.n;
   return g;
 }
 
