@@ -12,8 +12,13 @@
 //     header line names the vector ISA the CPU offers) — and, where installed
 //     (scripts/install-deps.sh installs both), the same products through libxsmm's
 //     libxsmm_sgemm (a JIT for small products, BLAS above) and BLIS's sgemm (its own
-//     library, opened at run time so that OpenBLAS stays the BLAS of everything else);
-//     "best" is the fastest library — and (d) f32 sums (rows, columns, all)
+//     library, opened at run time so that OpenBLAS stays the BLAS of everything else) and
+//     oneDNN's dnnl_sgemm (opened the same way, its OpenMP runtime on one thread);
+//     "best" is the library with the lowest median. The contenders of a product are
+//     timed in interleaved rounds (--rounds, the first one rotating), and rt/lib is the
+//     median of the rounds' ratios with its quartiles: on a shared or virtual machine a
+//     slow spell then falls on every contender alike (timed one after the other, the
+//     same product scattered 1.3x between runs here) — and (d) f32 sums (rows, columns, all)
 //     through rt::reduce versus a sequential f32 loop. Prints milliseconds, elements/s or GFLOP/s
 //     and the runtime/baseline ratio (lower is better). (e) Per-op overhead (alone with
 //     --overhead): chains of 400 tiny ops — an einsum "bij,jk->bik" of f32[8,8,8] by f32[8,8],
@@ -31,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "spmdrt/collectives.h"
@@ -61,6 +67,23 @@ FortranSgemm blis_sgemm() {
   return nullptr;
 }
 
+/// oneDNN's row-major dnnl_sgemm, from its own library opened privately; null when absent.
+/// Its OpenMP runtime is told to use one thread (as the other libraries do here).
+using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t,
+                          const float *, int64_t, float, float *, int64_t);
+DnnlSgemm dnnl_sgemm() {
+  for (const char *path : {"/usr/lib/x86_64-linux-gnu/libdnnl.so.2", "libdnnl.so.2"})
+    if (void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)) {
+      auto f = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"));
+      auto threads = reinterpret_cast<void (*)(int)>(dlsym(h, "omp_set_num_threads"));
+      if (f && threads) {
+        threads(1);
+        return f;
+      }
+    }
+  return nullptr;
+}
+
 /// Row-major C[m, n] = op(A) op(B) through a column-major sgemm: C^T = op(B)^T op(A)^T.
 void row_major_sgemm(FortranSgemm f, bool ta, bool tb, int m, int n, int k, const float *a, int lda,
                      const float *b, int ldb, float *c) {
@@ -79,6 +102,75 @@ double time_ms(int repeats, const std::function<void()> &fn) {
     best = std::min(best, std::chrono::duration<double, std::milli>(stop - start).count());
   }
   return best;
+}
+
+/// One timed party of section (c): a name for the header and its call (empty: absent).
+struct Contender {
+  const char *name = "";
+  std::function<void()> call;
+};
+
+/// Section (c)'s timings: per contender, one sample per round (ms per call) and the
+/// median of its rounds.
+struct Interleaved {
+  std::vector<std::vector<double>> samples;
+  std::vector<double> median_ms;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+/// Times the contenders in `rounds` rounds, each round running every present contender
+/// once, the first one rotating from round to round, so that a slow spell of this
+/// machine (other processes, a stolen virtual CPU) falls on all of them alike rather
+/// than on whichever ran then. A sample is the mean of as many back-to-back calls as
+/// fill about 2 ms (measured once after a warm-up call), so that a product of a few
+/// microseconds is not timed by the clock's own cost.
+Interleaved time_interleaved(const std::vector<Contender> &contenders, int rounds) {
+  using Clock = std::chrono::steady_clock;
+  const size_t n = contenders.size();
+  std::vector<int> calls(n, 1);
+  for (size_t c = 0; c < n; ++c) {
+    if (!contenders[c].call) continue;
+    contenders[c].call();  // warm: caches, plans, the libraries' buffers
+    const auto start = Clock::now();
+    contenders[c].call();
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    calls[c] = std::clamp(static_cast<int>(2.0 / std::max(ms, 1e-4)), 1, 10000);
+  }
+  Interleaved t;
+  t.samples.assign(n, {});
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      const size_t c = (i + static_cast<size_t>(r)) % n;
+      if (!contenders[c].call) continue;
+      const auto start = Clock::now();
+      for (int k = 0; k < calls[c]; ++k) contenders[c].call();
+      t.samples[c].push_back(
+          std::chrono::duration<double, std::milli>(Clock::now() - start).count() / calls[c]);
+    }
+  }
+  t.median_ms.assign(n, 0.0);
+  for (size_t c = 0; c < n; ++c)
+    if (!t.samples[c].empty()) t.median_ms[c] = median(t.samples[c]);
+  return t;
+}
+
+struct Quartiles {
+  double lower, median, upper;
+};
+
+/// The quartiles of the per-round ratios samples[a] / samples[b].
+Quartiles ratio_quartiles(const Interleaved &t, size_t a, size_t b) {
+  std::vector<double> ratios;
+  for (size_t r = 0; r < t.samples[a].size(); ++r)
+    ratios.push_back(t.samples[a][r] / t.samples[b][r]);
+  std::sort(ratios.begin(), ratios.end());
+  auto at = [&](double f) { return ratios[static_cast<size_t>(f * (ratios.size() - 1) + 0.5)]; };
+  return {at(0.25), median(ratios), at(0.75)};
 }
 
 /// (e) Fixed per-op cost: chains of kChain tiny ops, where the arithmetic is nothing.
@@ -147,69 +239,95 @@ void per_op_overhead() {
   }
 }
 
+constexpr const char *kUsage =
+    "usage: kernels_bench [--overhead | --products] [--rounds N]\n"
+    "  (no option)  every section: elementwise chain, 1024^3 matmul, products per shape\n"
+    "               class against the libraries, f32 sums, per-op overhead\n"
+    "  --products   only the products per shape class\n"
+    "  --overhead   only the per-op overhead\n"
+    "  --rounds N   interleaved rounds per product (default 15)\n";
+
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc > 1 && !std::strcmp(argv[1], "--overhead")) {
+  bool overhead_only = false, products_only = false;
+  int rounds = 15;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--overhead") {
+      overhead_only = true;
+    } else if (arg == "--products") {
+      products_only = true;
+    } else if (arg == "--rounds" && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
+      rounds = std::atoi(argv[++i]);
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+  }
+  if (overhead_only) {
     per_op_overhead();
     return 0;
   }
-  if (argc > 1) {
-    std::fprintf(stderr, "usage: %s [--overhead]\n", argv[0]);
-    return 2;
-  }
-  const int64_t n = 8 << 20;
-  Tensor x = random_tensor(DType::F32, {n}, 1);
-  Tensor a = random_tensor(DType::F32, {n}, 2);
-  Tensor b = Tensor::scalar(DType::F32, 0.5);
-  Tensor y;
-  const double runtime_ms = time_ms(5, [&] {
-    Tensor t = binary(BinaryOp::Mul, a, x);
-    t = binary(BinaryOp::Add, t, b);
-    t = unary(UnaryOp::Exp, t);
-    y = binary(BinaryOp::Max, t, x);
-  });
-  std::vector<float> out;
-  const float *px = x.data<float>(), *pa = a.data<float>();
-  const double loop_ms = time_ms(5, [&] {
-    // Same passes as the kernels: fresh output buffers per op, one op per loop.
-    std::vector<float> m(n), s(n), e(n), r(n);
-    for (int64_t i = 0; i < n; ++i) m[i] = pa[i] * px[i];
-    for (int64_t i = 0; i < n; ++i) s[i] = m[i] + 0.5f;
-    for (int64_t i = 0; i < n; ++i) e[i] = std::exp(s[i]);
-    for (int64_t i = 0; i < n; ++i) r[i] = std::max(e[i], px[i]);
-    out.swap(r);
-  });
-  for (int64_t i = 0; i < n; i += n / 7) {
-    if (y.data<float>()[i] != out[i]) std::printf("MISMATCH at %lld\n", static_cast<long long>(i));
-  }
-  std::printf("elementwise chain max(exp(a*x+0.5), x), %lld f32 elements:\n",
-              static_cast<long long>(n));
-  std::printf("  rt kernels : %8.2f ms  %8.3g elements/s\n", runtime_ms, n / (runtime_ms * 1e-3));
-  std::printf("  plain loop : %8.2f ms  %8.3g elements/s\n", loop_ms, n / (loop_ms * 1e-3));
-  std::printf("  ratio rt/loop: %.2f\n", runtime_ms / loop_ms);
+  if (!products_only) {
+    const int64_t n = 8 << 20;
+    Tensor x = random_tensor(DType::F32, {n}, 1);
+    Tensor a = random_tensor(DType::F32, {n}, 2);
+    Tensor b = Tensor::scalar(DType::F32, 0.5);
+    Tensor y;
+    const double runtime_ms = time_ms(5, [&] {
+      Tensor t = binary(BinaryOp::Mul, a, x);
+      t = binary(BinaryOp::Add, t, b);
+      t = unary(UnaryOp::Exp, t);
+      y = binary(BinaryOp::Max, t, x);
+    });
+    std::vector<float> out;
+    const float *px = x.data<float>(), *pa = a.data<float>();
+    const double loop_ms = time_ms(5, [&] {
+      // Same passes as the kernels: fresh output buffers per op, one op per loop.
+      std::vector<float> m(n), s(n), e(n), r(n);
+      for (int64_t i = 0; i < n; ++i) m[i] = pa[i] * px[i];
+      for (int64_t i = 0; i < n; ++i) s[i] = m[i] + 0.5f;
+      for (int64_t i = 0; i < n; ++i) e[i] = std::exp(s[i]);
+      for (int64_t i = 0; i < n; ++i) r[i] = std::max(e[i], px[i]);
+      out.swap(r);
+    });
+    for (int64_t i = 0; i < n; i += n / 7) {
+      if (y.data<float>()[i] != out[i])
+        std::printf("MISMATCH at %lld\n", static_cast<long long>(i));
+    }
+    std::printf("elementwise chain max(exp(a*x+0.5), x), %lld f32 elements:\n",
+                static_cast<long long>(n));
+    std::printf("  rt kernels : %8.2f ms  %8.3g elements/s\n", runtime_ms, n / (runtime_ms * 1e-3));
+    std::printf("  plain loop : %8.2f ms  %8.3g elements/s\n", loop_ms, n / (loop_ms * 1e-3));
+    std::printf("  ratio rt/loop: %.2f\n", runtime_ms / loop_ms);
 
-  const int64_t dim = 1024;
-  Tensor ma = random_tensor(DType::F32, {dim, dim}, 3);
-  Tensor mb = random_tensor(DType::F32, {dim, dim}, 4);
-  Tensor mc;
-  const double matmul_ms = time_ms(5, [&] { mc = matmul(ma, mb); });
-  std::vector<float> c(dim * dim);
-  const double blas_ms = time_ms(5, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dim, dim, dim, 1.0f, ma.data<float>(),
-                dim, mb.data<float>(), dim, 0.0f, c.data(), dim);
-  });
-  const double flops = 2.0 * dim * dim * dim;
-  std::printf("matmul %lldx%lldx%lld f32:\n", static_cast<long long>(dim),
-              static_cast<long long>(dim), static_cast<long long>(dim));
-  std::printf("  rt::matmul  : %8.2f ms  %8.2f GFLOP/s\n", matmul_ms, flops / (matmul_ms * 1e6));
-  std::printf("  cblas_sgemm : %8.2f ms  %8.2f GFLOP/s\n", blas_ms, flops / (blas_ms * 1e6));
-  std::printf("  ratio rt/blas: %.2f\n", matmul_ms / blas_ms);
+    const int64_t dim = 1024;
+    Tensor ma = random_tensor(DType::F32, {dim, dim}, 3);
+    Tensor mb = random_tensor(DType::F32, {dim, dim}, 4);
+    Tensor mc;
+    const double matmul_ms = time_ms(5, [&] { mc = matmul(ma, mb); });
+    std::vector<float> c(dim * dim);
+    const double blas_ms = time_ms(5, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dim, dim, dim, 1.0f, ma.data<float>(),
+                  dim, mb.data<float>(), dim, 0.0f, c.data(), dim);
+    });
+    const double flops = 2.0 * dim * dim * dim;
+    std::printf("matmul %lldx%lldx%lld f32:\n", static_cast<long long>(dim),
+                static_cast<long long>(dim), static_cast<long long>(dim));
+    std::printf("  rt::matmul  : %8.2f ms  %8.2f GFLOP/s\n", matmul_ms, flops / (matmul_ms * 1e6));
+    std::printf("  cblas_sgemm : %8.2f ms  %8.2f GFLOP/s\n", blas_ms, flops / (blas_ms * 1e6));
+    std::printf("  ratio rt/blas: %.2f\n", matmul_ms / blas_ms);
+  }
 
   // (c) Per-shape products, one BLAS thread (as under 8 device threads on 2 cores):
   // every class of kernels_gemm.cpp against the libraries' calls for the same product.
   openblas_set_num_threads(1);
-  set_threads(1);  // and the runtime's pool: one thread, as the libraries get
+  set_threads(1);       // and the runtime's pool: one thread, as the libraries get
+  keep_freed_memory();  // as executables and `spmdc run` keep the heap
   struct Product {
     const char *cls, *what, *spec;
     Shape a, b;
@@ -324,29 +442,34 @@ int main(int argc, char **argv) {
   xsmm = reinterpret_cast<FortranSgemm>(&libxsmm_sgemm);
 #endif
   const FortranSgemm blis = blis_sgemm();
+  const DnnlSgemm dnnl = dnnl_sgemm();
   std::printf(
       "products, one thread, CPU with %s: rt::einsum vs the best library on the same operands,\n"
       "transposes as flags: OpenBLAS's cblas_sgemm and (one output row or column) cblas_sgemv,\n"
-      "libxsmm_sgemm (%s), BLIS's sgemm (%s); ms:\n",
-      isa, xsmm ? "linked" : "not installed: -", blis ? "found" : "not installed: -");
-  std::printf("  %-7s %-26s %5s %5s %5s %8s %8s %8s %8s %8s %7s %6s %-6s\n", "class", "shape", "m",
-              "n", "k", "rt", "sgemm", "sgemv", "libxsmm", "blis", "GFLOP/s", "rt/lib", "best");
+      "libxsmm_sgemm (%s), BLIS's sgemm (%s), oneDNN's dnnl_sgemm (%s); medians of %d\n"
+      "interleaved rounds, ms; rt/lib: the median of the rounds' ratios to the library with\n"
+      "the lowest median (its quartiles after it; < 1: rt faster):\n",
+      isa, xsmm ? "linked" : "not installed: -", blis ? "found" : "not installed: -",
+      dnnl ? "found" : "not installed: -", rounds);
+  std::printf("  %-7s %-26s %5s %5s %5s %8s %8s %8s %8s %8s %8s %7s %6s %-11s %-7s\n", "class",
+              "shape", "m", "n", "k", "rt", "sgemm", "sgemv", "libxsmm", "blis", "onednn",
+              "GFLOP/s", "rt/lib", "quartiles", "best");
   for (const Product &p : products) {
     Tensor pa = random_tensor(DType::F32, p.a, 5), pb = random_tensor(DType::F32, p.b, 6);
     const Tensor ops[] = {pa, pb};
-    Tensor pc;
-    const double rt_ms = time_ms(20, [&] { pc = einsum(p.spec, ops); });
     const int lda = int(p.trans_a ? p.m : p.k), ldb = int(p.trans_b ? p.k : p.n);
-    std::vector<float> ref(static_cast<size_t>(p.batch * p.m * p.n));
-    const double gemm_ms = time_ms(20, [&] {
-      for (int64_t e = 0; e < p.batch; ++e) {
-        cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
-                    p.trans_b ? CblasTrans : CblasNoTrans, int(p.m), int(p.n), int(p.k), 1.0f,
-                    pa.data<float>() + e * p.m * p.k, lda, pb.data<float>() + e * p.k * p.n, ldb,
-                    0.0f, ref.data() + e * p.m * p.n, int(p.n));
-      }
-    });
-    double gemv_ms = 0;
+    std::vector<float> out(static_cast<size_t>(p.batch * p.m * p.n));
+    // The contenders, in the columns' order; an absent one has no call.
+    std::vector<Contender> contenders(6);
+    contenders[0] = {"rt", [&] { (void)einsum(p.spec, ops); }};
+    contenders[1] = {"sgemm", [&] {
+                       for (int64_t e = 0; e < p.batch; ++e)
+                         cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
+                                     p.trans_b ? CblasTrans : CblasNoTrans, int(p.m), int(p.n),
+                                     int(p.k), 1.0f, pa.data<float>() + e * p.m * p.k, lda,
+                                     pb.data<float>() + e * p.k * p.n, ldb, 0.0f,
+                                     out.data() + e * p.m * p.n, int(p.n));
+                     }};
     if (p.batch == 1 && (p.n == 1 || p.m == 1)) {
       // n == 1: c = op(A) v; m == 1: cᵀ = op(B)ᵀ x. The matrix's stored layout decides the flag.
       const bool on_a = p.n == 1;
@@ -355,49 +478,65 @@ int main(int argc, char **argv) {
       const float *vec = on_a ? pb.data<float>() : pa.data<float>();
       const int rows = int(on_a ? (p.trans_a ? p.k : p.m) : (p.trans_b ? p.n : p.k));
       const int cols = int(on_a ? (p.trans_a ? p.m : p.k) : (p.trans_b ? p.k : p.n));
-      gemv_ms = time_ms(20, [&] {
-        cblas_sgemv(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, rows, cols, 1.0f, mat, cols,
-                    vec, 1, 0.0f, ref.data(), 1);
-      });
+      contenders[2] = {"sgemv", [&, trans, mat, vec, rows, cols] {
+                         cblas_sgemv(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, rows, cols,
+                                     1.0f, mat, cols, vec, 1, 0.0f, out.data(), 1);
+                       }};
     }
-    // The same product through a column-major sgemm, checked against cblas_sgemm's
-    // (a wrongly transposed call would time another product); -1: the library is absent.
-    const std::vector<float> want = ref;
-    std::vector<float> got(ref.size());
-    auto fortran_ms = [&](FortranSgemm f, const char *name) {
-      if (!f) return -1.0;
-      const double ms = time_ms(20, [&] {
+    auto fortran = [&](FortranSgemm f) {
+      return [&, f] {
         for (int64_t e = 0; e < p.batch; ++e)
           row_major_sgemm(f, p.trans_a, p.trans_b, int(p.m), int(p.n), int(p.k),
                           pa.data<float>() + e * p.m * p.k, lda, pb.data<float>() + e * p.k * p.n,
-                          ldb, got.data() + e * p.m * p.n);
-      });
-      for (size_t i = 0; i < got.size(); ++i)
-        if (std::abs(got[i] - want[i]) > 1e-3f * (1.0f + std::abs(want[i]))) {
-          std::fprintf(stderr, "kernels_bench: %s's %s differs from cblas_sgemm's at %zu\n", name,
-                       p.what, i);
-          std::exit(1);
+                          ldb, out.data() + e * p.m * p.n);
+      };
+    };
+    if (xsmm) contenders[3] = {"libxsmm", fortran(xsmm)};
+    if (blis) contenders[4] = {"blis", fortran(blis)};
+    if (dnnl)
+      contenders[5] = {"onednn", [&] {
+                         for (int64_t e = 0; e < p.batch; ++e)
+                           dnnl(p.trans_a ? 'T' : 'N', p.trans_b ? 'T' : 'N', p.m, p.n, p.k, 1.0f,
+                                pa.data<float>() + e * p.m * p.k, lda,
+                                pb.data<float>() + e * p.k * p.n, ldb, 0.0f,
+                                out.data() + e * p.m * p.n, p.n);
+                       }};
+    // Every contender computes the same product (a wrongly transposed call would time
+    // another one): each checked against rt::einsum's result before timing.
+    const Tensor want = einsum(p.spec, ops);
+    for (size_t c = 1; c < contenders.size(); ++c) {
+      if (!contenders[c].call) continue;
+      std::fill(out.begin(), out.end(), std::nanf(""));
+      contenders[c].call();
+      for (size_t i = 0; i < out.size(); ++i) {
+        const float w = want.data<float>()[i];
+        if (!(std::abs(out[i] - w) <= 1e-3f * (1.0f + std::abs(w)))) {
+          std::fprintf(stderr, "kernels_bench: %s's %s differs from rt::einsum's at %zu\n",
+                       contenders[c].name, p.what, i);
+          return 1;
         }
-      return ms;
-    };
-    const double xsmm_ms = fortran_ms(xsmm, "libxsmm"), blis_ms = fortran_ms(blis, "BLIS");
-    double lib_ms = gemm_ms;
-    const char *best = "sgemm";
-    for (const auto &[ms, name] :
-         {std::pair{gemv_ms, "sgemv"}, std::pair{xsmm_ms, "libxsmm"}, std::pair{blis_ms, "blis"}})
-      if (ms > 0 && ms < lib_ms) lib_ms = ms, best = name;
+      }
+    }
+    const Interleaved t = time_interleaved(contenders, rounds);
+    size_t best = 1;
+    for (size_t c = 2; c < contenders.size(); ++c)
+      if (contenders[c].call && t.median_ms[c] < t.median_ms[best]) best = c;
+    const Quartiles q = ratio_quartiles(t, 0, best);
     const double pflops = 2.0 * p.batch * p.m * p.n * p.k;
-    auto column = [](double ms) {
-      char out[16] = "-";
-      if (ms > 0) std::snprintf(out, sizeof out, "%.3f", ms);
-      return std::string(out);
+    auto column = [&](size_t c) {
+      char text[16] = "-";
+      if (contenders[c].call) std::snprintf(text, sizeof text, "%.4f", t.median_ms[c]);
+      return std::string(text);
     };
-    std::printf("  %-7s %-26s %5lld %5lld %5lld %8.3f %8.3f %8s %8s %8s %7.1f %6.2f %-6s\n", p.cls,
-                p.what, static_cast<long long>(p.m), static_cast<long long>(p.n),
-                static_cast<long long>(p.k), rt_ms, gemm_ms, column(gemv_ms).c_str(),
-                column(xsmm_ms).c_str(), column(blis_ms).c_str(), pflops / (rt_ms * 1e6),
-                rt_ms / lib_ms, best);
+    char quartiles[32];
+    std::snprintf(quartiles, sizeof quartiles, "%.2f-%.2f", q.lower, q.upper);
+    std::printf("  %-7s %-26s %5lld %5lld %5lld %8s %8s %8s %8s %8s %8s %7.1f %6.2f %-11s %-7s\n",
+                p.cls, p.what, static_cast<long long>(p.m), static_cast<long long>(p.n),
+                static_cast<long long>(p.k), column(0).c_str(), column(1).c_str(),
+                column(2).c_str(), column(3).c_str(), column(4).c_str(), column(5).c_str(),
+                pflops / (t.median_ms[0] * 1e6), q.median, quartiles, contenders[best].name);
   }
+  if (products_only) return 0;
 
   // (d) Sums: rt::reduce (accurate: f64 lanes, kernels.h's kSumLanes) against the
   // plain sequential f32 loop (what a naive `for` computes, and what spmdrt did

@@ -27,6 +27,7 @@ PKGS=(
   fortunes-min fortunes          # English text for samples/gpt (/usr/share/games/fortunes)
   libxsmm-dev libblis4-serial    # bench/kernels_bench's peers: small-GEMM JIT, BLIS (its libblas
                                  # alternative ranks below OpenBLAS's, which stays the BLAS)
+  libdnnl2                       # oneDNN: products the runtime hands it on AVX2 (opened at run time)
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -35,12 +35,9 @@ void gemm(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
 bool gemm_fuses_multiply_add();
 
 /// Whether gemm computes this product with its own loop (the running sum over k in
-/// order, fused or not as above) rather than BLAS, BLIS or OpenBLAS's GEMV
+/// order, fused or not as above) rather than a library: OpenBLAS, BLIS, oneDNN or OpenBLAS's GEMV
 /// (kernels_gemm.cpp: the choice depends on the shape and the CPU).
 bool gemm_runs_own_loop(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
-
-/// "BLIS" where gemm hands products to BLIS on this machine; null otherwise.
-const char *gemm_peer_library();
 
 /// A bf16 element; a distinct type so dtype dispatch can template on it.
 struct BF16 {

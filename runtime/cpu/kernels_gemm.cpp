@@ -51,14 +51,17 @@
 // Those products' bits are then the library's, the same in `spmdc run` and an executable
 // on one machine (gemm_runs_own_loop says which products keep the promise above).
 //
-// On AVX2 + FMA (measured on a 2-core AMD EPYC, Zen 1, docs/backend.md, "On AVX2"), BLIS
-// beat the narrow loops on large A (1.05-1.3x; tied or lost below kNarrowOnBlis elements
-// of A), the short ones (1.3-1.9x) and general products of batched attention's size
-// (128 x 128 x 64: 1.3x), while OpenBLAS's GEMV (tiled) beat both BLIS and paths 1 and 2,
-// and BLIS lost 2x at k = 16 and tied on 512^3. So there, with BLIS installed, short
-// products and narrow ones of at least kNarrowOnBlis elements of A call BLIS, general
-// products of at most kSmallOnBlis multiply-adds with k >= 32 too, and GEMV stays on
-// OpenBLAS.
+// On AVX2 + FMA (measured on 2-core AMD EPYCs, Zen 1 and Zen 3, docs/backend.md, "On
+// AVX2"), BLIS beat the short loops (1.3-1.9x), the narrow ones on large A (1.05-1.7x;
+// on small A it tied on Zen 1 and won 1.4-1.7x on Zen 3) and general products of
+// batched attention's size (128 x 128 x 64: 1.2-1.3x), while OpenBLAS's GEMV (tiled) beat
+// or tied BLIS and beat paths 1 and 2, and BLIS lost 2x at k = 16, 1.5x on 256 x 2048 x
+// 2048 and tied on 512^3. So there, with BLIS installed, short and narrow products call
+// BLIS, general products of at most kSmallOnBlis multiply-adds with k >= 32 too, and
+// GEMV stays on OpenBLAS. Where oneDNN is installed too (Debian's libdnnl2; SPMDRT_DNNL=0
+// turns it off), f32 general products with A not transposed call its dnnl_sgemm when they
+// have at most 256 columns and 2^25 multiply-adds, or are A @ Bᵀ with k <= 64 and at most
+// 2^24 (general_on_dnnl; measured on Zen 3 only, so on AVX2 only), before the BLIS rule.
 //
 // Before a thread's first BLAS product, warm_blas_buffer runs one 64 x 384 x 384 sgemm on
 // zeros (about 19 MFLOP, half a millisecond) whose result is thrown away (issue 32). On
@@ -196,6 +199,37 @@ const Blis &blis() {
   return found;
 }
 
+/// oneDNN's row-major sgemm (`dnnl_sgemm`: C = alpha op(A) op(B) + beta C, f32 only).
+using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t,
+                          const float *, int64_t, float, float *, int64_t);
+
+/// oneDNN (Debian's libdnnl2), opened privately like BLIS, with the OpenMP runtime it is
+/// built on; null where it is not installed, where SPMDRT_DNNL=0, or where the CPU is not
+/// AVX2 + FMA without AVX-512 (the only CPU it was measured on).
+struct Dnnl {
+  DnnlSgemm sgemm = nullptr;
+  void (*omp_set_num_threads)(int) = nullptr;
+};
+
+const Dnnl &dnnl() {
+  static const Dnnl found = [] {
+    Dnnl d;
+    if (gemm_isa() != GemmIsa::Avx2Fma) return d;
+    if (const char *env = std::getenv("SPMDRT_DNNL"); env && std::strcmp(env, "0") == 0) return d;
+    for (const char *path : {"/usr/lib/x86_64-linux-gnu/libdnnl.so.2", "libdnnl.so.2"}) {
+      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (!h) continue;
+      // dlsym on the handle also searches what it depends on: its OpenMP runtime.
+      auto s = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"));
+      auto t = reinterpret_cast<void (*)(int)>(dlsym(h, "omp_set_num_threads"));
+      if (s && t) return Dnnl{s, t};
+      dlclose(h);
+    }
+    return d;
+  }();
+  return found;
+}
+
 /// Once per thread: one product big enough to touch the whole of OpenBLAS's work buffer
 /// (see the file comment).
 void warm_blas_buffer() {
@@ -238,13 +272,21 @@ void use_single_threaded_blas() {
 /// one BLAS call, which packs the other operand again: measured on the transformer block
 /// of bench/jax at s = 512 on 4 devices (2 cores, so not split), tiles of at least 64
 /// rows cost 1.07x the CPU time of whole products, 256 rows 1.03x.
+/// Calls to the other libraries (BLIS, oneDNN, OpenBLAS's GEMV) take bigger tiles, of at
+/// least kMinLibraryTileWork multiply-adds (a product below twice that is one call):
+/// measured on a 2-core AMD EPYC (Zen 3) with one thread, interleaved medians of 21
+/// rounds, a 4 x 4096 x 1024 product in 8 BLIS calls of 512 columns took 1.43 ms against
+/// 1.24 in one call and 1.26 in 4 calls of 1024 (8 x 4096 x 1024: 2.06 against 2.00 and
+/// 2.02; BLIS's small-matrix paths pick their kernels by the shape of each call), and
+/// bench/kernels_bench's 1024 x 1024 x 16 through oneDNN in two tiles 1.07x one call.
 constexpr int64_t kMaxTiles = 8, kMinTileRows = 256, kMinTileWork = int64_t{1} << 21;
+constexpr int64_t kMinLibraryTileWork = int64_t{1} << 24;
 
-int64_t tile_rows(int64_t extent, int64_t work) {
+int64_t tile_rows(int64_t extent, int64_t work, int64_t min_work = kMinTileWork) {
   auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
-  if (extent * work < 2 * kMinTileWork || extent < 2 * kMinTileRows) return extent;
+  if (extent * work < 2 * min_work || extent < 2 * kMinTileRows) return extent;
   const int64_t rows = std::max({kMinTileRows, round16((extent + kMaxTiles - 1) / kMaxTiles),
-                                 round16((kMinTileWork + work - 1) / std::max<int64_t>(1, work))});
+                                 round16((min_work + work - 1) / std::max<int64_t>(1, work))});
   return std::min(rows, extent);
 }
 
@@ -289,25 +331,26 @@ void blas_gemv(const GemmProduct<T> &g, const T *a, const T *b) {
   const int64_t ld = on_a ? g.a.ld : g.b.ld, rows = trans ? g.k : (on_a ? g.m : g.n);
   const int64_t outputs = trans ? ld : rows, inner = trans ? rows : ld;
   const auto t = trans ? CblasTrans : CblasNoTrans;
-  parallel_for(outputs, tile_rows(outputs, inner), [&](int64_t lo, int64_t hi) {
-    const T *part = trans ? mat + lo : mat + lo * ld;
-    const int r = int(trans ? rows : hi - lo), cols = int(trans ? hi - lo : ld);
-    if constexpr (sizeof(T) == 4) {
-      cblas_sgemv(CblasRowMajor, t, r, cols, 1.0f, part, int(ld), vec, 1, 0.0f, g.c + lo, 1);
-    } else {
-      cblas_dgemv(CblasRowMajor, t, r, cols, 1.0, part, int(ld), vec, 1, 0.0, g.c + lo, 1);
-    }
-  });
+  parallel_for(
+      outputs, tile_rows(outputs, inner, kMinLibraryTileWork), [&](int64_t lo, int64_t hi) {
+        const T *part = trans ? mat + lo : mat + lo * ld;
+        const int r = int(trans ? rows : hi - lo), cols = int(trans ? hi - lo : ld);
+        if constexpr (sizeof(T) == 4) {
+          cblas_sgemv(CblasRowMajor, t, r, cols, 1.0f, part, int(ld), vec, 1, 0.0f, g.c + lo, 1);
+        } else {
+          cblas_dgemv(CblasRowMajor, t, r, cols, 1.0, part, int(ld), vec, 1, 0.0, g.c + lo, 1);
+        }
+      });
 }
 
 /// Runs `call(tile, ldc)` on each tile of C's longer side (tile_rows: fixed by the shape,
 /// never by the thread count), the tiles spread over the pool: `tile` is `g` with its
 /// rows (or columns) of C and of the operand they come from; ldc is C's whole row.
 template <typename T, typename Call>
-void for_each_tile(const GemmProduct<T> &g, Call &&call) {
+void for_each_tile(const GemmProduct<T> &g, int64_t min_work, Call &&call) {
   const bool by_rows = g.m >= g.n;
   const int64_t extent = by_rows ? g.m : g.n, other = by_rows ? g.n : g.m;
-  parallel_for(extent, tile_rows(extent, other * g.k), [&](int64_t lo, int64_t hi) {
+  parallel_for(extent, tile_rows(extent, other * g.k, min_work), [&](int64_t lo, int64_t hi) {
     GemmProduct<T> t = g;
     t.c = g.c + (by_rows ? lo * g.n : lo);
     if (by_rows) {
@@ -327,7 +370,7 @@ void blas_gemm(const GemmProduct<T> &g) {
   warm_blas_buffer();
   const auto ta = g.a.transposed ? CblasTrans : CblasNoTrans;
   const auto tb = g.b.transposed ? CblasTrans : CblasNoTrans;
-  for_each_tile(g, [&](const GemmProduct<T> &t, int ldc) {
+  for_each_tile(g, kMinTileWork, [&](const GemmProduct<T> &t, int ldc) {
     warm_blas_buffer();  // each worker thread has a buffer of its own
     if constexpr (sizeof(T) == 4) {
       cblas_sgemm(CblasRowMajor, ta, tb, int(t.m), int(t.n), int(t.k), 1.0f, t.a.data, int(t.a.ld),
@@ -340,7 +383,8 @@ void blas_gemm(const GemmProduct<T> &g) {
 }
 
 /// C = op(A) op(B) through BLIS (row-major C is column-major Cᵀ = op(B)ᵀ op(A)ᵀ), in
-/// tiles of tile_rows along C's longer side, like blas_gemm.
+/// tiles of tile_rows along C's longer side like blas_gemm, of at least kMinLibraryTileWork
+/// multiply-adds.
 template <typename T>
 void blis_gemm(const GemmProduct<T> &g) {
   FortranGemm<T> f;
@@ -350,11 +394,50 @@ void blis_gemm(const GemmProduct<T> &g) {
     f = blis().dgemm;
   }
   const char tra = g.a.transposed ? 'T' : 'N', trb = g.b.transposed ? 'T' : 'N';
-  for_each_tile(g, [&](const GemmProduct<T> &t, int ldc) {
+  for_each_tile(g, kMinLibraryTileWork, [&](const GemmProduct<T> &t, int ldc) {
     const int m = int(t.m), n = int(t.n), k = int(t.k), lda = int(t.a.ld), ldb = int(t.b.ld);
     const T one = 1, zero = 0;
     f(&trb, &tra, &n, &m, &k, &one, t.b.data, &ldb, t.a.data, &lda, &zero, t.c, &ldc);
   });
+}
+
+/// C = op(A) op(B) through oneDNN, tiled like blis_gemm. oneDNN runs on one thread, as
+/// OpenBLAS and BLIS do (the pool splits products instead): its OpenMP team size is a
+/// per-thread setting, so every thread that calls it sets it first. A call that fails
+/// (it never has) is computed by OpenBLAS instead.
+void dnnl_gemm(const GemmProduct<float> &g) {
+  thread_local bool one_thread = false;
+  if (!one_thread) {
+    dnnl().omp_set_num_threads(1);
+    one_thread = true;
+  }
+  const char tra = g.a.transposed ? 'T' : 'N', trb = g.b.transposed ? 'T' : 'N';
+  for_each_tile(g, kMinLibraryTileWork, [&](const GemmProduct<float> &t, int ldc) {
+    if (!one_thread) {  // a pool worker's first tile
+      dnnl().omp_set_num_threads(1);
+      one_thread = true;
+    }
+    if (dnnl().sgemm(tra, trb, t.m, t.n, t.k, 1.0f, t.a.data, t.a.ld, t.b.data, t.b.ld, 0.0f, t.c,
+                     ldc) != 0) {
+      warm_blas_buffer();
+      cblas_sgemm(CblasRowMajor, g.a.transposed ? CblasTrans : CblasNoTrans,
+                  g.b.transposed ? CblasTrans : CblasNoTrans, int(t.m), int(t.n), int(t.k), 1.0f,
+                  t.a.data, int(t.a.ld), t.b.data, int(t.b.ld), 0.0f, t.c, ldc);
+    }
+  });
+}
+
+/// Whether a general f32 product (path 5) calls oneDNN: on AVX2 + FMA, measured on a
+/// 2-core AMD EPYC (Zen 3; docs/backend.md, "oneDNN"), one thread, against OpenBLAS and
+/// BLIS: products with A not transposed and at most 256 output columns up to 2^25
+/// multiply-adds (oneDNN 0.92-0.96 of the faster library in 10 of 11 shapes, 1.03 in
+/// one; with 1024 columns it lost up to 1.5x), and A @ Bᵀ with k <= 64 up to 2^24 (0.55-0.82:
+/// attention's q kᵀ, dp_loss gradient's dy wᵀ at k = 16). A transposed was not measured.
+bool general_on_dnnl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
+  if (!dnnl().sgemm || trans_a) return false;
+  const int64_t work = m * n * k;
+  if (n <= 256 && work <= (int64_t{1} << 25)) return true;
+  return trans_b && k <= 64 && work <= (int64_t{1} << 24);
 }
 
 /// The most multiply-adds of a general product small_on_blis gives BLIS.
@@ -363,12 +446,8 @@ constexpr int64_t kSmallOnBlis = int64_t{1} << 21;
 /// Where paths 1–4 hand a product to a library instead (see the file comment).
 enum class Library { None, Blis, BlasGemv };
 
-/// The fewest elements of A (m k) of a narrow product that BLIS takes on AVX2 + FMA:
-/// below, the own loop tied or won (batched 8 x 256 x 16 x 256: BLIS 1.2x slower).
-constexpr int64_t kNarrowOnBlis = int64_t{1} << 17;
-
 template <typename T>
-Library library_for(GemmPath path, int64_t m, int64_t k) {
+Library library_for(GemmPath path) {
   if (path == GemmPath::Blas) return Library::None;
   const bool gemv = path == GemmPath::Gemv || path == GemmPath::VecMat;
   switch (gemm_isa()) {
@@ -376,12 +455,10 @@ Library library_for(GemmPath path, int64_t m, int64_t k) {
       if (blis().sgemm) return Library::Blis;
       return gemv ? Library::BlasGemv : Library::None;
     case GemmIsa::Avx2Fma:
-      // Measured on a 2-core AMD EPYC (docs/backend.md): OpenBLAS's GEMV beats paths 1
-      // and 2 and BLIS's; BLIS beats the short loop and the narrow one on large A.
+      // Measured on 2-core AMD EPYCs (docs/backend.md): OpenBLAS's GEMV beats paths 1
+      // and 2 and ties BLIS's; BLIS beats the short loop and ties or beats the narrow one.
       if (gemv) return Library::BlasGemv;
-      if (!blis().sgemm || (path == GemmPath::Narrow && m * k < kNarrowOnBlis))
-        return Library::None;
-      return Library::Blis;
+      return blis().sgemm ? Library::Blis : Library::None;
     case GemmIsa::Baseline:
       return Library::None;
   }
@@ -405,7 +482,7 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
   use_single_threaded_blas();
   const GemmOperand<T> op_a{a, trans_a ? m : k, trans_a}, op_b{b, trans_b ? k : n, trans_b};
   const GemmProduct<T> g{choose_path<T>(trans_a, trans_b, m, n), m, n, k, op_a, op_b, c};
-  switch (library_for<T>(g.path, m, k)) {
+  switch (library_for<T>(g.path)) {
     case Library::Blis:
       return blis_gemm(g);
     case Library::BlasGemv:
@@ -423,6 +500,9 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
                         [&](int64_t lo, int64_t hi) { gemm_loops(product_rows(g, lo, hi)); });
   }
   if (g.path != GemmPath::Blas) return gemm_loops(g);
+  if constexpr (sizeof(T) == 4) {
+    if (general_on_dnnl(trans_a, trans_b, m, n, k)) return dnnl_gemm(g);
+  }
   if (small_on_blis(trans_a, trans_b, m, n, k)) return blis_gemm(g);
   blas_gemm(g);
 }
@@ -434,11 +514,11 @@ bool gemm_fuses_multiply_add() { return gemm_isa() == GemmIsa::Avx2Fma; }
 bool gemm_runs_own_loop(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
   if (dtype == DType::F32) {
     const GemmPath path = choose_path<float>(trans_a, trans_b, m, n);
-    return path != GemmPath::Blas && library_for<float>(path, m, k) == Library::None;
+    return path != GemmPath::Blas && library_for<float>(path) == Library::None;
   }
   if (dtype == DType::F64) {
     const GemmPath path = choose_path<double>(trans_a, trans_b, m, n);
-    return path != GemmPath::Blas && library_for<double>(path, m, k) == Library::None;
+    return path != GemmPath::Blas && library_for<double>(path) == Library::None;
   }
   return true;
 }
@@ -452,8 +532,6 @@ void single_threaded_blas() { detail::use_single_threaded_blas(); }
 }  // namespace spmd::rt
 
 namespace spmd::rt::detail {
-
-const char *gemm_peer_library() { return blis().sgemm ? "BLIS" : nullptr; }
 
 void gemm(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           const std::byte *a, const std::byte *b, std::byte *c) {

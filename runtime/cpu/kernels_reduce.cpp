@@ -19,6 +19,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "internal.h"
 #include "spmdrt/kernels.h"
@@ -172,20 +173,130 @@ double lane_sum_row(const S *row, int64_t n) {
   return fold_lanes(l, used);
 }
 
+// ---- the fold in registers, for rows of up to 2 kLanes elements ----
+
+// Vector values pass only between helpers inlined into one cloned function, never across
+// a call, so GCC's note that their calling convention depends on -mavx is moot.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+typedef double F64x4 __attribute__((vector_size(32)));
+
+typedef float F32x4 __attribute__((vector_size(16)));
+
+/// x[0 .. 4) in f64.
+template <typename S>
+[[gnu::always_inline]] inline F64x4 load4(const S *x) {
+  if constexpr (std::is_same_v<S, float>) {
+    F32x4 v;
+    std::memcpy(&v, x, sizeof v);
+    return __builtin_convertvector(v, F64x4);
+  } else if constexpr (std::is_same_v<S, double>) {
+    F64x4 v;
+    std::memcpy(&v, x, sizeof v);
+    return v;
+  } else {
+    return F64x4{double(detail::Compute<S>::load(x[0])), double(detail::Compute<S>::load(x[1])),
+                 double(detail::Compute<S>::load(x[2])), double(detail::Compute<S>::load(x[3]))};
+  }
+}
+
+/// x[i .. i + 4) in f64, +0 at n and past it.
+template <typename S>
+[[gnu::always_inline]] inline F64x4 load4_upto(const S *x, int64_t i, int64_t n) {
+  if (i + 4 <= n) return load4(x + i);
+  F64x4 v{};
+  for (int64_t q = 0; i + q < n; ++q) v[q] = double(detail::Compute<S>::load(x[i + q]));
+  return v;
+}
+
+/// Lanes [4 j, 4 j + 4) of a row of n <= 2 kLanes elements before the fold: 0 + x_t
+/// (the lane's first addition: +0 + -0 is +0), plus x_{t + kLanes} where the row has it
+/// (the lanes of kernels.h's definition); +0 past the row's end.
+template <typename S>
+[[gnu::always_inline]] inline F64x4 row_lanes(const S *row, int64_t n, int64_t j) {
+  const F64x4 first = F64x4{} + load4_upto(row, 4 * j, n);
+  if (n <= kLanes + 4 * j) return first;
+  return first + load4_upto(row, kLanes + 4 * j, n);
+}
+
+/// row_lanes of one row, as fold_in_registers takes its lanes (a functor, not a lambda:
+/// every function here must inline into the clone that calls it, whose vector width
+/// it shares).
+template <typename S>
+struct RowLanes {
+  const S *row;
+  int64_t n;
+  [[gnu::always_inline]] F64x4 operator()(int64_t j) const { return row_lanes(row, n, j); }
+};
+
+/// Lanes kept in memory (rows of more than 2 kLanes elements).
+struct StoredLanes {
+  const double *l;
+  [[gnu::always_inline]] F64x4 operator()(int64_t j) const {
+    F64x4 v;
+    std::memcpy(&v, l + 4 * j, sizeof v);
+    return v;
+  }
+};
+
+/// Lanes [4 j, 4 j + 4) after the fold's level S (l[t] += l[t + S] for t < S), the
+/// lanes before it given by `lane`, P of them (a power of two, the rest +0):
+/// evaluated depth first, so that the whole fold stays in registers.
+template <int64_t S, int64_t P, typename Lanes>
+[[gnu::always_inline]] inline F64x4 fold_level(const Lanes &lane, int64_t j) {
+  if constexpr (2 * S >= P) {
+    return lane(j) + lane(j + S / 4);
+  } else {
+    return fold_level<2 * S, P>(lane, j) + fold_level<2 * S, P>(lane, j + S / 4);
+  }
+}
+
+/// fold_lanes over P >= 8 lanes (a power of two; lanes past the used ones +0): the same
+/// additions in the same order, except additions of +0, which change nothing (a lane
+/// is never -0), so the same bits, with no lane stored to memory.
+template <int64_t P, typename Lanes>
+[[gnu::always_inline]] inline double fold_in_registers(const Lanes &lane) {
+  const F64x4 v = fold_level<4, P>(lane, 0);
+  return (v[0] + v[2]) + (v[1] + v[3]);
+}
+
+/// The sum of a row of 0 < n <= 2 kLanes elements, folded in registers.
+template <typename S>
+[[gnu::always_inline]] inline double short_row_sum(const S *row, int64_t n) {
+  const RowLanes<S> lane{row, n};
+  const int64_t used = std::min(n, kLanes);
+  if (used <= 8) return fold_in_registers<8>(lane);
+  if (used <= 16) return fold_in_registers<16>(lane);
+  if (used <= 32) return fold_in_registers<32>(lane);
+  if (used <= 64) return fold_in_registers<64>(lane);
+  if (used <= 128) return fold_in_registers<128>(lane);
+  return fold_in_registers<256>(lane);
+}
+static_assert(kLanes == 256, "short_row_sum's fold is written for 256 lanes");
+
 /// o[r] = the sum of row r, lo <= r < hi, of rows of n < kSplitRow elements: lane_sum_row's
 /// arithmetic in one function compiled for each vector width, lanes and fold included.
+/// Rows of up to 2 kLanes elements (layer norm's and softmax's rows) are folded in
+/// registers: the fold through memory was as much work as the row (s = 128 transformer
+/// block, issue 32).
 template <typename S>
 [[gnu::always_inline]] inline void short_row_sums(const S *in, int64_t lo, int64_t hi, int64_t n,
                                                   S *o) {
+  if (n == 0) {
+    for (int64_t r = lo; r < hi; ++r) o[r] = round_sum<S>(0.0);  // an empty row sums to +0
+    return;
+  }
+  if (n <= 2 * kLanes) {
+    for (int64_t r = lo; r < hi; ++r) o[r] = round_sum<S>(short_row_sum(in + r * n, n));
+    return;
+  }
   alignas(64) double l[kLanes];
-  const int64_t used = std::min(n, kLanes);
-  l[0] = 0.0;  // an empty row sums to +0
   for (int64_t r = lo; r < hi; ++r) {
     const S *row = in + r * n;
     // The first block sets each lane to 0 + x_j (the addition kept: +0 + -0 is +0).
-    for (int64_t t = 0; t < used; ++t) l[t] = 0.0 + double(detail::Compute<S>::load(row[t]));
+    for (int64_t t = 0; t < kLanes; ++t) l[t] = 0.0 + double(detail::Compute<S>::load(row[t]));
     for (int64_t i = kLanes; i < n; i += kLanes) add_in_f64(l, row + i, std::min(kLanes, n - i));
-    o[r] = round_sum<S>(fold_lanes(l, used));
+    o[r] = round_sum<S>(fold_in_registers<kLanes>(StoredLanes{l}));
   }
 }
 SPMDRT_CLONES void row_sums(const float *in, int64_t lo, int64_t hi, int64_t n, float *o) {

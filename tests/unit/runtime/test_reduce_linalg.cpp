@@ -108,6 +108,42 @@ TEST_CASE("reduce over several axes against the defined order", "[runtime][reduc
   }
 }
 
+TEST_CASE("row sums of every length class against the defined order", "[runtime][reduce]") {
+  // Rows up to 2 kSumLanes long are folded in registers, longer ones through memory:
+  // lengths on both sides of each power of two the fold's levels switch at, and rows
+  // of mixed magnitudes (so that a different order of additions changes the bits).
+  const int64_t lengths[] = {1,   2,   3,   4,   5,   7,   8,   9,   15,  16,  17,
+                             31,  32,  33,  63,  64,  65,  100, 127, 128, 129, 200,
+                             255, 256, 257, 300, 511, 512, 513, 700, 1000};
+  for (DType dtype : {DType::F32, DType::F64}) {
+    for (int64_t n : lengths) {
+      INFO("dtype " << dtype_name(dtype) << " n " << n);
+      const int64_t rows = 3;
+      Tensor x = random_tensor(dtype, {rows, n}, 11 + n);
+      for (int64_t i = 0; i < rows * n; i += 7) x.set(i, x.get(i) * 1e7);  // magnitudes apart
+      const int64_t axis[] = {1};
+      const Tensor sum = reduce(ReduceOp::Sum, x, axis);
+      std::vector<double> want;
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<double> row;
+        for (int64_t j = 0; j < n; ++j) row.push_back(x.get(r * n + j));
+        const double v = defined_sum(row);
+        want.push_back(dtype == DType::F32 ? double(float(v)) : v);
+      }
+      check_equal(sum, dtype, {rows}, want);  // bitwise
+    }
+  }
+  // A row of -0s sums to +0 (each lane starts at +0), whatever its length.
+  for (int64_t n : {3, 200, 600}) {
+    Tensor z = Tensor::zeros(DType::F32, {1, n});
+    for (int64_t j = 0; j < n; ++j) z.set(j, -0.0);
+    const int64_t axis[] = {1};
+    const Tensor sum = reduce(ReduceOp::Sum, z, axis);
+    CHECK(sum.get(0) == 0.0);
+    CHECK_FALSE(std::signbit(sum.get(0)));
+  }
+}
+
 TEST_CASE("column sums over blocks of lanes and tiles against the defined order",
           "[runtime][reduce]") {
   // 1027 rows: four blocks of kSumLanes rows and 3 rows of a fifth (lanes past them are +0);
