@@ -14,9 +14,11 @@
 //     libxsmm_sgemm (a JIT for small products, BLAS above) and BLIS's sgemm (its own
 //     library, opened at run time so that OpenBLAS stays the BLAS of everything else) and
 //     oneDNN's dnnl_sgemm (opened the same way, its OpenMP runtime on one thread);
-//     "best" is the library with the lowest median. The contenders of a product are
-//     timed in interleaved rounds (--rounds, the first one rotating), and rt/lib is the
-//     median of the rounds' ratios with its quartiles: on a shared or virtual machine a
+//     "best" is the library with the lowest median in the even rounds. The contenders of a
+//     product are timed in interleaved rounds (--rounds, the first one rotating), and rt/lib
+//     is the median of the odd rounds' ratios with its quartiles (the rounds that choose
+//     the best library do not measure against it: the lowest of several noisy medians is
+//     low by chance too); on a shared or virtual machine a
 //     slow spell then falls on every contender alike (timed one after the other, the
 //     same product scattered 1.3x between runs here) — and (d) f32 sums (rows, columns, all)
 //     through rt::reduce versus a sequential f32 loop. Prints milliseconds, elements/s or GFLOP/s
@@ -163,10 +165,27 @@ struct Quartiles {
   double lower, median, upper;
 };
 
-/// The quartiles of the per-round ratios samples[a] / samples[b].
+/// The median of contender c's samples in rounds of one parity (0: even, 1: odd).
+double parity_median(const Interleaved &t, size_t c, size_t parity) {
+  std::vector<double> v;
+  for (size_t r = parity; r < t.samples[c].size(); r += 2) v.push_back(t.samples[c][r]);
+  return median(v);
+}
+
+/// The library rt is compared with, chosen by its median in the even rounds only: the
+/// lowest of several noisy medians is low by chance too, so the rounds that choose it
+/// are not the rounds that measure against it (ratio_quartiles takes the odd ones).
+size_t best_library(const std::vector<Contender> &contenders, const Interleaved &t) {
+  size_t best = 1;
+  for (size_t c = 2; c < contenders.size(); ++c)
+    if (contenders[c].call && parity_median(t, c, 0) < parity_median(t, best, 0)) best = c;
+  return best;
+}
+
+/// The quartiles of the ratios samples[a] / samples[b] of the odd rounds.
 Quartiles ratio_quartiles(const Interleaved &t, size_t a, size_t b) {
   std::vector<double> ratios;
-  for (size_t r = 0; r < t.samples[a].size(); ++r)
+  for (size_t r = 1; r < t.samples[a].size(); r += 2)
     ratios.push_back(t.samples[a][r] / t.samples[b][r]);
   std::sort(ratios.begin(), ratios.end());
   auto at = [&](double f) { return ratios[static_cast<size_t>(f * (ratios.size() - 1) + 0.5)]; };
@@ -240,25 +259,30 @@ void per_op_overhead() {
 }
 
 constexpr const char *kUsage =
-    "usage: kernels_bench [--overhead | --products] [--rounds N]\n"
+    "usage: kernels_bench [--overhead | --products | --only TEXT] [--rounds N]\n"
     "  (no option)  every section: elementwise chain, 1024^3 matmul, products per shape\n"
     "               class against the libraries, f32 sums, per-op overhead\n"
     "  --products   only the products per shape class\n"
+    "  --only TEXT  only the products whose shape's description contains TEXT\n"
     "  --overhead   only the per-op overhead\n"
-    "  --rounds N   interleaved rounds per product (default 15)\n";
+    "  --rounds N   interleaved rounds per product (default 21; at least 4)\n";
 
 }  // namespace
 
 int main(int argc, char **argv) {
   bool overhead_only = false, products_only = false;
-  int rounds = 15;
+  int rounds = 21;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--overhead") {
       overhead_only = true;
     } else if (arg == "--products") {
       products_only = true;
-    } else if (arg == "--rounds" && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
+    } else if (arg == "--only" && i + 1 < argc) {
+      only = argv[++i];
+      products_only = true;
+    } else if (arg == "--rounds" && i + 1 < argc && std::atoi(argv[i + 1]) >= 4) {
       rounds = std::atoi(argv[++i]);
     } else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
@@ -447,18 +471,23 @@ int main(int argc, char **argv) {
       "products, one thread, CPU with %s: rt::einsum vs the best library on the same operands,\n"
       "transposes as flags: OpenBLAS's cblas_sgemm and (one output row or column) cblas_sgemv,\n"
       "libxsmm_sgemm (%s), BLIS's sgemm (%s), oneDNN's dnnl_sgemm (%s); medians of %d\n"
-      "interleaved rounds, ms; rt/lib: the median of the rounds' ratios to the library with\n"
-      "the lowest median (its quartiles after it; < 1: rt faster):\n",
+      "interleaved rounds, ms; best: the library with the lowest median in the even rounds;\n"
+      "rt/lib: the median of the odd rounds' ratios to it (their quartiles after it; < 1: rt\n"
+      "faster):\n",
       isa, xsmm ? "linked" : "not installed: -", blis ? "found" : "not installed: -",
       dnnl ? "found" : "not installed: -", rounds);
   std::printf("  %-7s %-26s %5s %5s %5s %8s %8s %8s %8s %8s %8s %7s %6s %-11s %-7s\n", "class",
               "shape", "m", "n", "k", "rt", "sgemm", "sgemv", "libxsmm", "blis", "onednn",
               "GFLOP/s", "rt/lib", "quartiles", "best");
   for (const Product &p : products) {
+    if (!only.empty() && std::string(p.what).find(only) == std::string::npos) continue;
     Tensor pa = random_tensor(DType::F32, p.a, 5), pb = random_tensor(DType::F32, p.b, 6);
     const Tensor ops[] = {pa, pb};
     const int lda = int(p.trans_a ? p.m : p.k), ldb = int(p.trans_b ? p.k : p.n);
-    std::vector<float> out(static_cast<size_t>(p.batch * p.m * p.n));
+    // Each contender writes an output of its own, as rt::einsum does (for a product that
+    // mostly writes its output, such as k = 16, one buffer shared by the libraries was
+    // in cache for each of them and rt's was not).
+    std::vector<std::vector<float>> outs(6, std::vector<float>(size_t(p.batch * p.m * p.n)));
     // The contenders, in the columns' order; an absent one has no call.
     std::vector<Contender> contenders(6);
     contenders[0] = {"rt", [&] { (void)einsum(p.spec, ops); }};
@@ -468,7 +497,7 @@ int main(int argc, char **argv) {
                                      p.trans_b ? CblasTrans : CblasNoTrans, int(p.m), int(p.n),
                                      int(p.k), 1.0f, pa.data<float>() + e * p.m * p.k, lda,
                                      pb.data<float>() + e * p.k * p.n, ldb, 0.0f,
-                                     out.data() + e * p.m * p.n, int(p.n));
+                                     outs[1].data() + e * p.m * p.n, int(p.n));
                      }};
     if (p.batch == 1 && (p.n == 1 || p.m == 1)) {
       // n == 1: c = op(A) v; m == 1: cᵀ = op(B)ᵀ x. The matrix's stored layout decides the flag.
@@ -480,35 +509,37 @@ int main(int argc, char **argv) {
       const int cols = int(on_a ? (p.trans_a ? p.m : p.k) : (p.trans_b ? p.k : p.n));
       contenders[2] = {"sgemv", [&, trans, mat, vec, rows, cols] {
                          cblas_sgemv(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, rows, cols,
-                                     1.0f, mat, cols, vec, 1, 0.0f, out.data(), 1);
+                                     1.0f, mat, cols, vec, 1, 0.0f, outs[2].data(), 1);
                        }};
     }
-    auto fortran = [&](FortranSgemm f) {
-      return [&, f] {
+    auto fortran = [&](FortranSgemm f, size_t c) {
+      return [&, f, c] {
         for (int64_t e = 0; e < p.batch; ++e)
           row_major_sgemm(f, p.trans_a, p.trans_b, int(p.m), int(p.n), int(p.k),
                           pa.data<float>() + e * p.m * p.k, lda, pb.data<float>() + e * p.k * p.n,
-                          ldb, out.data() + e * p.m * p.n);
+                          ldb, outs[c].data() + e * p.m * p.n);
       };
     };
-    if (xsmm) contenders[3] = {"libxsmm", fortran(xsmm)};
-    if (blis) contenders[4] = {"blis", fortran(blis)};
+    if (xsmm) contenders[3] = {"libxsmm", fortran(xsmm, 3)};
+    if (blis) contenders[4] = {"blis", fortran(blis, 4)};
     if (dnnl)
       contenders[5] = {"onednn", [&] {
                          for (int64_t e = 0; e < p.batch; ++e)
                            dnnl(p.trans_a ? 'T' : 'N', p.trans_b ? 'T' : 'N', p.m, p.n, p.k, 1.0f,
                                 pa.data<float>() + e * p.m * p.k, lda,
                                 pb.data<float>() + e * p.k * p.n, ldb, 0.0f,
-                                out.data() + e * p.m * p.n, p.n);
+                                outs[5].data() + e * p.m * p.n, p.n);
                        }};
     // Every contender computes the same product (a wrongly transposed call would time
     // another one): each checked against rt::einsum's result before timing.
     const Tensor want = einsum(p.spec, ops);
     for (size_t c = 1; c < contenders.size(); ++c) {
       if (!contenders[c].call) continue;
+      std::vector<float> &out = outs[c];
+      const size_t checked = c == 2 ? size_t(std::max(p.m, p.n)) : out.size();
       std::fill(out.begin(), out.end(), std::nanf(""));
       contenders[c].call();
-      for (size_t i = 0; i < out.size(); ++i) {
+      for (size_t i = 0; i < checked; ++i) {
         const float w = want.data<float>()[i];
         if (!(std::abs(out[i] - w) <= 1e-3f * (1.0f + std::abs(w)))) {
           std::fprintf(stderr, "kernels_bench: %s's %s differs from rt::einsum's at %zu\n",
@@ -518,9 +549,7 @@ int main(int argc, char **argv) {
       }
     }
     const Interleaved t = time_interleaved(contenders, rounds);
-    size_t best = 1;
-    for (size_t c = 2; c < contenders.size(); ++c)
-      if (contenders[c].call && t.median_ms[c] < t.median_ms[best]) best = c;
+    const size_t best = best_library(contenders, t);
     const Quartiles q = ratio_quartiles(t, 0, best);
     const double pflops = 2.0 * p.batch * p.m * p.n * p.k;
     auto column = [&](size_t c) {
