@@ -56,8 +56,9 @@
 // on small A it tied on Zen 1 and won 1.4-1.7x on Zen 3) and general products of
 // batched attention's size (128 x 128 x 64: 1.2-1.3x), while OpenBLAS's GEMV (tiled) beat
 // or tied BLIS and beat paths 1 and 2, and BLIS lost 2x at k = 16, 1.5x on 256 x 2048 x
-// 2048 and tied on 512^3. So there, with BLIS installed, short and narrow products call
-// BLIS, general products of at most kSmallOnBlis multiply-adds with k >= 32 too, and
+// 2048 and tied on 512^3. So there, with BLIS installed, short and narrow products of at
+// least kLoopBelowWork multiply-adds call BLIS (below, its per-call cost loses to the own
+// loops), general products of at most kSmallOnBlis multiply-adds with k >= 32 too, and
 // GEMV stays on OpenBLAS. Where oneDNN is installed too (Debian's libdnnl2; SPMDRT_DNNL=0
 // turns it off), f32 general products with A not transposed call its dnnl_sgemm when they
 // have at most 256 columns and 2^25 multiply-adds, or are A @ Bᵀ with k <= 64 and at most
@@ -446,8 +447,16 @@ constexpr int64_t kSmallOnBlis = int64_t{1} << 21;
 /// Where paths 1–4 hand a product to a library instead (see the file comment).
 enum class Library { None, Blis, BlasGemv };
 
+/// On AVX2 + FMA, narrow and short products of fewer multiply-adds than this keep the
+/// own loops: a library call costs about a microsecond before it computes anything
+/// (one thread, medians, Zen 3: 8 x 8 x 8 own loop 0.19-0.27 us against BLIS's 1.2-2.3;
+/// 64 x 16 x 64 1.8-3.2 against 2.2-2.8; tied at 128 x 16 x 128; BLIS 1.5x faster at
+/// 256 x 16 x 256). Tiny einsums (the per-op overhead of bench/kernels_bench --overhead)
+/// are this case.
+constexpr int64_t kLoopBelowWork = int64_t{1} << 17;
+
 template <typename T>
-Library library_for(GemmPath path) {
+Library library_for(GemmPath path, int64_t m, int64_t n, int64_t k) {
   if (path == GemmPath::Blas) return Library::None;
   const bool gemv = path == GemmPath::Gemv || path == GemmPath::VecMat;
   switch (gemm_isa()) {
@@ -458,7 +467,7 @@ Library library_for(GemmPath path) {
       // Measured on 2-core AMD EPYCs (docs/backend.md): OpenBLAS's GEMV beats paths 1
       // and 2 and ties BLIS's; BLIS beats the short loop and ties or beats the narrow one.
       if (gemv) return Library::BlasGemv;
-      return blis().sgemm ? Library::Blis : Library::None;
+      return blis().sgemm && m * n * k >= kLoopBelowWork ? Library::Blis : Library::None;
     case GemmIsa::Baseline:
       return Library::None;
   }
@@ -482,7 +491,7 @@ void gemm_float(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, con
   use_single_threaded_blas();
   const GemmOperand<T> op_a{a, trans_a ? m : k, trans_a}, op_b{b, trans_b ? k : n, trans_b};
   const GemmProduct<T> g{choose_path<T>(trans_a, trans_b, m, n), m, n, k, op_a, op_b, c};
-  switch (library_for<T>(g.path)) {
+  switch (library_for<T>(g.path, m, n, k)) {
     case Library::Blis:
       return blis_gemm(g);
     case Library::BlasGemv:
@@ -514,11 +523,11 @@ bool gemm_fuses_multiply_add() { return gemm_isa() == GemmIsa::Avx2Fma; }
 bool gemm_runs_own_loop(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
   if (dtype == DType::F32) {
     const GemmPath path = choose_path<float>(trans_a, trans_b, m, n);
-    return path != GemmPath::Blas && library_for<float>(path) == Library::None;
+    return path != GemmPath::Blas && library_for<float>(path, m, n, k) == Library::None;
   }
   if (dtype == DType::F64) {
     const GemmPath path = choose_path<double>(trans_a, trans_b, m, n);
-    return path != GemmPath::Blas && library_for<double>(path) == Library::None;
+    return path != GemmPath::Blas && library_for<double>(path, m, n, k) == Library::None;
   }
   return true;
 }
