@@ -33,6 +33,8 @@ if(SPMDC_HAVE_MPI)  # built executables link libspmdrt_mpi.a and Open MPI; mpiru
 else()
   set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "cmake, pkg-config, python3-numpy")
 endif()
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
+# BLIS and oneDNN take some products on x86 when installed (opened at run time:
+# runtime/cpu/kernels_gemm.cpp); without them OpenBLAS computes everything.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion, libblis4-serial, libdnnl2")
 set(CPACK_PACKAGE_DIRECTORY "${PROJECT_BINARY_DIR}/packages")
 include(CPack)
