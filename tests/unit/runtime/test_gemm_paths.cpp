@@ -38,8 +38,8 @@ struct Case {
 
 /// Whether gemm runs its own loop (not BLAS) for the shape: the bits it promises
 /// (docs/runtime.md, "matmul"). One output row or column is OpenBLAS's GEMV on AVX2 + FMA,
-/// where BLIS, when installed, takes short products and narrow ones of 2^17 or more
-/// elements of A; on AVX-512 with BLIS
+/// where BLIS, when installed, takes short and narrow products of 2^17 or more
+/// multiply-adds; on AVX-512 with BLIS
 /// installed, every product is a library's.
 bool own_loop(DType dtype, const Case &c, bool trans_a, bool trans_b) {
   const auto column_bytes = c.n * static_cast<int64_t>(dtype_size(dtype));
