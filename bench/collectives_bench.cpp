@@ -41,6 +41,7 @@
 #include <map>
 #include <string>
 
+#include "mesh_timing.h"
 #include "spmdrt/collectives.h"
 
 #ifdef SPMDC_BENCH_MPI
@@ -50,6 +51,7 @@
 #endif
 
 using namespace spmd::rt;
+using spmd::bench::median_call_us;
 
 namespace {
 
@@ -152,29 +154,6 @@ int threads_main(int64_t devices, int64_t max_bytes) {
     }
   }
   return 0;
-}
-
-/// Median microseconds of one call of the step `make(ctx)` returns for each
-/// device: a warm-up call, then `iterations` calls with a barrier before and
-/// after each (device 0's clock).
-double median_call_us(const Mesh &mesh, int iterations,
-                      const std::function<std::function<void()>(DeviceContext &)> &make) {
-  std::vector<double> us;
-  run_on_mesh(mesh, [&](DeviceContext &ctx) {
-    const std::function<void()> once = make(ctx);
-    once();  // warm-up
-    for (int i = 0; i < iterations; ++i) {
-      ctx.barrier();
-      const auto start = std::chrono::steady_clock::now();
-      once();
-      ctx.barrier();
-      const auto stop = std::chrono::steady_clock::now();
-      if (ctx.device() == 0)
-        us.push_back(std::chrono::duration<double>(stop - start).count() * 1e6);
-    }
-  });
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
 }
 
 /// Combined mode: `k` tensors of `bytes` each (per device) through `op`, as k

@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "mesh_timing.h"
 #include "spmdrt/collectives.h"
 #include "spmdrt/kernels.h"
 #include "spmdrt/parallel.h"
@@ -214,24 +215,11 @@ Tensor sum_sub_chain(const Tensor &x) {
   return t;
 }
 
-/// Median milliseconds of one step of `devices` simulated devices each running `chain`
-/// (a barrier before and after each step, as the steps of an executable are timed).
+/// Median milliseconds of one step of `devices` simulated devices each running `chain`.
 double mesh_step_ms(int64_t devices, int steps, const std::function<Tensor()> &chain) {
-  std::vector<double> ms;
-  run_on_mesh(Mesh({{"d", devices}}), [&](DeviceContext &ctx) {
-    chain();  // warm-up
-    for (int s = 0; s < steps; ++s) {
-      ctx.barrier();
-      const auto start = std::chrono::steady_clock::now();
-      chain();
-      ctx.barrier();
-      const auto stop = std::chrono::steady_clock::now();
-      if (ctx.device() == 0)
-        ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
-    }
-  });
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return spmd::bench::median_call_us(Mesh({{"d", devices}}), steps,
+                                     [&](DeviceContext &) { return [&] { chain(); }; }) /
+         1e3;
 }
 
 void per_op_overhead() {

@@ -84,6 +84,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
 
 #include "gemm_loops.h"
 #include "internal.h"
@@ -181,20 +184,36 @@ struct Blis {
   FortranGemm<double> dgemm = nullptr;
 };
 
+/// The first of `paths` that opens privately (RTLD_LOCAL | RTLD_DEEPBIND: its symbols
+/// never replace OpenBLAS's for anything else) and has every symbol `found` asks for
+/// (`found(handle)` is true); null where none does or the environment variable `off`
+/// is "0".
+template <typename Found>
+void *open_library(const char *off, std::initializer_list<const char *> paths, Found &&found) {
+  if (const char *env = std::getenv(off); env && std::strcmp(env, "0") == 0) return nullptr;
+  for (const char *path : paths) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!h) continue;
+    if (found(h)) return h;
+    dlclose(h);
+  }
+  return nullptr;
+}
+
 const Blis &blis() {
   static const Blis found = [] {
     Blis b;
     if (gemm_isa() == GemmIsa::Baseline) return b;
-    if (const char *env = std::getenv("SPMDRT_BLIS"); env && std::strcmp(env, "0") == 0) return b;
-    for (const char *path : {"/usr/lib/x86_64-linux-gnu/blis-serial/libblis.so.4",
-                             "/usr/lib/x86_64-linux-gnu/libblis.so.4", "libblis.so.4"}) {
-      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-      if (!h) continue;
-      auto s = reinterpret_cast<FortranGemm<float>>(dlsym(h, "sgemm_"));
-      auto d = reinterpret_cast<FortranGemm<double>>(dlsym(h, "dgemm_"));
-      if (s && d) return Blis{s, d};
-      dlclose(h);
-    }
+    open_library("SPMDRT_BLIS",
+                 {"/usr/lib/x86_64-linux-gnu/blis-serial/libblis.so.4",
+                  "/usr/lib/x86_64-linux-gnu/libblis.so.4", "libblis.so.4"},
+                 [&](void *h) {
+                   b.sgemm = reinterpret_cast<FortranGemm<float>>(dlsym(h, "sgemm_"));
+                   b.dgemm = reinterpret_cast<FortranGemm<double>>(dlsym(h, "dgemm_"));
+                   if (b.sgemm && b.dgemm) return true;
+                   b = Blis{};
+                   return false;
+                 });
     return b;
   }();
   return found;
@@ -216,16 +235,15 @@ const Dnnl &dnnl() {
   static const Dnnl found = [] {
     Dnnl d;
     if (gemm_isa() != GemmIsa::Avx2Fma) return d;
-    if (const char *env = std::getenv("SPMDRT_DNNL"); env && std::strcmp(env, "0") == 0) return d;
-    for (const char *path : {"/usr/lib/x86_64-linux-gnu/libdnnl.so.2", "libdnnl.so.2"}) {
-      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-      if (!h) continue;
-      // dlsym on the handle also searches what it depends on: its OpenMP runtime.
-      auto s = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"));
-      auto t = reinterpret_cast<void (*)(int)>(dlsym(h, "omp_set_num_threads"));
-      if (s && t) return Dnnl{s, t};
-      dlclose(h);
-    }
+    open_library(
+        "SPMDRT_DNNL", {"/usr/lib/x86_64-linux-gnu/libdnnl.so.2", "libdnnl.so.2"}, [&](void *h) {
+          d.sgemm = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"));
+          // dlsym on the handle also searches what it depends on: its OpenMP.
+          d.omp_set_num_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "omp_set_num_threads"));
+          if (d.sgemm && d.omp_set_num_threads) return true;
+          d = Dnnl{};
+          return false;
+        });
     return d;
   }();
   return found;
@@ -404,27 +422,20 @@ void blis_gemm(const GemmProduct<T> &g) {
 
 /// C = op(A) op(B) through oneDNN, tiled like blis_gemm. oneDNN runs on one thread, as
 /// OpenBLAS and BLIS do (the pool splits products instead): its OpenMP team size is a
-/// per-thread setting, so every thread that calls it sets it first. A call that fails
-/// (it never has) is computed by OpenBLAS instead.
+/// per-thread setting, so every thread that runs a tile sets it first.
 void dnnl_gemm(const GemmProduct<float> &g) {
   thread_local bool one_thread = false;
-  if (!one_thread) {
-    dnnl().omp_set_num_threads(1);
-    one_thread = true;
-  }
   const char tra = g.a.transposed ? 'T' : 'N', trb = g.b.transposed ? 'T' : 'N';
   for_each_tile(g, kMinLibraryTileWork, [&](const GemmProduct<float> &t, int ldc) {
-    if (!one_thread) {  // a pool worker's first tile
+    if (!one_thread) {
       dnnl().omp_set_num_threads(1);
       one_thread = true;
     }
-    if (dnnl().sgemm(tra, trb, t.m, t.n, t.k, 1.0f, t.a.data, t.a.ld, t.b.data, t.b.ld, 0.0f, t.c,
-                     ldc) != 0) {
-      warm_blas_buffer();
-      cblas_sgemm(CblasRowMajor, g.a.transposed ? CblasTrans : CblasNoTrans,
-                  g.b.transposed ? CblasTrans : CblasNoTrans, int(t.m), int(t.n), int(t.k), 1.0f,
-                  t.a.data, int(t.a.ld), t.b.data, int(t.b.ld), 0.0f, t.c, ldc);
-    }
+    if (const int status = dnnl().sgemm(tra, trb, t.m, t.n, t.k, 1.0f, t.a.data, t.a.ld, t.b.data,
+                                        t.b.ld, 0.0f, t.c, ldc);
+        status != 0)
+      throw std::runtime_error("oneDNN's dnnl_sgemm failed (status " + std::to_string(status) +
+                               "); SPMDRT_DNNL=0 turns it off");
   });
 }
 

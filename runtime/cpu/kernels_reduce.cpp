@@ -107,28 +107,6 @@ Tensor reduce_typed(const Tensor &x, const std::vector<bool> &reduced, const Sha
 
 constexpr int64_t kLanes = kSumLanes;
 
-/// a[t] += b[t], t < m: one level of fold_lanes (b = a + s and m <= s, so the two
-/// never overlap; restrict lets the loop vectorise).
-[[gnu::always_inline]] inline void add_lanes(double *__restrict a, const double *__restrict b,
-                                             int64_t m) {
-  for (int64_t t = 0; t < m; ++t) a[t] += b[t];
-}
-
-/// Folds the first `used` lanes (the rest are +0) in the fixed order of
-/// kernels.h's definition: for s = kLanes/2, ..., 2, 1: l[t] += l[t + s], t < s.
-/// Adding a +0 lane changes nothing (a lane is never -0: it starts at +0), so
-/// the steps that would only add zeros are skipped. Each level's additions are
-/// independent, so the level runs as vector code (the same additions, the same bits;
-/// written as `t < s && t + s < used`, the loop ran one lane at a time, each addition
-/// waiting on the store before it: 11% of the transformer block's time at s=128).
-[[gnu::always_inline]] inline double fold_lanes(double *l, int64_t used) {
-  for (int64_t s = kLanes / 2; s >= 1; s /= 2) {
-    if (used > s) add_lanes(l, l + s, std::min(s, used - s));
-    used = std::min(used, s);
-  }
-  return l[0];
-}
-
 template <typename S>
 S round_sum(double v) {
   return detail::Compute<S>::store(static_cast<typename detail::Compute<S>::type>(v));
@@ -150,30 +128,7 @@ constexpr int64_t kLaneGroup = 64;
 /// Elements from which one row's sum is split by lanes.
 constexpr int64_t kSplitRow = int64_t{1} << 18;
 
-/// Sums one contiguous run x_0 .. x_{n-1}. A long run is split over the pool by lanes
-/// (chunk g holds lanes [g G, (g + 1) G) of every block): each lane sums the same
-/// elements in the same order as one thread would, so the bits do not change.
-template <typename S>
-double lane_sum_row(const S *row, int64_t n) {
-  alignas(64) double l[kLanes];
-  const int64_t used = std::min(n, kLanes);
-  std::fill(l, l + used, 0.0);
-  if (n < kSplitRow) {
-    for (int64_t i = 0; i < n; i += kLanes) add_to_f64(l, row + i, std::min(kLanes, n - i));
-  } else {
-    // One chunk of lanes per thread: a chunk reads its lanes of every block, so more
-    // chunks than threads would stream the row once per chunk (4x slower on one thread).
-    const int64_t groups = kLanes / kLaneGroup;
-    parallel_for(groups, (groups + threads() - 1) / threads(), [&](int64_t g0, int64_t g1) {
-      const int64_t first = g0 * kLaneGroup, width = (g1 - g0) * kLaneGroup;
-      for (int64_t i = 0; i + first < n; i += kLanes)
-        add_to_f64(l + first, row + i + first, std::min(width, n - i - first));
-    });
-  }
-  return fold_lanes(l, used);
-}
-
-// ---- the fold in registers, for rows of up to 2 kLanes elements ----
+// ---- the fold of kernels.h's definition, in registers ----
 
 // Vector values pass only between helpers inlined into one cloned function, never across
 // a call, so GCC's note that their calling convention depends on -mavx is moot.
@@ -229,7 +184,7 @@ struct RowLanes {
   [[gnu::always_inline]] F64x4 operator()(int64_t j) const { return row_lanes(row, n, j); }
 };
 
-/// Lanes kept in memory (rows of more than 2 kLanes elements).
+/// Lanes kept in memory (rows of more than 2 kLanes elements: they accumulate there).
 struct StoredLanes {
   const double *l;
   [[gnu::always_inline]] F64x4 operator()(int64_t j) const {
@@ -251,9 +206,11 @@ template <int64_t S, int64_t P, typename Lanes>
   }
 }
 
-/// fold_lanes over P >= 8 lanes (a power of two; lanes past the used ones +0): the same
-/// additions in the same order, except additions of +0, which change nothing (a lane
-/// is never -0), so the same bits, with no lane stored to memory.
+/// kernels.h's fold (for s = P/2, ..., 2, 1: l[t] += l[t + s], t < s) over P >= 8 lanes
+/// (a power of two; lanes past the used ones +0, whose additions change nothing: a lane
+/// is never -0, it starts at +0), with no lane stored to memory. Written as a loop over
+/// the lanes in memory, each level waited on the stores of the one before: the fold was
+/// as much work as a 128-element row (issue 32).
 template <int64_t P, typename Lanes>
 [[gnu::always_inline]] inline double fold_in_registers(const Lanes &lane) {
   const F64x4 v = fold_level<4, P>(lane, 0);
@@ -274,11 +231,27 @@ template <typename S>
 }
 static_assert(kLanes == 256, "short_row_sum's fold is written for 256 lanes");
 
+/// Sums one contiguous run x_0 .. x_{n-1} of n >= kSplitRow elements, split over the pool
+/// by lanes (chunk g holds lanes [g G, (g + 1) G) of every block): each lane sums the same
+/// elements in the same order as one thread would, so the bits do not change.
+template <typename S>
+double lane_sum_row(const S *row, int64_t n) {
+  alignas(64) double l[kLanes] = {};
+  // One chunk of lanes per thread: a chunk reads its lanes of every block, so more
+  // chunks than threads would stream the row once per chunk (4x slower on one thread).
+  const int64_t groups = kLanes / kLaneGroup;
+  parallel_for(groups, (groups + threads() - 1) / threads(), [&](int64_t g0, int64_t g1) {
+    const int64_t first = g0 * kLaneGroup, width = (g1 - g0) * kLaneGroup;
+    for (int64_t i = 0; i + first < n; i += kLanes)
+      add_to_f64(l + first, row + i + first, std::min(width, n - i - first));
+  });
+  return fold_in_registers<kLanes>(StoredLanes{l});
+}
+
 /// o[r] = the sum of row r, lo <= r < hi, of rows of n < kSplitRow elements: lane_sum_row's
 /// arithmetic in one function compiled for each vector width, lanes and fold included.
-/// Rows of up to 2 kLanes elements (layer norm's and softmax's rows) are folded in
-/// registers: the fold through memory was as much work as the row (s = 128 transformer
-/// block, issue 32).
+/// Rows of up to 2 kLanes elements (layer norm's and softmax's rows) never store their
+/// lanes; longer ones accumulate them in memory.
 template <typename S>
 [[gnu::always_inline]] inline void short_row_sums(const S *in, int64_t lo, int64_t hi, int64_t n,
                                                   S *o) {
@@ -331,7 +304,7 @@ void lane_sum_rows(const S *in, int64_t rows, int64_t n, S *o) {
 /// at a time read 2 KB runs 1 MB apart and ran at a third of memory speed), and every
 /// level keeps kGroup partials. The kGroup subtrees are then folded as the tree's last
 /// kLow levels. A subtree whose first lane is past the last row holds only +0 lanes and
-/// is skipped, as in fold_lanes (adding +0 changes nothing: a lane is never -0). Columns
+/// is skipped, as in fold_in_registers (adding +0 changes nothing: a lane is never -0). Columns
 /// go a tile at a time so the partials stay in cache. Each column's bits are the same
 /// whatever the tiles.
 template <typename S>

@@ -109,12 +109,16 @@ TEST_CASE("reduce over several axes against the defined order", "[runtime][reduc
 }
 
 TEST_CASE("row sums of every length class against the defined order", "[runtime][reduce]") {
-  // Rows up to 2 kSumLanes long are folded in registers, longer ones through memory:
+  // Rows up to 2 kSumLanes long never store their lanes, longer ones accumulate them in
+  // memory (and from 2^18 elements split over the pool by lanes); every fold in registers:
   // lengths on both sides of each power of two the fold's levels switch at, and rows
   // of mixed magnitudes (so that a different order of additions changes the bits).
-  const int64_t lengths[] = {1,   2,   3,   4,   5,   7,   8,   9,   15,  16,  17,
-                             31,  32,  33,  63,  64,  65,  100, 127, 128, 129, 200,
-                             255, 256, 257, 300, 511, 512, 513, 700, 1000};
+  const int64_t lengths[] =
+      {
+          1,   2,   3,   4,   5,   7,   8,   9,   15,   16,           17,
+          31,  32,  33,  63,  64,  65,  100, 127, 128,  129,          200,
+          255, 256, 257, 300, 511, 512, 513, 700, 1000, (1 << 18) + 3};  // the last: split over the
+                                                                         // pool by lanes
   for (DType dtype : {DType::F32, DType::F64}) {
     for (int64_t n : lengths) {
       INFO("dtype " << dtype_name(dtype) << " n " << n);
